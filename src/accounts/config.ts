@@ -1,0 +1,160 @@
+/**
+ * Local accounts from svc-cm (`accounts.<name>`, `accounts.<name>.enabled`, `admin.enabled`)
+ * joined with their secrets in svc-secret (`accounts.<name>.password`, `.passwordMtime`,
+ * `.tokens`; `admin.password`, `admin.passwordMtime`). Each account stands alone: a bad one is
+ * reported and left out (or keeps its last good version), the others apply.
+ */
+import type { ScopedSink } from '../config/problems.js';
+
+export const ADMIN = 'admin';
+export const MAX_USERNAME_LENGTH = 32;
+const USERNAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
+
+export type Capability = 'apiKey' | 'login';
+const CAPABILITIES: readonly Capability[] = ['apiKey', 'login'];
+
+export interface ApiTokenRecord {
+  readonly id: string;
+  /** Seconds since the epoch, as in the JWT. */
+  readonly iat: number;
+  readonly exp?: number;
+}
+
+export interface AccountSettings {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly capabilities: readonly Capability[];
+  readonly passwordHash?: string;
+  readonly passwordMtime?: Date;
+  readonly tokens: readonly ApiTokenRecord[];
+}
+
+export function usernameProblem(name: string): string | undefined {
+  if (name.length > MAX_USERNAME_LENGTH) return `username '${name}' is longer than ${MAX_USERNAME_LENGTH} characters`;
+  if (!USERNAME.test(name)) return `username '${name}' must be lower-case letters, digits, '-', '.' or '_', starting and ending with a letter or digit`;
+  return undefined;
+}
+
+function parseBoolean(value: string, sink: ScopedSink, key: string): boolean | undefined {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  sink.add([key], `must be "true" or "false", not '${value}'`);
+  return undefined;
+}
+
+function parseCapabilities(value: string, sink: ScopedSink, key: string): Capability[] | undefined {
+  const parts = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const bad = parts.filter((p) => !CAPABILITIES.includes(p as Capability));
+  if (bad.length > 0) {
+    sink.add([key], `unknown capability ${bad.map((b) => `'${b}'`).join(', ')} (want apiKey, login)`);
+    return undefined;
+  }
+  return [...new Set(parts as Capability[])];
+}
+
+export function parseTokens(text: string | undefined, sink: ScopedSink, key: string): ApiTokenRecord[] | undefined {
+  if (text === undefined || text.trim() === '') return [];
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    sink.add([key], 'is not JSON');
+    return undefined;
+  }
+  if (!Array.isArray(raw)) {
+    sink.add([key], 'must be a JSON list of {id, iat, exp?}');
+    return undefined;
+  }
+  const out: ApiTokenRecord[] = [];
+  for (const [i, item] of raw.entries()) {
+    const t = item as { id?: unknown; iat?: unknown; exp?: unknown } | null;
+    if (t === null || typeof t !== 'object' || typeof t.id !== 'string' || typeof t.iat !== 'number' || (t.exp !== undefined && typeof t.exp !== 'number')) {
+      sink.add([key, i], 'must be {id: string, iat: number, exp?: number}');
+      return undefined;
+    }
+    out.push({ id: t.id, iat: t.iat, ...(typeof t.exp === 'number' ? { exp: t.exp } : {}) });
+  }
+  return out;
+}
+
+function parseMtime(text: string | undefined, sink: ScopedSink, key: string): Date | undefined | null {
+  if (text === undefined || text === '') return undefined;
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) {
+    sink.add([key], `'${text}' is not a timestamp`);
+    return null;
+  }
+  return date;
+}
+
+interface AccountsInput {
+  readonly cm: Readonly<Record<string, string>>;
+  readonly secret: Readonly<Record<string, string>>;
+  /** Scoped at svc-cm and svc-secret respectively. */
+  readonly cmSink: ScopedSink;
+  readonly secretSink: ScopedSink;
+  readonly previous?: ReadonlyMap<string, AccountSettings>;
+}
+
+/** The svc-cm keys this module owns; settings.ts uses it to report the unknown ones. */
+export function isAccountKey(key: string): boolean {
+  return key === 'admin.enabled' || key.startsWith('accounts.');
+}
+
+export function parseAccounts(input: AccountsInput): ReadonlyMap<string, AccountSettings> {
+  const { cm, secret, cmSink, secretSink, previous } = input;
+  const names = new Set<string>();
+  for (const key of Object.keys(cm)) {
+    if (!key.startsWith('accounts.')) continue;
+    const rest = key.slice('accounts.'.length);
+    const name = rest.endsWith('.enabled') ? rest.slice(0, -'.enabled'.length) : rest;
+    if (rest.endsWith('.enabled') && cm[`accounts.${name}`] === undefined) {
+      cmSink.add([key], `account '${name}' has no capabilities key accounts.${name}`);
+      continue;
+    }
+    names.add(name);
+  }
+  const accounts = new Map<string, AccountSettings>();
+  const adminEnabled = cm['admin.enabled'] === undefined ? true : parseBoolean(cm['admin.enabled'], cmSink, 'admin.enabled');
+  if (adminEnabled !== false) {
+    const admin = parseOne(ADMIN, input, true);
+    if (admin !== undefined) accounts.set(ADMIN, admin);
+    else if (previous?.get(ADMIN) !== undefined) accounts.set(ADMIN, previous.get(ADMIN)!);
+  }
+  for (const name of [...names].sort()) {
+    if (name === ADMIN) continue;
+    const before = cmSink.count + secretSink.count;
+    const problem = usernameProblem(name);
+    if (problem !== undefined) {
+      cmSink.add([`accounts.${name}`], problem);
+      continue;
+    }
+    const account = parseOne(name, input, false);
+    if (account !== undefined && cmSink.count + secretSink.count === before) accounts.set(name, account);
+    else if (previous?.get(name) !== undefined) accounts.set(name, previous.get(name)!);
+  }
+  return accounts;
+}
+
+function parseOne(name: string, input: AccountsInput, isAdmin: boolean): AccountSettings | undefined {
+  const { cm, secret, cmSink, secretSink } = input;
+  const before = cmSink.count + secretSink.count;
+  const capsKey = `accounts.${name}`;
+  const capabilities = cm[capsKey] !== undefined ? parseCapabilities(cm[capsKey], cmSink, capsKey) : isAdmin ? (['login'] as Capability[]) : undefined;
+  const enabledKey = `accounts.${name}.enabled`;
+  const enabled = isAdmin ? true : cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey);
+  const prefix = isAdmin ? 'admin' : `accounts.${name}`;
+  const passwordHash = secret[`${prefix}.password`];
+  const mtime = parseMtime(secret[`${prefix}.passwordMtime`], secretSink, `${prefix}.passwordMtime`);
+  const tokens = parseTokens(secret[`accounts.${name}.tokens`], secretSink, `accounts.${name}.tokens`);
+  if (capabilities === undefined || enabled === undefined || tokens === undefined || mtime === null) return undefined;
+  if (cmSink.count + secretSink.count !== before) return undefined;
+  return {
+    name,
+    enabled,
+    capabilities,
+    tokens,
+    ...(passwordHash !== undefined && passwordHash !== '' ? { passwordHash } : {}),
+    ...(mtime !== undefined ? { passwordMtime: mtime } : {}),
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Configuration problems with the key path that names them, for example
+ * `svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL`.
+ * Parsers collect every problem before they report, so an operator sees all of them at once.
+ */
+export type PathSegment = string | number;
+
+export interface ConfigProblem {
+  /** The object or file the problem is in: `svc-cm`, `svc-rbac-cm`, `config/cm.yaml`. */
+  readonly source: string;
+  /** The key path inside it; the first segment is usually the data key (`extension.config`). */
+  readonly path: readonly PathSegment[];
+  readonly message: string;
+}
+
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? segment : `.${segment}`;
+  }
+  return out;
+}
+
+export function formatProblem(problem: ConfigProblem): string {
+  const parts = [problem.source];
+  if (problem.path.length > 0) {
+    // The data key itself contains dots (`extension.config`), so it stands apart from the path inside it.
+    const [dataKey, ...inner] = problem.path;
+    parts.push(String(dataKey));
+    if (inner.length > 0) parts.push(formatPath(inner));
+  }
+  return `${parts.join(': ')}: ${problem.message}`;
+}
+
+/** The one error type configuration parsing throws. */
+export class ConfigProblems extends Error {
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.name = 'ConfigProblems';
+  }
+}
+
+/** Collects problems under a source and a path prefix. */
+export class ProblemSink {
+  readonly problems: ConfigProblem[] = [];
+
+  add(source: string, path: readonly PathSegment[], message: string): void {
+    this.problems.push({ source, path, message });
+  }
+
+  scoped(source: string, prefix: readonly PathSegment[] = []): ScopedSink {
+    return new ScopedSink(this, source, prefix);
+  }
+
+  get empty(): boolean {
+    return this.problems.length === 0;
+  }
+}
+
+export class ScopedSink {
+  constructor(
+    private readonly sink: ProblemSink,
+    readonly source: string,
+    readonly prefix: readonly PathSegment[],
+  ) {}
+
+  add(path: readonly PathSegment[], message: string): void {
+    this.sink.add(this.source, [...this.prefix, ...path], message);
+  }
+
+  at(...segments: PathSegment[]): ScopedSink {
+    return new ScopedSink(this.sink, this.source, [...this.prefix, ...segments]);
+  }
+
+  /** How many problems the whole sink holds: compare before and after to see if an entry added any. */
+  get count(): number {
+    return this.sink.problems.length;
+  }
+}

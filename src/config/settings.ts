@@ -1,0 +1,125 @@
+/**
+ * svc-cm, svc-rbac-cm and svc-secret parsed once per change into one readonly Settings value.
+ * Parsing never throws and never has side effects: every problem is collected with its key
+ * path, bad entries are left out (keeping their last good version from `previous`), and the
+ * good ones apply.
+ */
+import { isAccountKey, parseAccounts, type AccountSettings } from '../accounts/config.js';
+import { readCatalog, type AppCatalog } from '../apps/catalog.js';
+import { parseExtensionConfig, type ExtensionConfig } from '../extensions/config.js';
+import { parseIdpConfig, type IdpConfig } from '../idp/config.js';
+import { parseOidcConfig, type OidcConfig } from '../oidc/config.js';
+import { parsePolicy, type Policy } from '../rbac/policy.js';
+import { parseDuration } from './duration.js';
+import { RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
+import { ConfigProblems, ProblemSink, type ConfigProblem, type ScopedSink } from './problems.js';
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+export const DEFAULT_SESSION_DURATION_MS = 24 * 3_600_000;
+
+export interface Settings {
+  /** Base URL without a trailing slash. */
+  readonly url: string;
+  readonly serverSecretKey: string | undefined;
+  readonly sessionDurationMs: number;
+  readonly accounts: ReadonlyMap<string, AccountSettings>;
+  readonly extensions: readonly ExtensionConfig[];
+  readonly oidc: OidcConfig | undefined;
+  readonly idp: IdpConfig | undefined;
+  readonly oidcTlsInsecureSkipVerify: boolean;
+  readonly policy: Policy;
+  readonly catalog: AppCatalog;
+}
+
+export interface ParsedSettings {
+  readonly settings: Settings;
+  readonly problems: readonly ConfigProblem[];
+}
+
+const SIMPLE_CM_KEYS = new Set(['url', 'extension.config', 'idp.config', 'oidc.config', 'oidc.tls.insecure.skip.verify', 'users.session.duration']);
+
+export function parseSettings(snapshot: StoreSnapshot, previous?: Settings): ParsedSettings {
+  const sink = new ProblemSink();
+  const cm = snapshot.configMaps.get(SETTINGS_CM)?.data ?? {};
+  const rbac = snapshot.configMaps.get(RBAC_CM)?.data ?? {};
+  const secret = snapshot.secrets.get(SETTINGS_SECRET)?.data ?? {};
+  const cmSink = sink.scoped(SETTINGS_CM);
+
+  for (const key of Object.keys(cm)) {
+    if (!SIMPLE_CM_KEYS.has(key) && !isAccountKey(key)) cmSink.add([key], 'unknown key');
+  }
+  const settings: Settings = {
+    url: parseUrl(cm['url'], cmSink),
+    serverSecretKey: serverSecretKey(secret, sink.scoped(SETTINGS_SECRET)),
+    sessionDurationMs: parseSessionDuration(cm['users.session.duration'], cmSink),
+    accounts: parseAccounts({ cm, secret, cmSink, secretSink: sink.scoped(SETTINGS_SECRET), ...(previous ? { previous: previous.accounts } : {}) }),
+    extensions: parseExtensionConfig(cm['extension.config'], snapshot.secrets, cmSink.at('extension.config'), previous?.extensions),
+    oidc: parseOidcConfig(cm['oidc.config'], snapshot.secrets, cmSink.at('oidc.config'), previous?.oidc),
+    idp: parseIdpConfig(cm['idp.config'], snapshot.secrets, cmSink.at('idp.config'), previous?.idp),
+    oidcTlsInsecureSkipVerify: parseFlag(cm['oidc.tls.insecure.skip.verify'], cmSink, 'oidc.tls.insecure.skip.verify'),
+    policy: parseRbac(rbac, sink.scoped(RBAC_CM)),
+    catalog: readCatalog(snapshot, sink),
+  };
+  return { settings, problems: sink.problems };
+}
+
+/** For callers that want all-or-nothing: throws ConfigProblems listing every problem. */
+export function parseSettingsStrict(snapshot: StoreSnapshot): Settings {
+  const { settings, problems } = parseSettings(snapshot);
+  if (problems.length > 0) throw new ConfigProblems(problems);
+  return settings;
+}
+
+function parseUrl(value: string | undefined, sink: ScopedSink): string {
+  if (value === undefined || value === '') return DEFAULT_URL;
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
+    sink.add(['url'], `'${value}' is not an http(s) URL; using ${DEFAULT_URL}`);
+    return DEFAULT_URL;
+  }
+  return value.replace(/\/+$/, '');
+}
+
+function parseSessionDuration(value: string | undefined, sink: ScopedSink): number {
+  if (value === undefined || value === '') return DEFAULT_SESSION_DURATION_MS;
+  const ms = parseDuration(value);
+  if (ms === undefined || ms <= 0) {
+    sink.add(['users.session.duration'], `'${value}' is not a duration (for example 24h, 90m); using 24h`);
+    return DEFAULT_SESSION_DURATION_MS;
+  }
+  return ms;
+}
+
+function parseFlag(value: string | undefined, sink: ScopedSink, key: string): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  sink.add([key], `must be "true" or "false", not '${value}'`);
+  return false;
+}
+
+function serverSecretKey(secret: Readonly<Record<string, string>>, sink: ScopedSink): string | undefined {
+  const key = secret['server.secretkey'];
+  if (key === undefined || key === '') {
+    sink.add(['server.secretkey'], 'is missing: tokens cannot be issued or verified');
+    return undefined;
+  }
+  return key;
+}
+
+const RBAC_KEY = /^policy\.[A-Za-z0-9_-]+\.csv$/;
+
+function parseRbac(data: Readonly<Record<string, string>>, sink: ScopedSink): Policy {
+  const overlays: Record<string, string> = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (RBAC_KEY.test(key)) overlays[key] = value;
+    else if (!['policy.csv', 'policy.default', 'scopes'].includes(key)) sink.add([key], 'unknown key');
+  }
+  return parsePolicy(
+    {
+      csv: data['policy.csv'] ?? '',
+      overlays,
+      ...(data['policy.default'] !== undefined ? { defaultRole: data['policy.default'] } : {}),
+      ...(data['scopes'] !== undefined ? { scopes: data['scopes'] } : {}),
+    },
+    sink,
+  );
+}

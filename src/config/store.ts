@@ -1,0 +1,28 @@
+/**
+ * The contract every configuration store keeps: today a directory of manifests
+ * (dir-store.ts), later perhaps the Kubernetes API. Callers never learn which.
+ */
+import type { StoreSnapshot } from './manifests.js';
+
+/** Keys to set and keys to remove in one Secret, applied together or not at all. */
+export interface SecretPatch {
+  readonly set?: Readonly<Record<string, string>>;
+  readonly delete?: readonly string[];
+}
+
+export type SnapshotListener = (snapshot: StoreSnapshot) => void;
+
+export interface ConfigStore {
+  /** The last good snapshot; never a half-applied change. */
+  current(): StoreSnapshot;
+  /** Called after each applied change. Returns a function that unsubscribes. */
+  onChange(listener: SnapshotListener): () => void;
+  /**
+   * Read-modify-write of one Secret. `mutate` sees the values as stored at this moment,
+   * including writes by other processes, and its patch is applied atomically. Concurrent calls
+   * are serialised, so none is lost. A missing Secret is created (labelled part-of svc).
+   * Resolves once the change is on disk and visible through current().
+   */
+  updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void>;
+  close(): Promise<void>;
+}

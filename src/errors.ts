@@ -1,0 +1,111 @@
+/**
+ * Every error a client may see. A domain error carries a stable `code` and a sentence for a
+ * person; src/http/errors.ts is the only place a code becomes an HTTP status. Messages never
+ * contain a token, a password or a secret value.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_credentials'
+  | 'unauthenticated'
+  | 'permission_denied'
+  | 'not_found'
+  | 'account_not_found'
+  | 'application_not_found'
+  | 'extension_not_found'
+  | 'no_backend'
+  | 'conflict'
+  | 'backend_idle'
+  | 'too_many_attempts'
+  | 'too_many_requests'
+  | 'backend_unreachable'
+  | 'backend_tls'
+  | 'backend_timeout'
+  | 'unavailable';
+
+export abstract class SvcError extends Error {
+  abstract readonly code: ErrorCode;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequest extends SvcError {
+  readonly code = 'invalid_request';
+}
+
+export class InvalidCredentials extends SvcError {
+  readonly code = 'invalid_credentials';
+  constructor(message = 'invalid username or password') {
+    super(message);
+  }
+}
+
+export class Unauthenticated extends SvcError {
+  readonly code = 'unauthenticated';
+  constructor(message = 'no valid token: log in or send a bearer token') {
+    super(message);
+  }
+}
+
+export class PermissionDenied extends SvcError {
+  readonly code = 'permission_denied';
+}
+
+export class NotFound extends SvcError {
+  readonly code = 'not_found';
+}
+
+export class AccountNotFound extends SvcError {
+  readonly code = 'account_not_found';
+  constructor(readonly account: string) {
+    super(`account '${account}' does not exist`);
+  }
+}
+
+export class ApplicationNotFound extends SvcError {
+  readonly code = 'application_not_found';
+}
+
+export class ExtensionNotFound extends SvcError {
+  readonly code = 'extension_not_found';
+}
+
+export class NoBackend extends SvcError {
+  readonly code = 'no_backend';
+}
+
+export class Conflict extends SvcError {
+  readonly code = 'conflict';
+}
+
+export class BackendIdle extends SvcError {
+  readonly code = 'backend_idle';
+}
+
+export class TooManyAttempts extends SvcError {
+  readonly code = 'too_many_attempts';
+  constructor(readonly retryAfterSeconds: number) {
+    super(`too many failed logins; try again in ${retryAfterSeconds}s`);
+  }
+}
+
+export class TooManyRequests extends SvcError {
+  readonly code = 'too_many_requests';
+}
+
+export class BackendUnreachable extends SvcError {
+  readonly code = 'backend_unreachable';
+}
+
+export class BackendTls extends SvcError {
+  readonly code = 'backend_tls';
+}
+
+export class BackendTimeout extends SvcError {
+  readonly code = 'backend_timeout';
+}
+
+export class Unavailable extends SvcError {
+  readonly code = 'unavailable';
+}

@@ -1,0 +1,152 @@
+/**
+ * `extension.config` of svc-cm: a YAML list of extensions, each validated on its own so a bad
+ * entry is reported with its index and key and the good ones keep working. A bad entry keeps
+ * its last good version (by name) when it had one.
+ */
+import YAML from 'yaml';
+import { z } from 'zod';
+import { parseDuration } from '../config/duration.js';
+import type { ScopedSink } from '../config/problems.js';
+import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
+import { parseWith } from '../config/zod-problems.js';
+
+export const DEFAULT_IDLE_CONN_TIMEOUT_MS = 60_000;
+
+export interface BackendTls {
+  /** PEM of extra CAs trusted beside the system roots. */
+  readonly caData?: string;
+  /** PEM client certificate and key for mutual TLS. */
+  readonly certData?: string;
+  readonly keyData?: string;
+  /** Name checked against the backend certificate when it differs from the URL's host. */
+  readonly serverName?: string;
+}
+
+export interface BackendService {
+  readonly url: string;
+  readonly clusterName?: string;
+  readonly tls?: BackendTls;
+}
+
+export interface ExtensionConfig {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly idleConnTimeoutMs: number;
+  readonly services: readonly BackendService[];
+}
+
+const EXTENSION_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+
+const httpUrl = z.string().refine((value) => {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}, 'not a URL (want http:// or https:// with a host, without query or fragment)');
+
+const pem = (what: string) => z.string().refine((v) => v.includes('-----BEGIN '), `not PEM text (${what})`);
+
+const tlsSchema = z.strictObject({
+  caData: pem('a CA certificate').optional(),
+  certData: pem('a client certificate').optional(),
+  keyData: pem('a private key').optional(),
+  serverName: z.string().min(1).optional(),
+}).refine((tls) => (tls.certData === undefined) === (tls.keyData === undefined), 'certData and keyData go together');
+
+const serviceSchema = z.strictObject({
+  url: httpUrl,
+  clusterName: z.string().min(1).optional(),
+  tls: tlsSchema.optional(),
+});
+
+const durationText = z.string().refine((v) => parseDuration(v) !== undefined && parseDuration(v)! > 0, 'not a duration (for example 30s, 2m)');
+
+const extensionSchema = z.strictObject({
+  name: z.string().regex(EXTENSION_NAME, 'letters, digits, ".", "_" and "-" only'),
+  enabled: z.boolean(),
+  backend: z.strictObject({
+    idleConnTimeout: durationText.optional(),
+    services: z.array(serviceSchema).min(1, 'at least one service is needed'),
+  }),
+}).superRefine((ext, ctx) => {
+  const services = ext.backend.services;
+  if (services.length > 1) {
+    const seen = new Set<string>();
+    services.forEach((service, i) => {
+      if (service.clusterName === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['backend', 'services', i, 'clusterName'], message: 'is required when there are several services' });
+      } else if (seen.has(service.clusterName)) {
+        ctx.addIssue({ code: 'custom', path: ['backend', 'services', i, 'clusterName'], message: `'${service.clusterName}' is used twice` });
+      } else seen.add(service.clusterName);
+    });
+  }
+});
+
+type RawExtension = z.infer<typeof extensionSchema>;
+
+function toConfig(raw: RawExtension): ExtensionConfig {
+  return {
+    name: raw.name,
+    enabled: raw.enabled,
+    idleConnTimeoutMs: raw.backend.idleConnTimeout === undefined ? DEFAULT_IDLE_CONN_TIMEOUT_MS : parseDuration(raw.backend.idleConnTimeout)!,
+    services: raw.backend.services.map((s) => ({
+      url: s.url,
+      ...(s.clusterName !== undefined ? { clusterName: s.clusterName } : {}),
+      ...(s.tls !== undefined ? { tls: stripUndefined(s.tls) } : {}),
+    })),
+  };
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * Parses the key's text. `sink` is scoped at `svc-cm: extension.config`. When the YAML does
+ * not parse at all, the previous list stays whole.
+ */
+export function parseExtensionConfig(
+  text: string | undefined,
+  secrets: SecretLookup,
+  sink: ScopedSink,
+  previous: readonly ExtensionConfig[] = [],
+): readonly ExtensionConfig[] {
+  if (text === undefined || text.trim() === '') return [];
+  let doc: unknown;
+  try {
+    doc = YAML.parse(text, { logLevel: 'error' });
+  } catch (err: unknown) {
+    sink.add([], `YAML does not parse, the previous extensions stay in force: ${(err as Error).message.split('\n')[0]}`);
+    return previous;
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    sink.add([], 'must be a map with the key extensions');
+    return previous;
+  }
+  const { extensions, ...rest } = doc as Record<string, unknown>;
+  for (const key of Object.keys(rest)) sink.add([key], 'unknown key');
+  if (extensions === undefined || extensions === null) return [];
+  if (!Array.isArray(extensions)) {
+    sink.add(['extensions'], 'must be a list');
+    return previous;
+  }
+  const out: ExtensionConfig[] = [];
+  const names = new Set<string>();
+  extensions.forEach((entry: unknown, index) => {
+    const at = sink.at('extensions', index);
+    const resolved = resolveAllReferences(entry, secrets, at);
+    const parsed = resolved === undefined ? undefined : parseWith(extensionSchema, resolved, at);
+    const name = typeof (entry as { name?: unknown } | null)?.name === 'string' ? (entry as { name: string }).name : undefined;
+    if (parsed !== undefined && names.has(parsed.name)) {
+      at.add(['name'], `'${parsed.name}' is defined twice; the first one is used`);
+      return;
+    }
+    const config = parsed !== undefined ? toConfig(parsed) : previous.find((p) => p.name === name);
+    if (config === undefined || names.has(config.name)) return;
+    names.add(config.name);
+    out.push(config);
+  });
+  return out;
+}

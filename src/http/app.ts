@@ -1,0 +1,48 @@
+/** Assembles the Koa app from middleware and routers built elsewhere (src/main.ts wires them). */
+import type Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { errorMiddleware } from './errors.js';
+import type { HttpMetrics } from './metrics.js';
+import { requestContext } from './request-context.js';
+import type { AppState } from './state.js';
+
+export interface AppDeps {
+  readonly log: Logger;
+  readonly metrics: HttpMetrics;
+  /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
+  readonly authenticate: Koa.Middleware<AppState>;
+  /** Middleware that answers a whole path space itself (the extension proxy), before the routers. */
+  readonly early?: readonly Koa.Middleware<AppState>[];
+  readonly routers: readonly Router<AppState>[];
+  /** Behind a TLS-terminating proxy, trust X-Forwarded-Proto/For. */
+  readonly proxy?: boolean;
+}
+
+export function createApp(deps: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: deps.proxy ?? false });
+  app.use(requestContext(deps.log));
+  app.use(accessLog);
+  app.use(errorMiddleware(deps.log));
+  app.use(deps.metrics.middleware);
+  app.use(deps.authenticate);
+  for (const middleware of deps.early ?? []) app.use(middleware);
+  for (const router of deps.routers) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+  // Koa logs errors itself unless told otherwise; ours are already logged with the request id.
+  app.silent = true;
+  return app;
+}
+
+async function accessLog(ctx: Koa.ParameterizedContext<AppState>, next: Koa.Next): Promise<void> {
+  const start = performance.now();
+  try {
+    await next();
+  } finally {
+    const ms = Math.round((performance.now() - start) * 10) / 10;
+    // Path only: query strings may carry codes or tokens.
+    ctx.state.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+  }
+}

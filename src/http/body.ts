@@ -1,0 +1,43 @@
+/** Small JSON body reading for API routes (the proxy streams bodies and never uses this). */
+import type Koa from 'koa';
+import { InvalidRequest } from '../errors.js';
+
+const MAX_JSON_BYTES = 64 * 1024;
+
+export type JsonObject = Readonly<Record<string, unknown>>;
+
+export async function readJson(ctx: Koa.Context): Promise<JsonObject> {
+  if (!ctx.is('application/json') && ctx.get('content-length') !== '0' && ctx.request.length) {
+    throw new InvalidRequest('the body must be JSON (Content-Type: application/json)');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_JSON_BYTES) throw new InvalidRequest(`the body is larger than ${MAX_JSON_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new InvalidRequest('the body is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidRequest('the body must be a JSON object');
+  return value as JsonObject;
+}
+
+export function requireString(body: JsonObject, field: string): string {
+  const value = body[field];
+  if (typeof value !== 'string' || value === '') throw new InvalidRequest(`field '${field}' is required and must be a non-empty string`);
+  return value;
+}
+
+export function optionalString(body: JsonObject, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new InvalidRequest(`field '${field}' must be a string`);
+  return value;
+}

@@ -1,0 +1,42 @@
+/** One prom-client registry per server, so tests can run several servers in one process. */
+import type Koa from 'koa';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { AppState } from './state.js';
+
+export interface HttpMetrics {
+  readonly registry: Registry;
+  readonly middleware: Koa.Middleware<AppState>;
+}
+
+export function createHttpMetrics(): HttpMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'svc_http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'HTTP request duration by route',
+    labelNames: ['route', 'method'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [registry],
+  });
+  return {
+    registry,
+    middleware: async function countRequests(ctx, next) {
+      const start = process.hrtime.bigint();
+      try {
+        await next();
+      } finally {
+        // The matched route pattern, never the raw path: paths carry names and would explode cardinality.
+        const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        requests.inc({ route, method: ctx.method, status: String(ctx.status) });
+        duration.observe({ route, method: ctx.method }, seconds);
+      }
+    },
+  };
+}

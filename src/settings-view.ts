@@ -1,0 +1,36 @@
+/** The settings anyone may read: no secret, no password, no key. Pure, so it is unit-tested alone. */
+import type { Settings } from './config/settings.js';
+
+export interface PublicSettings {
+  readonly url: string;
+  readonly oidcConfig?: {
+    readonly name: string;
+    readonly issuer: string;
+    readonly clientID: string;
+    readonly cliClientID?: string;
+    readonly scopes: readonly string[];
+  };
+  readonly idpConnectors: readonly { readonly id: string; readonly name: string; readonly type: string }[];
+  readonly userLoginsDisabled: boolean;
+}
+
+export function publicSettings(settings: Settings): PublicSettings {
+  const oidc = settings.oidc;
+  const userLoginsDisabled = ![...settings.accounts.values()].some((a) => a.enabled && a.capabilities.includes('login'));
+  return {
+    url: settings.url,
+    ...(oidc !== undefined
+      ? {
+          oidcConfig: {
+            name: oidc.name,
+            issuer: oidc.issuer,
+            clientID: oidc.clientID,
+            ...(oidc.cliClientID !== undefined ? { cliClientID: oidc.cliClientID } : {}),
+            scopes: oidc.requestedScopes,
+          },
+        }
+      : {}),
+    idpConnectors: (settings.idp?.connectors ?? []).map((c) => ({ id: c.id, name: c.name, type: c.type })),
+    userLoginsDisabled,
+  };
+}

@@ -1,0 +1,160 @@
+import { expect } from 'chai';
+import { formatProblem } from '../../src/config/problems.js';
+import { parseSettings, DEFAULT_SESSION_DURATION_MS } from '../../src/config/settings.js';
+import type { ConfigMapObject, SecretObject, StoreSnapshot } from '../../src/config/manifests.js';
+
+function snapshot(parts: { cm?: Record<string, string>; rbac?: Record<string, string>; secret?: Record<string, string>; secrets?: SecretObject[] }): StoreSnapshot {
+  const configMaps = new Map<string, ConfigMapObject>();
+  if (parts.cm) configMaps.set('svc-cm', { name: 'svc-cm', file: 'cm.yaml', data: parts.cm });
+  if (parts.rbac) configMaps.set('svc-rbac-cm', { name: 'svc-rbac-cm', file: 'rbac.yaml', data: parts.rbac });
+  const secrets = new Map<string, SecretObject>();
+  secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: { 'server.secretkey': 'k', ...parts.secret } });
+  for (const s of parts.secrets ?? []) secrets.set(s.name, s);
+  return { configMaps, secrets, applications: [] };
+}
+
+function messages(snap: StoreSnapshot): string[] {
+  return parseSettings(snap).problems.map(formatProblem);
+}
+
+const goodExtension = `extensions:
+  - name: metrics
+    enabled: true
+    backend:
+      services:
+        - url: http://127.0.0.1:9000/base
+`;
+
+describe('parseSettings', () => {
+  it('gives the defaults for an empty store', () => {
+    const { settings, problems } = parseSettings(snapshot({}));
+    expect(problems).to.deep.equal([]);
+    expect(settings.url).to.equal('http://127.0.0.1:8080');
+    expect(settings.sessionDurationMs).to.equal(DEFAULT_SESSION_DURATION_MS);
+    expect([...settings.accounts.keys()]).to.deep.equal(['admin']);
+    expect(settings.extensions).to.deep.equal([]);
+  });
+
+  it('reports every problem of one change at once, each with its key path', () => {
+    const problems = messages(snapshot({
+      cm: {
+        'unknown.key': 'x',
+        'accounts.this-name-is-far-too-long-for-an-account-1': 'apiKey',
+        'extension.config': `extensions:
+  - name: good
+    enabled: true
+    backend: { services: [ { url: "http://127.0.0.1:1" } ] }
+  - name: bad
+    enabled: true
+    backend: { services: [ { url: "not a url" } ] }
+`,
+        'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $missing:key\n',
+      },
+      rbac: { 'policy.csv': 'p, role:a, extensions, *, */*, allow\nq, broken line\n' },
+    }));
+    expect(problems).to.include('svc-cm: unknown.key: unknown key');
+    expect(problems).to.include("svc-cm: accounts.this-name-is-far-too-long-for-an-account-1: username 'this-name-is-far-too-long-for-an-account-1' is longer than 32 characters");
+    expect(problems).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
+    expect(problems).to.include("svc-cm: oidc.config: clientSecret: references secret 'missing', which does not exist");
+    expect(problems.some((p) => p.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, problems.join('\n'));
+  });
+
+  it('keeps the good extensions when one is bad, and the last good version of the bad one', () => {
+    const first = parseSettings(snapshot({ cm: { 'extension.config': goodExtension } })).settings;
+    const broken = goodExtension.replace('http://127.0.0.1:9000/base', 'ftp://nowhere') + `  - name: other
+    enabled: false
+    backend:
+      services: [ { url: "https://backend.example.com" } ]
+`;
+    const { settings, problems } = parseSettings(snapshot({ cm: { 'extension.config': broken } }), first);
+    expect(problems).to.have.length(1);
+    expect(settings.extensions.map((e) => [e.name, e.services[0]?.url])).to.deep.equal([
+      ['metrics', 'http://127.0.0.1:9000/base'],
+      ['other', 'https://backend.example.com'],
+    ]);
+  });
+
+  it('rejects extension.config whole when its YAML does not parse, keeping the previous list', () => {
+    const first = parseSettings(snapshot({ cm: { 'extension.config': goodExtension } })).settings;
+    const { settings, problems } = parseSettings(snapshot({ cm: { 'extension.config': 'extensions: [ {name: x' } }), first);
+    expect(settings.extensions).to.equal(first.extensions);
+    expect(formatProblem(problems[0]!)).to.match(/^svc-cm: extension.config: YAML does not parse, the previous extensions stay in force/);
+  });
+
+  it('requires a clusterName on every service when there are several', () => {
+    const problems = messages(snapshot({ cm: { 'extension.config': `extensions:
+  - name: multi
+    enabled: true
+    backend:
+      idleConnTimeout: 5s
+      services:
+        - url: http://a:1
+          clusterName: in-cluster
+        - url: http://b:1
+` } }));
+    expect(problems).to.deep.equal(['svc-cm: extension.config: extensions[0].backend.services[1].clusterName: is required when there are several services']);
+  });
+
+  it('resolves $key from svc-secret and $secret:key from a labelled secret, and refuses an unlabelled one', () => {
+    const labelled: SecretObject = { name: 'oidc', file: 'o.yaml', labels: { 'app.kubernetes.io/part-of': 'svc' }, data: { secret: 's3cret' } };
+    const unlabelled: SecretObject = { name: 'other', file: 'x.yaml', labels: {}, data: { secret: 'nope' } };
+    const ok = parseSettings(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $oidc:secret\n' }, secrets: [labelled] }));
+    expect(ok.problems).to.deep.equal([]);
+    expect(ok.settings.oidc?.clientSecret).to.equal('s3cret');
+    expect(ok.settings.oidc?.audiences).to.deep.equal(['svc']);
+    const own = parseSettings(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $oidc.secret\n' }, secret: { 'oidc.secret': 'mine' } }));
+    expect(own.settings.oidc?.clientSecret).to.equal('mine');
+    const refused = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $other:secret\n' }, secrets: [unlabelled] }));
+    expect(refused).to.deep.equal(["svc-cm: oidc.config: clientSecret: references secret 'other', which lacks the label app.kubernetes.io/part-of: svc"]);
+  });
+
+  it('gives oidc.config its documented defaults', () => {
+    const { settings } = parseSettings(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: x\ncliClientID: cli\n' } }));
+    expect(settings.oidc?.requestedScopes).to.deep.equal(['openid', 'profile', 'email', 'groups']);
+    expect(settings.oidc?.skipAudienceCheckWhenTokenHasNoAudience).to.equal(false);
+    expect(settings.oidc?.enablePKCEAuthentication).to.equal(false);
+    expect(settings.oidc?.audiences).to.deep.equal(['svc', 'cli']);
+  });
+
+  it('refuses redirectURI in a connector and keeps the other connectors', () => {
+    const { settings, problems } = parseSettings(snapshot({ cm: { 'idp.config': `connectors:
+  - type: github
+    id: github
+    name: GitHub
+    config: { clientID: a, clientSecret: b, redirectURI: "https://evil/cb", orgs: [ { name: acme } ] }
+  - type: oidc
+    id: corp
+    name: Corp
+    config: { clientID: a, clientSecret: b, issuer: "https://corp.example.com" }
+` } }));
+    expect(problems.map(formatProblem)).to.deep.equal(['svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc sets the callback URL itself']);
+    expect(settings.idp?.connectors.map((c) => c.id)).to.deep.equal(['corp']);
+  });
+
+  it('parses accounts with capabilities, enabled flags and their secrets', () => {
+    const { settings, problems } = parseSettings(snapshot({
+      cm: { 'accounts.alice': 'apiKey, login', 'accounts.bob': 'apiKey', 'accounts.bob.enabled': 'false', 'admin.enabled': 'false' },
+      secret: { 'accounts.alice.password': '$2b$10$hash', 'accounts.alice.passwordMtime': '2026-01-01T00:00:00Z', 'accounts.alice.tokens': '[{"id":"ci","iat":1700000000}]' },
+    }));
+    expect(problems).to.deep.equal([]);
+    expect([...settings.accounts.keys()]).to.deep.equal(['alice', 'bob']);
+    expect(settings.accounts.get('alice')).to.deep.include({ enabled: true, capabilities: ['apiKey', 'login'], passwordHash: '$2b$10$hash' });
+    expect(settings.accounts.get('alice')?.tokens).to.deep.equal([{ id: 'ci', iat: 1700000000 }]);
+    expect(settings.accounts.get('bob')?.enabled).to.equal(false);
+  });
+
+  it('names bad values of simple keys', () => {
+    expect(messages(snapshot({ cm: { 'users.session.duration': 'forever', 'oidc.tls.insecure.skip.verify': 'yes', url: 'localhost' } }))).to.deep.equal([
+      "svc-cm: url: 'localhost' is not an http(s) URL; using http://127.0.0.1:8080",
+      "svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); using 24h",
+      `svc-cm: oidc.tls.insecure.skip.verify: must be "true" or "false", not 'yes'`,
+    ]);
+  });
+
+  it('reports a missing server.secretkey', () => {
+    const snap = snapshot({});
+    const secrets = new Map(snap.secrets);
+    secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: {} });
+    expect(messages({ ...snap, secrets })).to.deep.equal(['svc-secret: server.secretkey: is missing: tokens cannot be issued or verified']);
+  });
+});
