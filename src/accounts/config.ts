@@ -102,7 +102,7 @@ export function isAccountKey(key: string): boolean {
 }
 
 export function parseAccounts(input: AccountsInput): ReadonlyMap<string, AccountSettings> {
-  const { cm, secret, cmSink, secretSink, previous } = input;
+  const { cm, cmSink, secretSink, previous } = input;
   const names = new Set<string>();
   for (const key of Object.keys(cm)) {
     if (!key.startsWith('accounts.')) continue;

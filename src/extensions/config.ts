@@ -99,8 +99,9 @@ function toConfig(raw: RawExtension): ExtensionConfig {
   };
 }
 
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+/** zod gives `key?: T | undefined`; the config types promise a key is absent rather than undefined. */
+function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 }
 
 /**

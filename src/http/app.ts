@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { NotFound } from '../errors.js';
 import { errorMiddleware } from './errors.js';
 import type { HttpMetrics } from './metrics.js';
 import { requestContext } from './request-context.js';
@@ -31,9 +32,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  app.use(noRoute);
   // Koa logs errors itself unless told otherwise; ours are already logged with the request id.
   app.silent = true;
   return app;
+}
+
+/** Reached only when no router answered: a JSON 404 like every other error. */
+function noRoute(ctx: Koa.ParameterizedContext<AppState>): void {
+  if (ctx.status !== 404 || ctx.body !== undefined) return;
+  throw new NotFound(`no route for ${ctx.method} ${ctx.path}`);
 }
 
 async function accessLog(ctx: Koa.ParameterizedContext<AppState>, next: Koa.Next): Promise<void> {

@@ -1,0 +1,106 @@
+/** `svc-server` as a process: first start, validate, rbac can. */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { ROOT, runTs } from '../helpers/run.js';
+
+const CLI = 'src/server-cli.ts';
+
+describe('svc-server', () => {
+  describe('first start', () => {
+    it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
+      const dir = join(mkdtempSync(join(tmpdir(), 'svc-first-')), 'config');
+      const port = await freePort();
+      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
+      let logs = '';
+      child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+      try {
+        const deadline = Date.now() + 15_000;
+        let status = 0;
+        while (Date.now() < deadline && status !== 200) {
+          status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+          if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(status).to.equal(200);
+        for (const file of ['svc-cm.yaml', 'svc-rbac-cm.yaml', 'svc-secret.yaml', 'svc-initial-admin-secret.yaml']) expect(existsSync(join(dir, file)), file).to.equal(true);
+        const initial = readFileSync(join(dir, 'svc-initial-admin-secret.yaml'), 'utf8');
+        const encoded = /password: (\S+)/.exec(initial)?.[1] ?? '';
+        const password = Buffer.from(encoded, 'base64').toString('utf8');
+        expect(password.length).to.be.greaterThanOrEqual(16);
+        expect(logs).to.include('svc-initial-admin-secret');
+        expect(logs).to.not.include(password);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('close', r));
+      }
+    });
+  });
+
+  describe('validate', () => {
+    it('reports every problem of a config dir in one run, each with its key path, and exits 1', async () => {
+      const dir = tempConfigDir({
+        'cm.yaml': configMap('svc-cm', {
+          'no.such.key': 'x',
+          'accounts.a-username-longer-than-thirty-two-chars': 'login',
+          'extension.config': 'extensions:\n  - name: ok\n    enabled: true\n    backend:\n      services:\n        - url: http://127.0.0.1:9000\n  - name: bad\n    enabled: true\n    backend:\n      services:\n        - url: "http//missing-colon"\n',
+          'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $missing:key\n',
+        }),
+        'rbac.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'p, role:dev, extensions, *, */*, allow\np, role:dev, extensions\n' }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
+      const { code, stderr } = await runTs(CLI, ['validate', '--config', dir]);
+      expect(code).to.equal(1);
+      const lines = stderr.trim().split('\n');
+      expect(lines).to.include('svc-cm: no.such.key: unknown key');
+      expect(lines).to.include("svc-cm: accounts.a-username-longer-than-thirty-two-chars: username 'a-username-longer-than-thirty-two-chars' is longer than 32 characters");
+      expect(lines).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
+      expect(lines).to.include("svc-cm: oidc.config: clientSecret: references secret 'missing', which does not exist");
+      expect(lines.some((l) => l.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, stderr);
+      expect(lines.at(-1)).to.equal('5 problems found');
+    });
+
+    it('exits 0 on a clean config dir', async () => {
+      const dir = tempConfigDir({
+        'cm.yaml': configMap('svc-cm', { url: 'https://svc.example.com', 'accounts.alice': 'apiKey' }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
+      const { code, stdout, stderr } = await runTs(CLI, ['validate', '--config', dir]);
+      expect(stderr).to.equal('');
+      expect(code).to.equal(0);
+      expect(stdout).to.include('configuration is valid');
+    });
+
+    it('exits 1 on a missing directory', async () => {
+      const { code, stderr } = await runTs(CLI, ['validate', '--config', '/nonexistent/svc']);
+      expect(code).to.equal(1);
+      expect(stderr).to.equal('/nonexistent/svc: no such directory\n');
+    });
+  });
+
+  describe('rbac can', () => {
+    const dir = tempConfigDir({
+      'rbac.yaml': configMap('svc-rbac-cm', {
+        'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\n',
+      }),
+      'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+    });
+    const cases: [string, string, string, string, number][] = [
+      ['alice', 'extensions', '*', 'team-a/metrics', 0],
+      ['devs', 'extensions', '*', 'team-a/logs', 0],
+      ['alice', 'extensions', '*', 'team-b/metrics', 2],
+      ['mallory', 'extensions', '*', 'team-a/metrics', 2],
+      ['mallory', 'extensions', '*', 'team-a/logs', 0],
+    ];
+    for (const [subject, resource, action, object, expected] of cases) {
+      it(`${subject} ${resource} ${action} ${object} -> exit ${expected}`, async () => {
+        const { code, stdout } = await runTs(CLI, ['rbac', 'can', '--config', dir, subject, resource, action, object]);
+        expect(code).to.equal(expected);
+        expect(stdout).to.equal(expected === 0 ? 'yes\n' : 'no\n');
+      });
+    }
+  });
+});
