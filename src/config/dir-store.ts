@@ -1,0 +1,152 @@
+/**
+ * The ConfigStore backed by a directory of Kubernetes manifests (DESIGN.md §2).
+ *
+ * It owns the current snapshot, the watcher that refreshes it, and the writes to Secrets.
+ * Loading and rejection rules live in load-dir.ts, change detection in watch.ts, the write path
+ * in secret-writer.ts. A snapshot is a new object built aside and swapped in with one
+ * assignment, so a reader holds either the old one or the new one, never a mix.
+ */
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { createSerialQueue } from './file-lock.js';
+import { EMPTY_MEMORY, loadDirectory, snapshotFingerprint, type LoadMemory, type LoadResult } from './load-dir.js';
+import { EMPTY_SNAPSHOT, type StoreSnapshot } from './manifests.js';
+import { formatProblem, type ConfigProblem } from './problems.js';
+import { updateSecretOnDisk, type SecretMutation } from './secret-writer.js';
+import type { ConfigStore, SnapshotListener } from './store.js';
+import { DEFAULT_DEBOUNCE_MS, DEFAULT_POLL_MS, watchTree, type TreeWatch } from './watch.js';
+
+export interface DirStoreOptions {
+  readonly dir: string;
+  readonly log: Logger;
+  /** Quiet time after a file event before reloading. */
+  readonly debounceMs?: number;
+  /** How often mtimes are polled in case the watcher missed something. */
+  readonly pollMs?: number;
+  /** false for one-shot readers (`svc-server validate`): load once, watch nothing. */
+  readonly watch?: boolean;
+}
+
+export interface DirStore extends ConfigStore {
+  readonly dir: string;
+  /** The problems of the latest load, for `svc-server validate` and the logs. */
+  problems(): readonly ConfigProblem[];
+}
+
+export async function openDirStore(options: DirStoreOptions): Promise<DirStore> {
+  const store = new ManifestDirStore(path.resolve(options.dir), options.log);
+  await store.reload();
+  if (options.watch !== false) {
+    store.startWatching(options.debounceMs ?? DEFAULT_DEBOUNCE_MS, options.pollMs ?? DEFAULT_POLL_MS);
+  }
+  return store;
+}
+
+class ManifestDirStore implements DirStore {
+  #snapshot: StoreSnapshot = EMPTY_SNAPSHOT;
+  #fingerprint = snapshotFingerprint(EMPTY_SNAPSHOT);
+  #problems: readonly ConfigProblem[] = [];
+  #memory: LoadMemory = EMPTY_MEMORY;
+  #signature = '';
+  #watch: TreeWatch | undefined;
+  #closed = false;
+  #stopped = false;
+  #kept = new Set<string>();
+  readonly #listeners = new Set<SnapshotListener>();
+  // Loads run one at a time so an older load can never overwrite a newer one.
+  readonly #loads = createSerialQueue();
+  // Writes of this store queue here before they compete (via the lock file) with other processes.
+  readonly #writes = createSerialQueue();
+
+  constructor(
+    readonly dir: string,
+    private readonly log: Logger,
+  ) {}
+
+  current(): StoreSnapshot {
+    return this.#snapshot;
+  }
+
+  problems(): readonly ConfigProblem[] {
+    return this.#problems;
+  }
+
+  onChange(listener: SnapshotListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  updateSecret(name: string, mutate: SecretMutation): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the config store is closed'));
+    return this.#writes(async () => {
+      const hint = this.#snapshot.secrets.get(name)?.file;
+      const result = await updateSecretOnDisk({ dir: this.dir, name, mutate, hint });
+      if (result.created) this.log.info({ file: result.file, secret: name }, 'created Secret');
+      // Callers expect to read their own write through current() once this resolves.
+      if (result.changed) await this.reload();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#watch?.close();
+    this.#watch = undefined;
+    // Writes already queued finish, with their reload; only then do loads stop.
+    await this.#writes(async () => undefined);
+    this.#stopped = true;
+    await this.#loads(async () => undefined);
+  }
+
+  startWatching(debounceMs: number, pollMs: number): void {
+    this.#watch = watchTree({
+      dir: this.dir,
+      log: this.log,
+      debounceMs,
+      pollMs,
+      loadedSignature: () => this.#signature,
+      onChange: () => void this.reload().catch((err: unknown) => this.log.error({ err, dir: this.dir }, 'config reload failed')),
+    });
+  }
+
+  reload(): Promise<void> {
+    return this.#loads(async () => {
+      if (this.#stopped) return;
+      this.#apply(await loadDirectory(this.dir, this.#memory));
+    });
+  }
+
+  #apply(result: LoadResult): void {
+    this.#logNewProblems(result);
+    this.#memory = result.memory;
+    this.#problems = result.problems;
+    this.#signature = result.signature;
+    const fingerprint = snapshotFingerprint(result.snapshot);
+    if (fingerprint === this.#fingerprint) return; // a touched file, a comment: nothing to tell anyone
+    this.#snapshot = result.snapshot;
+    this.#fingerprint = fingerprint;
+    this.log.info(
+      { dir: this.dir, configMaps: result.snapshot.configMaps.size, secrets: result.snapshot.secrets.size },
+      'configuration applied',
+    );
+    for (const listener of this.#listeners) {
+      try {
+        listener(result.snapshot);
+      } catch (err: unknown) {
+        this.log.error({ err }, 'a configuration change listener failed');
+      }
+    }
+  }
+
+  /** Each problem is logged when it appears, not again on every reload while it lasts. */
+  #logNewProblems(result: LoadResult): void {
+    const seen = new Set(this.#problems.map(formatProblem));
+    for (const problem of result.problems) {
+      const text = formatProblem(problem);
+      if (!seen.has(text)) this.log.error({ file: problem.source, path: problem.path }, `config rejected: ${text}`);
+    }
+    for (const kept of result.keptLastGood) {
+      if (!this.#kept.has(kept)) this.log.warn({ kept }, `keeping the last good version of ${kept}`);
+    }
+    this.#kept = new Set(result.keptLastGood);
+  }
+}

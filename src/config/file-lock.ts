@@ -1,0 +1,103 @@
+/**
+ * Serialising writers: an in-process queue, and a lock file that works across processes.
+ *
+ * Why a lock file and not flock(2): Node has no portable advisory lock, and a lock file made with
+ * O_EXCL (`open(path, 'wx')`) is atomic on every local filesystem. Its weakness is a crashed
+ * holder; a lock older than `staleMs` is therefore broken. Writers hold it for milliseconds (one
+ * read-modify-write of a small file), so 10 s is far beyond any honest holder.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const LOCK_STALE_MS = 10_000;
+export const LOCK_TIMEOUT_MS = 30_000;
+
+export interface LockOptions {
+  readonly staleMs?: number;
+  readonly timeoutMs?: number;
+}
+
+/** Runs `fn` with `<target>.lock` held, then removes the lock (only if it is still ours). */
+export async function withFileLock<T>(target: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+  const lockPath = `${target}.lock`;
+  const token = await acquire(lockPath, options.staleMs ?? LOCK_STALE_MS, options.timeoutMs ?? LOCK_TIMEOUT_MS);
+  try {
+    return await fn();
+  } finally {
+    await release(lockPath, token);
+  }
+}
+
+async function acquire(lockPath: string, staleMs: number, timeoutMs: number): Promise<string> {
+  const token = `${process.pid} ${randomBytes(8).toString('hex')} ${new Date().toISOString()}\n`;
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    if (await tryCreate(lockPath, token)) return token;
+    await breakIfStale(lockPath, staleMs);
+    if (Date.now() - started > timeoutMs) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for the lock file ${lockPath}`);
+    }
+    // Short first waits (writers hold the lock for a few ms), growing to 50 ms, with jitter so
+    // that two waiters do not retry in lockstep.
+    const backoff = Math.min(50, 1 + 1.5 ** attempt);
+    await sleep(backoff / 2 + Math.random() * backoff);
+  }
+}
+
+async function tryCreate(lockPath: string, token: string): Promise<boolean> {
+  try {
+    const handle = await open(lockPath, 'wx', 0o600);
+    try {
+      await handle.writeFile(token);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (err: unknown) {
+    if (errorCode(err) === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/**
+ * Moves a stale lock aside under a unique name before deleting it: of two processes that both
+ * judge it stale, only one rename succeeds, so neither deletes a lock the other just took.
+ */
+async function breakIfStale(lockPath: string, staleMs: number): Promise<void> {
+  try {
+    const info = await stat(lockPath);
+    if (Date.now() - info.mtimeMs <= staleMs) return;
+    const aside = `${lockPath}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await rename(lockPath, aside);
+    await unlink(aside);
+  } catch (err: unknown) {
+    if (errorCode(err) !== 'ENOENT') throw err;
+  }
+}
+
+async function release(lockPath: string, token: string): Promise<void> {
+  try {
+    // If we overran staleMs and someone broke our lock, the file is theirs now: leave it.
+    if ((await readFile(lockPath, 'utf8')) === token) await unlink(lockPath);
+  } catch (err: unknown) {
+    if (errorCode(err) !== 'ENOENT') throw err;
+  }
+}
+
+/** Runs queued tasks one at a time, in call order; a failed task does not stop the queue. */
+export type SerialQueue = <T>(task: () => Promise<T>) => Promise<T>;
+
+export function createSerialQueue(): SerialQueue {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const run = tail.then(task, task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+export function errorCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') return err.code;
+  return undefined;
+}

@@ -1,0 +1,190 @@
+/**
+ * One load of a manifest directory into a StoreSnapshot, remembering what was last good.
+ *
+ * Two levels of rejection (DESIGN.md §2): a file whose YAML does not parse is rejected whole and
+ * its last good documents stand in for it; an object that parses but is malformed is left out
+ * and its last good version (by kind and name) stands in for it. Duplicates across files: the
+ * first file in sorted path order wins, so the outcome never depends on readdir order.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ApplicationObject, ConfigMapObject, SecretObject, StoreSnapshot } from './manifests.js';
+import { readManifest } from './manifests.js';
+import { errorCode } from './file-lock.js';
+import { ProblemSink, type ConfigProblem } from './problems.js';
+import { documentsToJS, parseYamlFile } from './yaml-edit.js';
+
+type StoreObject =
+  | { readonly kind: 'ConfigMap'; readonly object: ConfigMapObject }
+  | { readonly kind: 'Secret'; readonly object: SecretObject }
+  | { readonly kind: 'Application'; readonly object: ApplicationObject };
+
+/** What survives between loads: the last good documents of each file and the last good objects. */
+export interface LoadMemory {
+  readonly files: ReadonlyMap<string, readonly unknown[]>;
+  readonly objects: ReadonlyMap<string, StoreObject>;
+}
+
+export const EMPTY_MEMORY: LoadMemory = { files: new Map(), objects: new Map() };
+
+export interface LoadResult {
+  readonly snapshot: StoreSnapshot;
+  readonly memory: LoadMemory;
+  readonly problems: readonly ConfigProblem[];
+  /** Which stand-ins were used, for the log: `file` or `ConfigMap/name`. */
+  readonly keptLastGood: readonly string[];
+  /** The directory's signature taken before reading: a later change always shows as a difference. */
+  readonly signature: string;
+}
+
+const YAML_FILE = /\.ya?ml$/;
+
+/**
+ * Every `*.yaml`/`*.yml` below `dir`, sorted. Names starting with a dot are skipped: our temp
+ * files, editors' swap files, and the `..data` links of a Kubernetes volume mount (which would
+ * otherwise show every file twice). Symlinked files are followed, symlinked directories are not
+ * (no cycles). A missing directory is an empty store.
+ */
+export async function listYamlFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (current: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(current, { withFileTypes: true });
+    } catch (err: unknown) {
+      if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return;
+      throw err;
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      const full = path.join(current, entry.name);
+      if (entry.isDirectory()) await walk(full);
+      else if ((entry.isFile() || entry.isSymbolicLink()) && YAML_FILE.test(entry.name)) out.push(full);
+    }
+  };
+  await walk(path.resolve(dir));
+  return out.sort();
+}
+
+/** Path, mtime, size and inode of each file: cheap to take every second, and changes on any write. */
+export async function directorySignature(files: readonly string[]): Promise<string> {
+  const parts = await Promise.all(
+    files.map(async (file) => {
+      try {
+        const info = await stat(file);
+        return `${file}\0${info.mtimeMs}\0${info.size}\0${info.ino}`;
+      } catch {
+        return `${file}\0gone`;
+      }
+    }),
+  );
+  return parts.join('\n');
+}
+
+export async function loadDirectory(dir: string, memory: LoadMemory): Promise<LoadResult> {
+  const files = await listYamlFiles(dir);
+  const signature = await directorySignature(files);
+  const sink = new ProblemSink();
+  const keptLastGood: string[] = [];
+  const fileDocs = new Map<string, readonly unknown[]>();
+  for (const file of files) {
+    const docs = await readFileDocs(file, sink);
+    if (docs === 'gone') continue;
+    if (docs !== undefined) fileDocs.set(file, docs);
+    else {
+      const previous = memory.files.get(file);
+      if (previous !== undefined) {
+        fileDocs.set(file, previous);
+        keptLastGood.push(file);
+      }
+    }
+  }
+  const objects = collectObjects(fileDocs, memory, sink, keptLastGood);
+  return {
+    snapshot: toSnapshot(objects),
+    memory: { files: fileDocs, objects },
+    problems: sink.problems,
+    keptLastGood,
+    signature,
+  };
+}
+
+async function readFileDocs(file: string, sink: ProblemSink): Promise<readonly unknown[] | undefined | 'gone'> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err: unknown) {
+    if (errorCode(err) === 'ENOENT') return 'gone'; // deleted since the listing; the next load agrees
+    sink.add(file, [], `cannot be read: ${errorCode(err) ?? String(err)}`);
+    return undefined;
+  }
+  const parsed = parseYamlFile(text);
+  const values = parsed.ok ? documentsToJS(parsed.docs) : parsed;
+  if (!values.ok) {
+    sink.add(file, [], values.message);
+    return undefined;
+  }
+  return values.values;
+}
+
+function collectObjects(
+  fileDocs: ReadonlyMap<string, readonly unknown[]>,
+  memory: LoadMemory,
+  sink: ProblemSink,
+  keptLastGood: string[],
+): Map<string, StoreObject> {
+  const objects = new Map<string, StoreObject>();
+  for (const [file, docs] of fileDocs) {
+    for (const doc of docs) {
+      const key = objectKey(doc);
+      const before = sink.problems.length;
+      let found: StoreObject | undefined = readManifest(doc, file, sink);
+      if (found === undefined && key !== undefined && sink.problems.length > before) {
+        found = memory.objects.get(key);
+        if (found !== undefined) keptLastGood.push(key);
+      }
+      if (found === undefined) continue;
+      const foundKey = key ?? `${found.kind}/${found.object.name}`;
+      const first = objects.get(foundKey);
+      if (first !== undefined) {
+        sink.add(file, [foundKey], `is also defined in ${first.object.file}, which wins (first in path order); this one is ignored`);
+        continue;
+      }
+      objects.set(foundKey, found);
+    }
+  }
+  return objects;
+}
+
+/** `ConfigMap/name`, `Secret/name` or `Application/namespace/name`; undefined for other kinds. */
+function objectKey(doc: unknown): string | undefined {
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const record = doc as Record<string, unknown>;
+  const kind = record['kind'];
+  const metadata = record['metadata'];
+  if (kind !== 'ConfigMap' && kind !== 'Secret' && kind !== 'Application') return undefined;
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  const meta = metadata as Record<string, unknown>;
+  const name = meta['name'];
+  if (typeof name !== 'string' || name === '') return undefined;
+  if (kind !== 'Application') return `${kind}/${name}`;
+  const namespace = typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+  return `${kind}/${namespace}/${name}`;
+}
+
+function toSnapshot(objects: ReadonlyMap<string, StoreObject>): StoreSnapshot {
+  const configMaps = new Map<string, ConfigMapObject>();
+  const secrets = new Map<string, SecretObject>();
+  const applications: ApplicationObject[] = [];
+  for (const found of objects.values()) {
+    if (found.kind === 'ConfigMap') configMaps.set(found.object.name, found.object);
+    else if (found.kind === 'Secret') secrets.set(found.object.name, found.object);
+    else applications.push(found.object);
+  }
+  return { configMaps, secrets, applications };
+}
+
+/** A stable text of a snapshot's content, to tell a real change from a touched file. */
+export function snapshotFingerprint(snapshot: StoreSnapshot): string {
+  return JSON.stringify([[...snapshot.configMaps], [...snapshot.secrets], snapshot.applications]);
+}

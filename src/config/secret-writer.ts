@@ -1,0 +1,129 @@
+/**
+ * Read-modify-write of one Secret on disk, safe against other writers in any process.
+ *
+ * Inside the lock the file is read again from disk (the caller's snapshot may be old: another
+ * process can have written since), the patch is applied to that text, and the result replaces
+ * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
+ * files do not wait on each other.
+ */
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from './atomic-file.js';
+import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
+import { listYamlFiles } from './load-dir.js';
+import type { SecretPatch } from './store.js';
+import {
+  applySecretPatch,
+  findSecretDoc,
+  newSecretText,
+  parseYamlFile,
+  replaceDocument,
+  secretValues,
+} from './yaml-edit.js';
+
+export type SecretMutation = (current: Readonly<Record<string, string>>) => SecretPatch;
+
+export interface UpdateSecretRequest {
+  readonly dir: string;
+  readonly name: string;
+  readonly mutate: SecretMutation;
+  /** Where the caller last saw the Secret; checked, not trusted. */
+  readonly hint?: string | undefined;
+  readonly lock?: LockOptions;
+}
+
+export interface UpdateSecretResult {
+  readonly file: string;
+  readonly created: boolean;
+  readonly changed: boolean;
+}
+
+/** Kubernetes object names (DNS-1123 subdomain); also keeps the new file's path inside `dir`. */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const SECRET_FILE_MODE = 0o600;
+
+export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
+  if (!OBJECT_NAME.test(request.name)) throw new Error(`"${request.name}" is not a valid Secret name`);
+  let candidate = request.hint ?? (await locateSecret(request.dir, request.name));
+  // A Secret can move between files while we wait for the lock; three tries is plenty.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const target = candidate ?? path.join(path.resolve(request.dir), `${request.name}.yaml`);
+    if (candidate === undefined) await mkdir(request.dir, { recursive: true });
+    const outcome = await withFileLock(target, () => writeUnderLock(target, request, candidate === undefined), request.lock);
+    if (outcome !== 'moved') return outcome;
+    candidate = await locateSecret(request.dir, request.name);
+  }
+  throw new Error(`Secret ${request.name} keeps moving between files; not written`);
+}
+
+async function writeUnderLock(
+  target: string,
+  request: UpdateSecretRequest,
+  creating: boolean,
+): Promise<UpdateSecretResult | 'moved'> {
+  if (creating) {
+    // Another process may have created it (here or elsewhere) while we waited for the lock.
+    const now = await locateSecret(request.dir, request.name);
+    if (now !== undefined && now !== target) return 'moved';
+  }
+  const text = await readIfExists(target);
+  if (text === undefined) {
+    if (!creating) return 'moved';
+    const patch = request.mutate({});
+    const values = { ...(patch.set ?? {}) };
+    for (const key of patch.delete ?? []) delete values[key];
+    await writeFileAtomic(target, newSecretText(request.name, values), { mode: SECRET_FILE_MODE, exclusive: true });
+    return { file: target, created: true, changed: true };
+  }
+  const parsed = parseYamlFile(text);
+  if (!parsed.ok) {
+    throw new Error(`cannot update Secret ${request.name}: ${target} does not parse (${parsed.message}); fix the file first`);
+  }
+  const index = findSecretDoc(parsed.docs, request.name);
+  const doc = parsed.docs[index];
+  if (doc === undefined) return creating ? appendSecret(target, text, request) : 'moved';
+  applySecretPatch(doc, request.mutate(secretValues(doc)));
+  const next = replaceDocument(text, parsed.docs, index);
+  if (next === text) return { file: target, created: false, changed: false };
+  await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
+  return { file: target, created: false, changed: true };
+}
+
+/** `<name>.yaml` exists but holds other objects: add the Secret as a new document at its end. */
+async function appendSecret(target: string, text: string, request: UpdateSecretRequest): Promise<UpdateSecretResult> {
+  const patch = request.mutate({});
+  const values = { ...(patch.set ?? {}) };
+  for (const key of patch.delete ?? []) delete values[key];
+  const separator = text === '' || text.endsWith('\n') ? '' : '\n';
+  const next = `${text}${separator}---\n${newSecretText(request.name, values)}`;
+  await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
+  return { file: target, created: true, changed: true };
+}
+
+/**
+ * The first file (path order, as the loader picks) holding Secret `name`. A file that does not
+ * parse might hold it: then refuse, rather than create a second copy the loader would ignore.
+ */
+async function locateSecret(dir: string, name: string): Promise<string | undefined> {
+  const broken: string[] = [];
+  for (const file of await listYamlFiles(dir)) {
+    const text = await readIfExists(file);
+    if (text === undefined) continue;
+    const parsed = parseYamlFile(text);
+    if (!parsed.ok) broken.push(file);
+    else if (findSecretDoc(parsed.docs, name) >= 0) return file;
+  }
+  if (broken.length > 0) {
+    throw new Error(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
+  }
+  return undefined;
+}
+
+async function readIfExists(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err: unknown) {
+    if (errorCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}

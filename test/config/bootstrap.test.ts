@@ -1,0 +1,140 @@
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import bcrypt from 'bcryptjs';
+import { expect } from 'chai';
+import { pino, type Logger } from 'pino';
+import { ensureInitialConfig } from '../../src/config/bootstrap.js';
+import { openDirStore } from '../../src/config/dir-store.js';
+import type { StoreSnapshot } from '../../src/config/manifests.js';
+
+const NOW = new Date('2025-03-01T12:00:00.000Z');
+
+function captureLog(): { log: Logger; text: () => string } {
+  let buffer = '';
+  const log = pino({ level: 'debug' }, { write: (line: string) => void (buffer += line) });
+  return { log, text: () => buffer };
+}
+
+/** Counts up from a seed, so every generated value is known and distinct. */
+function fakeRandom(): (size: number) => Buffer {
+  let next = 1;
+  return (size) => Buffer.from(Array.from({ length: size }, () => next++ % 256));
+}
+
+async function load(dir: string): Promise<StoreSnapshot> {
+  const store = await openDirStore({ dir, log: pino({ level: 'silent' }), watch: false });
+  await store.close();
+  return store.current();
+}
+
+const EXISTING_SECRET = `# operator-managed; keep layout
+apiVersion: v1
+kind: Secret
+metadata:
+  name: svc-secret   # the settings secret
+type: Opaque
+data:
+  accounts.alice.password: YWxpY2U=
+`;
+
+describe('config/bootstrap', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'svc-bootstrap-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('creates the three objects and the initial admin secret in a missing directory', async () => {
+    const dir = path.join(root, 'config', 'nested');
+    const { log, text } = captureLog();
+    const random = fakeRandom();
+    const result = await ensureInitialConfig({ dir, log, randomBytes: random, now: () => NOW });
+
+    const files = ['svc-cm.yaml', 'svc-rbac-cm.yaml', 'svc-secret.yaml', 'svc-initial-admin-secret.yaml'].map((f) => path.join(dir, f));
+    expect(result).to.deep.equal({ createdFiles: files, addedKeys: [], initialAdminSecretFile: files[3] });
+    expect((await readdir(dir)).sort()).to.deep.equal(files.map((f) => path.basename(f)).sort());
+    for (const file of files.slice(2)) expect((await stat(file)).mode & 0o777, file).to.equal(0o600);
+
+    const snapshot = await load(dir);
+    expect(snapshot.configMaps.get('svc-cm')?.data).to.deep.equal({ url: 'http://127.0.0.1:8080' });
+    expect(snapshot.configMaps.get('svc-rbac-cm')?.data).to.deep.equal({ 'policy.default': 'role:readonly', 'policy.csv': '' });
+    const secret = snapshot.secrets.get('svc-secret');
+    const password = snapshot.secrets.get('svc-initial-admin-secret')?.data['password'] ?? '';
+    expect(secret?.labels).to.deep.equal({ 'app.kubernetes.io/part-of': 'svc' });
+    expect(snapshot.secrets.get('svc-initial-admin-secret')?.labels).to.deep.equal({ 'app.kubernetes.io/part-of': 'svc' });
+    expect(password).to.have.length.of.at.least(16);
+    expect(secret?.data['server.secretkey']).to.match(/^[A-Za-z0-9_-]{43}$/);
+    expect(bcrypt.compareSync(password, secret?.data['admin.password'] ?? '')).to.equal(true);
+    expect(bcrypt.getRounds(secret?.data['admin.password'] ?? '')).to.equal(10);
+    expect(secret?.data['admin.passwordMtime']).to.equal(NOW.toISOString());
+
+    expect(text()).to.include(`initial admin password written to ${files[3]} (secret svc-initial-admin-secret, key password)`);
+    expect(text()).not.to.include(password);
+    expect(text()).not.to.include(Buffer.from(password).toString('base64'));
+  });
+
+  it('documents the settings with commented examples', async () => {
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) });
+    const cm = await readFile(path.join(root, 'svc-cm.yaml'), 'utf8');
+    expect(cm).to.include('# accounts.alice: apiKey, login').and.include('# extension.config: |');
+    expect(await readFile(path.join(root, 'svc-rbac-cm.yaml'), 'utf8')).to.include('#   p, role:');
+  });
+
+  it('does nothing on a second run, or on a complete store', async () => {
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) });
+    const before = await readFile(path.join(root, 'svc-secret.yaml'), 'utf8');
+    const { log, text } = captureLog();
+    expect(await ensureInitialConfig({ dir: root, log })).to.deep.equal({ createdFiles: [], addedKeys: [] });
+    expect(await readFile(path.join(root, 'svc-secret.yaml'), 'utf8')).to.equal(before);
+    expect(text()).not.to.include('initial admin password');
+  });
+
+  it('adds only the missing generated keys to an existing svc-secret, keeping its layout', async () => {
+    const cmText = 'kind: ConfigMap\nmetadata: {name: svc-cm}\ndata: {url: "https://svc.example"}\n';
+    await writeFile(path.join(root, 'cm.yaml'), cmText);
+    await writeFile(path.join(root, 'secret.yaml'), EXISTING_SECRET, { mode: 0o640 });
+    const { log, text } = captureLog();
+    const result = await ensureInitialConfig({ dir: root, log, randomBytes: fakeRandom(), now: () => NOW });
+
+    const adminFile = path.join(root, 'svc-initial-admin-secret.yaml');
+    expect(result).to.deep.equal({
+      createdFiles: [adminFile],
+      addedKeys: ['svc-secret/server.secretkey', 'svc-secret/admin.password', 'svc-secret/admin.passwordMtime'],
+      initialAdminSecretFile: adminFile,
+    });
+    const after = await readFile(path.join(root, 'secret.yaml'), 'utf8');
+    expect(after.startsWith(EXISTING_SECRET)).to.equal(true);
+    expect(after.slice(EXISTING_SECRET.length).split('\n').map((l) => l.split(':')[0])).to.deep.equal([
+      '  server.secretkey', '  admin.password', '  admin.passwordMtime', '',
+    ]);
+    expect((await stat(path.join(root, 'secret.yaml'))).mode & 0o777).to.equal(0o640);
+    expect(await readFile(path.join(root, 'cm.yaml'), 'utf8')).to.equal(cmText);
+    expect(await readdir(root)).not.to.include('svc-rbac-cm.yaml');
+    expect(text()).to.include('ConfigMap svc-rbac-cm not found');
+
+    const snapshot = await load(root);
+    const password = snapshot.secrets.get('svc-initial-admin-secret')?.data['password'] ?? '';
+    expect(snapshot.secrets.get('svc-secret')?.data['accounts.alice.password']).to.equal('alice');
+    expect(bcrypt.compareSync(password, snapshot.secrets.get('svc-secret')?.data['admin.password'] ?? '')).to.equal(true);
+    expect(text()).not.to.include(password);
+  });
+
+  it('creates svc-secret in its own file when only the ConfigMaps exist', async () => {
+    await writeFile(path.join(root, 'cms.yaml'), 'kind: ConfigMap\nmetadata: {name: svc-rbac-cm}\n');
+    const result = await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) });
+    expect(result.createdFiles).to.deep.equal([path.join(root, 'svc-secret.yaml'), path.join(root, 'svc-initial-admin-secret.yaml')]);
+    const secret = (await load(root)).secrets.get('svc-secret');
+    expect(Object.keys(secret?.data ?? {}).sort()).to.deep.equal(['admin.password', 'admin.passwordMtime', 'server.secretkey']);
+  });
+
+  it('refuses to replace a file of the same name that it did not recognise', async () => {
+    await writeFile(path.join(root, 'svc-cm.yaml'), 'kind: ConfigMap\nmetadata: {name: svc-cm\n');
+    let error: unknown;
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) }).catch((err: unknown) => (error = err));
+    expect((error as Error).message).to.equal(`cannot create the initial configuration: ${path.join(root, 'svc-cm.yaml')} already exists`);
+    expect(await readFile(path.join(root, 'svc-cm.yaml'), 'utf8')).to.equal('kind: ConfigMap\nmetadata: {name: svc-cm\n');
+  });
+});
