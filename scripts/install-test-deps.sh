@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every peer the tests start (Debian 12 packages), non-interactively and without
+# the recommended extras. Idempotent and fast when all is there: dpkg-query decides, and
+# apt-get runs only for what is missing. Needs root for that; without root it names the
+# missing packages and exits 1.
+# dpkg/apt never start the system services for us: the tests run private instances on
+# other ports (scripts/peers/), and slapd is preseeded to build no system directory.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+PACKAGES=(redis-server slapd ldap-utils openssl simplesamlphp php-cli php-xml php-mbstring
+          nginx wrk curl chromium)
+LOCK_WAIT_S=${LOCK_WAIT_S:-900}
+
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+
+missing=()
+for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "test dependencies: all ${#PACKAGES[@]} packages installed" >&2
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "test dependencies missing: ${missing[*]}" >&2
+  echo "install them as root: sudo $0   (or: apt-get install -y --no-install-recommends ${missing[*]})" >&2
+  exit 1
+fi
+
+# Another apt-get/dpkg may be running (image build, a colleague): wait for it, don't fight it.
+waited=0
+while pgrep -x apt-get >/dev/null || pgrep -x dpkg >/dev/null || pgrep -x apt >/dev/null; do
+  [ "$waited" -ge "$LOCK_WAIT_S" ] && { echo "apt/dpkg still busy after ${LOCK_WAIT_S}s; giving up" >&2; exit 1; }
+  [ $((waited % 30)) -eq 0 ] && echo "waiting for another apt-get/dpkg to finish..." >&2
+  sleep 2; waited=$((waited + 2))
+done
+
+# Re-check: the run we waited for may have installed them.
+still=()
+for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
+[ "${#still[@]}" -eq 0 ] && { echo "test dependencies: installed meanwhile" >&2; exit 0; }
+
+echo "installing: ${still[*]}" >&2
+echo "slapd slapd/no_configuration boolean true" | debconf-set-selections
+APT=(apt-get -q -o "DPkg::Lock::Timeout=$LOCK_WAIT_S")
+"${APT[@]}" update
+"${APT[@]}" install -y --no-install-recommends "${still[@]}"
+
+for p in "${still[@]}"; do installed "$p" || { echo "$p did not install" >&2; exit 1; }; done
+echo "test dependencies: installed ${still[*]}" >&2

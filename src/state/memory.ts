@@ -1,0 +1,197 @@
+/**
+ * The in-process state backend: the default without Redis, and the fallback that login
+ * throttling uses while Redis is unreachable. Expiry is checked on every read (so a TTL is
+ * exact) and a periodic unref'd sweep frees keys nobody reads again. Pub/sub stays inside
+ * the process. Time comes from the injected `now` so tests can pin the clock.
+ */
+import {
+  checkTtl,
+  type StateBackend,
+  type StateLog,
+  type TtlOptions,
+} from './state.js';
+
+/** How often expired keys that nobody reads are dropped. */
+export const MEMORY_SWEEP_INTERVAL_MS = 30_000;
+
+export interface MemoryStateOptions {
+  readonly now?: () => number;
+  /** Where a throwing subscriber is reported; without it the error is rethrown async. */
+  readonly log?: StateLog;
+  readonly sweepIntervalMs?: number;
+}
+
+type Entry =
+  | { readonly kind: 'string'; value: string; expiresAt: number | null }
+  | { readonly kind: 'hash'; readonly fields: Map<string, string>; expiresAt: null };
+
+type Handler = (message: string) => void;
+
+export function createMemoryState(options: MemoryStateOptions = {}): StateBackend {
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+  const channels = new Map<string, Set<Handler>>();
+  let closed = false;
+
+  const sweep = setInterval(function sweepExpired() {
+    const t = now();
+    for (const [key, entry] of entries) {
+      if (entry.expiresAt !== null && entry.expiresAt <= t) entries.delete(key);
+    }
+  }, options.sweepIntervalMs ?? MEMORY_SWEEP_INTERVAL_MS);
+  sweep.unref();
+
+  function open(): void {
+    if (closed) throw new Error('state backend is closed');
+  }
+
+  function live(key: string): Entry | undefined {
+    open();
+    const entry = entries.get(key);
+    if (entry?.expiresAt != null && entry.expiresAt <= now()) {
+      entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  function stringEntry(key: string) {
+    const entry = live(key);
+    if (entry !== undefined && entry.kind !== 'string') throw wrongType();
+    return entry;
+  }
+
+  function hashEntry(key: string) {
+    const entry = live(key);
+    if (entry !== undefined && entry.kind !== 'hash') throw wrongType();
+    return entry;
+  }
+
+  function expiry(opts: TtlOptions | undefined): number | null {
+    const ttl = checkTtl(opts);
+    return ttl === undefined ? null : now() + ttl;
+  }
+
+  function deliver(handler: Handler, message: string): void {
+    try {
+      handler(message);
+    } catch (err: unknown) {
+      if (options.log === undefined) throw err;
+      options.log.warn({ err }, 'state subscriber failed');
+    }
+  }
+
+  return {
+    kind: 'memory',
+
+    async get(key) {
+      return stringEntry(key)?.value ?? null;
+    },
+
+    async set(key, value, opts) {
+      const expiresAt = expiry(opts);
+      live(key);
+      entries.set(key, { kind: 'string', value, expiresAt });
+    },
+
+    async setIfAbsent(key, value, opts) {
+      const expiresAt = expiry(opts);
+      if (live(key) !== undefined) return false;
+      entries.set(key, { kind: 'string', value, expiresAt });
+      return true;
+    },
+
+    async delete(key) {
+      live(key);
+      entries.delete(key);
+    },
+
+    async incr(key, opts) {
+      const expiresAt = expiry(opts);
+      const entry = stringEntry(key);
+      if (entry === undefined) {
+        entries.set(key, { kind: 'string', value: '1', expiresAt });
+        return 1;
+      }
+      if (!/^-?\d+$/.test(entry.value) || !Number.isSafeInteger(Number(entry.value))) {
+        throw new Error('ERR value is not an integer or out of range');
+      }
+      const next = Number(entry.value) + 1;
+      entry.value = String(next);
+      return next;
+    },
+
+    async ttlMs(key) {
+      const entry = live(key);
+      if (entry?.expiresAt == null) return null;
+      return entry.expiresAt - now();
+    },
+
+    async hashGet(key, field) {
+      return hashEntry(key)?.fields.get(field) ?? null;
+    },
+
+    async hashSet(key, field, value) {
+      const entry = hashEntry(key);
+      if (entry === undefined) {
+        entries.set(key, { kind: 'hash', fields: new Map([[field, value]]), expiresAt: null });
+      } else {
+        entry.fields.set(field, value);
+      }
+    },
+
+    async hashDelete(key, ...fields) {
+      const entry = hashEntry(key);
+      if (entry === undefined) return;
+      for (const field of fields) entry.fields.delete(field);
+      if (entry.fields.size === 0) entries.delete(key);
+    },
+
+    async hashGetAll(key) {
+      return Object.fromEntries(hashEntry(key)?.fields ?? []);
+    },
+
+    async hashLength(key) {
+      return hashEntry(key)?.fields.size ?? 0;
+    },
+
+    async publish(channel, message) {
+      open();
+      // Snapshot now, deliver later: like Redis, handlers never run inside publish().
+      const handlers = [...(channels.get(channel) ?? [])];
+      if (handlers.length === 0) return;
+      setImmediate(function deliverAll() {
+        for (const handler of handlers) deliver(handler, message);
+      });
+    },
+
+    async subscribe(channel, handler) {
+      open();
+      // Wrap so that the same function subscribed twice is two subscriptions.
+      const own: Handler = (message) => handler(message);
+      let handlers = channels.get(channel);
+      if (handlers === undefined) channels.set(channel, (handlers = new Set()));
+      handlers.add(own);
+      return async function unsubscribe() {
+        const current = channels.get(channel);
+        current?.delete(own);
+        if (current?.size === 0) channels.delete(channel);
+      };
+    },
+
+    async ping() {
+      open();
+    },
+
+    async close() {
+      closed = true;
+      clearInterval(sweep);
+      entries.clear();
+      channels.clear();
+    },
+  };
+}
+
+function wrongType(): Error {
+  return new Error('WRONGTYPE Operation against a key holding the wrong kind of value');
+}

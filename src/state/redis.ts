@@ -1,0 +1,231 @@
+/**
+ * The Redis state backend (ioredis), shared by every replica pointed at the same Redis.
+ *
+ * Fail fast, never queue: a call made while Redis is unreachable rejects with
+ * StateUnavailable within about half a second instead of waiting for a reconnect, so that
+ * login throttling can fall back to memory and logins keep working. Rejected alternatives:
+ * ioredis' offline queue (the default) makes callers hang until Redis is back, and with a
+ * `commandTimeout` alone a queued write is still sent after the caller was told it failed.
+ * The client keeps reconnecting in the background (RETRY_MAX_MS apart at most) and calls
+ * work again as soon as it is ready; subscriptions are restored by ioredis itself.
+ *
+ * Keys get the `svc:` prefix from ioredis' keyPrefix (Lua KEYS included). Pub/sub channels
+ * are not keys, so ioredis leaves them alone and this file prefixes them itself.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  checkTtl,
+  KEY_PREFIX,
+  StateUnavailable,
+  type StateBackend,
+  type StateLog,
+} from './state.js';
+import { createSubscriber, quit } from './redis-subscriber.js';
+
+/** A command that has not answered by then (half-open socket, stuck server) fails. */
+export const COMMAND_TIMEOUT_MS = 500;
+/** While a connection attempt is in progress, calls wait this long for it, then fail. */
+export const READY_WAIT_MS = 200;
+/** Reconnect backoff: 50 ms more per attempt, capped so recovery takes at most ~1 s. */
+export const RETRY_MAX_MS = 1_000;
+export const CONNECT_TIMEOUT_MS = 2_000;
+
+export interface RedisStateOptions {
+  /** redis://[user:password@]host:port[/db]; never logged with its password. */
+  readonly url: string;
+  readonly log: StateLog;
+}
+
+// INCR, and set the TTL only if this call created the key: atomic in one script.
+const INCR_WITH_TTL = `
+local created = redis.call('EXISTS', KEYS[1]) == 0
+local value = redis.call('INCR', KEYS[1])
+if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return value`;
+
+// Server replies that mean "not available right now", not "you made a mistake".
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
+
+/** The fail-fast client settings (see the header). */
+const CLIENT_OPTIONS = {
+  keyPrefix: KEY_PREFIX,
+  enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: false,
+  maxRetriesPerRequest: 0,
+  commandTimeout: COMMAND_TIMEOUT_MS,
+  connectTimeout: CONNECT_TIMEOUT_MS,
+  retryStrategy: (times: number) => Math.min(times * 50, RETRY_MAX_MS),
+} satisfies RedisOptions;
+
+export function createRedisState({ url, log }: RedisStateOptions): StateBackend {
+  const where = redactUrl(url);
+  const client = new Redis(url, { ...CLIENT_OPTIONS, connectionName: 'svc' });
+  watchConnection(client, 'redis', where, log);
+  let closed = false;
+
+  /** Runs one command with the fail-fast rules and error translation. */
+  async function run<T>(op: string, command: (c: Redis) => Promise<T>): Promise<T> {
+    if (closed) throw new StateUnavailable('state backend is closed');
+    await whenReady(client, where);
+    try {
+      return await command(client);
+    } catch (err: unknown) {
+      throw translate(err, op, where);
+    }
+  }
+
+  const subscriber = createSubscriber({
+    open() {
+      const sub = client.duplicate({ connectionName: 'svc-subscriber' });
+      watchConnection(sub, 'redis subscriber', where, log);
+      return sub;
+    },
+    ready: (sub) => whenReady(sub, where),
+    translate: (err, op) => translate(err, op, where),
+    log,
+  });
+
+  return {
+    kind: 'redis',
+
+    get: (key) => run('get', (c) => c.get(key)),
+
+    async set(key, value, opts) {
+      const ttl = checkTtl(opts);
+      await run('set', (c) => (ttl === undefined ? c.set(key, value) : c.set(key, value, 'PX', ttl)));
+    },
+
+    async setIfAbsent(key, value, opts) {
+      const ttl = checkTtl(opts);
+      const reply = await run('setIfAbsent', (c) =>
+        ttl === undefined ? c.set(key, value, 'NX') : c.set(key, value, 'PX', ttl, 'NX'),
+      );
+      return reply === 'OK';
+    },
+
+    async delete(key) {
+      await run('delete', (c) => c.del(key));
+    },
+
+    async incr(key, opts) {
+      const ttl = checkTtl(opts);
+      if (ttl === undefined) return run('incr', (c) => c.incr(key));
+      const reply = await run('incr', (c) => c.eval(INCR_WITH_TTL, 1, key, ttl));
+      return Number(reply);
+    },
+
+    async ttlMs(key) {
+      const ms = await run('ttlMs', (c) => c.pttl(key));
+      return ms < 0 ? null : ms;   // -2: absent, -1: no expiry
+    },
+
+    hashGet: (key, field) => run('hashGet', (c) => c.hget(key, field)),
+
+    async hashSet(key, field, value) {
+      await run('hashSet', (c) => c.hset(key, field, value));
+    },
+
+    async hashDelete(key, ...fields) {
+      if (fields.length === 0) return;
+      await run('hashDelete', (c) => c.hdel(key, ...fields));
+    },
+
+    hashGetAll: (key) => run('hashGetAll', (c) => c.hgetall(key)),
+
+    hashLength: (key) => run('hashLength', (c) => c.hlen(key)),
+
+    async publish(channel, message) {
+      await run('publish', (c) => c.publish(KEY_PREFIX + channel, message));
+    },
+
+    async subscribe(channel, handler) {
+      if (closed) throw new StateUnavailable('state backend is closed');
+      return subscriber.subscribe(KEY_PREFIX + channel, handler);
+    },
+
+    async ping() {
+      await run('ping', (c) => c.ping());
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all([subscriber.close(), quit(client)]);
+    },
+  };
+}
+
+/**
+ * Resolves when the client is ready. While a connection attempt is under way (first
+ * connect, or a reconnect in progress) it waits up to READY_WAIT_MS; between attempts, or
+ * after that wait, it rejects at once: a caller never waits for the next retry.
+ */
+export function whenReady(client: Redis, where: string): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status !== 'connecting' && client.status !== 'connect') {
+    return Promise.reject(new StateUnavailable(`redis at ${where} is unreachable (${client.status})`));
+  }
+  let waiting = pendingReady.get(client);
+  if (waiting === undefined) {
+    waiting = waitForReady(client, where).finally(() => pendingReady.delete(client));
+    pendingReady.set(client, waiting);
+  }
+  return waiting;
+}
+
+/** One wait per client however many calls queue behind it (one 'ready' listener, not 50). */
+const pendingReady = new WeakMap<Redis, Promise<void>>();
+
+function waitForReady(client: Redis, where: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const fail = (why: string) => {
+      done();
+      reject(new StateUnavailable(`redis at ${where} is unreachable (${why})`));
+    };
+    const onReady = () => {
+      done();
+      resolve();
+    };
+    const onClose = () => fail('connection refused or lost');
+    const timer = setTimeout(() => fail(`no connection after ${READY_WAIT_MS} ms`), READY_WAIT_MS);
+    function done() {
+      clearTimeout(timer);
+      client.off('ready', onReady).off('close', onClose);
+    }
+    client.once('ready', onReady).once('close', onClose);
+  });
+}
+
+/** Server-side mistakes (WRONGTYPE, not an integer) stay as they are; the rest is unavailability. */
+export function translate(err: unknown, op: string, where: string): Error {
+  if (err instanceof StateUnavailable) return err;
+  const isReply = err instanceof Error && err.name === 'ReplyError';
+  if (isReply && !TRANSIENT_REPLY.test(err.message)) return err;
+  const reason = err instanceof Error ? err.message : String(err);
+  return new StateUnavailable(`redis ${op} failed at ${where}: ${reason}`, { cause: err });
+}
+
+/** Logs the first error of an outage and the recovery, not every reconnect attempt. */
+function watchConnection(client: Redis, what: string, where: string, log: StateLog): void {
+  let down = false;
+  client.on('error', (err: Error) => {
+    if (down) return;
+    down = true;
+    log.warn({ err: { message: err.message }, redis: where }, `${what} unreachable; retrying`);
+  });
+  client.on('ready', () => {
+    if (!down) return;
+    down = false;
+    log.info({ redis: where }, `${what} connection restored`);
+  });
+}
+
+/** host:port/db without user or password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid redis url)';
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The state backend contract: the small key/value, hash and pub/sub surface that replicas
+ * share (login-failure counters, token revocation, cache invalidation, IdP sessions).
+ * Two implementations: ./memory.ts (one process) and ./redis.ts (shared by replicas).
+ * docs/state.md records the decisions (key prefix, fail fast, fallback contract).
+ *
+ * Keys and channels are given WITHOUT the `svc:` prefix; the Redis backend adds it.
+ * A string key and a hash key are different kinds: using a string operation on a hash key
+ * (or the reverse) is a programming error and rejects with a plain Error (Redis WRONGTYPE).
+ * Every method rejects with StateUnavailable when the backend cannot be reached; callers
+ * that must keep working (login throttling) catch it and fall back to memory.
+ */
+import type { Logger } from 'pino';
+
+/** Every Redis key and pub/sub channel starts with this. */
+export const KEY_PREFIX = 'svc:';
+
+export interface TtlOptions {
+  /** Time to live in milliseconds; must be a positive integer. Absent means no expiry. */
+  readonly ttlMs?: number;
+}
+
+export type StateKind = 'memory' | 'redis';
+
+/** The logger the backends need: pino's, or anything with the same two methods. */
+export type StateLog = Pick<Logger, 'info' | 'warn'>;
+
+export interface StateBackend {
+  readonly kind: StateKind;
+
+  /** The string value, or null when the key is absent or expired. */
+  get(key: string): Promise<string | null>;
+
+  /** Stores the value, replacing any value and any TTL (no ttlMs: the key never expires). */
+  set(key: string, value: string, opts?: TtlOptions): Promise<void>;
+
+  /** Stores the value only if the key is absent; true when this call stored it (SET NX). */
+  setIfAbsent(key: string, value: string, opts?: TtlOptions): Promise<boolean>;
+
+  /** Removes a key of either kind; removing an absent key is not an error. */
+  delete(key: string): Promise<void>;
+
+  /**
+   * Adds 1 atomically and returns the new value (an absent key counts as 0). The TTL is set
+   * only when this call creates the key, so later increments do not extend the window.
+   * Rejects with a plain Error when the value is not an integer.
+   */
+  incr(key: string, opts?: TtlOptions): Promise<number>;
+
+  /** Milliseconds left before the key expires; null when absent OR when it has no TTL. */
+  ttlMs(key: string): Promise<number | null>;
+
+  /** One field of a hash, or null when the field or the hash is absent. */
+  hashGet(key: string, field: string): Promise<string | null>;
+
+  /** Sets one field, creating the hash if needed. Hashes have no TTL of their own. */
+  hashSet(key: string, field: string, value: string): Promise<void>;
+
+  /** Removes fields; removing the last field removes the hash. Absent fields are ignored. */
+  hashDelete(key: string, ...fields: readonly string[]): Promise<void>;
+
+  /** Every field of a hash; {} when the hash is absent. */
+  hashGetAll(key: string): Promise<Record<string, string>>;
+
+  /** The number of fields; 0 when the hash is absent. */
+  hashLength(key: string): Promise<number>;
+
+  /**
+   * Sends a message to every subscriber of the channel, in this process and (Redis) in every
+   * replica, including this instance's own subscribers. At most once: subscribers that are
+   * disconnected at the time miss it, so caches invalidated this way also need a TTL.
+   */
+  publish(channel: string, message: string): Promise<void>;
+
+  /**
+   * Calls handler for every message on the channel, in order, always asynchronously (never
+   * synchronously from publish(); it may run before or after publish() resolves).
+   * Resolves once the subscription is active; the result unsubscribes this handler
+   * (idempotent). The Redis backend resubscribes by itself after a reconnect.
+   * A handler that throws is logged and does not affect other handlers.
+   */
+  subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
+
+  /** Resolves when the backend answers; StateUnavailable otherwise. */
+  ping(): Promise<void>;
+
+  /** Releases connections and timers; idempotent. Every later call rejects. */
+  close(): Promise<void>;
+}
+
+/**
+ * The backend could not be reached or did not answer in time (connection refused, lost,
+ * timed out, or closed). The message never contains a key, a value or a credential.
+ */
+export class StateUnavailable extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StateUnavailable';
+  }
+}
+
+/** Rejects a TTL that Redis would reject too, so both backends behave the same. */
+export function checkTtl(opts: TtlOptions | undefined): number | undefined {
+  const ttl = opts?.ttlMs;
+  if (ttl === undefined) return undefined;
+  if (!Number.isSafeInteger(ttl) || ttl <= 0) {
+    throw new RangeError(`ttlMs must be a positive integer, got ${String(ttl)}`);
+  }
+  return ttl;
+}

@@ -1,0 +1,116 @@
+/**
+ * Real third-party peers for tests (Redis, slapd, nginx, a node backend), started on
+ * loopback by scripts/peers/*.sh in a private temp dir. A missing binary FAILS the test with
+ * the Debian package to install (DESIGN.md §1: never a skip).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PEERS_DIR = fileURLToPath(new URL('../../scripts/peers/', import.meta.url));
+const START_TIMEOUT_MS = 30_000;
+/** Exit status of a start script whose binary is missing (scripts/peers/lib.sh `need`). */
+const MISSING_BINARY = 127;
+
+/** A port that was free a moment ago on 127.0.0.1 (listen on 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no port from listen(0)'))));
+    });
+  });
+}
+
+export interface Peer {
+  /** The pid file the start script printed as its last stdout line. */
+  readonly pidFile: string;
+  /** The peer's private dir (config, data, logs); removed by stop(). */
+  readonly dir: string;
+  /** Stops the peer (its whole process group) and removes its dir; idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs scripts/peers/<script> with a fresh temp dir as first argument, then `args`.
+ * Rejects with the script's stderr when it fails, and with an install hint when the peer's
+ * binary is missing.
+ */
+export async function startPeer(script: string, args: readonly string[] = []): Promise<Peer> {
+  const dir = await mkdtemp(join(tmpdir(), `svc-${script.replace(/\.sh$/, '')}-`));
+  let stdout: string;
+  try {
+    stdout = await runScript(script, [dir, ...args], START_TIMEOUT_MS);
+  } catch (err: unknown) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const pidFile = stdout.trim().split('\n').at(-1) ?? '';
+  if (pidFile === '') throw new Error(`${script} printed no pid file`);
+  let stopped: Promise<void> | undefined;
+  return {
+    pidFile,
+    dir,
+    stop() {
+      stopped ??= (async () => {
+        await runScript('stop-peer.sh', [pidFile], START_TIMEOUT_MS);
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return stopped;
+    },
+  };
+}
+
+function runScript(script: string, args: readonly string[], timeout: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', [join(PEERS_DIR, script), ...args], { timeout }, (err, stdout, stderr) => {
+      if (err === null) return resolve(stdout);
+      const detail = stderr.trim() || err.message;
+      if (err.code === MISSING_BINARY) {
+        return reject(new Error(`cannot start peer (${script}): ${detail}`, { cause: err }));
+      }
+      reject(new Error(`${script} ${args.slice(1).join(' ')} failed (exit ${String(err.code)}): ${detail}`, { cause: err }));
+    });
+  });
+}
+
+export interface RedisPeer {
+  readonly url: string;
+  readonly port: number;
+  /** The running server's pid file; undefined while stopped. */
+  readonly pidFile: string | undefined;
+  /** Stops redis-server (the port stays reserved for restart()); idempotent. */
+  stop(): Promise<void>;
+  /** Starts an empty redis-server on the same port; stops the running one first. */
+  restart(): Promise<void>;
+}
+
+/** A private, non-persistent redis-server on a free loopback port. */
+export async function startRedis(): Promise<RedisPeer> {
+  const port = await freePort();
+  let peer: Peer | undefined = await startPeer('start-redis.sh', [String(port)]);
+  async function stop(): Promise<void> {
+    const running = peer;
+    peer = undefined;
+    await running?.stop();
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    get pidFile() {
+      return peer?.pidFile;
+    },
+    stop,
+    async restart() {
+      await stop();
+      peer = await startPeer('start-redis.sh', [String(port)]);
+    },
+  };
+}

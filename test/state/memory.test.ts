@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { createMemoryState } from '../../src/state/memory.js';
+import type { StateBackend } from '../../src/state/state.js';
+import { runStateSuite } from './state-suite.js';
+
+const log = pino({ level: 'silent' });
+
+describe('state: memory', function () {
+  let store: StateBackend;
+  beforeEach(function () {
+    store = createMemoryState({ log });
+  });
+
+  // One store per test: both "clients" of a test are the same in-process backend.
+  runStateSuite('memory', { open: async () => store });
+
+  describe('with an injected clock', function () {
+    let now = 1_000_000;
+    const clock = () => now;
+
+    it('expires exactly at the TTL, by the clock it was given', async function () {
+      const state = createMemoryState({ now: clock, log });
+      await state.set('k', 'v', { ttlMs: 1_000 });
+      await state.incr('c', { ttlMs: 1_000 });
+      now += 999;
+      expect(await state.get('k')).to.equal('v');
+      expect(await state.ttlMs('c')).to.equal(1);
+      now += 1;
+      expect(await state.get('k')).to.equal(null);
+      expect(await state.incr('c', { ttlMs: 1_000 })).to.equal(1);
+      await state.close();
+    });
+
+    it('sweeps expired keys nobody reads', async function () {
+      const state = createMemoryState({ now: clock, log, sweepIntervalMs: 10 });
+      await state.set('k', 'v', { ttlMs: 5 });
+      now += 10;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      now -= 10; // back in time: only a sweep can have removed the key
+      expect(await state.get('k')).to.equal(null);
+      await state.close();
+    });
+  });
+});

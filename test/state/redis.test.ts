@@ -1,0 +1,140 @@
+/**
+ * The Redis backend against a real redis-server that this file starts on a free loopback
+ * port (scripts/peers/start-redis.sh); a missing redis-server fails the run with the
+ * package to install. Also: the raw layout (svc: prefix) and the fail-fast outage contract.
+ */
+import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { createRedisState } from '../../src/state/redis.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
+import { runStateSuite, until } from './state-suite.js';
+
+const log = pino({ level: 'silent' });
+
+describe('state: redis', function () {
+  let redis: RedisPeer;
+  let raw: Redis;
+
+  before(async function () {
+    redis = await startRedis();
+    raw = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  });
+
+  after(async function () {
+    raw?.disconnect();
+    await redis?.stop();
+  });
+
+  runStateSuite('redis', {
+    open: async () => createRedisState({ url: redis.url, log }),
+    rawKeys: () => raw.keys('*'),
+  });
+
+  describe('redis specifics', function () {
+    let state: StateBackend;
+    beforeEach(function () {
+      state = createRedisState({ url: redis.url, log });
+    });
+    afterEach(async function () {
+      await state.close();
+    });
+
+    it('publishes on the svc:-prefixed channel', async function () {
+      const sub = raw.duplicate();
+      const got: string[] = [];
+      sub.on('message', (channel: string, message: string) => got.push(`${channel} ${message}`));
+      await sub.subscribe('svc:invalidate');
+      await state.publish('invalidate', 'rbac');
+      await until(() => got.length === 1);
+      expect(got).to.deep.equal(['svc:invalidate rbac']);
+      sub.disconnect();
+    });
+
+    it('fails fast with StateUnavailable when nothing listens on the port', async function () {
+      const nowhere = createRedisState({ url: `redis://127.0.0.1:${await freePort()}`, log });
+      try {
+        const started = Date.now();
+        const err = await nowhere.get('k').catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(StateUnavailable);
+        expect(Date.now() - started).to.be.below(1_000);
+        const pingErr = await nowhere.ping().catch((e: unknown) => e);
+        expect(pingErr).to.be.instanceOf(StateUnavailable);
+        const subErr = await nowhere.subscribe('ch', () => {}).catch((e: unknown) => e);
+        expect(subErr).to.be.instanceOf(StateUnavailable);
+      } finally {
+        await nowhere.close();
+      }
+    });
+
+    it('never puts a password from the URL in an error', async function () {
+      const url = `redis://user:hunter2-secret@127.0.0.1:${await freePort()}/0`;
+      const nowhere = createRedisState({ url, log });
+      const err = await nowhere.get('k').catch((e: unknown) => e);
+      await nowhere.close();
+      expect(err).to.be.instanceOf(StateUnavailable);
+      expect((err as Error).message).not.to.include('hunter2');
+    });
+
+    it('times out a call to a Redis that accepts but never answers (SIGSTOP)', async function () {
+      await state.ping();
+      const pid = Number((await readFile(redis.pidFile ?? '', 'utf8')).trim());
+      process.kill(pid, 'SIGSTOP');
+      try {
+        const started = Date.now();
+        const err = await state.get('k').catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(StateUnavailable);
+        expect((err as Error).message).to.match(/timed out/i);
+        expect(Date.now() - started, 'ms to fail').to.be.below(1_000);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      await eventually(() => state.ping(), 5_000);
+    });
+
+    // Stops the shared redis-server: keep this the last test of the file.
+    it('rejects within 1 s while Redis is down, and recovers (subscriptions too) after it restarts', async function () {
+      this.timeout(15_000);
+      const other = createRedisState({ url: redis.url, log });
+      const got: string[] = [];
+      await other.subscribe('outage', (m) => got.push(m));
+      await state.set('outage:k', 'before');
+
+      await redis.stop();
+      for (const call of [() => state.get('outage:k'), () => state.incr('outage:c', { ttlMs: 1_000 }),
+        () => state.publish('outage', 'lost'), () => state.ping()]) {
+        const started = Date.now();
+        const err = await call().catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(StateUnavailable);
+        expect(Date.now() - started, 'ms to fail').to.be.below(1_000);
+      }
+
+      await redis.restart();
+      await eventually(() => state.ping(), 5_000);
+      expect(await state.get('outage:k')).to.equal(null); // a fresh, empty Redis
+      await state.set('outage:k', 'after');
+      expect(await state.get('outage:k')).to.equal('after');
+      await eventually(async () => {
+        await state.publish('outage', 'back');
+        await until(() => got.includes('back'), 200);
+      }, 5_000);
+      await other.close();
+    });
+  });
+});
+
+/** Retries the call until it resolves, failing with its last error after timeoutMs. */
+async function eventually(call: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await call();
+      return;
+    } catch (err: unknown) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}

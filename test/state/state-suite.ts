@@ -1,0 +1,234 @@
+/**
+ * The behaviour every StateBackend must have, run against each implementation
+ * (memory.test.ts, redis.test.ts). Tests use their own keys, so a shared Redis needs no flush.
+ */
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+
+export interface StateSuiteFactory {
+  /** A client of the backend shared by every client opened during the same test. */
+  open(): Promise<StateBackend>;
+  /** The raw keys as the backend stores them, when it has such a notion (Redis). */
+  rawKeys?(): Promise<string[]>;
+}
+
+const TTL = 150;
+const PAST_TTL = 300;
+
+export function runStateSuite(name: string, factory: StateSuiteFactory): void {
+  describe(`state backend contract: ${name}`, function () {
+    let opened: StateBackend[] = [];
+    let ns = '';
+    let state: StateBackend;
+    const key = (k: string) => `test:${ns}:${k}`;
+
+    async function open(): Promise<StateBackend> {
+      const s = await factory.open();
+      opened.push(s);
+      return s;
+    }
+
+    beforeEach(async function () {
+      ns = randomUUID();
+      state = await open();
+    });
+
+    afterEach(async function () {
+      await Promise.all(opened.map((s) => s.close()));
+      opened = [];
+    });
+
+    it('reports its kind and answers ping', async function () {
+      expect(state.kind).to.equal(name);
+      await state.ping();
+    });
+
+    describe('strings', function () {
+      it('returns null for an absent key and the value once set', async function () {
+        expect(await state.get(key('a'))).to.equal(null);
+        await state.set(key('a'), 'one');
+        await state.set(key('a'), 'two');
+        expect(await state.get(key('a'))).to.equal('two');
+        expect(await state.ttlMs(key('a'))).to.equal(null);
+      });
+
+      it('expires a key set with ttlMs', async function () {
+        await state.set(key('t'), 'v', { ttlMs: TTL });
+        const left = await state.ttlMs(key('t'));
+        expect(left).to.be.a('number').within(1, TTL);
+        await sleep(PAST_TTL);
+        expect(await state.get(key('t'))).to.equal(null);
+        expect(await state.ttlMs(key('t'))).to.equal(null);
+      });
+
+      it('set without ttlMs removes an earlier TTL', async function () {
+        await state.set(key('p'), 'v', { ttlMs: TTL });
+        await state.set(key('p'), 'w');
+        await sleep(PAST_TTL);
+        expect(await state.get(key('p'))).to.equal('w');
+      });
+
+      it('rejects a TTL that is not a positive integer', async function () {
+        for (const ttlMs of [0, -1, 1.5, Number.NaN]) {
+          const err = await state.set(key('bad'), 'v', { ttlMs }).catch((e: unknown) => e);
+          expect(err, String(ttlMs)).to.be.instanceOf(RangeError);
+        }
+      });
+
+      it('setIfAbsent stores only when absent, and again after expiry', async function () {
+        expect(await state.setIfAbsent(key('n'), 'first', { ttlMs: TTL })).to.equal(true);
+        expect(await state.setIfAbsent(key('n'), 'second')).to.equal(false);
+        expect(await state.get(key('n'))).to.equal('first');
+        await sleep(PAST_TTL);
+        expect(await state.setIfAbsent(key('n'), 'third')).to.equal(true);
+        expect(await state.get(key('n'))).to.equal('third');
+      });
+
+      it('delete removes strings and hashes, and ignores absent keys', async function () {
+        await state.set(key('s'), 'v');
+        await state.hashSet(key('h'), 'f', 'v');
+        await state.delete(key('s'));
+        await state.delete(key('h'));
+        await state.delete(key('never'));
+        expect(await state.get(key('s'))).to.equal(null);
+        expect(await state.hashLength(key('h'))).to.equal(0);
+      });
+    });
+
+    describe('incr', function () {
+      it('counts from 1 without TTL', async function () {
+        expect(await state.incr(key('c'))).to.equal(1);
+        expect(await state.incr(key('c'))).to.equal(2);
+        expect(await state.get(key('c'))).to.equal('2');
+        expect(await state.ttlMs(key('c'))).to.equal(null);
+      });
+
+      it('sets the TTL when it creates the key, and never extends it', async function () {
+        expect(await state.incr(key('w'), { ttlMs: 2 * TTL })).to.equal(1);
+        await sleep(TTL);
+        expect(await state.incr(key('w'), { ttlMs: 2 * TTL })).to.equal(2);
+        expect(await state.ttlMs(key('w'))).to.be.a('number').within(1, TTL + 20);
+        await sleep(TTL + 50);
+        expect(await state.get(key('w'))).to.equal(null);
+        expect(await state.incr(key('w'), { ttlMs: 2 * TTL })).to.equal(1);
+      });
+
+      it('is atomic under concurrent calls', async function () {
+        const results = await Promise.all(
+          Array.from({ length: 50 }, () => state.incr(key('many'), { ttlMs: 10_000 })),
+        );
+        expect([...results].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+        expect(await state.get(key('many'))).to.equal('50');
+      });
+
+      it('rejects a value that is not an integer', async function () {
+        await state.set(key('txt'), 'abc');
+        const err = await state.incr(key('txt')).catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(Error);
+        expect((err as Error).message).to.match(/not an integer/);
+        expect((err as Error).name).not.to.equal('StateUnavailable');
+      });
+    });
+
+    describe('hashes', function () {
+      it('sets, reads, counts and deletes fields', async function () {
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({});
+        expect(await state.hashLength(key('h'))).to.equal(0);
+        expect(await state.hashGet(key('h'), 'a')).to.equal(null);
+        await state.hashSet(key('h'), 'a', '1');
+        await state.hashSet(key('h'), 'b', '2');
+        await state.hashSet(key('h'), 'a', '3');
+        expect(await state.hashGet(key('h'), 'a')).to.equal('3');
+        expect(await state.hashLength(key('h'))).to.equal(2);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ a: '3', b: '2' });
+        await state.hashDelete(key('h'), 'a', 'missing');
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ b: '2' });
+        await state.hashDelete(key('h'));
+        await state.hashDelete(key('h'), 'b');
+        expect(await state.hashLength(key('h'))).to.equal(0);
+        await state.set(key('h'), 'now a string');
+        expect(await state.get(key('h'))).to.equal('now a string');
+      });
+
+      it('rejects a string operation on a hash key', async function () {
+        await state.hashSet(key('h'), 'a', '1');
+        const err = await state.get(key('h')).catch((e: unknown) => e);
+        expect((err as Error).message).to.match(/^WRONGTYPE/);
+      });
+    });
+
+    describe('pub/sub', function () {
+      it('delivers in order to every subscriber of the channel, from another client', async function () {
+        const other = await open();
+        const got: string[] = [];
+        const alsoGot: string[] = [];
+        const offA = await other.subscribe(key('ch'), (m) => got.push(m));
+        await other.subscribe(key('ch'), (m) => alsoGot.push(m));
+        await other.subscribe(key('elsewhere'), (m) => got.push(`wrong channel: ${m}`));
+        for (const m of ['1', '2', '3']) await state.publish(key('ch'), m);
+        await until(() => got.length === 3 && alsoGot.length === 3);
+        expect(got).to.deep.equal(['1', '2', '3']);
+        expect(alsoGot).to.deep.equal(['1', '2', '3']);
+        await offA();
+        await offA();
+        await state.publish(key('ch'), '4');
+        await until(() => alsoGot.length === 4);
+        await sleep(50);
+        expect(got).to.deep.equal(['1', '2', '3']);
+      });
+
+      it('never calls a handler synchronously from publish()', async function () {
+        const got: string[] = [];
+        await state.subscribe(key('ch'), (m) => got.push(m));
+        const published = state.publish(key('ch'), 'x');
+        expect(got).to.deep.equal([]);
+        await published;
+        await until(() => got.length === 1);
+      });
+
+      it('keeps delivering when a handler throws', async function () {
+        const got: string[] = [];
+        await state.subscribe(key('ch'), () => {
+          throw new Error('handler bug');
+        });
+        await state.subscribe(key('ch'), (m) => got.push(m));
+        await state.publish(key('ch'), 'a');
+        await state.publish(key('ch'), 'b');
+        await until(() => got.length === 2);
+      });
+
+      it('publishing to a channel nobody listens to is fine', async function () {
+        await state.publish(key('nobody'), 'x');
+      });
+    });
+
+    it('rejects calls after close, and close is idempotent', async function () {
+      await state.close();
+      await state.close();
+      const err = await state.get(key('a')).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(Error);
+    });
+
+    if (factory.rawKeys !== undefined) {
+      const rawKeys = factory.rawKeys.bind(factory);
+      it(`stores every key under the ${KEY_PREFIX} prefix`, async function () {
+        await state.set(key('s'), 'v');
+        await state.incr(key('c'), { ttlMs: 10_000 });
+        await state.hashSet(key('h'), 'f', 'v');
+        const mine = (await rawKeys()).filter((k) => k.includes(ns)).sort();
+        expect(mine).to.deep.equal([key('c'), key('h'), key('s')].map((k) => KEY_PREFIX + k));
+      });
+    }
+  });
+}
+
+/** Polls until the condition holds, failing after two seconds. */
+export async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
