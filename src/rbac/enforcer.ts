@@ -1,0 +1,145 @@
+/**
+ * One immutable policy (built-in roles first, then the operator's lines) loaded into an engine,
+ * with a bounded decision cache that lives and dies with it: a policy change builds a new
+ * enforcer (./rights.ts), so no cached decision survives it.
+ *
+ * A request carries several subjects: the user and its groups. The engine gives each subject an
+ * outcome (allow, deny, or no matching rule) and the outcomes combine as:
+ *   1. any subject denied           -> no  (deny over allow across subjects too, so a deny
+ *                                           written for a group cannot be undone by a user rule)
+ *   2. any subject allowed          -> yes
+ *   3. no rule matched any subject  -> the answer for `policy.defaultRole` alone, else no.
+ * Argo CD differs in both: it ORs the subjects (a group deny does not block a user allow) and
+ * asks the default role FIRST, so an explicit deny can never take away what the default role
+ * grants. We follow DESIGN §5 ("deny wins"; "a subject with no matching rule falls back to
+ * policy.default") instead: the default role only speaks when nothing else did. See docs/rbac.md.
+ */
+import { newEnforcer } from 'casbin';
+import type { Adapter, Model } from 'casbin';
+import { BUILTIN_RULES } from './builtin.js';
+import { BoundedCache } from './bounded-cache.js';
+import { createGlobMatch } from './glob.js';
+import { createIndexedOutcome } from './indexed.js';
+import type { Outcome, SubjectOutcome } from './indexed.js';
+import { GLOB_FUNCTION, newRbacModel } from './model.js';
+import type { Policy, PolicyRule } from './policy.js';
+
+export const DECISION_CACHE_ENTRIES = 100_000;
+
+/**
+ * `indexed` (default): ./indexed.ts, same answers, cost independent of the policy size.
+ * `casbin`: casbin's `enforceExSync` over the whole policy; the reference the indexed engine is
+ * tested against, and what the bench compares with.
+ */
+export type Engine = 'indexed' | 'casbin';
+export const DEFAULT_ENGINE: Engine = 'indexed';
+
+export interface RbacEnforcer {
+  can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
+  readonly policy: Policy;
+}
+
+type Decide = RbacEnforcer['can'];
+
+export interface EnforcerOptions {
+  readonly engine?: Engine;
+  /** Bound of the decision cache; 0 turns it off (the bench and `canOffline` use that). */
+  readonly decisionCacheEntries?: number;
+}
+
+export async function createEnforcer(policy: Policy, options: EnforcerOptions = {}): Promise<RbacEnforcer> {
+  const rules = [...BUILTIN_RULES, ...policy.lines];
+  const outcome =
+    (options.engine ?? DEFAULT_ENGINE) === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
+  const decide = combineSubjects(outcome, policy.defaultRole);
+  const cacheEntries = options.decisionCacheEntries ?? DECISION_CACHE_ENTRIES;
+  return {
+    policy,
+    can: cacheEntries > 0 ? cachedDecide(decide, cacheEntries) : decide,
+  };
+}
+
+/** The rules in the casbin model; `[false, []]` from enforceExSync means no rule matched. */
+async function casbinOutcome(rules: readonly PolicyRule[]): Promise<SubjectOutcome> {
+  const casbin = await newEnforcer(newRbacModel(), new RulesAdapter(rules));
+  await casbin.addFunction(GLOB_FUNCTION, createGlobMatch());
+  return function outcome(subject, res, act, obj): Outcome {
+    const [allowed, rule] = casbin.enforceExSync(subject, res, act, obj);
+    if (allowed) return 'allow';
+    return rule.length > 0 ? 'deny' : 'none';
+  };
+}
+
+/** Deny over allow across the subjects; the default role only when no rule matched any of them. */
+function combineSubjects(outcome: SubjectOutcome, defaultRole: string | undefined): Decide {
+  return function decide(subjects, res, act, obj) {
+    let allowed = false;
+    for (const subject of subjects) {
+      const result = outcome(subject, res, act, obj);
+      if (result === 'deny') return false;
+      if (result === 'allow') allowed = true;
+    }
+    if (allowed) return true;
+    return defaultRole !== undefined && outcome(defaultRole, res, act, obj) === 'allow';
+  };
+}
+
+
+function cachedDecide(decide: Decide, maxEntries: number): Decide {
+  const cache = new BoundedCache<string, boolean>(maxEntries);
+  return function can(subjects, resource, action, object) {
+    const key = decisionKey(subjects, resource, action, object);
+    if (key === undefined) return decide(subjects, resource, action, object);
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const value = decide(subjects, resource, action, object);
+    cache.set(key, value);
+    return value;
+  };
+}
+
+/**
+ * Fields joined by NUL. A field holding a NUL itself (an object taken from a URL can) would let
+ * two different requests share a key, so such a request is not cached at all.
+ */
+function decisionKey(subjects: readonly string[], res: string, act: string, obj: string): string | undefined {
+  for (const field of subjects) if (field.includes('\0')) return undefined;
+  if (res.includes('\0') || act.includes('\0') || obj.includes('\0')) return undefined;
+  return `${subjects.length}\0${subjects.join('\0')}\0${res}\0${act}\0${obj}`;
+}
+
+/**
+ * Hands the already-validated rules straight to the model. casbin's `StringAdapter` would print
+ * and re-parse them, and `addPolicies` checks every rule against all the others (quadratic: slow
+ * at 10,000 lines); pushing onto the assertion is what casbin's own CSV loader does.
+ */
+class RulesAdapter implements Adapter {
+  constructor(private readonly rules: readonly PolicyRule[]) {}
+
+  loadPolicy(model: Model): Promise<void> {
+    const p = model.model.get('p')?.get('p');
+    const g = model.model.get('g')?.get('g');
+    if (p === undefined || g === undefined) throw new Error('the RBAC model lacks p or g');
+    for (const rule of this.rules) {
+      if (rule.kind === 'p') p.policy.push([rule.sub, rule.res, rule.act, rule.obj, rule.eft]);
+      else g.policy.push([rule.member, rule.role]);
+    }
+    return Promise.resolve();
+  }
+
+  savePolicy(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  addPolicy(): Promise<void> {
+    return Promise.reject(new Error('the RBAC policy is read-only'));
+  }
+
+  removePolicy(): Promise<void> {
+    return Promise.reject(new Error('the RBAC policy is read-only'));
+  }
+
+  removeFilteredPolicy(): Promise<void> {
+    return Promise.reject(new Error('the RBAC policy is read-only'));
+  }
+}

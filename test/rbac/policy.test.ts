@@ -1,0 +1,96 @@
+import { expect } from 'chai';
+import { formatProblem, ProblemSink } from '../../src/config/problems.js';
+import { DEFAULT_SCOPES, parsePolicy } from '../../src/rbac/policy.js';
+import type { PolicyInput } from '../../src/rbac/policy.js';
+
+function parse(input: PolicyInput) {
+  const sink = new ProblemSink();
+  const policy = parsePolicy(input, sink.scoped('svc-rbac-cm'));
+  return { policy, problems: sink.problems.map(formatProblem) };
+}
+
+describe('rbac/policy', () => {
+  it('reads p and g lines, skips blanks and comments, trims fields, defaults the effect to allow', () => {
+    const { policy, problems } = parse({
+      csv: '# team a\n\n  p ,  role:a , applications, get, team-a/* \r\np, role:a, applications, delete, *, deny\ng, alice, role:a\n',
+    });
+    expect(problems).to.deep.equal([]);
+    expect(policy.lines).to.deep.equal([
+      { kind: 'p', sub: 'role:a', res: 'applications', act: 'get', obj: 'team-a/*', eft: 'allow' },
+      { kind: 'p', sub: 'role:a', res: 'applications', act: 'delete', obj: '*', eft: 'deny' },
+      { kind: 'g', member: 'alice', role: 'role:a' },
+    ]);
+  });
+
+  it('reads quoted fields, with commas and doubled quotes inside', () => {
+    const { policy, problems } = parse({ csv: 'p, "role:a", applications, get, "{team-a,team-b}/*"\ng, "say ""hi""", role:a' });
+    expect(problems).to.deep.equal([]);
+    expect(policy.lines).to.deep.equal([
+      { kind: 'p', sub: 'role:a', res: 'applications', act: 'get', obj: '{team-a,team-b}/*', eft: 'allow' },
+      { kind: 'g', member: 'say "hi"', role: 'role:a' },
+    ]);
+  });
+
+  it('reports each malformed line with its key and number, and keeps every other line', () => {
+    const { policy, problems } = parse({
+      csv: [
+        'p, role:a, applications, get, *', // 1 ok
+        'x, role:a, applications', // 2 unknown type
+        'p, role:a, applications, get', // 3 too few fields
+        'p, role:a, applications, get, *, maybe', // 4 bad effect
+        'p, role:a, , get, *', // 5 empty field
+        'p, role:a, applications, get, "{a,b}', // 6 unterminated quote
+        'g, alice', // 7 g too short
+        'g, alice, role:a', // 8 ok
+      ].join('\n'),
+      overlays: { 'policy.team.csv': 'p, role:b, logs, get, *\np, role:b, logs' },
+    });
+    expect(problems).to.deep.equal([
+      'svc-rbac-cm: policy.csv: line 2: unknown line type "x" (expected p or g), line ignored: "x, role:a, applications"',
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 4, line ignored: "p, role:a, applications, get"',
+      'svc-rbac-cm: policy.csv: line 4: the effect must be allow or deny, not "maybe", line ignored: "p, role:a, applications, get, *, maybe"',
+      'svc-rbac-cm: policy.csv: line 5: field 3 is empty, line ignored: "p, role:a, , get, *"',
+      'svc-rbac-cm: policy.csv: line 6: unterminated quote, line ignored: "p, role:a, applications, get, \\"{a,b}"',
+      'svc-rbac-cm: policy.csv: line 7: a g line has 3 fields (g, user-or-group, role), found 2, line ignored: "g, alice"',
+      'svc-rbac-cm: policy.team.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, line ignored: "p, role:b, logs"',
+    ]);
+    expect(policy.lines).to.deep.equal([
+      { kind: 'p', sub: 'role:a', res: 'applications', act: 'get', obj: '*', eft: 'allow' },
+      { kind: 'g', member: 'alice', role: 'role:a' },
+      { kind: 'p', sub: 'role:b', res: 'logs', act: 'get', obj: '*', eft: 'allow' },
+    ]);
+  });
+
+  it('puts the problem path as [key, "line N"]', () => {
+    const sink = new ProblemSink();
+    parsePolicy({ csv: '\n\np, a' }, sink.scoped('svc-rbac-cm'));
+    expect(sink.problems[0]?.path).to.deep.equal(['policy.csv', 'line 3']);
+    expect(sink.problems[0]?.source).to.equal('svc-rbac-cm');
+  });
+
+  it('appends policy.<x>.csv overlays after policy.csv in sorted key order, ignoring other keys', () => {
+    const { policy } = parse({
+      csv: 'g, a, role:main',
+      overlays: { 'policy.z.csv': 'g, z, role:z', 'policy.b.csv': 'g, b, role:b', 'policy.default': 'role:x', scopes: '[x]' },
+    });
+    expect(policy.lines.map((l) => (l.kind === 'g' ? l.member : l.sub))).to.deep.equal(['a', 'b', 'z']);
+  });
+
+  it('reads policy.default and scopes, with [groups] as the default scopes', () => {
+    expect(parse({ csv: '' }).policy).to.deep.equal({ lines: [], scopes: ['groups'] });
+    expect(parse({ defaultRole: '  ' }).policy).to.deep.equal({ lines: [], scopes: DEFAULT_SCOPES });
+    const { policy, problems } = parse({ defaultRole: ' role:readonly ', scopes: '[groups, email]' });
+    expect(problems).to.deep.equal([]);
+    expect(policy).to.deep.equal({ lines: [], defaultRole: 'role:readonly', scopes: ['groups', 'email'] });
+    expect(parse({ scopes: '["roles"]' }).policy.scopes).to.deep.equal(['roles']);
+  });
+
+  it('reports scopes that are not a list of names and keeps the default', () => {
+    const bad = parse({ scopes: 'groups: yes' });
+    expect(bad.policy.scopes).to.deep.equal(['groups']);
+    expect(bad.problems).to.deep.equal(['svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; using ["groups"]']);
+    const broken = parse({ scopes: '[groups' });
+    expect(broken.policy.scopes).to.deep.equal(['groups']);
+    expect(broken.problems[0]).to.match(/^svc-rbac-cm: scopes: YAML does not parse \(.+\); using \["groups"\]$/);
+  });
+});
