@@ -1,0 +1,192 @@
+/**
+ * A small fetch-based client of the JSON API (DESIGN.md §4). Every non-2xx answer becomes an
+ * ApiError carrying the server's `{error, message}`; a network failure becomes a CliError that
+ * names the server and the cause, with a hint to pass --insecure when the certificate is
+ * self-signed. The token goes only into the Authorization header, never into a message.
+ *
+ * Why undici's own fetch for --insecure: Node's global fetch is a bundled undici whose version
+ * differs from the installed one, and handing it a foreign Agent as `dispatcher` is not
+ * supported; undici's fetch with its own Agent is.
+ */
+import { STATUS_CODES } from 'node:http';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { ApiError, CliError } from './errors.js';
+
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+export interface ApiClientOptions {
+  /** Base URL, `https://host:port`, without a trailing slash. */
+  readonly server: string;
+  readonly token?: string;
+  /** Skip TLS certificate verification (self-signed servers). */
+  readonly insecure?: boolean;
+  /** Injected in tests; defaults to the global fetch (or undici's when insecure). */
+  readonly fetch?: FetchLike;
+}
+
+export interface UserInfo {
+  readonly loggedIn: boolean;
+  readonly username?: string;
+  readonly iss?: string;
+  readonly groups?: readonly string[];
+}
+
+export interface TokenInfo {
+  readonly id: string;
+  readonly issuedAt?: number | string;
+  readonly expiresAt?: number | string | null;
+}
+
+export interface Account {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly capabilities: readonly string[];
+  readonly tokens: readonly TokenInfo[];
+}
+
+export interface GenerateTokenRequest {
+  readonly id?: string;
+  /** Seconds; 0 means the token never expires. */
+  readonly expiresIn?: number;
+}
+
+export interface UpdatePasswordRequest {
+  readonly name: string;
+  readonly currentPassword: string;
+  readonly newPassword: string;
+}
+
+const CERT_ERRORS = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+export class ApiClient {
+  private readonly fetch: FetchLike;
+
+  constructor(private readonly options: ApiClientOptions) {
+    this.fetch = options.fetch ?? (options.insecure === true ? insecureFetch() : globalThis.fetch);
+  }
+
+  get server(): string {
+    return this.options.server;
+  }
+
+  get hasToken(): boolean {
+    return this.options.token !== undefined;
+  }
+
+  async createSession(username: string, password: string): Promise<string> {
+    const body = await this.request<{ token?: unknown }>('POST', '/api/v1/session', { username, password });
+    return requireToken(body);
+  }
+
+  async deleteSession(): Promise<void> {
+    await this.request('DELETE', '/api/v1/session');
+  }
+
+  userInfo(): Promise<UserInfo> {
+    return this.request<UserInfo>('GET', '/api/v1/session/userinfo');
+  }
+
+  async listAccounts(): Promise<readonly Account[]> {
+    const body = await this.request<{ items?: readonly Account[] }>('GET', '/api/v1/account');
+    return body.items ?? [];
+  }
+
+  getAccount(name: string): Promise<Account> {
+    return this.request<Account>('GET', `/api/v1/account/${segment(name)}`);
+  }
+
+  /** A fresh session token when the caller changed its own password with a session token. */
+  async updatePassword(request: UpdatePasswordRequest): Promise<string | undefined> {
+    const body = await this.request<{ token?: unknown }>('PUT', '/api/v1/account/password', request);
+    return typeof body.token === 'string' && body.token !== '' ? body.token : undefined;
+  }
+
+  async generateToken(name: string, request: GenerateTokenRequest): Promise<string> {
+    const body = await this.request<{ token?: unknown }>('POST', `/api/v1/account/${segment(name)}/token`, request);
+    return requireToken(body);
+  }
+
+  async deleteToken(name: string, id: string): Promise<void> {
+    await this.request('DELETE', `/api/v1/account/${segment(name)}/token/${segment(id)}`);
+  }
+
+  async canI(action: string, resource: string, object: string): Promise<boolean> {
+    const path = `/api/v1/account/can-i/${segment(resource)}/${segment(action)}/${segment(object)}`;
+    const body = await this.request<{ value?: unknown }>('GET', path);
+    if (body.value !== 'yes' && body.value !== 'no') throw new CliError('the server answered can-i without a yes or no');
+    return body.value === 'yes';
+  }
+
+  async request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.options.token !== undefined) headers['authorization'] = `Bearer ${this.options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const init: RequestInit = { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
+    let response: Response;
+    try {
+      response = await this.fetch(`${this.options.server}${path}`, init);
+    } catch (err: unknown) {
+      throw networkError(this.options.server, err);
+    }
+    const text = await response.text();
+    if (!response.ok) throw apiError(response, text, this.options.server);
+    if (text.trim() === '') return {} as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`${this.options.server} answered ${method} ${path} with something that is not JSON`);
+    }
+  }
+}
+
+/** `{error, message}` when the server sent it; otherwise the status line. */
+export function apiError(response: Pick<Response, 'status' | 'statusText'>, text: string, server?: string): ApiError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed === 'object' && parsed !== null) {
+    const { error, message } = parsed as { error?: unknown; message?: unknown };
+    if (typeof error === 'string') {
+      return new ApiError(response.status, error, typeof message === 'string' && message !== '' ? message : error, server);
+    }
+  }
+  // HTTP/2 and some proxies send no reason phrase; the standard one reads better than none.
+  const phrase = response.statusText !== '' ? response.statusText : STATUS_CODES[response.status];
+  const reason = phrase !== undefined ? ` ${phrase}` : '';
+  return new ApiError(response.status, `http_${response.status}`, `the server answered ${response.status}${reason}`, server);
+}
+
+/** "cannot reach https://x: connect ECONNREFUSED …", plus a hint for certificate trouble. */
+export function networkError(server: string, err: unknown): CliError {
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  const hint = typeof code === 'string' && CERT_ERRORS.has(code) ? ' (pass --insecure to skip certificate verification)' : '';
+  return new CliError(`cannot reach ${server}: ${detail}${hint}`, { cause: err });
+}
+
+function requireToken(body: { token?: unknown }): string {
+  if (typeof body.token !== 'string' || body.token === '') throw new CliError('the server answered without a token');
+  return body.token;
+}
+
+function segment(value: string): string {
+  return encodeURIComponent(value);
+}
+
+type UndiciInit = NonNullable<Parameters<typeof undiciFetch>[1]>;
+
+function insecureFetch(): FetchLike {
+  const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+  return (url, init) => undiciFetch(url, { ...(init as unknown as UndiciInit), dispatcher }) as unknown as Promise<Response>;
+}
