@@ -1,0 +1,85 @@
+/**
+ * Read side of local accounts, and who may do what to one: a local user may always read
+ * itself, change its own password and manage its own tokens; anything else needs the right
+ * `accounts, get|update, <name>` (an account with no rule gets `policy.default`, which the
+ * rights module applies). Knows nothing of HTTP.
+ */
+import { AccountNotFound, PermissionDenied } from '../errors.js';
+import type { Rights } from '../rbac/rights.js';
+import { subjectsOf, type Principal } from '../session/principal.js';
+import type { AccountSettings, Capability } from './config.js';
+
+export type AccountAction = 'get' | 'update';
+
+export interface TokenView {
+  readonly id: string;
+  /** Seconds since the epoch, as the JWT's iat. */
+  readonly issuedAt: number;
+  /** Seconds since the epoch; null for a token that never expires. */
+  readonly expiresAt: number | null;
+}
+
+export interface AccountView {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly capabilities: readonly Capability[];
+  /** Newest first. */
+  readonly tokens: readonly TokenView[];
+}
+
+export function accountView(account: AccountSettings): AccountView {
+  const tokens = [...account.tokens]
+    .sort((a, b) => b.iat - a.iat)
+    .map((t) => ({ id: t.id, issuedAt: t.iat, expiresAt: t.exp ?? null }));
+  return { name: account.name, enabled: account.enabled, capabilities: [...account.capabilities], tokens };
+}
+
+export interface AccountsDeps {
+  readonly accounts: () => ReadonlyMap<string, AccountSettings>;
+  readonly rights: Pick<Rights, 'can'>;
+}
+
+export interface Accounts {
+  /** The accounts the caller may read (itself included), by name. */
+  list(caller: Principal): AccountView[];
+  get(caller: Principal, name: string): AccountView;
+  /** Throws PermissionDenied unless the caller is the account itself or has the right. */
+  authorize(caller: Principal, action: AccountAction, name: string): void;
+  /** The account, or AccountNotFound. */
+  find(name: string): AccountSettings;
+}
+
+/** A local session or API token of the account itself; an SSO user of the same name is not. */
+export function isSelf(caller: Principal, name: string): boolean {
+  return caller.kind !== 'sso' && caller.username === name;
+}
+
+export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
+  function allowed(caller: Principal, action: AccountAction, name: string): boolean {
+    return isSelf(caller, name) || rights.can(subjectsOf(caller), 'accounts', action, name);
+  }
+
+  function find(name: string): AccountSettings {
+    const account = accounts().get(name);
+    if (account === undefined) throw new AccountNotFound(name);
+    return account;
+  }
+
+  return {
+    list(caller) {
+      return [...accounts().values()]
+        .filter((a) => allowed(caller, 'get', a.name))
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map(accountView);
+    },
+    get(caller, name) {
+      this.authorize(caller, 'get', name);
+      return accountView(find(name));
+    },
+    authorize(caller, action, name) {
+      // Rights before existence, so a caller without rights cannot probe which names exist.
+      if (!allowed(caller, action, name)) throw new PermissionDenied(`permission denied: accounts, ${action}, ${name}`);
+    },
+    find,
+  };
+}

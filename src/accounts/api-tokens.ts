@@ -1,0 +1,83 @@
+/**
+ * API tokens: generate (sign a JWT `sub=<name>:apiKey`, then list `{id, iat, exp?}` under
+ * svc-secret `accounts.<name>.tokens`) and delete (drop the record: validity.ts refuses a jti
+ * that is no longer listed). The token itself is never stored. Every write is a serialised
+ * read-modify-write of the Secret that changes only that one key, so concurrent calls never
+ * lose a token and the rest of the file stays as the operator wrote it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ApiTokenRecord } from './config.js';
+import { SETTINGS_SECRET } from '../config/manifests.js';
+import type { ConfigStore } from '../config/store.js';
+import { Conflict, InvalidRequest, NotFound, PermissionDenied, Unavailable } from '../errors.js';
+import type { TokenSigner } from '../session/tokens.js';
+import type { Accounts } from './accounts.js';
+
+const TOKEN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export interface GenerateRequest {
+  readonly id?: string | undefined;
+  /** Seconds; 0 or absent: the token never expires. */
+  readonly expiresInSeconds?: number | undefined;
+}
+
+export interface ApiTokens {
+  generate(name: string, request: GenerateRequest): Promise<{ readonly token: string; readonly id: string }>;
+  remove(name: string, id: string): Promise<void>;
+}
+
+export interface ApiTokensDeps {
+  readonly store: ConfigStore;
+  readonly accounts: Pick<Accounts, 'find'>;
+  readonly signer: TokenSigner;
+  readonly now: () => number;
+}
+
+export function tokensKey(name: string): string {
+  return `accounts.${name}.tokens`;
+}
+
+export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps): ApiTokens {
+  return {
+    async generate(name, request) {
+      const account = accounts.find(name);
+      if (!account.capabilities.includes('apiKey')) throw new PermissionDenied(`account '${name}' does not have the apiKey capability`);
+      const id = request.id ?? randomUUID();
+      if (!TOKEN_ID.test(id)) throw new InvalidRequest(`token id '${id.slice(0, 80)}' must be 1 to 64 letters, digits, '.', '_' or '-'`);
+      const seconds = request.expiresInSeconds ?? 0;
+      if (!Number.isSafeInteger(seconds) || seconds < 0) throw new InvalidRequest('expiresIn must be a whole number of seconds >= 0 (0: never)');
+      const iat = Math.floor(now() / 1000);
+      const record: ApiTokenRecord = seconds > 0 ? { id, iat, exp: iat + seconds } : { id, iat };
+      const token = await signer.sign({ username: name, kind: 'apiKey', jti: id, iat, exp: record.exp });
+      await store.updateSecret(SETTINGS_SECRET, (current) => {
+        const list = storedTokens(current, name);
+        if (list.some((t) => t.id === id)) throw new Conflict(`account '${name}' already has a token with id '${id}'`);
+        return { set: { [tokensKey(name)]: JSON.stringify([...list, record]) } };
+      });
+      return { token, id };
+    },
+
+    async remove(name, id) {
+      accounts.find(name);
+      await store.updateSecret(SETTINGS_SECRET, (current) => {
+        const list = storedTokens(current, name);
+        if (!list.some((t) => t.id === id)) throw new NotFound(`token with id '${id}' does not exist for account '${name}'`);
+        const rest = list.filter((t) => t.id !== id);
+        return rest.length > 0 ? { set: { [tokensKey(name)]: JSON.stringify(rest) } } : { delete: [tokensKey(name)] };
+      });
+    },
+  };
+}
+
+/** The list as stored right now; refuses to overwrite a list it cannot read (that would drop tokens). */
+function storedTokens(current: Readonly<Record<string, string>>, name: string): ApiTokenRecord[] {
+  const text = current[tokensKey(name)];
+  if (text === undefined || text.trim() === '') return [];
+  try {
+    const list: unknown = JSON.parse(text);
+    if (Array.isArray(list)) return list as ApiTokenRecord[];
+  } catch {
+    // reported below
+  }
+  throw new Unavailable(`svc-secret ${tokensKey(name)} is not a JSON list; fix it before changing tokens`);
+}

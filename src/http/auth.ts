@@ -1,0 +1,45 @@
+/**
+ * Optional authentication for every request: when a token is sent (`Authorization: Bearer`,
+ * else the `svc.token` cookie) and valid, ctx.state.principal and .token are set. A token that
+ * is sent but refused only leaves its reason in ctx.state.authError: public routes (login,
+ * settings, userinfo) still work with a stale cookie, and routes that need a caller answer 401
+ * with that reason through requirePrincipal(). Nothing here wraps downstream errors.
+ */
+import type Koa from 'koa';
+import { Unauthenticated } from '../errors.js';
+import type { Principal } from '../session/principal.js';
+import type { Authenticate } from '../session/authenticate.js';
+import { sessionCookie } from './cookies.js';
+import type { AppState } from './state.js';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export function tokenFrom(ctx: Koa.Context): string | undefined {
+  const header = ctx.get('authorization');
+  const bearer = BEARER.exec(header)?.[1];
+  if (bearer !== undefined) return bearer;
+  return sessionCookie(ctx);
+}
+
+export function authMiddleware(authenticate: Authenticate): Koa.Middleware<AppState> {
+  return async function readToken(ctx, next) {
+    const token = tokenFrom(ctx);
+    if (token !== undefined) {
+      try {
+        ctx.state.principal = await authenticate(token);
+        ctx.state.token = token;
+      } catch (err: unknown) {
+        if (!(err instanceof Unauthenticated)) throw err;
+        ctx.state.authError = err;
+      }
+    }
+    await next();
+  };
+}
+
+/** The caller, or Unauthenticated: the reason its token was refused, or that none was sent. */
+export function requirePrincipal(ctx: { readonly state: AppState }): Principal {
+  const { principal, authError } = ctx.state;
+  if (principal !== undefined) return principal;
+  throw authError ?? new Unauthenticated();
+}

@@ -1,0 +1,103 @@
+/**
+ * /api/v1/account/... (DESIGN §4). Thin: every route needs a caller, parses its input, calls
+ * one domain function and maps the result. Who may do what is decided in src/accounts.
+ */
+import Router from '@koa/router';
+import type { Accounts } from '../../accounts/accounts.js';
+import { isSelf } from '../../accounts/accounts.js';
+import type { ApiTokens } from '../../accounts/api-tokens.js';
+import type { ChangePassword } from '../../accounts/password-change.js';
+import { parseDuration } from '../../config/duration.js';
+import { InvalidRequest } from '../../errors.js';
+import type { Rights } from '../../rbac/rights.js';
+import type { LoginService } from '../../session/login.js';
+import { subjectsOf } from '../../session/principal.js';
+import { requirePrincipal } from '../auth.js';
+import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
+import { sessionCookie, setSessionCookie } from '../cookies.js';
+import type { AppState } from '../state.js';
+
+export interface AccountRouteDeps {
+  readonly accounts: Accounts;
+  readonly apiTokens: ApiTokens;
+  readonly changePassword: ChangePassword;
+  readonly login: Pick<LoginService, 'issueSession'>;
+  readonly rights: Pick<Rights, 'can'>;
+}
+
+export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
+  const { accounts, apiTokens } = deps;
+  const router = new Router<AppState>({ prefix: '/api/v1/account' });
+
+  router.get('/', function listAccounts(ctx) {
+    ctx.body = { items: accounts.list(requirePrincipal(ctx)) };
+  });
+
+  router.get('/can-i/:resource/:action/:object', function canI(ctx) {
+    const [resource, action, object] = params(ctx.params, 'resource', 'action', 'object');
+    const yes = deps.rights.can(subjectsOf(requirePrincipal(ctx)), resource, action, object);
+    ctx.body = { value: yes ? 'yes' : 'no' };
+  });
+
+  // Changing one's own password ends one's sessions; a session caller gets a fresh one back.
+  router.put('/password', async function updatePassword(ctx) {
+    const caller = requirePrincipal(ctx);
+    const body = await readJson(ctx);
+    const name = optionalString(body, 'name') || caller.username;
+    await deps.changePassword(caller, {
+      name,
+      currentPassword: requireString(body, 'currentPassword'),
+      newPassword: requireString(body, 'newPassword'),
+    });
+    if (!isSelf(caller, name) || caller.kind !== 'session') {
+      ctx.body = {};
+      return;
+    }
+    const { token, expiresAt } = await deps.login.issueSession(name);
+    if (sessionCookie(ctx) === ctx.state.token) setSessionCookie(ctx, token, expiresAt);
+    ctx.body = { token };
+  });
+
+  router.get('/:name', function getAccount(ctx) {
+    const [name] = params(ctx.params, 'name');
+    ctx.body = accounts.get(requirePrincipal(ctx), name);
+  });
+
+  router.post('/:name/token', async function generateToken(ctx) {
+    const [name] = params(ctx.params, 'name');
+    accounts.authorize(requirePrincipal(ctx), 'update', name);
+    const body = await readJson(ctx);
+    const { token } = await apiTokens.generate(name, { id: optionalString(body, 'id'), expiresInSeconds: expiresIn(body) });
+    ctx.body = { token };
+  });
+
+  router.delete('/:name/token/:id', async function deleteToken(ctx) {
+    const [name, id] = params(ctx.params, 'name', 'id');
+    accounts.authorize(requirePrincipal(ctx), 'update', name);
+    await apiTokens.remove(name, id);
+    ctx.body = {};
+  });
+
+  return router;
+}
+
+/** `expiresIn`: seconds as a number, or a duration string such as "24h" (the CLI's --expires-in). */
+function expiresIn(body: JsonObject): number | undefined {
+  const value = body['expiresIn'];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'string') {
+    const ms = /^\d+$/.test(value.trim()) ? Number(value.trim()) * 1000 : parseDuration(value);
+    if (ms !== undefined && ms >= 0) return Math.ceil(ms / 1000);
+  }
+  throw new InvalidRequest("field 'expiresIn' must be a whole number of seconds or a duration such as 24h, 90m (0: never)");
+}
+
+/** Route parameters the pattern guarantees, typed as present. */
+function params<const N extends readonly string[]>(values: Readonly<Record<string, string | undefined>>, ...names: N): { [K in keyof N]: string } {
+  return names.map((name) => {
+    const value = values[name];
+    if (value === undefined) throw new InvalidRequest(`path parameter '${name}' is missing`);
+    return value;
+  }) as { [K in keyof N]: string };
+}

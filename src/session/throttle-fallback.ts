@@ -1,0 +1,85 @@
+/**
+ * Runs login-throttle operations on the shared state backend, or, while that is unreachable,
+ * on this replica's memory: logins keep working when Redis is down (Argo CD users lost login
+ * altogether, #4148). The switch is logged once per outage and shown in /metrics
+ * (`svc_login_throttle_fallback` 1 while degraded, `svc_login_throttle_fallback_total`).
+ * After a failure the backend is left alone for RETRY_AFTER_MS, so a login during an outage
+ * does not wait for several failing Redis calls in a row.
+ */
+import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { createMemoryState } from '../state/memory.js';
+import { StateUnavailable, type StateBackend } from '../state/state.js';
+
+export const RETRY_AFTER_MS = 1_000;
+
+export interface FallbackRunner {
+  run<T>(op: (state: StateBackend) => Promise<T>): Promise<T>;
+  readonly degraded: boolean;
+  close(): Promise<void>;
+}
+
+export interface FallbackDeps {
+  readonly state: StateBackend;
+  readonly log: Pick<Logger, 'warn' | 'info'>;
+  readonly registry: Registry;
+  readonly now: () => number;
+}
+
+export function createFallbackRunner({ state, log, registry, now }: FallbackDeps): FallbackRunner {
+  const gauge = new Gauge({
+    name: 'svc_login_throttle_fallback',
+    help: '1 while login throttling counts in this replica\'s memory because the state backend is unreachable',
+    registers: [registry],
+  });
+  const fallbacks = new Counter({
+    name: 'svc_login_throttle_fallback_total',
+    help: 'Login throttle operations run in memory because the state backend was unreachable',
+    registers: [registry],
+  });
+  gauge.set(0);
+  const memory = state.kind === 'memory' ? state : createMemoryState({ now, log });
+  let downUntil = 0;
+  let degraded = false;
+
+  function fellBack(err: unknown): void {
+    fallbacks.inc();
+    downUntil = now() + RETRY_AFTER_MS;
+    if (degraded) return;
+    degraded = true;
+    gauge.set(1);
+    log.warn({ err }, 'login throttle: state backend unreachable; counting failed logins in this replica\'s memory');
+  }
+
+  function recovered(): void {
+    if (!degraded) return;
+    degraded = false;
+    gauge.set(0);
+    log.info('login throttle: state backend reachable again; counting failed logins there');
+  }
+
+  return {
+    async run(op) {
+      if (memory === state) return op(state);
+      if (now() < downUntil) {
+        fallbacks.inc();
+        return op(memory);
+      }
+      try {
+        const result = await op(state);
+        recovered();
+        return result;
+      } catch (err: unknown) {
+        if (!(err instanceof StateUnavailable)) throw err;
+        fellBack(err);
+        return op(memory);
+      }
+    },
+    get degraded() {
+      return degraded;
+    },
+    async close() {
+      if (memory !== state) await memory.close();
+    },
+  };
+}

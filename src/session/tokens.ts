@@ -1,0 +1,96 @@
+/**
+ * The tokens svc issues itself (DESIGN §3): JWT, HS256, key = svc-secret `server.secretkey`,
+ * claims iss "svc", sub `<name>:login` (session) or `<name>:apiKey` (API token), jti, iat,
+ * nbf, exp (API tokens may have none). This file only signs and checks signature, issuer and
+ * time; whether the account still allows the token is validity.ts's job.
+ */
+import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { Unauthenticated, Unavailable } from '../errors.js';
+
+export const ISSUER = 'svc';
+export type TokenKind = 'login' | 'apiKey';
+
+export interface TokenClaims {
+  readonly username: string;
+  readonly kind: TokenKind;
+  readonly jti: string;
+  /** Seconds since the epoch. */
+  readonly iat: number;
+  readonly exp: number | undefined;
+}
+
+export interface TokenSigner {
+  sign(claims: TokenClaims): Promise<string>;
+  /** Signature, issuer, algorithm and time; throws Unauthenticated with the reason. */
+  verify(token: string): Promise<TokenClaims>;
+}
+
+export interface TokenSignerDeps {
+  /** Read on every call, so a rotated key applies at once (old tokens then fail). */
+  readonly secretKey: () => string | undefined;
+  readonly now: () => number;
+}
+
+export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSigner {
+  function key(): Uint8Array {
+    const text = secretKey();
+    if (text === undefined || text === '') {
+      throw new Unavailable('server.secretkey is missing from svc-secret: tokens cannot be issued or checked');
+    }
+    return new TextEncoder().encode(text);
+  }
+
+  return {
+    async sign(claims) {
+      const jwt = new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer(ISSUER)
+        .setSubject(`${claims.username}:${claims.kind}`)
+        .setJti(claims.jti)
+        .setIssuedAt(claims.iat)
+        .setNotBefore(claims.iat);
+      if (claims.exp !== undefined) jwt.setExpirationTime(claims.exp);
+      return jwt.sign(key());
+    },
+
+    async verify(token) {
+      let payload;
+      try {
+        ({ payload } = await jwtVerify(token, key(), {
+          issuer: ISSUER,
+          algorithms: ['HS256'],
+          currentDate: new Date(now()),
+          requiredClaims: ['sub', 'jti', 'iat'],
+        }));
+      } catch (err: unknown) {
+        throw verifyError(err);
+      }
+      return claimsOf(payload.sub ?? '', payload.jti ?? '', payload.iat ?? 0, payload.exp);
+    },
+  };
+}
+
+function claimsOf(sub: string, jti: string, iat: number, exp: number | undefined): TokenClaims {
+  const at = sub.lastIndexOf(':');
+  const kind = sub.slice(at + 1);
+  if (at <= 0 || (kind !== 'login' && kind !== 'apiKey')) throw new Unauthenticated('token subject is not <name>:login or <name>:apiKey');
+  return { username: sub.slice(0, at), kind, jti, iat, exp };
+}
+
+function verifyError(err: unknown): Error {
+  if (err instanceof Unavailable) return err;
+  if (err instanceof joseErrors.JWTExpired) return new Unauthenticated('token has expired; log in again');
+  if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'nbf') return new Unauthenticated('token is not valid yet');
+  // Every other reason (signature, algorithm, format, missing claim) says the same: never trust it.
+  return new Unauthenticated('token is invalid');
+}
+
+/** The `iss` of a token without checking anything, to route it to the right verifier. */
+export function unverifiedIssuer(token: string): string | undefined {
+  try {
+    const iss = decodeJwt(token).iss;
+    return typeof iss === 'string' ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}

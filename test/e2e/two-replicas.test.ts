@@ -1,0 +1,93 @@
+/**
+ * Two server processes sharing one Redis and one config dir behave as one server: failed
+ * logins on one count on the other, a logout on one is honoured by the other, and a token
+ * generated on one works on the other.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { expect } from 'chai';
+import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
+import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { ROOT } from '../helpers/run.js';
+
+interface Replica {
+  readonly url: string;
+  readonly child: ChildProcessWithoutNullStreams;
+}
+
+function startReplica(configDir: string, redisUrl: string): Promise<Replica> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/replica.ts', configDir, redisUrl], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' },
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const url = /^url (\S+)$/m.exec(out)?.[1];
+      if (url !== undefined) resolve({ url, child });
+    });
+    child.on('exit', (code) => reject(new Error(`replica exited (${String(code)}): ${err}`)));
+  });
+}
+
+function stopReplica(replica: Replica | undefined): Promise<void> {
+  if (replica === undefined || replica.child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    replica.child.once('exit', () => resolve());
+    replica.child.stdin.end();
+  });
+}
+
+describe('two replicas sharing Redis and a config dir', function () {
+  this.timeout(60_000);
+  let redis: RedisPeer;
+  let dir: string;
+  let a: Replica;
+  let b: Replica;
+
+  before(async function () {
+    redis = await startRedis();
+    dir = accountsConfigDir();
+    [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+  });
+  after(async function () {
+    await Promise.all([stopReplica(a), stopReplica(b)]);
+    await redis?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('counts failed logins on one replica on the other', async function () {
+    const fail = (r: Replica, i: number) => call(r.url, 'POST', '/api/v1/session', { body: { username: 'bob', password: `bad${i}` } });
+    const replies = await Promise.all([fail(a, 1), fail(b, 2), fail(a, 3), fail(b, 4)]);
+    expect(replies.map((r) => r.status)).to.deep.equal([401, 401, 401, 401]);
+    for (const replica of [a, b]) {
+      const locked = await call(replica.url, 'POST', '/api/v1/session', { body: { username: 'bob', password: PASSWORDS.bob } });
+      expect(locked.status).to.equal(429);
+      expect(locked.body['error']).to.equal('too_many_attempts');
+      expect(Number(locked.headers.get('retry-after'))).to.be.within(295, 300);
+    }
+  });
+
+  it('honours a logout made on the other replica', async function () {
+    const token = await login(a.url, 'alice', PASSWORDS.alice);
+    expect((await call(b.url, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
+    const after = await call(b.url, 'GET', '/api/v1/account/alice', { token });
+    expect(after.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+  });
+
+  it('accepts on one replica an API token generated on the other', async function () {
+    const admin = await login(a.url, 'admin', PASSWORDS.admin);
+    const made = await call(a.url, 'POST', '/api/v1/account/alice/token', { token: admin, body: { id: 'shared' } });
+    const token = String(made.body['token']);
+    let status = 0;
+    for (let i = 0; i < 60 && status !== 200; i++) {
+      status = (await call(b.url, 'GET', '/api/v1/account/alice', { token })).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).to.equal(200);
+  });
+});

@@ -1,0 +1,142 @@
+/** /api/v1/account/... on a running server: rights, tokens, password changes, can-i. */
+import { expect } from 'chai';
+import { decodeJwt } from 'jose';
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('HTTP /api/v1/account', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let server: TestServer;
+  let base: string;
+  let admin: string;
+  let alice: string;
+  let bob: string;
+
+  before(async function () {
+    dir = accountsConfigDir({ rbac: { 'policy.csv': 'p, bob, accounts, get, alice, allow\n' } });
+    server = await startTestServer(dir);
+    base = server.url;
+    [admin, alice, bob] = await Promise.all([login(base, 'admin', PASSWORDS.admin), login(base, 'alice', PASSWORDS.alice), login(base, 'bob', PASSWORDS.bob)]);
+  });
+  after(async function () {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('lists every account for admin, and only the readable ones for others', async function () {
+    const all = await call(base, 'GET', '/api/v1/account', { token: admin });
+    expect(all.status).to.equal(200);
+    const items = all.body['items'] as { name: string }[];
+    expect(items.map((a) => a.name)).to.deep.equal(['admin', 'alice', 'bob', 'carol', 'dave']);
+    expect(items[4]).to.deep.equal({ name: 'dave', enabled: false, capabilities: ['login'], tokens: [] });
+    expect(((await call(base, 'GET', '/api/v1/account', { token: alice })).body['items'] as { name: string }[]).map((a) => a.name)).to.deep.equal(['alice']);
+    expect(((await call(base, 'GET', '/api/v1/account', { token: bob })).body['items'] as { name: string }[]).map((a) => a.name)).to.deep.equal(['alice', 'bob']);
+  });
+
+  it('gets itself always, others only with accounts/get, and 404 for a missing one', async function () {
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: alice })).body).to.deep.equal({ name: 'alice', enabled: true, capabilities: ['apiKey', 'login'], tokens: [] });
+    const denied = await call(base, 'GET', '/api/v1/account/bob', { token: alice });
+    expect(denied.status).to.equal(403);
+    expect(denied.body).to.deep.equal({ error: 'permission_denied', message: 'permission denied: accounts, get, bob' });
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: bob })).status).to.equal(200);
+    const missing = await call(base, 'GET', '/api/v1/account/nobody', { token: admin });
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.deep.equal({ error: 'account_not_found', message: "account 'nobody' does not exist" });
+  });
+
+  it('can-i answers for the caller: yes/no, objects with an encoded slash', async function () {
+    expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/update/bob', { token: admin })).body).to.deep.equal({ value: 'yes' });
+    expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/update/bob', { token: alice })).body).to.deep.equal({ value: 'no' });
+    expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice', { token: bob })).body).to.deep.equal({ value: 'yes' });
+    expect((await call(base, 'GET', '/api/v1/account/can-i/extensions/*/proj%2Fext', { token: admin })).body).to.deep.equal({ value: 'yes' });
+    expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice')).status).to.equal(401);
+  });
+
+  it('generates an API token (apiKey capability), lists it, accepts it, and deleting it revokes it', async function () {
+    const made = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: 'ci', expiresIn: 3600 } });
+    expect(made.status).to.equal(200);
+    const token = String(made.body['token']);
+    const claims = decodeJwt(token);
+    expect(claims).to.include({ iss: 'svc', sub: 'alice:apiKey', jti: 'ci' });
+    expect(claims.exp).to.equal((claims.iat ?? 0) + 3600);
+    const view = await call(base, 'GET', '/api/v1/account/alice', { token });
+    expect(view.body['tokens']).to.deep.equal([{ id: 'ci', issuedAt: claims.iat, expiresAt: claims.exp }]);
+    const dup = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: 'ci' } });
+    expect(dup.status).to.equal(409);
+    expect(dup.body).to.deep.equal({ error: 'conflict', message: "account 'alice' already has a token with id 'ci'" });
+    const forever = await call(base, 'POST', '/api/v1/account/alice/token', { token: admin, body: { expiresIn: '0s' } });
+    expect(decodeJwt(String(forever.body['token'])).exp).to.equal(undefined);
+    const del = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: alice });
+    expect(del.status).to.equal(200);
+    const dead = await call(base, 'GET', '/api/v1/account/alice', { token });
+    expect(dead.body).to.deep.equal({ error: 'unauthenticated', message: "token 'ci' of account 'alice' was deleted" });
+    const gone = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: alice });
+    expect(gone.status).to.equal(404);
+    expect(gone.body).to.deep.equal({ error: 'not_found', message: "token with id 'ci' does not exist for account 'alice'" });
+  });
+
+  it('refuses tokens without the apiKey capability or the update right', async function () {
+    const noCap = await call(base, 'POST', '/api/v1/account/bob/token', { token: bob, body: {} });
+    expect(noCap.status).to.equal(403);
+    expect(noCap.body).to.deep.equal({ error: 'permission_denied', message: "account 'bob' does not have the apiKey capability" });
+    const other = await call(base, 'POST', '/api/v1/account/alice/token', { token: bob, body: {} });
+    expect(other.body).to.deep.equal({ error: 'permission_denied', message: 'permission denied: accounts, update, alice' });
+    const badExpiry = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { expiresIn: 'soon' } });
+    expect(badExpiry.body).to.deep.equal({ error: 'invalid_request', message: "field 'expiresIn' must be a whole number of seconds or a duration such as 24h, 90m (0: never)" });
+  });
+
+  it('100 concurrent token generations leave 100 tokens and the rest of svc-secret untouched', async function () {
+    const file = join(dir, 'svc-secret.yaml');
+    const before = readFileSync(file, 'utf8');
+    const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => call(base, 'POST', '/api/v1/account/carol/token', { token: admin, body: { id: `bulk-${i}` } })));
+    expect(replies.filter((r) => r.status !== 200)).to.deep.equal([]);
+    const after = readFileSync(file, 'utf8');
+    const stored = server.services.store.current().secrets.get('svc-secret')?.data['accounts.carol.tokens'] ?? '[]';
+    const ids = (JSON.parse(stored) as { id: string }[]).map((t) => t.id);
+    expect(ids.sort()).to.deep.equal(Array.from({ length: 100 }, (_, i) => `bulk-${i}`).sort());
+    // Byte for byte the same file, but for the one new key: comments, order, formatting kept.
+    const withoutNewKey = after.split('\n').filter((line) => !line.trimStart().startsWith('accounts.carol.tokens:')).join('\n');
+    expect(withoutNewKey).to.equal(before);
+    expect(after).to.include('  operator.note: keep me # an operator comment\n');
+  });
+
+  it('changes passwords: own current password, sessions before die, API tokens live, the caller gets a new session', async function () {
+    this.timeout(30_000);
+    const apiToken = String((await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: 'survives' } })).body['token']);
+    const wrong = await call(base, 'PUT', '/api/v1/account/password', { token: alice, body: { currentPassword: 'nope', newPassword: 'alice-pass-2' } });
+    expect(wrong.status).to.equal(403);
+    expect(wrong.body).to.deep.equal({ error: 'permission_denied', message: 'the current password is incorrect' });
+    const short = await call(base, 'PUT', '/api/v1/account/password', { token: alice, body: { currentPassword: PASSWORDS.alice, newPassword: 'short' } });
+    expect(short.body).to.deep.equal({ error: 'invalid_request', message: 'the new password must be at least 8 characters and at most 72 bytes long' });
+    const ok = await call(base, 'PUT', '/api/v1/account/password', { token: alice, body: { name: 'alice', currentPassword: PASSWORDS.alice, newPassword: 'alice-pass-2' } });
+    expect(ok.status).to.equal(200);
+    const fresh = String(ok.body['token']);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: alice })).body).to.deep.equal({
+      error: 'unauthenticated', message: "the password of account 'alice' changed after this token was issued; log in again",
+    });
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: fresh })).status).to.equal(200);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: apiToken })).status).to.equal(200);
+    const relogin = await login(base, 'alice', 'alice-pass-2');
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: relogin })).status).to.equal(200);
+    const old = await call(base, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } });
+    expect(old.status).to.equal(401);
+    const mtime = server.services.settings.current().accounts.get('alice')?.passwordMtime?.getTime() ?? 1;
+    expect(mtime % 1000).to.equal(0);
+  });
+
+  it("changes another account's password with the caller's own password and the update right", async function () {
+    this.timeout(30_000);
+    const denied = await call(base, 'PUT', '/api/v1/account/password', { token: bob, body: { name: 'dave', currentPassword: PASSWORDS.bob, newPassword: 'dave-pass-99' } });
+    expect(denied.body).to.deep.equal({ error: 'permission_denied', message: 'permission denied: accounts, update, dave' });
+    const ok = await call(base, 'PUT', '/api/v1/account/password', { token: admin, body: { name: 'bob', currentPassword: PASSWORDS.admin, newPassword: 'bob-pass-99' } });
+    expect(ok.status).to.equal(200);
+    expect(ok.body).to.deep.equal({});
+    expect((await call(base, 'GET', '/api/v1/account/bob', { token: bob })).status).to.equal(401);
+    await login(base, 'bob', 'bob-pass-99');
+    expect((await call(base, 'GET', '/api/v1/account', { token: admin })).status).to.equal(200);
+  });
+});

@@ -1,0 +1,138 @@
+/** POST/DELETE /api/v1/session, userinfo and every token validity rule, on a running server. */
+import { expect } from 'chai';
+import { decodeJwt, SignJWT } from 'jose';
+import { rm } from 'node:fs/promises';
+import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('HTTP /api/v1/session', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let server: TestServer;
+  let base: string;
+
+  before(async function () {
+    dir = accountsConfigDir();
+    server = await startTestServer(dir, { env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '3' } });
+    base = server.url;
+  });
+  after(async function () {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const sign = (claims: Record<string, unknown>, key = SECRET_KEY) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(key));
+
+  it('logs in: {token} with the DESIGN §3 claims and the svc.token cookie', async function () {
+    const before = Math.floor(Date.now() / 1000);
+    const reply = await call(base, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } });
+    expect(reply.status).to.equal(200);
+    const token = String(reply.body['token']);
+    const claims = decodeJwt(token);
+    expect(claims).to.include({ iss: 'svc', sub: 'alice:login' });
+    expect(claims.jti).to.be.a('string');
+    expect(claims.iat).to.be.within(before, before + 2);
+    expect(claims.nbf).to.equal(claims.iat);
+    expect(claims.exp).to.equal((claims.iat ?? 0) + 7200); // users.session.duration: 2h
+    const cookie = reply.headers.get('set-cookie') ?? '';
+    expect(cookie).to.match(new RegExp(`^svc\\.token=${token.replace(/\./g, '\\.')}; path=/; expires=.*; samesite=lax; httponly$`));
+    expect(cookie).not.to.include('secure');
+  });
+
+  it('refuses every bad login with one answer: 401 invalid_credentials', async function () {
+    const attempts = [
+      { username: 'alice', password: 'wrong' }, // wrong password
+      { username: 'nobody', password: 'x' }, // unknown user
+      { username: 'dave', password: PASSWORDS.dave }, // disabled account, right password
+      { username: 'carol', password: PASSWORDS.carol }, // no login capability, right password
+    ];
+    const replies = await Promise.all(attempts.map((body) => call(base, 'POST', '/api/v1/session', { body })));
+    for (const reply of replies) {
+      expect(reply.status).to.equal(401);
+      expect(reply.body).to.deep.equal({ error: 'invalid_credentials', message: 'invalid username or password' });
+    }
+  });
+
+  it('answers 400 for missing fields and over-long names', async function () {
+    const missing = await call(base, 'POST', '/api/v1/session', { body: { username: 'alice' } });
+    expect(missing.status).to.equal(400);
+    expect(missing.body).to.deep.equal({ error: 'invalid_request', message: "field 'password' is required and must be a non-empty string" });
+    const long = await call(base, 'POST', '/api/v1/session', { body: { username: 'x'.repeat(33), password: 'p' } });
+    expect(long.status).to.equal(400);
+    expect(long.body).to.deep.equal({ error: 'invalid_request', message: 'username is longer than 32 characters' });
+  });
+
+  it('locks a name after SVC_SESSION_FAILURE_MAX_FAIL_COUNT failures: 429 with Retry-After, even with the right password', async function () {
+    const failures = await Promise.all([1, 2, 3].map((i) => call(base, 'POST', '/api/v1/session', { body: { username: 'bob', password: `bad${i}` } })));
+    expect(failures.map((r) => r.status)).to.deep.equal([401, 401, 401]);
+    const locked = await call(base, 'POST', '/api/v1/session', { body: { username: 'bob', password: PASSWORDS.bob } });
+    expect(locked.status).to.equal(429);
+    expect(locked.headers.get('retry-after')).to.equal('300');
+    expect(locked.body).to.deep.equal({ error: 'too_many_attempts', message: 'too many failed logins; try again in 300s' });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).to.match(/^svc_login_throttle_fallback 0$/m);
+  });
+
+  it('userinfo: from the bearer token, from the cookie, and loggedIn false without (or with a bad) token', async function () {
+    const token = await login(base, 'alice', PASSWORDS.alice);
+    const expected = { loggedIn: true, username: 'alice', iss: 'svc', groups: [] };
+    expect((await call(base, 'GET', '/api/v1/session/userinfo', { token })).body).to.deep.equal(expected);
+    expect((await call(base, 'GET', '/api/v1/session/userinfo', { cookie: `svc.token=${token}` })).body).to.deep.equal(expected);
+    expect((await call(base, 'GET', '/api/v1/session/userinfo')).body).to.deep.equal({ loggedIn: false });
+    const bad = await call(base, 'GET', '/api/v1/session/userinfo', { token: 'not.a.jwt' });
+    expect(bad.status).to.equal(200);
+    expect(bad.body).to.deep.equal({ loggedIn: false });
+  });
+
+  it('logout revokes the token until it expires and clears the cookie', async function () {
+    const token = await login(base, 'alice', PASSWORDS.alice);
+    const out = await call(base, 'DELETE', '/api/v1/session', { cookie: `svc.token=${token}` });
+    expect(out.status).to.equal(200);
+    expect(out.body).to.deep.equal({ revoked: true });
+    expect(out.headers.get('set-cookie')).to.match(/^svc\.token=; path=\/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; httponly$/);
+    const after = await call(base, 'GET', '/api/v1/account/alice', { token });
+    expect(after.status).to.equal(401);
+    expect(after.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+    const ttl = await server.services.state.ttlMs(`revoked-token:${String(decodeJwt(token).jti)}`);
+    expect(ttl).to.be.within(7_100_000, 7_200_000);
+    const again = await call(base, 'DELETE', '/api/v1/session');
+    expect(again.body).to.deep.equal({ revoked: false });
+  });
+
+  it('routes that need a caller answer 401 with the reason the token was refused', async function () {
+    const none = await call(base, 'GET', '/api/v1/account');
+    expect(none.body).to.deep.equal({ error: 'unauthenticated', message: 'no valid token: log in or send a bearer token' });
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [string, string][] = [
+      [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j1', iat: now - 100, nbf: now - 100, exp: now - 10 }), 'token has expired; log in again'],
+      [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j2', iat: now, nbf: now, exp: now + 60 }, 'another-key-0123456789abcdef0123'), 'token is invalid'],
+      [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j3', iat: now, nbf: now + 600, exp: now + 900 }), 'token is not valid yet'],
+      [await sign({ iss: 'svc', sub: 'ghost:login', jti: 'j4', iat: now, nbf: now, exp: now + 60 }), "account 'ghost' does not exist"],
+      [await sign({ iss: 'svc', sub: 'carol:login', jti: 'j5', iat: now, nbf: now, exp: now + 60 }), "account 'carol' does not have the login capability"],
+      [await sign({ iss: 'svc', sub: 'dave:login', jti: 'j6', iat: now, nbf: now, exp: now + 60 }), "account 'dave' is disabled"],
+      [await sign({ iss: 'svc', sub: 'alice:apiKey', jti: 'never-listed', iat: now }), "token 'never-listed' of account 'alice' was deleted"],
+      [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j7', iat: Date.parse('2019-12-31T23:59:59Z') / 1000, nbf: 0, exp: now + 60 }), "the password of account 'alice' changed after this token was issued; log in again"],
+      [await sign({ iss: 'https://elsewhere.example', sub: 'x', jti: 'j8', iat: now }), 'token issuer is not accepted'],
+    ];
+    for (const [token, message] of cases) {
+      const reply = await call(base, 'GET', '/api/v1/account', { token });
+      expect(reply.status, message).to.equal(401);
+      expect(reply.body).to.deep.equal({ error: 'unauthenticated', message });
+    }
+  });
+
+  it('a session dies when its account is disabled or loses the login capability', async function () {
+    const token = await login(base, 'alice', PASSWORDS.alice);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+    editConfigMap(dir, (text) => text.replace("accounts.alice: apiKey, login", 'accounts.alice: apiKey'));
+    await waitFor(() => server.services.settings.current().accounts.get('alice')?.capabilities.includes('login') === false, 'alice to lose login');
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({ error: 'unauthenticated', message: "account 'alice' does not have the login capability" });
+    editConfigMap(dir, (text) => text.replace('accounts.alice: apiKey', 'accounts.alice: apiKey, login\n  accounts.alice.enabled: "false"'));
+    await waitFor(() => server.services.settings.current().accounts.get('alice')?.enabled === false, 'alice to be disabled');
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({ error: 'unauthenticated', message: "account 'alice' is disabled" });
+    editConfigMap(dir, (text) => text.replace('\n  accounts.alice.enabled: "false"', ''));
+    await waitFor(() => server.services.settings.current().accounts.get('alice')?.enabled === true, 'alice to be enabled again');
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+  });
+});
