@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Extension proxy throughput, in one run: a trivial backend, nginx with a plain proxy_pass
+# (scripts/peers/start-nginx.sh) and svc (svc-server --workers N --redis, an extension with a
+# bearer token of a non-admin account and a real rights rule). wrk -c64 for DURATION against
+# each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct.
+# Targets (issue 4): svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
+# Usage: bench/proxy.sh [duration=10s] [connections=64]
+# Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), KOA_PROXIES=1 also measures a
+#      Koa + koa-proxies 0.12.4 gateway (devDependency; used once for docs/benchmarks.md).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PEERS="$ROOT/scripts/peers"
+DURATION=${1:-10s}
+CONNS=${2:-64}
+WORKERS=${SVC_WORKERS:-$(nproc)}
+THREADS=${WRK_THREADS:-2}
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
+WORK=$(mktemp -d /tmp/svc-bench-proxy-XXXXXX)
+PIDFILES=()
+SVC_PID=""
+EXTRA_PID=""
+cleanup() {
+  # setsid: svc leads its own process group (primary and workers).
+  [ -n "$SVC_PID" ] && kill -- "-$SVC_PID" 2>/dev/null || true
+  [ -n "$EXTRA_PID" ] && kill "$EXTRA_PID" 2>/dev/null || true
+  for p in "${PIDFILES[@]}"; do bash "$PEERS/stop-peer.sh" "$p" >/dev/null 2>&1 || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+BACKEND_PORT=$(free_port); NGINX_PORT=$(free_port); REDIS_PORT=$(free_port); SVC_PORT=$(free_port)
+
+PIDFILES+=("$(bash "$PEERS/start-backend.sh" "$WORK/backend" "$BACKEND_PORT" | tail -1)")
+PIDFILES+=("$(bash "$PEERS/start-nginx.sh" "$WORK/nginx" "$NGINX_PORT" "127.0.0.1:$BACKEND_PORT" | tail -1)")
+PIDFILES+=("$(bash "$PEERS/start-redis.sh" "$WORK/redis" "$REDIS_PORT" | tail -1)")
+
+# Config: one extension, a local account `bench` whose right comes from a policy rule.
+mkdir -p "$WORK/config"
+HASH=$(cd "$ROOT" && node -e 'console.log(require("bcryptjs").hashSync("bench-password", 4))')
+cat > "$WORK/config/svc.yaml" <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: svc-cm }
+data:
+  accounts.bench: login
+  extension.config: |
+    extensions:
+      - name: bench
+        enabled: true
+        backend:
+          services:
+            - url: http://127.0.0.1:$BACKEND_PORT
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: svc-rbac-cm }
+data:
+  policy.csv: |
+    p, role:bench, extensions, *, */bench, allow
+    g, bench, role:bench
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: svc-secret, labels: { app.kubernetes.io/part-of: svc } }
+stringData:
+  server.secretkey: bench-secret-key-0123456789abcdef0123456789
+  admin.password: '$HASH'
+  accounts.bench.password: '$HASH'
+YAML
+
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node --import tsx src/server-cli.ts --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
+  --redis "redis://127.0.0.1:$REDIS_PORT" --workers "$WORKERS" >"$WORK/svc.log" 2>&1) &
+SVC_PID=$!
+for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" 2>/dev/null && break; sleep 0.1; done
+curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" || { cat "$WORK/svc.log" >&2; exit 1; }
+TOKEN=$(curl -fsS -H 'content-type: application/json' -d '{"username":"bench","password":"bench-password"}' "http://127.0.0.1:$SVC_PORT/api/v1/session" \
+  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
+[ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$SVC_URL")" = 401 ] || { echo "svc proxies without a token" >&2; exit 1; }
+
+if [ "${KOA_PROXIES:-0}" = 1 ]; then
+  KOA_PORT=$(free_port)
+  (cd "$ROOT" && exec node --import tsx bench/koa-proxies-gateway.ts "$KOA_PORT" "http://127.0.0.1:$BACKEND_PORT" >"$WORK/koa.log" 2>&1) &
+  EXTRA_PID=$!
+  for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$KOA_PORT/ext/" 2>/dev/null && break; sleep 0.1; done
+fi
+
+# run <label> <url> [header]: prints "<label> <req/s> <p99 ms>"
+run() {
+  local label=$1 url=$2 out
+  shift 2
+  curl -fsS -o /dev/null "$@" "$url" # warm
+  wrk -t1 -c8 -d2s "$@" "$url" >/dev/null
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
+  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
+  local rps p99
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' <<<"$out")
+  echo "$label $rps $p99"
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, node $(node -v), nginx $(nginx -v 2>&1 | sed 's/.*\///'), svc workers=$WORKERS, wrk -t$THREADS -c$CONNS -d$DURATION"
+RESULTS=()
+RESULTS+=("$(run direct "http://127.0.0.1:$BACKEND_PORT/")")
+RESULTS+=("$(run nginx "http://127.0.0.1:$NGINX_PORT/")")
+RESULTS+=("$(run svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")")
+[ -n "$EXTRA_PID" ] && RESULTS+=("$(run koa-proxies "http://127.0.0.1:$KOA_PORT/ext/")")
+[ "${SVC_HEALTHZ:-0}" = 1 ] && RESULTS+=("$(run svc-healthz "http://127.0.0.1:$SVC_PORT/healthz")")
+printf '%-12s %12s %10s\n' target 'req/s' 'p99 ms'
+for r in "${RESULTS[@]}"; do read -r l q p <<<"$r"; printf '%-12s %12.0f %10.2f\n' "$l" "$q" "$p"; done
+read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r _ SQ SP <<<"${RESULTS[2]}"
+awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v dp="$DP" -v sp="$SP" 'BEGIN {
+  printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp }'

@@ -1,0 +1,84 @@
+/**
+ * The checks in front of every extension request, HTTP or WebSocket, in DESIGN §6 order:
+ * extension exists and is enabled (404) → authenticated (401) → Svc-Application-Name well formed
+ * (400) and known (403) → rights `extensions, *, <project>/<name>` (403, saying which) → a
+ * backend for the cluster (404 no_backend). Pure and synchronous: no HTTP, no await, so the
+ * settings read here and the connection pool picked right after belong to one configuration.
+ */
+import type { Application } from '../apps/catalog.js';
+import type { Settings } from '../config/settings.js';
+import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
+import type { Rights } from '../rbac/rights.js';
+import { subjectsOf, type Principal } from '../session/principal.js';
+import type { BackendService, ExtensionConfig } from './config.js';
+import { selectBackend } from './select-backend.js';
+
+export const APPLICATION_HEADER = 'svc-application-name';
+export const EXTENSION_RESOURCE = 'extensions';
+export const EXTENSION_ACTION = '*';
+
+/** `<namespace>/<name>`: a DNS-1123 label, then a DNS-1123 subdomain. */
+const APPLICATION_NAME = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/;
+
+export interface ExtensionRequest {
+  readonly name: string;
+  readonly principal: Principal | undefined;
+  /** Why a token that was sent was refused (expired, revoked…), for the 401. */
+  readonly authError?: SvcError | undefined;
+  /** The Svc-Application-Name header; undefined or '' when absent. */
+  readonly application: string | undefined;
+}
+
+export interface ExtensionRoute {
+  readonly extension: ExtensionConfig;
+  readonly principal: Principal;
+  readonly application: Application | undefined;
+  readonly backend: BackendService;
+}
+
+const byName = new WeakMap<readonly ExtensionConfig[], ReadonlyMap<string, ExtensionConfig>>();
+
+/** The configured extension by name (enabled or not), indexed once per configuration. */
+export function findExtension(settings: Settings, name: string): ExtensionConfig | undefined {
+  let index = byName.get(settings.extensions);
+  if (index === undefined) {
+    index = new Map(settings.extensions.map((e) => [e.name, e]));
+    byName.set(settings.extensions, index);
+  }
+  return index.get(name);
+}
+
+export function routeExtensionRequest(request: ExtensionRequest, settings: Settings, rights: Pick<Rights, 'can'>): ExtensionRoute {
+  const extension = enabledExtension(settings, request.name);
+  const principal = request.principal;
+  if (principal === undefined) throw request.authError ?? new Unauthenticated();
+  const application = namedApplication(request.application, settings);
+  const object = `${application?.project ?? '*'}/${extension.name}`;
+  if (!rights.can(subjectsOf(principal), EXTENSION_RESOURCE, EXTENSION_ACTION, object)) {
+    throw new PermissionDenied(`'${principal.username}' may not use extension '${extension.name}': no rights rule allows ${EXTENSION_RESOURCE}, ${EXTENSION_ACTION}, ${object}`);
+  }
+  return { extension, principal, application, backend: selectBackend(extension, application, settings.catalog) };
+}
+
+function enabledExtension(settings: Settings, name: string): ExtensionConfig {
+  const extension = findExtension(settings, name);
+  if (extension === undefined) throw new ExtensionNotFound(`extension '${printable(name)}' is not configured`);
+  if (!extension.enabled) throw new ExtensionNotFound(`extension '${extension.name}' is not enabled`);
+  return extension;
+}
+
+function namedApplication(header: string | undefined, settings: Settings): Application | undefined {
+  if (header === undefined || header === '') return undefined;
+  if (!APPLICATION_NAME.test(header)) {
+    throw new InvalidRequest(`Svc-Application-Name must be <namespace>/<application-name> (lower-case DNS names), not '${printable(header)}'`);
+  }
+  const application = settings.catalog.applications.get(header);
+  if (application === undefined) throw new ApplicationNotFound(`application '${header}' does not exist`);
+  return application;
+}
+
+/** Client text echoed in a message: short and printable. */
+function printable(text: string): string {
+  const clean = text.replace(/[^\x20-\x7e]/g, '?');
+  return clean.length > 80 ? `${clean.slice(0, 80)}…` : clean;
+}

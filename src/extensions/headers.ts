@@ -1,0 +1,102 @@
+/**
+ * What a backend is told and what the browser gets back (DESIGN §6). Inbound headers are
+ * filtered, never passed as received: credentials (Cookie, Authorization), hop-by-hop headers
+ * (and every header the Connection header names), `Expect` (Node has answered 100-continue; undici
+ * refuses it), and every client-sent `X-Forwarded-*`, `Forwarded`, `X-Real-IP` and `Svc-*`
+ * header go, always, before ours are added. So an identity header can never be spoofed, even when
+ * our derived value is empty (the gap in the reference implementation).
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop (RFC 9110 §7.6.1) plus what must not be forwarded as received. */
+const DROPPED = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings',
+]);
+/** Kept on a WebSocket upgrade: the handshake needs them end to end. */
+const UPGRADE_KEPT = new Set(['connection', 'upgrade']);
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
+/** A backend must not plant the session cookie (svc.token) on our origin. */
+const OUR_COOKIE = /^\s*svc\./i;
+
+export interface Identity {
+  readonly username: string;
+  readonly groups: readonly string[];
+}
+
+export interface ForwardContext {
+  /** The original Host the client asked for. */
+  readonly host: string;
+  readonly clientIp: string;
+  readonly proto: 'http' | 'https';
+  readonly identity: Identity;
+  /** Validated `<namespace>/<name>` and its project, when the request named an application. */
+  readonly application?: { readonly name: string; readonly project: string };
+  readonly upgrade?: boolean;
+}
+
+function isDropped(lower: string, named: ReadonlySet<string> | undefined, upgrade: boolean): boolean {
+  if (upgrade && UPGRADE_KEPT.has(lower)) return false;
+  if (DROPPED.has(lower) || lower.startsWith('x-forwarded-') || lower.startsWith('svc-')) return true;
+  return named?.has(lower) ?? false;
+}
+
+/** Header names listed in a Connection header, which are hop-by-hop too. */
+function connectionNamed(headers: IncomingHttpHeaders): ReadonlySet<string> | undefined {
+  const value = headers.connection;
+  if (value === undefined) return undefined;
+  const names = value.toLowerCase().split(',').map((n) => n.trim()).filter((n) => n !== '' && n !== 'close' && n !== 'keep-alive' && n !== 'upgrade');
+  return names.length === 0 ? undefined : new Set(names);
+}
+
+/**
+ * The request headers for the backend as a flat `[name, value, ...]` list, from the client's raw
+ * headers (case and order kept). Host is left to the HTTP client: it sets the backend's.
+ */
+export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHttpHeaders, context: ForwardContext): string[] {
+  const named = connectionNamed(parsed);
+  const upgrade = context.upgrade === true;
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (!isDropped(name.toLowerCase(), named, upgrade)) out.push(name, rawHeaders[i + 1] as string);
+  }
+  out.push('x-forwarded-host', context.host, 'x-forwarded-for', context.clientIp, 'x-forwarded-proto', context.proto);
+  out.push('svc-username', headerSafe(context.identity.username));
+  const groups = context.identity.groups.map(headerSafe).filter((g) => g !== '' && !g.includes(','));
+  if (groups.length > 0) out.push('svc-user-groups', groups.join(','));
+  if (context.application !== undefined) {
+    out.push('svc-application-name', context.application.name, 'svc-project-name', headerSafe(context.application.project));
+  }
+  return out;
+}
+
+/** Printable ASCII as is; anything else (non-ASCII names, control characters) percent-encoded. */
+function headerSafe(value: string): string {
+  return /^[\x20-\x7e]*$/.test(value) ? value : value.replace(/[^\x20-\x7e]/gu, encodeChar);
+}
+
+function encodeChar(c: string): string {
+  try {
+    return encodeURIComponent(c);
+  } catch {
+    return '%EF%BF%BD'; // a lone surrogate: U+FFFD
+  }
+}
+
+/** The backend's response headers for the browser: hop-by-hop dropped, our cookie protected. */
+export function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, upgrade = false): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (RESPONSE_DROPPED.has(lower) && !(upgrade && UPGRADE_KEPT.has(lower))) continue;
+    if (lower === 'set-cookie') {
+      const kept = (Array.isArray(value) ? value : [value]).filter((c) => !OUR_COOKIE.test(c));
+      if (kept.length > 0) out[name] = kept;
+      continue;
+    }
+    out[name] = value;
+  }
+  return out;
+}

@@ -1,0 +1,53 @@
+/**
+ * Per-extension metrics: requests by status, latency, bytes in and out. Labels are configured
+ * extension names only (unknown names are not recorded), so cardinality stays bounded.
+ */
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+export interface ExtensionObservation {
+  readonly extension: string;
+  readonly status: number;
+  readonly seconds: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+}
+
+export interface ExtensionMetrics {
+  observe(observation: ExtensionObservation): void;
+}
+
+export function createExtensionMetrics(registry: Registry): ExtensionMetrics {
+  const requests = new Counter({
+    name: 'svc_extension_requests_total',
+    help: 'Extension proxy requests by extension and status (including those svc refused)',
+    labelNames: ['extension', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'svc_extension_request_duration_seconds',
+    help: 'Extension proxy request duration, until the last byte to the client',
+    labelNames: ['extension'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const bytesIn = new Counter({
+    name: 'svc_extension_request_bytes_total',
+    help: 'Request body bytes forwarded to extension backends',
+    labelNames: ['extension'] as const,
+    registers: [registry],
+  });
+  const bytesOut = new Counter({
+    name: 'svc_extension_response_bytes_total',
+    help: 'Response body bytes returned from extension backends',
+    labelNames: ['extension'] as const,
+    registers: [registry],
+  });
+  return {
+    observe({ extension, status, seconds, bytesIn: input, bytesOut: output }) {
+      requests.inc({ extension, status: String(status) });
+      duration.observe({ extension }, seconds);
+      if (input > 0) bytesIn.inc({ extension }, input);
+      if (output > 0) bytesOut.inc({ extension }, output);
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The path the backend receives: its configured base path plus the request's path after
+ * `/api/v1/extensions/<name>`. The request part is canonicalised segment by segment so that no
+ * spelling of a dot segment (`..`, `%2e%2e`, `%2E.`, `.%2E`) and no encoded separator (`%2f`,
+ * `%5c`) can reach above the base, whatever the backend later decodes or normalises:
+ *
+ * - `\` separates segments, as WHATWG URL parsers treat it for http(s);
+ * - each segment is percent-decoded once and re-encoded canonically, so the backend sees no `%2e`
+ *   dots and a literal `%` stays data (`%25`);
+ * - `.` is dropped and `..` removes the previous request segment; a `..` that would climb above
+ *   the base is refused (400), not silently clamped, so a probing client learns nothing useful;
+ * - an encoded `/` or `\` inside a segment is refused (400): some backends decode it before
+ *   routing, which would turn `a%2f..%2f..` into a climb.
+ *
+ * Rejected alternative: `new URL(rest, base)` resolution. It normalises `%2e%2e` but keeps
+ * `%2f` and clamps at the origin root rather than at the base path.
+ */
+import { InvalidRequest } from '../errors.js';
+
+/** Characters that need no canonicalisation: RFC 3986 pchar without `%`. */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
+const DOT_SEGMENT = /(?:^|\/)\.{1,2}(?:\/|$)/;
+/** Sub-delimiters and `:`/`@`, which encodeURIComponent escapes but a path segment may carry as is. */
+const PCHAR_ESCAPES = /%(?:24|26|2B|2C|3B|3D|3A|40)/g;
+
+/** The base path of a backend URL without trailing slashes: `/` → ``, `/base/` → `/base`. */
+export function basePathOf(url: URL): string {
+  return url.pathname.replace(/\/+$/, '');
+}
+
+/**
+ * `rest` is the raw (still encoded) path after the extension name: `` or `/...`.
+ * Returns the path to send, always inside `base` (as given by basePathOf).
+ * Without a further path the configured URL's own path is used as is (SPEC rule 2).
+ */
+export function joinBackendPath(base: string, configuredPath: string, rest: string): string {
+  if (rest === '') return configuredPath === '' ? '/' : configuredPath;
+  if (!rest.startsWith('/')) throw new InvalidRequest('the backend path must start with /');
+  if (PLAIN_PATH.test(rest) && !DOT_SEGMENT.test(rest)) return base + rest;
+  return base + '/' + canonicalSegments(rest.slice(1)).join('/');
+}
+
+function canonicalSegments(raw: string): string[] {
+  const out: string[] = [];
+  const parts = raw.split(/[/\\]/);
+  parts.forEach((part, index) => {
+    const decoded = decodeSegment(part);
+    const last = index === parts.length - 1;
+    if (decoded === '.' || decoded === '..') {
+      if (decoded === '..' && out.pop() === undefined) {
+        throw new InvalidRequest('the path climbs above the extension base path');
+      }
+      if (last) out.push('');
+      return;
+    }
+    if (decoded.includes('/') || decoded.includes('\\')) {
+      throw new InvalidRequest('an encoded "/" or "\\" inside a path segment is not allowed');
+    }
+    out.push(encodeSegment(decoded));
+  });
+  return out;
+}
+
+function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new InvalidRequest('the path has malformed percent-encoding');
+  }
+}
+
+function encodeSegment(decoded: string): string {
+  return encodeURIComponent(decoded).replace(PCHAR_ESCAPES, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
+}

@@ -1,0 +1,121 @@
+/** Real backends and a real svc for the extension proxy tests. */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { renameSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import bcrypt from 'bcryptjs';
+import YAML from 'yaml';
+import { configMap, secret } from '../helpers/manifests.js';
+import type { TestServer } from '../helpers/server.js';
+
+export interface Backend {
+  readonly server: Server;
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function listen(server: Server): Promise<{ port: number; url: string }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { port, url: `http://127.0.0.1:${port}` };
+}
+
+export async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+export async function startBackend(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Backend> {
+  const server = createServer(handler);
+  const { port, url } = await listen(server);
+  return { server, port, url, close: () => closeServer(server) };
+}
+
+export interface Echo {
+  readonly backend: string;
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly rawHeaders: string[];
+  readonly bodyLength: number;
+  readonly body: string;
+}
+
+/** Answers with what it received, as JSON (body echoed when short). */
+export function echoBackend(label: string): Promise<Backend> {
+  return startBackend((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const echo: Echo = {
+        backend: label,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        bodyLength: body.length,
+        body: body.length <= 1024 ? body.toString('utf8') : '',
+      };
+      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['svc.token=planted; Path=/', 'theirs=1; Path=/'], 'x-backend': label });
+      res.end(JSON.stringify(echo));
+    });
+  });
+}
+
+export const PASSWORD = 'correct horse battery staple';
+const HASH = bcrypt.hashSync(PASSWORD, 4);
+
+export interface StoreFiles {
+  readonly extensionConfig: unknown;
+  readonly policy: string;
+  readonly accounts?: readonly string[];
+  readonly extra?: Record<string, string>;
+}
+
+/** The three stores plus extra files (applications, cluster and TLS secrets). */
+export function storeFiles(input: StoreFiles): Record<string, string> {
+  const accounts = input.accounts ?? [];
+  return {
+    'svc-cm.yaml': svcCm(input.extensionConfig, accounts),
+    'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': input.policy, 'policy.default': '' }),
+    'svc-secret.yaml': secret('svc-secret', {
+      'server.secretkey': 'extension-proxy-test-key-0123456789abcdef',
+      'admin.password': HASH,
+      ...Object.fromEntries(accounts.map((a) => [`accounts.${a}.password`, HASH])),
+    }),
+    ...(input.extra ?? {}),
+  };
+}
+
+function svcCm(extensionConfig: unknown, accounts: readonly string[]): string {
+  return configMap('svc-cm', {
+    'extension.config': YAML.stringify(extensionConfig),
+    ...Object.fromEntries(accounts.map((a) => [`accounts.${a}`, 'login'])),
+  });
+}
+
+/** Rewrites svc-cm atomically and resolves once the server applied it. */
+export async function rewriteExtensionConfig(server: TestServer, dir: string, extensionConfig: unknown, accounts: readonly string[]): Promise<void> {
+  const applied = new Promise<void>((resolve) => {
+    const off = server.services.settings.onChange(() => {
+      off();
+      resolve();
+    });
+  });
+  const tmp = join(dir, '.svc-cm.yaml.tmp');
+  writeFileSync(tmp, svcCm(extensionConfig, accounts));
+  renameSync(tmp, join(dir, 'svc-cm.yaml'));
+  await applied;
+}
+
+export async function login(server: TestServer, username: string): Promise<string> {
+  const res = await fetch(`${server.url}/api/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password: PASSWORD }),
+  });
+  if (res.status !== 200) throw new Error(`login ${username}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}

@@ -1,0 +1,316 @@
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { request } from 'undici';
+import { application, clusterSecret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { echoBackend, login, rewriteExtensionConfig, startBackend, storeFiles, type Backend, type Echo } from './helpers.js';
+
+const ACCOUNTS = ['alice', 'bob', 'carol'];
+const POLICY = [
+  'p, role:team-a, extensions, *, team-a/*, allow',
+  'g, alice, role:team-a',
+  'p, carol, extensions, *, */echo, allow',
+  'p, carol, extensions, *, */multi, allow',
+].join('\n');
+
+describe('extension proxy (HTTP)', function () {
+  this.timeout(30_000);
+  let server: TestServer;
+  let dir: string;
+  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend;
+  let refusedPort: number;
+  const idleSockets = new Set<Socket>();
+  let token: Record<string, string>;
+  let extensions: (overrides?: { echoUrl?: string }) => unknown;
+
+  before(async () => {
+    [echo, inCluster, prod] = await Promise.all([echoBackend('echo'), echoBackend('in-cluster'), echoBackend('prod')]);
+    idle = await startBackend(() => undefined); // accepts, never answers
+    idle.server.on('connection', (s: Socket) => idleSockets.add(s));
+    reset = await startBackend((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first part of the body, then the backend dies');
+      setTimeout(() => res.socket?.resetAndDestroy(), 50);
+    });
+    refusedPort = await freePort();
+    extensions = (overrides = {}) => ({
+      extensions: [
+        { name: 'echo', enabled: true, backend: { services: [{ url: overrides.echoUrl ?? `${echo.url}/base` }] } },
+        { name: 'off', enabled: false, backend: { services: [{ url: echo.url }] } },
+        { name: 'multi', enabled: true, backend: { services: [{ url: inCluster.url, clusterName: 'in-cluster' }, { url: `${prod.url}/p/`, clusterName: 'prod' }] } },
+        { name: 'idle', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: idle.url }] } },
+        { name: 'reset', enabled: true, backend: { services: [{ url: reset.url }] } },
+        { name: 'down', enabled: true, backend: { services: [{ url: `http://127.0.0.1:${refusedPort}` }] } },
+      ],
+    });
+    dir = tempConfigDir(
+      storeFiles({
+        extensionConfig: extensions(),
+        policy: POLICY,
+        accounts: ACCOUNTS,
+        extra: {
+          'apps.yaml': [
+            application('argocd', 'app-a', 'team-a', { name: 'in-cluster' }),
+            application('argocd', 'app-b', 'team-a', { server: 'https://prod.example.com' }),
+            application('argocd', 'app-x', 'team-a', { name: 'nowhere' }),
+            application('argocd', 'app-c', 'team-c', { name: 'in-cluster' }),
+          ].join('---\n'),
+          'cluster.yaml': clusterSecret('cluster-prod', 'prod', 'https://prod.example.com/'),
+        },
+      }),
+    );
+    server = await startTestServer(dir);
+    token = Object.fromEntries(await Promise.all(['admin', ...ACCOUNTS].map(async (u) => [u, await login(server, u)] as const)));
+  });
+
+  after(async () => {
+    for (const s of idleSockets) s.destroy();
+    await server.close();
+    await Promise.all([echo, inCluster, prod, idle, reset].map((b) => b.close()));
+  });
+
+  async function call(path: string, user: string | undefined, headers: Record<string, string> = {}, init: { method?: string; body?: string | Buffer } = {}) {
+    const res = await request(`${server.url}${path}`, {
+      method: (init.method ?? 'GET') as 'GET',
+      headers: { ...(user !== undefined ? { authorization: `Bearer ${token[user]}` } : {}), ...headers },
+      body: init.body ?? null,
+    });
+    const text = await res.body.text();
+    return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+  }
+
+  /** node:http sends the path exactly as written (fetch and undici normalise `%2e%2e` first). */
+  function raw(path: string, user: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: server.port, path, headers: { authorization: `Bearer ${token[user]}`, ...headers } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  describe('forwarding', () => {
+    it('sends method, body and query to the base path plus the rest of the path', async () => {
+      const res = await call('/api/v1/extensions/echo/a/b%20c?x=1&y=%2F', 'carol', { 'content-type': 'text/plain' }, { method: 'POST', body: 'hello' });
+      expect(res.status).to.equal(200);
+      const seen = res.json() as unknown as Echo;
+      expect(seen).to.include({ backend: 'echo', method: 'POST', url: '/base/a/b%20c?x=1&y=%2F', body: 'hello' });
+    });
+
+    it('sends a request without a further path to the configured URL as is', async () => {
+      expect(((await call('/api/v1/extensions/echo', 'carol')).json() as unknown as Echo).url).to.equal('/base');
+      expect(((await call('/api/v1/extensions/echo/', 'carol')).json() as unknown as Echo).url).to.equal('/base/');
+    });
+
+    it('never climbs above the base path with dot segments, encoded or not', async () => {
+      expect((JSON.parse((await raw('/api/v1/extensions/echo/a/%2e%2E/b', 'carol')).text) as Echo).url).to.equal('/base/b');
+      expect((JSON.parse((await raw('/api/v1/extensions/echo/a/b\\..\\c', 'carol')).text) as Echo).url).to.equal('/base/a/c');
+      for (const path of ['/%2e%2e/secret', '/../secret', '/a/..%2f..%2fsecret', '/%2E./%2e%2e/x', '/.%2e/x', '/a%5c..%5c..%5cx', '/..\\x']) {
+        const res = await raw(`/api/v1/extensions/echo${path}`, 'carol');
+        expect(res.status, path).to.equal(400);
+        expect(JSON.parse(res.text)).to.have.property('error', 'invalid_request');
+      }
+    });
+
+    it('streams a large body both ways unchanged', async () => {
+      const body = Buffer.alloc(8 * 1024 * 1024, 7);
+      const res = await call('/api/v1/extensions/echo/upload', 'carol', {}, { method: 'PUT', body });
+      expect((res.json() as unknown as Echo).bodyLength).to.equal(body.length);
+    });
+  });
+
+  describe('headers', () => {
+    it('never forwards Cookie, Authorization, spoofed X-Forwarded-* or Svc-* headers, and sets ours', async () => {
+      const res = await call('/api/v1/extensions/echo/h', 'carol', {
+        cookie: 'svc.token=stolen; other=1',
+        'x-forwarded-host': 'evil.example.com',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-prefix': '/evil',
+        forwarded: 'for=6.6.6.6',
+        'svc-username': 'admin',
+        'svc-user-groups': 'role:admin',
+        'svc-project-name': 'evil',
+        'x-custom': 'kept',
+      });
+      const seen = (res.json() as unknown as Echo).headers;
+      expect(seen).to.not.have.any.keys('cookie', 'authorization', 'forwarded', 'svc-user-groups', 'svc-project-name', 'svc-application-name', 'x-forwarded-prefix', 'x-hop');
+      expect(seen['x-forwarded-host']).to.equal(`127.0.0.1:${server.port}`);
+      expect(seen['x-forwarded-for']).to.equal('127.0.0.1');
+      expect(seen['x-forwarded-proto']).to.equal('http');
+      expect(seen['svc-username']).to.equal('carol');
+      expect(seen['x-custom']).to.equal('kept');
+      expect(seen['host']).to.equal(`127.0.0.1:${echo.port}`);
+    });
+
+    it('drops the headers the Connection header names', async () => {
+      const res = await raw('/api/v1/extensions/echo/h', 'carol', { connection: 'keep-alive, x-hop', 'x-hop': 'dropped', te: 'trailers' });
+      expect((JSON.parse(res.text) as Echo).headers).to.not.have.any.keys('x-hop', 'te');
+    });
+
+    it('tells the backend the validated application and its project', async () => {
+      const seen = ((await call('/api/v1/extensions/echo/h', 'alice', { 'svc-application-name': 'argocd/app-a' })).json() as unknown as Echo).headers;
+      expect(seen['svc-application-name']).to.equal('argocd/app-a');
+      expect(seen['svc-project-name']).to.equal('team-a');
+    });
+
+    it('drops a backend Set-Cookie for our own svc.* cookies and keeps the others', async () => {
+      const res = await call('/api/v1/extensions/echo/c', 'carol');
+      expect(res.headers['set-cookie']).to.equal('theirs=1; Path=/');
+      expect(res.headers['x-backend']).to.equal('echo');
+    });
+  });
+
+  describe('checks, in order', () => {
+    it('404 for an unknown or disabled extension, before authentication', async () => {
+      const unknown = await call('/api/v1/extensions/nope/x', undefined);
+      expect(unknown.status).to.equal(404);
+      expect(unknown.json()).to.deep.equal({ error: 'extension_not_found', message: "extension 'nope' is not configured" });
+      const off = await call('/api/v1/extensions/off', 'admin');
+      expect(off.status).to.equal(404);
+      expect(off.json()).to.deep.equal({ error: 'extension_not_found', message: "extension 'off' is not enabled" });
+    });
+
+    it('401 without a valid token', async () => {
+      expect((await call('/api/v1/extensions/echo', undefined)).status).to.equal(401);
+      const bad = await call('/api/v1/extensions/echo', undefined, { authorization: 'Bearer not-a-token' });
+      expect(bad.status).to.equal(401);
+      expect(bad.json()['error']).to.equal('unauthenticated');
+    });
+
+    it('400 for a malformed application header, 403 for an unknown application', async () => {
+      const bad = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': 'no-slash' });
+      expect(bad.status).to.equal(400);
+      expect(bad.json()['error']).to.equal('invalid_request');
+      const missing = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': 'argocd/ghost' });
+      expect(missing.status).to.equal(403);
+      expect(missing.json()).to.deep.equal({ error: 'application_not_found', message: "application 'argocd/ghost' does not exist" });
+    });
+
+    it("403 naming the missing rule; the project comes from the application", async () => {
+      const other = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': 'argocd/app-c' });
+      expect(other.status).to.equal(403);
+      expect(other.json()).to.deep.equal({
+        error: 'permission_denied',
+        message: "'alice' may not use extension 'echo': no rights rule allows extensions, *, team-c/echo",
+      });
+      expect((await call('/api/v1/extensions/echo', 'bob', { 'svc-application-name': 'argocd/app-a' })).status).to.equal(403);
+      expect((await call('/api/v1/extensions/echo', 'admin', { 'svc-application-name': 'argocd/app-c' })).status).to.equal(200);
+    });
+
+    it('without the header the object is */<name>: only an every-project rule allows it', async () => {
+      const alice = await call('/api/v1/extensions/echo', 'alice');
+      expect(alice.status).to.equal(403);
+      expect(alice.json()['message']).to.include('extensions, *, */echo');
+      expect((await call('/api/v1/extensions/echo', 'carol')).status).to.equal(200);
+    });
+  });
+
+  describe('backend per cluster', () => {
+    it('chooses by destination name and by server through the cluster secret', async () => {
+      const a = (await call('/api/v1/extensions/multi/x', 'alice', { 'svc-application-name': 'argocd/app-a' })).json() as unknown as Echo;
+      expect(a).to.include({ backend: 'in-cluster', url: '/x' });
+      const b = (await call('/api/v1/extensions/multi/x', 'alice', { 'svc-application-name': 'argocd/app-b' })).json() as unknown as Echo;
+      expect(b).to.include({ backend: 'prod', url: '/p/x' });
+    });
+
+    it('400 without the application header, 404 no_backend for a cluster without a backend', async () => {
+      const none = await call('/api/v1/extensions/multi/x', 'carol');
+      expect(none.status).to.equal(400);
+      expect(none.json()['message']).to.include('Svc-Application-Name');
+      const nowhere = await call('/api/v1/extensions/multi/x', 'alice', { 'svc-application-name': 'argocd/app-x' });
+      expect(nowhere.status).to.equal(404);
+      expect(nowhere.json()).to.deep.equal({ error: 'no_backend', message: "extension 'multi' has no backend for cluster 'nowhere' (application 'argocd/app-x')" });
+    });
+  });
+
+  describe('backend failures', () => {
+    it('502 when the backend refuses the connection, without its address', async () => {
+      const res = await call('/api/v1/extensions/down', 'admin');
+      expect(res.status).to.equal(502);
+      expect(res.json()['error']).to.equal('backend_unreachable');
+      expect(res.text).to.not.include(String(refusedPort));
+    });
+
+    it('408 when the backend stays idle longer than idleConnTimeout (1s), within 2s', async () => {
+      const start = Date.now();
+      const res = await call('/api/v1/extensions/idle', 'admin');
+      const took = Date.now() - start;
+      expect(res.status).to.equal(408);
+      expect(res.json()['error']).to.equal('backend_idle');
+      expect(took).to.be.within(900, 2000);
+    });
+
+    it('cuts the client connection when the backend resets mid-response, and keeps serving', async () => {
+      const res = await request(`${server.url}/api/v1/extensions/reset`, { headers: { authorization: `Bearer ${token['admin']}` } });
+      expect(res.statusCode).to.equal(200);
+      let failed = false;
+      try {
+        await res.body.text();
+      } catch {
+        failed = true;
+      }
+      expect(failed, 'a truncated body must not look complete').to.equal(true);
+      expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
+    });
+
+    it('survives clients that leave before the backend answers', async () => {
+      for (let i = 0; i < 5; i++) {
+        const ac = new AbortController();
+        const pending = request(`${server.url}/api/v1/extensions/idle`, { headers: { authorization: `Bearer ${token['admin']}` }, signal: ac.signal });
+        setTimeout(() => ac.abort(), 50);
+        await pending.then(() => undefined, () => undefined);
+      }
+      expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
+    });
+  });
+
+  it('counts requests, latency and bytes per extension', async () => {
+    await call('/api/v1/extensions/echo/m', 'admin', {}, { method: 'POST', body: '12345' });
+    await call('/api/v1/extensions/echo/m', 'bob');
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).to.match(/svc_extension_requests_total\{extension="echo",status="200"\} \d+/);
+    expect(text).to.match(/svc_extension_requests_total\{extension="echo",status="403"\} \d+/);
+    expect(text).to.match(/svc_extension_request_duration_seconds_count\{extension="echo"\} \d+/);
+    expect(text).to.match(/svc_extension_request_bytes_total\{extension="echo"\} \d+/);
+    expect(text).to.match(/svc_extension_response_bytes_total\{extension="echo"\} \d+/);
+  });
+
+  it('applies a configuration change during a stream of requests without failing one', async () => {
+    const other = await echoBackend('echo-2');
+    let stop = false;
+    const statuses: number[] = [];
+    const seen = new Set<string>();
+    const load = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const res = await call('/api/v1/extensions/echo/r', 'admin');
+        statuses.push(res.status);
+        if (res.status === 200) seen.add((res.json() as unknown as Echo).backend);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await rewriteExtensionConfig(server, dir, extensions({ echoUrl: `${other.url}/base` }), ACCOUNTS);
+    await new Promise((r) => setTimeout(r, 300));
+    await rewriteExtensionConfig(server, dir, extensions(), ACCOUNTS);
+    await new Promise((r) => setTimeout(r, 200));
+    stop = true;
+    await Promise.all(load);
+    await other.close();
+    expect(statuses.length).to.be.greaterThan(50);
+    expect(statuses.filter((s) => s !== 200)).to.deep.equal([]);
+    expect([...seen].sort()).to.deep.equal(['echo', 'echo-2']);
+  });
+
+  it('keeps the bytes intact (sha256 round trip through the echo length)', async () => {
+    const body = Buffer.from(createHash('sha256').update('x').digest('hex'));
+    const res = await call('/api/v1/extensions/echo/s', 'admin', {}, { method: 'POST', body });
+    expect((res.json() as unknown as Echo).body).to.equal(body.toString());
+  });
+});
