@@ -23,6 +23,7 @@ cleanup() {
   # setsid: svc leads its own process group (primary and workers).
   [ -n "$SVC_PID" ] && kill -- "-$SVC_PID" 2>/dev/null || true
   [ -n "$EXTRA_PID" ] && kill "$EXTRA_PID" 2>/dev/null || true
+  [ -n "${FLOOR_PID:-}" ] && kill -- "-$FLOOR_PID" 2>/dev/null || true
   for p in "${PIDFILES[@]}"; do bash "$PEERS/stop-peer.sh" "$p" >/dev/null 2>&1 || true; done
   rm -rf "$WORK"
 }
@@ -80,6 +81,11 @@ SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 [ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SVC_URL")" = 401 ] || { echo "svc proxies without a token" >&2; exit 1; }
 
+FLOOR_PORT=$(free_port)
+(cd "$ROOT" && exec setsid node --import tsx bench/node-floor-proxy.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" "$WORKERS" >"$WORK/floor.log" 2>&1) &
+FLOOR_PID=$!
+for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$FLOOR_PORT/" 2>/dev/null && break; sleep 0.1; done
+
 if [ "${KOA_PROXIES:-0}" = 1 ]; then
   KOA_PORT=$(free_port)
   (cd "$ROOT" && exec node --import tsx bench/koa-proxies-gateway.ts "$KOA_PORT" "http://127.0.0.1:$BACKEND_PORT" >"$WORK/koa.log" 2>&1) &
@@ -106,10 +112,12 @@ RESULTS=()
 RESULTS+=("$(run direct "http://127.0.0.1:$BACKEND_PORT/")")
 RESULTS+=("$(run nginx "http://127.0.0.1:$NGINX_PORT/")")
 RESULTS+=("$(run svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")")
+RESULTS+=("$(run node-floor "http://127.0.0.1:$FLOOR_PORT/")")
 [ -n "$EXTRA_PID" ] && RESULTS+=("$(run koa-proxies "http://127.0.0.1:$KOA_PORT/ext/")")
 [ "${SVC_HEALTHZ:-0}" = 1 ] && RESULTS+=("$(run svc-healthz "http://127.0.0.1:$SVC_PORT/healthz")")
 printf '%-12s %12s %10s\n' target 'req/s' 'p99 ms'
 for r in "${RESULTS[@]}"; do read -r l q p <<<"$r"; printf '%-12s %12.0f %10.2f\n' "$l" "$q" "$p"; done
-read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r _ SQ SP <<<"${RESULTS[2]}"
-awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v dp="$DP" -v sp="$SP" 'BEGIN {
-  printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp }'
+read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r _ SQ SP <<<"${RESULTS[2]}"; read -r _ FQ FP <<<"${RESULTS[3]}"
+awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v f="$FQ" -v dp="$DP" -v sp="$SP" -v fp="$FP" 'BEGIN {
+  printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp
+  printf "node floor/nginx %.2f, svc/node floor %.2f, node floor added p99 %.2f ms\n", f/n, s/f, fp-dp }'

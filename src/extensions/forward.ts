@@ -14,6 +14,7 @@
  * already sent, so a failure (reset, body idle past idleConnTimeout) cuts the client connection:
  * the client sees a truncated response, never a clean one.
  */
+import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { Transform, Writable, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -45,10 +46,24 @@ export interface Tally {
 /** Called once, when the backend's status and headers arrive and before anything is written. */
 export type OnResponseStart = () => void;
 
+/**
+ * Tells undici the client has left. An EventEmitter, which undici accepts as a signal: an
+ * AbortController (an EventTarget underneath) cost about a fifth of the proxy's throughput.
+ */
+class ClientGone extends EventEmitter {
+  aborted = false;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
+}
+
 export async function forward(request: ForwardRequest, res: ServerResponse, tally: Tally, onStart: OnResponseStart): Promise<void> {
-  const abort = new AbortController();
+  const gone = new ClientGone();
   const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
+    if (!res.writableFinished) gone.abort();
   };
   res.once('close', onClose);
   let started = false;
@@ -59,7 +74,7 @@ export async function forward(request: ForwardRequest, res: ServerResponse, tall
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.body === null ? null : countedBody(request.body.stream, request.body.length, tally),
-        signal: abort.signal,
+        signal: gone,
         headersTimeout: request.idleMs,
         bodyTimeout: request.idleMs,
       },
@@ -70,7 +85,7 @@ export async function forward(request: ForwardRequest, res: ServerResponse, tall
       },
     );
   } catch (err: unknown) {
-    if (abort.signal.aborted) return; // the client left: nobody to answer
+    if (gone.aborted) return; // the client left: nobody to answer
     if (started || res.headersSent) {
       request.log.info({ backend: request.origin, code: errorCode(err) }, 'extension backend failed mid-response; client connection closed');
       res.destroy();

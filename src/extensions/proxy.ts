@@ -81,7 +81,10 @@ function proxyMiddleware(deps: ExtensionProxyDeps, pools: BackendPools, metrics:
         headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, ctx.host, ctx.ip, ctx.protocol)),
         body: hasBody ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
         idleMs: route.extension.idleConnTimeoutMs,
-        log: ctx.state.log,
+        // A getter: the request's child logger is made only if a backend failure needs it.
+        get log() {
+          return ctx.state.log;
+        },
       },
       ctx.res,
       tally,

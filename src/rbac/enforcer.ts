@@ -17,7 +17,7 @@
 import { newEnforcer } from 'casbin';
 import type { Adapter, Model } from 'casbin';
 import { BUILTIN_RULES } from './builtin.js';
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../lib/bounded-cache.js';
 import { createGlobMatch } from './glob.js';
 import { createIndexedOutcome } from './indexed.js';
 import type { Outcome, SubjectOutcome } from './indexed.js';

@@ -16,7 +16,7 @@
  * O(value × pattern), no backtracking blow-up. Compiled patterns sit in a bounded LRU (10,000
  * entries, as Argo CD).
  */
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../lib/bounded-cache.js';
 
 export const GLOB_CACHE_ENTRIES = 10_000;
 export const MAX_ALTERNATIVES = 1024;

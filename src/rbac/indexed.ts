@@ -11,7 +11,7 @@
  * among the matching rules wins. test/rbac/engines.test.ts checks both engines on the same
  * suite and on random policies.
  */
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../lib/bounded-cache.js';
 import type { GlobMatch } from './glob.js';
 import type { PolicyRule } from './policy.js';
 

@@ -50,6 +50,9 @@ const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN
 const CLIENT_OPTIONS = {
   keyPrefix: KEY_PREFIX,
   enableOfflineQueue: false,
+  // Concurrent commands (a revocation look-up per proxied request) share one write and one
+  // read instead of a system call each.
+  enableAutoPipelining: true,
   autoResendUnfulfilledCommands: false,
   maxRetriesPerRequest: 0,
   commandTimeout: COMMAND_TIMEOUT_MS,

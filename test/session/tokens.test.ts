@@ -1,0 +1,67 @@
+import { expect } from 'chai';
+import { SignJWT } from 'jose';
+import { createTokenSigner, type TokenClaims } from '../../src/session/tokens.js';
+
+const KEY = 'token-test-key-0123456789abcdef';
+
+function signerAt(clock: { now: number }, key: { value: string | undefined }) {
+  return createTokenSigner({ secretKey: () => key.value, now: () => clock.now });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (err: unknown) {
+    return (err as Error).message;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('session/tokens', () => {
+  const start = Date.UTC(2026, 0, 1) ;
+  const claims: TokenClaims = { username: 'alice', kind: 'login', jti: 'j1', iat: start / 1000, exp: start / 1000 + 60 };
+
+  it('signs the claims of the design and verifies them back', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const token = await signer.sign(claims);
+    const [header, payload] = token.split('.').slice(0, 2).map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()) as Record<string, unknown>);
+    expect(header).to.deep.equal({ alg: 'HS256', typ: 'JWT' });
+    expect(payload).to.deep.equal({ iss: 'svc', sub: 'alice:login', jti: 'j1', iat: claims.iat, nbf: claims.iat, exp: claims.exp });
+    expect(await signer.verify(token)).to.deep.equal(claims);
+  });
+
+  it('applies the time rules again when a verified token comes back later', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const token = await signer.sign(claims);
+    await signer.verify(token);
+    clock.now = start + 60_000;
+    expect(await rejection(signer.verify(token))).to.equal('token has expired; log in again');
+    clock.now = start - 5_000;
+    expect(await rejection(signer.verify(token))).to.equal('token is not valid yet');
+  });
+
+  it('stops accepting a verified token once the key changes', async () => {
+    const clock = { now: start };
+    const key = { value: KEY as string | undefined };
+    const signer = signerAt(clock, key);
+    const token = await signer.sign(claims);
+    await signer.verify(token);
+    key.value = 'rotated-key-0123456789abcdef0123';
+    expect(await rejection(signer.verify(token))).to.equal('token is invalid');
+    key.value = undefined;
+    expect(await rejection(signer.verify(token))).to.equal('server.secretkey is missing from svc-secret: tokens cannot be issued or checked');
+  });
+
+  it('refuses another algorithm, another issuer and a bad signature', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const key = new TextEncoder().encode(KEY);
+    const hs512 = await new SignJWT({ jti: 'x' }).setProtectedHeader({ alg: 'HS512' }).setIssuer('svc').setSubject('alice:login').setIssuedAt(claims.iat).sign(key);
+    const otherIssuer = await new SignJWT({ jti: 'x' }).setProtectedHeader({ alg: 'HS256' }).setIssuer('other').setSubject('alice:login').setIssuedAt(claims.iat).sign(key);
+    const good = await signer.sign(claims);
+    const tampered = `${good.slice(0, -2)}${good.endsWith('AA') ? 'BB' : 'AA'}`;
+    for (const token of [hs512, otherIssuer, tampered]) expect(await rejection(signer.verify(token))).to.equal('token is invalid');
+  });
+});
