@@ -3,9 +3,9 @@
  * client's response: no buffering either way, backpressure kept (a 1 GiB body costs a few
  * socket buffers). Fastest of the variants measured (docs/benchmarks.md).
  *
- * An AbortController tied to the client's `close` stops the backend exchange when the client
+ * An abort signal tied to the client's `close` stops the backend exchange when the client
  * leaves early; with `stream()` nothing is left without an error listener, which is what crashed
- * the `ctx.body = (await request()).body` variant (reference/deps.md).
+ * the `ctx.body = (await request()).body` variant when a client left before the backend answered.
  *
  * Before the backend's headers, failures become typed errors for the error middleware:
  * refused/unreachable → 502, TLS → 502 (with a log line naming the certificate problem), connect

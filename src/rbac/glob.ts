@@ -2,7 +2,7 @@
  * The glob matcher the casbin model calls as `svcGlobMatch(value, pattern)`.
  *
  * Argo CD matches with gobwas/glob without separators, so `*` also matches `/`: `*\/*` matches
- * `team-a/api`. casbin's own `globMatch` is minimatch-based and does not (reference/deps.md).
+ * `team-a/api`. casbin's own `globMatch` is minimatch-based and does not (it drops a `*` that stands before a `/`).
  *
  * Syntax: `*` any run of characters (including `/`), `?` one character, `{a,b}` alternatives
  * (which may hold globs and nest), `[abc]`, `[a-z]` and `[!abc]` classes as in gobwas, `\x` a
