@@ -3,6 +3,7 @@
  * extension names only (unknown names are not recorded), so cardinality stays bounded.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { childCache } from '../lib/metric-children.js';
 
 export interface ExtensionObservation {
   readonly extension: string;
@@ -42,12 +43,16 @@ export function createExtensionMetrics(registry: Registry): ExtensionMetrics {
     labelNames: ['extension'] as const,
     registers: [registry],
   });
+  const requestsOf = childCache(requests);
+  const durationOf = childCache(duration);
+  const bytesInOf = childCache(bytesIn);
+  const bytesOutOf = childCache(bytesOut);
   return {
     observe({ extension, status, seconds, bytesIn: input, bytesOut: output }) {
-      requests.inc({ extension, status: String(status) });
-      duration.observe({ extension }, seconds);
-      if (input > 0) bytesIn.inc({ extension }, input);
-      if (output > 0) bytesOut.inc({ extension }, output);
+      requestsOf(extension, String(status)).inc();
+      durationOf(extension).observe(seconds);
+      if (input > 0) bytesInOf(extension).inc(input);
+      if (output > 0) bytesOutOf(extension).inc(output);
     },
   };
 }

@@ -1,6 +1,7 @@
 /** One prom-client registry per server, so tests can run several servers in one process. */
 import type Koa from 'koa';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { childCache } from '../lib/metric-children.js';
 import type { AppState } from './state.js';
 
 export interface HttpMetrics {
@@ -24,6 +25,8 @@ export function createHttpMetrics(): HttpMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [registry],
   });
+  const requestsOf = childCache(requests);
+  const durationOf = childCache(duration);
   return {
     registry,
     middleware: async function countRequests(ctx, next) {
@@ -34,8 +37,8 @@ export function createHttpMetrics(): HttpMetrics {
         // The matched route pattern, never the raw path: paths carry names and would explode cardinality.
         const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        requests.inc({ route, method: ctx.method, status: String(ctx.status) });
-        duration.observe({ route, method: ctx.method }, seconds);
+        requestsOf(route, ctx.method, String(ctx.status)).inc();
+        durationOf(route, ctx.method).observe(seconds);
       }
     },
   };
