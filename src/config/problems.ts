@@ -27,8 +27,10 @@ export function formatProblem(problem: ConfigProblem): string {
   if (problem.path.length > 0) {
     // The data key itself contains dots (`extension.config`), so it stands apart from the path inside it.
     const [dataKey, ...inner] = problem.path;
-    parts.push(String(dataKey));
-    if (inner.length > 0) parts.push(formatPath(inner));
+    if (inner.length === 0) parts.push(String(dataKey));
+    // An index right after the key reads as part of it: `accounts.ci.tokens[0]`.
+    else if (typeof inner[0] === 'number') parts.push(`${String(dataKey)}${formatPath(inner)}`);
+    else parts.push(String(dataKey), formatPath(inner));
   }
   return `${parts.join(': ')}: ${problem.message}`;
 }

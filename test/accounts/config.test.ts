@@ -1,0 +1,51 @@
+import { expect } from 'chai';
+import { parseAccounts, usernameProblem, type AccountSettings } from '../../src/accounts/config.js';
+import { ProblemSink, formatProblem } from '../../src/config/problems.js';
+
+function parse(cm: Record<string, string>, secret: Record<string, string> = {}, previous?: ReadonlyMap<string, AccountSettings>) {
+  const sink = new ProblemSink();
+  const accounts = parseAccounts({ cm, secret, cmSink: sink.scoped('svc-cm'), secretSink: sink.scoped('svc-secret'), ...(previous ? { previous } : {}) });
+  return { accounts, problems: sink.problems.map(formatProblem) };
+}
+
+describe('accounts/config', () => {
+  it('takes names of at most 32 lower-case characters', () => {
+    expect(usernameProblem('a'.repeat(32))).to.equal(undefined);
+    expect(usernameProblem('a'.repeat(33))).to.equal(`username '${'a'.repeat(33)}' is longer than 32 characters`);
+    for (const bad of ['Alice', '-alice', 'alice-', 'al ice', 'al/ice']) expect(usernameProblem(bad), bad).to.be.a('string');
+    for (const good of ['alice', 'ci.bot', 'team_a-1']) expect(usernameProblem(good), good).to.equal(undefined);
+  });
+
+  it('gives admin the login capability, and none when admin.enabled is false', () => {
+    expect(parse({}).accounts.get('admin')?.capabilities).to.deep.equal(['login']);
+    expect(parse({ 'admin.enabled': 'false' }).accounts.has('admin')).to.equal(false);
+    expect(parse({ 'admin.enabled': 'no' }).problems).to.deep.equal([`svc-cm: admin.enabled: must be "true" or "false", not 'no'`]);
+  });
+
+  it('reports an unknown capability and an enabled flag without an account', () => {
+    const { accounts, problems } = parse({ 'accounts.alice': 'apiKey, admin', 'accounts.bob.enabled': 'true' });
+    expect(accounts.has('alice')).to.equal(false);
+    expect(problems).to.deep.equal([
+      "svc-cm: accounts.bob.enabled: account 'bob' has no capabilities key accounts.bob",
+      "svc-cm: accounts.alice: unknown capability 'admin' (want apiKey, login)",
+    ]);
+  });
+
+  it('keeps the last good version of an account whose tokens no longer parse', () => {
+    const first = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1}]' }).accounts;
+    const { accounts, problems } = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":1}]' }, first);
+    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens[0]: must be {id: string, iat: number, exp?: number}']);
+    expect(accounts.get('ci')?.tokens).to.deep.equal([{ id: 'a', iat: 1 }]);
+  });
+
+  it('reads password hash, change time and enabled flag', () => {
+    const { accounts, problems } = parse(
+      { 'accounts.alice': 'login', 'accounts.alice.enabled': 'false' },
+      { 'accounts.alice.password': '$2b$10$x', 'accounts.alice.passwordMtime': '2026-05-01T10:00:00Z' },
+    );
+    expect(problems).to.deep.equal([]);
+    expect(accounts.get('alice')).to.deep.equal({
+      name: 'alice', enabled: false, capabilities: ['login'], tokens: [], passwordHash: '$2b$10$x', passwordMtime: new Date('2026-05-01T10:00:00Z'),
+    });
+  });
+});

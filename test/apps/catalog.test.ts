@@ -1,0 +1,39 @@
+import { expect } from 'chai';
+import type { SecretObject, StoreSnapshot } from '../../src/config/manifests.js';
+import { ProblemSink, formatProblem } from '../../src/config/problems.js';
+import { destinationCluster, readCatalog } from '../../src/apps/catalog.js';
+
+function clusterSecret(name: string, data: Record<string, string>): SecretObject {
+  return { name, file: 'c.yaml', labels: { 'svc.io/secret-type': 'cluster' }, data };
+}
+
+const snapshot: StoreSnapshot = {
+  configMaps: new Map(),
+  secrets: new Map([
+    ['prod-cluster', clusterSecret('prod-cluster', { name: 'prod', server: 'https://prod.example.com:6443/' })],
+    ['broken', clusterSecret('broken', { name: 'half' })],
+    ['plain', { name: 'plain', file: 'p.yaml', labels: {}, data: { name: 'not-a-cluster', server: 'https://x' } }],
+  ]),
+  applications: [
+    { name: 'web', namespace: 'team-a', file: 'a.yaml', project: 'team-a', destination: { server: 'https://prod.example.com:6443' } },
+    { name: 'api', namespace: 'team-b', file: 'a.yaml', project: 'team-b', destination: { name: 'in-cluster' } },
+    { name: 'lost', namespace: 'team-c', file: 'a.yaml', project: 'team-c', destination: { server: 'https://unknown:6443' } },
+  ],
+};
+
+describe('apps/catalog', () => {
+  const sink = new ProblemSink();
+  const catalog = readCatalog(snapshot, sink);
+
+  it('keys applications by namespace/name and reads only labelled cluster secrets', () => {
+    expect([...catalog.applications.keys()]).to.deep.equal(['team-a/web', 'team-b/api', 'team-c/lost']);
+    expect(catalog.clusters).to.deep.equal([{ name: 'prod', server: 'https://prod.example.com:6443/' }]);
+    expect(sink.problems.map(formatProblem)).to.deep.equal(['Secret/broken: data: a cluster secret needs the keys name and server']);
+  });
+
+  it('finds the destination cluster by server (trailing slash ignored) or by name', () => {
+    expect(destinationCluster(catalog.applications.get('team-a/web')!, catalog)?.name).to.equal('prod');
+    expect(destinationCluster(catalog.applications.get('team-b/api')!, catalog)?.name).to.equal('in-cluster');
+    expect(destinationCluster(catalog.applications.get('team-c/lost')!, catalog)).to.equal(undefined);
+  });
+});
