@@ -34,8 +34,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 const throttle: LoginThrottle = {
-  check: (u) => timed(() => real.check(u)),
-  recordFailure: (u) => timed(() => real.recordFailure(u)),
+  admit: (u) => timed(() => real.admit(u)),
+  recordFailure: (u, attempt) => timed(() => real.recordFailure(u, attempt)),
   recordSuccess: (u) => timed(() => real.recordSuccess(u)),
   get degraded() {
     return real.degraded;
@@ -67,7 +67,7 @@ console.log(`state backend:            ${state.kind}`);
 console.log(`successful logins:        ${logins} in ${seconds.toFixed(2)} s`);
 console.log(`logins per second:        ${(logins / seconds).toFixed(1)}`);
 console.log(`mean login time:          ${((seconds * 1000) / logins).toFixed(2)} ms`);
-console.log(`mean throttle time/login: ${(Number(throttleNs) / 1e6 / logins).toFixed(3)} ms (check + record)`);
+console.log(`mean throttle time/login: ${(Number(throttleNs) / 1e6 / logins).toFixed(3)} ms (admit + record)`);
 console.log(`throttle share of login:  ${share.toFixed(3)} % (must be < 1 %) ${share < 1 ? 'OK' : 'TOO HIGH'}`);
 await real.close();
 await state.close();

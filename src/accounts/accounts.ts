@@ -10,6 +10,8 @@ import { subjectsOf, type Principal } from '../session/principal.js';
 import type { AccountSettings, Capability } from './config.js';
 
 export type AccountAction = 'get' | 'update';
+const ACCOUNT_ACTIONS: readonly string[] = ['get', 'update'] satisfies AccountAction[];
+export const ACCOUNTS_RESOURCE = 'accounts';
 
 export interface TokenView {
   readonly id: string;
@@ -47,6 +49,11 @@ export interface Accounts {
   authorize(caller: Principal, action: AccountAction, name: string): void;
   /** The account, or AccountNotFound. */
   find(name: string): AccountSettings;
+  /**
+   * GET …/can-i: the answer the server would act on, so the self rules count too (a user may
+   * always get and update itself, whatever the policy says), not only the RBAC policy.
+   */
+  canI(caller: Principal, resource: string, action: string, object: string): boolean;
 }
 
 /** A local session or API token of the account itself; an SSO user of the same name is not. */
@@ -56,7 +63,7 @@ export function isSelf(caller: Principal, name: string): boolean {
 
 export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
   function allowed(caller: Principal, action: AccountAction, name: string): boolean {
-    return isSelf(caller, name) || rights.can(subjectsOf(caller), 'accounts', action, name);
+    return isSelf(caller, name) || rights.can(subjectsOf(caller), ACCOUNTS_RESOURCE, action, name);
   }
 
   function find(name: string): AccountSettings {
@@ -81,5 +88,9 @@ export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
       if (!allowed(caller, action, name)) throw new PermissionDenied(`permission denied: accounts, ${action}, ${name}`);
     },
     find,
+    canI(caller, resource, action, object) {
+      if (resource === ACCOUNTS_RESOURCE && ACCOUNT_ACTIONS.includes(action) && isSelf(caller, object)) return true;
+      return rights.can(subjectsOf(caller), resource, action, object);
+    },
   };
 }

@@ -1,7 +1,10 @@
 /**
- * API tokens: generate (sign a JWT `sub=<name>:apiKey`, then list `{id, iat, exp?}` under
- * svc-secret `accounts.<name>.tokens`) and delete (drop the record: validity.ts refuses a jti
- * that is no longer listed). The token itself is never stored. Every write is a serialised
+ * API tokens: generate (sign a JWT `sub=<name>:apiKey` with a random jti, then list
+ * `{id, jti, iat, exp?}` under svc-secret `accounts.<name>.tokens`) and delete by id (drop the
+ * record: validity.ts refuses a token whose record is no longer listed). The jti is random
+ * rather than the id so that a new token reusing a deleted token's id does not revive the
+ * deleted one, and so that revoking one account's token never touches another account's token
+ * of the same id (revocation is keyed by jti). The token itself is never stored. Every write is a serialised
  * read-modify-write of the Secret that changes only that one key, so concurrent calls never
  * lose a token and the rest of the file stays as the operator wrote it.
  */
@@ -47,8 +50,9 @@ export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps)
       const seconds = request.expiresInSeconds ?? 0;
       if (!Number.isSafeInteger(seconds) || seconds < 0) throw new InvalidRequest('expiresIn must be a whole number of seconds >= 0 (0: never)');
       const iat = Math.floor(now() / 1000);
-      const record: ApiTokenRecord = seconds > 0 ? { id, iat, exp: iat + seconds } : { id, iat };
-      const token = await signer.sign({ username: name, kind: 'apiKey', jti: id, iat, exp: record.exp });
+      const jti = randomUUID();
+      const record: ApiTokenRecord = seconds > 0 ? { id, jti, iat, exp: iat + seconds } : { id, jti, iat };
+      const token = await signer.sign({ username: name, kind: 'apiKey', jti, iat, exp: record.exp });
       await store.updateSecret(SETTINGS_SECRET, (current) => {
         const list = storedTokens(current, name);
         if (list.some((t) => t.id === id)) throw new Conflict(`account '${name}' already has a token with id '${id}'`);

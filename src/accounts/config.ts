@@ -1,5 +1,6 @@
 /**
- * Local accounts from svc-cm (`accounts.<name>`, `accounts.<name>.enabled`, `admin.enabled`)
+ * Local accounts from svc-cm (`accounts.<name>`, `accounts.<name>.enabled`, `admin.enabled`;
+ * admin is left out when `admin.enabled` is "false" and disabled when `accounts.admin.enabled` is)
  * joined with their secrets in svc-secret (`accounts.<name>.password`, `.passwordMtime`,
  * `.tokens`; `admin.password`, `admin.passwordMtime`). Each account stands alone: a bad one is
  * reported and left out (or keeps its last good version), the others apply.
@@ -14,7 +15,13 @@ export type Capability = 'apiKey' | 'login';
 const CAPABILITIES: readonly Capability[] = ['apiKey', 'login'];
 
 export interface ApiTokenRecord {
+  /** The name the owner chose; DELETE …/token/{id} removes by it. */
   readonly id: string;
+  /**
+   * The random JWT id the token was signed with. Absent in records written before tokens had
+   * one (their jti was the id): those match on id, iat and exp, see session/validity.ts.
+   */
+  readonly jti?: string;
   /** Seconds since the epoch, as in the JWT. */
   readonly iat: number;
   readonly exp?: number;
@@ -62,19 +69,32 @@ export function parseTokens(text: string | undefined, sink: ScopedSink, key: str
     return undefined;
   }
   if (!Array.isArray(raw)) {
-    sink.add([key], 'must be a JSON list of {id, iat, exp?}');
+    sink.add([key], 'must be a JSON list of {id, jti?, iat, exp?}');
     return undefined;
   }
   const out: ApiTokenRecord[] = [];
   for (const [i, item] of raw.entries()) {
-    const t = item as { id?: unknown; iat?: unknown; exp?: unknown } | null;
-    if (t === null || typeof t !== 'object' || typeof t.id !== 'string' || typeof t.iat !== 'number' || (t.exp !== undefined && typeof t.exp !== 'number')) {
-      sink.add([key, i], 'must be {id: string, iat: number, exp?: number}');
+    const record = tokenRecord(item);
+    if (record === undefined) {
+      sink.add([key, i], 'must be {id: string, jti?: string, iat: number, exp?: number}');
       return undefined;
     }
-    out.push({ id: t.id, iat: t.iat, ...(typeof t.exp === 'number' ? { exp: t.exp } : {}) });
+    out.push(record);
   }
   return out;
+}
+
+function tokenRecord(item: unknown): ApiTokenRecord | undefined {
+  if (item === null || typeof item !== 'object') return undefined;
+  const t = item as { id?: unknown; jti?: unknown; iat?: unknown; exp?: unknown };
+  if (typeof t.id !== 'string' || typeof t.iat !== 'number') return undefined;
+  if ((t.jti !== undefined && typeof t.jti !== 'string') || (t.exp !== undefined && typeof t.exp !== 'number')) return undefined;
+  return {
+    id: t.id,
+    ...(typeof t.jti === 'string' ? { jti: t.jti } : {}),
+    iat: t.iat,
+    ...(typeof t.exp === 'number' ? { exp: t.exp } : {}),
+  };
 }
 
 function parseMtime(text: string | undefined, sink: ScopedSink, key: string): Date | undefined | null {
@@ -108,7 +128,8 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
     if (!key.startsWith('accounts.')) continue;
     const rest = key.slice('accounts.'.length);
     const name = rest.endsWith('.enabled') ? rest.slice(0, -'.enabled'.length) : rest;
-    if (rest.endsWith('.enabled') && cm[`accounts.${name}`] === undefined) {
+    // admin is built in: it may have an enabled flag without a capabilities key.
+    if (rest.endsWith('.enabled') && cm[`accounts.${name}`] === undefined && name !== ADMIN) {
       cmSink.add([key], `account '${name}' has no capabilities key accounts.${name}`);
       continue;
     }
@@ -142,7 +163,8 @@ function parseOne(name: string, input: AccountsInput, isAdmin: boolean): Account
   const capsKey = `accounts.${name}`;
   const capabilities = cm[capsKey] !== undefined ? parseCapabilities(cm[capsKey], cmSink, capsKey) : isAdmin ? (['login'] as Capability[]) : undefined;
   const enabledKey = `accounts.${name}.enabled`;
-  const enabled = isAdmin ? true : cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey);
+  // admin too: `accounts.admin.enabled: "false"` disables it as it would any other account.
+  const enabled = cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey);
   const prefix = isAdmin ? 'admin' : `accounts.${name}`;
   const passwordHash = secret[`${prefix}.password`];
   const mtime = parseMtime(secret[`${prefix}.passwordMtime`], secretSink, `${prefix}.passwordMtime`);

@@ -32,7 +32,12 @@ export interface PasswordChangeDeps {
   readonly now: () => number;
 }
 
-export type ChangePassword = (caller: Principal, request: PasswordChangeRequest) => Promise<void>;
+/** The hash now stored, so that a fresh session can be bound to it (LoginService.issueSession). */
+export interface PasswordChanged {
+  readonly passwordHash: string;
+}
+
+export type ChangePassword = (caller: Principal, request: PasswordChangeRequest) => Promise<PasswordChanged>;
 
 export function createPasswordChange({ store, accounts, checkPassword, now }: PasswordChangeDeps): ChangePassword {
   return async function changePassword(caller, { name, currentPassword, newPassword }) {
@@ -51,5 +56,6 @@ export function createPasswordChange({ store, accounts, checkPassword, now }: Pa
     await store.updateSecret(SETTINGS_SECRET, () => ({
       set: { [keys.hash]: hash, [keys.mtime]: new Date(mtimeMs).toISOString() },
     }));
+    return { passwordHash: hash };
   };
 }

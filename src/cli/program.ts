@@ -3,15 +3,41 @@
  * injected streams and environment and returns the exit code. Every failure ends here as one
  * line on stderr, `svc: <message>`, and exit code 1 (DESIGN.md §8); never a stack trace.
  */
-import { Command } from 'commander';
+import { Command, type HelpContext } from 'commander';
 import { registerAccount } from './commands/account.js';
 import { registerLogin } from './commands/login.js';
 import { registerLogout } from './commands/logout.js';
 import { CliContext, type CliIo, type GlobalOptions } from './context.js';
-import { reportError } from './errors.js';
+import { CliError, reportError } from './errors.js';
+
+/**
+ * Commander answers a command line that stops before its sub-command (`svc`, `svc account`)
+ * by printing the whole help on stderr with exit 1; DESIGN.md §8 wants one line. Commander
+ * reports that case only through help({error: true}), so that call becomes a CliError here;
+ * `--help` (no error context) still prints the help and exits 0. createCommand makes every
+ * sub-command one of these too.
+ */
+class SvcCommand extends Command {
+  override createCommand(name?: string): Command {
+    return new SvcCommand(name);
+  }
+
+  // Both of commander's overloads: the context, or the deprecated text callback.
+  override help(context?: HelpContext | ((text: string) => string)): never {
+    if (typeof context === 'function') return super.help(context);
+    if (context?.error === true) throw new CliError(`missing command (see ${commandPath(this)} --help)`);
+    return super.help(context);
+  }
+}
+
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c !== null; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
 
 export function buildProgram(io: CliIo): Command {
-  const program = new Command('svc');
+  const program = new SvcCommand('svc');
   program
     .description('command-line client of the svc server: log in, manage accounts and API tokens')
     .option('--server <address>', 'server address (env SVC_SERVER; default: the current context)')

@@ -61,7 +61,6 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
         apiTokens: createApiTokens({ store, accounts, signer, now }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
-        rights,
       }),
     ],
     async close() {

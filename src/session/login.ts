@@ -1,6 +1,7 @@
 /**
  * Password login (POST /api/v1/session), as a pipeline: name length -> concurrency slot ->
- * throttle -> one bcrypt check -> token, or count the failure and wait. Every failure looks and
+ * throttle (counts the attempt, or refuses it) -> one bcrypt check -> clear the count and sign
+ * a token bound to the hash just checked, or lock when due and wait. Every failure looks and
  * takes the same: unknown name, no password set, wrong password, disabled account or no `login`
  * capability all run one bcrypt comparison, answer `invalid_credentials` "invalid username or
  * password", count toward the throttle and wait a random 0.5–1 s (the real reason is logged
@@ -55,63 +56,74 @@ export interface LoginService {
    * delay) without issuing a token or asking for the login capability: for a password change.
    */
   checkPassword(request: LoginRequest): Promise<boolean>;
-  /** A new session token for an account that just proved itself (after its password change). */
-  issueSession(username: string): Promise<LoginResult>;
+  /**
+   * A new session token for an account that just proved itself against `passwordHash` (after
+   * its password change: the new hash). The token is bound to that hash (`pwh`, tokens.ts).
+   */
+  issueSession(username: string, passwordHash: string): Promise<LoginResult>;
 }
 
 export function createLoginService(deps: LoginDeps): LoginService {
   const delay = deps.failureDelay ?? randomFailureDelay;
 
-  /** Undefined on success, else the reason for the log. Holds a concurrency slot for the bcrypt only. */
-  async function verify({ username, password }: LoginRequest, forLogin: boolean): Promise<string | undefined> {
+  /**
+   * The hash the password matched on success, else the reason for the log. Holds a concurrency
+   * slot for the bcrypt only. The attempt is counted before bcrypt runs (throttle.ts).
+   */
+  async function verify({ username, password }: LoginRequest, forLogin: boolean): Promise<Verdict> {
     if (username.length > MAX_USERNAME_LENGTH) {
       // No account can have such a name; not counted, so junk cannot fill the failure cache.
       throw new InvalidRequest(`username is longer than ${MAX_USERNAME_LENGTH} characters`);
     }
     const release = deps.concurrency.acquire();
     try {
-      const hadFailures = await deps.throttle.check(username);
+      const attempt = await deps.throttle.admit(username);
+      // Read once: the token is bound to exactly the hash this bcrypt checks.
       const account = deps.accounts().get(username);
       const matches = await verifyPassword(password, account?.passwordHash);
-      const reason = refusal(account, matches, forLogin);
-      // A success resets the count; without counted failures there is nothing to reset.
-      if (reason === undefined && hadFailures) await deps.throttle.recordSuccess(username);
-      if (reason !== undefined) await deps.throttle.recordFailure(username);
-      return reason;
+      const verdict = judge(account, matches, forLogin);
+      if ('passwordHash' in verdict) await deps.throttle.recordSuccess(username);
+      else await deps.throttle.recordFailure(username, attempt);
+      return verdict;
     } finally {
       release();
     }
   }
 
-  async function passes(request: LoginRequest, forLogin: boolean): Promise<boolean> {
-    const reason = await verify(request, forLogin);
-    if (reason === undefined) return true;
-    deps.log.info({ username: request.username, reason }, forLogin ? 'login failed' : 'password check failed');
+  /** The hash the password matched, or undefined after logging the reason and waiting. */
+  async function passes(request: LoginRequest, forLogin: boolean): Promise<string | undefined> {
+    const verdict = await verify(request, forLogin);
+    if ('passwordHash' in verdict) return verdict.passwordHash;
+    deps.log.info({ username: request.username, reason: verdict.reason }, forLogin ? 'login failed' : 'password check failed');
     await delay();
-    return false;
+    return undefined;
   }
 
-  async function issueSession(username: string): Promise<LoginResult> {
+  async function issueSession(username: string, passwordHash: string): Promise<LoginResult> {
     const iat = Math.floor(deps.now() / 1000);
     const expiresAt = iat + Math.max(1, Math.round(deps.sessionDurationMs() / 1000));
-    const token = await deps.signer.sign({ username, kind: 'login', jti: randomUUID(), iat, exp: expiresAt });
+    const pwh = deps.signer.passwordBinding(passwordHash);
+    const token = await deps.signer.sign({ username, kind: 'login', jti: randomUUID(), iat, exp: expiresAt, pwh });
     return { token, expiresAt };
   }
 
   return {
-    checkPassword: (request) => passes(request, false),
+    checkPassword: async (request) => (await passes(request, false)) !== undefined,
     issueSession,
     async withPassword(request) {
-      if (!(await passes(request, true))) throw new InvalidCredentials();
-      return issueSession(request.username);
+      const passwordHash = await passes(request, true);
+      if (passwordHash === undefined) throw new InvalidCredentials();
+      return issueSession(request.username, passwordHash);
     },
   };
 }
 
-function refusal(account: AccountSettings | undefined, matches: boolean, forLogin: boolean): string | undefined {
-  if (account === undefined) return 'no such account';
-  if (!matches) return account.passwordHash === undefined ? 'account has no password' : 'wrong password';
-  if (!account.enabled) return 'account is disabled';
-  if (forLogin && !account.capabilities.includes('login')) return 'account does not have the login capability';
-  return undefined;
+type Verdict = { readonly passwordHash: string } | { readonly reason: string };
+
+function judge(account: AccountSettings | undefined, matches: boolean, forLogin: boolean): Verdict {
+  if (account === undefined) return { reason: 'no such account' };
+  if (!matches || account.passwordHash === undefined) return { reason: account.passwordHash === undefined ? 'account has no password' : 'wrong password' };
+  if (!account.enabled) return { reason: 'account is disabled' };
+  if (forLogin && !account.capabilities.includes('login')) return { reason: 'account does not have the login capability' };
+  return { passwordHash: account.passwordHash };
 }

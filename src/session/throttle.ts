@@ -1,42 +1,55 @@
 /**
- * Login throttling (DESIGN §3, SPEC.md "Limits"). Failures are counted per username exactly as
+ * Login throttling (DESIGN §3, SPEC.md "Limits"). Attempts are counted per username exactly as
  * typed (unknown names too, so a lockout reveals nothing), in the state backend so that every
  * replica sees the same count; throttle-fallback.ts keeps it working in memory when Redis is
  * away.
  *
- * Keys (the backend adds `svc:`):
- *   login-failures:<name>   counter, TTL = the window from the first failure
- *   login-locked:<name>     set when the count reaches the threshold, TTL = the window: a
- *                           lockout lasts a whole window from the failure that caused it
- *   login-failures-index    hash name -> first failure (ms): the bounded "cache" of names
- * With a window of 0 nothing expires: 10 consecutive failures lock the name until the state is
- * cleared (a restart for memory, deleting the key in Redis).
+ * An attempt is counted BEFORE its password is checked (admit), with one atomic INCR: an
+ * attempt whose number is past the limit is refused without a bcrypt, so N parallel guesses
+ * check at most `maxFailCount` passwords, on one replica or many. (Rejected: check, then
+ * bcrypt, then count the failure — parallel guesses all pass the check before any is counted.)
+ * A success clears the count, so only failures and attempts still in flight add up. The cost:
+ * more than `maxFailCount` logins of one name in flight at the same instant refuse the extra
+ * ones (429, Retry-After 1 s) even if all would succeed.
  *
- * While locked the password is not checked and nothing is counted; a success deletes the count.
- * Each counter update is one atomic INCR, so concurrent failures on several replicas are never
- * lost (a read-modify-write hash field would lose them).
+ * Keys (the backend adds `svc:`):
+ *   login-failures:<name>   attempts not cleared by a success, TTL = the window from the first
+ *   login-locked:<name>     set when an attempt numbered `maxFailCount` or later fails, TTL = the
+ *                           window: a lockout lasts a whole window from the failure that caused it
+ *   login-failures-index    hash name -> first failure (ms): the bounded "cache" of names,
+ *                           failure-index.ts
+ * With a window of 0 nothing expires: 10 consecutive failures lock the name until the state is
+ * cleared (a restart for memory, deleting the keys in Redis).
+ *
+ * While locked the password is not checked. The lock is read together with the INCR (one round
+ * trip on Redis, not two), so attempts refused while locked are counted too; but setting the
+ * lock also resets the count's TTL to the window, so count and lock expire together and a
+ * lockout neither extends itself nor leaves a count behind.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ADMIN } from '../accounts/config.js';
 import { TooManyAttempts } from '../errors.js';
 import type { StateBackend, TtlOptions } from '../state/state.js';
 import type { LoginLimits } from './limits.js';
+import { createFailureIndex } from './failure-index.js';
 import { createFallbackRunner } from './throttle-fallback.js';
+import { COUNT_PREFIX, LOCK_PREFIX } from './throttle-keys.js';
 
-export const COUNT_PREFIX = 'login-failures:';
-export const LOCK_PREFIX = 'login-locked:';
-export const INDEX_KEY = 'login-failures-index';
 /** Retry-After for a lockout that never expires (window 0): a day, re-announced on each try. */
 export const PERMANENT_RETRY_AFTER_SECONDS = 86_400;
+/** Retry-After for an attempt refused because the attempts in flight already reach the limit. */
+export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
 
 export interface LoginThrottle {
   /**
-   * Throws TooManyAttempts while the name is locked; otherwise tells whether the name has
-   * failures counted, so that a success only costs a round trip when there is something to reset.
+   * Counts one attempt for the name before its password is checked. Throws TooManyAttempts
+   * while the name is locked (nothing counted) or when this attempt is past the limit; else
+   * resolves with the attempt's number, to hand to recordFailure.
    */
-  check(username: string): Promise<boolean>;
-  recordFailure(username: string): Promise<void>;
+  admit(username: string): Promise<number>;
+  /** The admitted attempt failed: an attempt numbered at the limit or later locks the name. */
+  recordFailure(username: string, attempt: number): Promise<void>;
+  /** A success clears the count, and a lock that attempts in flight beside it may have set. */
   recordSuccess(username: string): Promise<void>;
   /** True while counts live in this replica's memory because the backend is unreachable. */
   readonly degraded: boolean;
@@ -64,62 +77,49 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
   const runner = createFallbackRunner(deps);
   const windowMs = limits.windowSeconds * 1000;
   const ttl: TtlOptions = windowMs > 0 ? { ttlMs: windowMs } : {};
+  const index = createFailureIndex({ limits, now });
 
-  /** Both reads go out together: one round trip for a login that is not locked. */
-  async function lookUp(state: StateBackend, username: string): Promise<TooManyAttempts | boolean> {
-    const [lock, count] = await Promise.all([state.get(LOCK_PREFIX + username), state.get(COUNT_PREFIX + username)]);
-    if (lock === null) return count !== null;
+  async function lockedError(state: StateBackend, username: string): Promise<TooManyAttempts> {
     if (windowMs === 0) return new LockedUntilCleared();
     const left = await state.ttlMs(LOCK_PREFIX + username);
     return new TooManyAttempts(Math.max(1, Math.ceil((left ?? windowMs) / 1000)));
   }
 
-  async function track(state: StateBackend, username: string): Promise<void> {
-    if ((await state.hashLength(INDEX_KEY)) >= limits.maxCacheSize) await evictOne(state, username);
-    await state.hashSet(INDEX_KEY, username, String(now()));
+  async function admit(state: StateBackend, username: string): Promise<TooManyAttempts | number> {
+    const [lock, attempt] = await Promise.all([state.get(LOCK_PREFIX + username), state.incr(COUNT_PREFIX + username, ttl)]);
+    if (lock !== null) return lockedError(state, username);
+    if (attempt <= limits.maxFailCount) return attempt;
+    // Past the limit but not locked (yet): enough attempts are in flight to lock it.
+    return new TooManyAttempts(IN_FLIGHT_RETRY_AFTER_SECONDS);
   }
 
-  /**
-   * Makes room for `current`: first forgets names whose count has expired, then, if still full,
-   * the oldest entry that is neither admin nor `current` (so flooding unknown names cannot reset
-   * admin's count). When only those two are left, nothing is evicted and the cache grows by one.
-   */
-  async function evictOne(state: StateBackend, current: string): Promise<void> {
-    const entries = Object.entries(await state.hashGetAll(INDEX_KEY)).map(([name, at]) => ({ name, at: Number(at) }));
-    const stale = windowMs > 0 ? entries.filter((e) => !(now() - e.at < windowMs)) : [];
-    if (stale.length > 0) await state.hashDelete(INDEX_KEY, ...stale.map((e) => e.name));
-    if (entries.length - stale.length < limits.maxCacheSize) return;
-    const victim = entries
-      .filter((e) => e.name !== ADMIN && e.name !== current && !stale.includes(e))
-      .sort((a, b) => a.at - b.at)[0];
-    if (victim === undefined) return;
-    await state.delete(COUNT_PREFIX + victim.name);
-    await state.delete(LOCK_PREFIX + victim.name);
-    await state.hashDelete(INDEX_KEY, victim.name);
-  }
-
-  async function failure(state: StateBackend, username: string): Promise<number> {
-    const count = await state.incr(COUNT_PREFIX + username, ttl);
-    if (count === 1) await track(state, username);
-    if (count >= limits.maxFailCount) await state.setIfAbsent(LOCK_PREFIX + username, String(now()), ttl);
-    return count;
+  async function failure(state: StateBackend, username: string, attempt: number): Promise<boolean> {
+    const lockedNow = attempt >= limits.maxFailCount && (await state.setIfAbsent(LOCK_PREFIX + username, String(now()), ttl));
+    // The count now ends with the lock (see the header). Increments lost to this write were
+    // past the limit anyway: the value stays >= the limit, so every later attempt is refused.
+    if (lockedNow && windowMs > 0) await state.set(COUNT_PREFIX + username, String(attempt), ttl);
+    await index.track(state, username);
+    return lockedNow;
   }
 
   return {
-    async check(username) {
-      const found = await runner.run((state) => lookUp(state, username));
-      if (found instanceof TooManyAttempts) throw found;
-      return found;
+    async admit(username) {
+      const admitted = await runner.run((state) => admit(state, username));
+      if (admitted instanceof TooManyAttempts) throw admitted;
+      return admitted;
     },
 
-    async recordFailure(username) {
-      const count = await runner.run((state) => failure(state, username));
-      if (count === limits.maxFailCount) log.warn({ username, failures: count }, 'login locked after too many failures');
+    async recordFailure(username, attempt) {
+      if (await runner.run((state) => failure(state, username, attempt))) {
+        log.warn({ username, failures: attempt }, 'login locked after too many failures');
+      }
     },
 
     async recordSuccess(username) {
-      // Both deletes go out together: one round trip, pipelined on the one connection.
-      await runner.run((state) => Promise.all([state.delete(COUNT_PREFIX + username), state.hashDelete(INDEX_KEY, username)]));
+      // The three deletes go out together: one round trip, pipelined on the one connection.
+      await runner.run((state) =>
+        Promise.all([state.delete(COUNT_PREFIX + username), state.delete(LOCK_PREFIX + username), index.forget(state, username)]),
+      );
     },
 
     get degraded() {

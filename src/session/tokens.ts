@@ -1,9 +1,11 @@
 /**
  * The tokens svc issues itself (DESIGN §3): JWT, HS256, key = svc-secret `server.secretkey`,
  * claims iss "svc", sub `<name>:login` (session) or `<name>:apiKey` (API token), jti, iat,
- * nbf, exp (API tokens may have none). This file only signs and checks signature, issuer and
- * time; whether the account still allows the token is validity.ts's job.
+ * nbf, exp (API tokens may have none), and for sessions `pwh`, which binds the session to the
+ * password hash its login was checked against (see passwordBinding). This file only signs and
+ * checks signature, issuer and time; whether the account still allows the token is validity.ts's job.
  */
+import { createHmac } from 'node:crypto';
 import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
 import { BoundedCache } from '../lib/bounded-cache.js';
@@ -15,6 +17,10 @@ import { BoundedCache } from '../lib/bounded-cache.js';
  * the time rules are checked again on a hit. Bounded, so distinct tokens cannot grow it.
  */
 const VERIFIED_CACHE_ENTRIES = 10_000;
+/** Bindings by password hash: one per account in use, recomputed only after a password change. */
+const BINDING_CACHE_ENTRIES = 1_000;
+/** 16 base64url characters = 96 bits: a guess that matches a different hash is out of reach. */
+const BINDING_LENGTH = 16;
 
 export const ISSUER = 'svc';
 export type TokenKind = 'login' | 'apiKey';
@@ -26,6 +32,8 @@ export interface TokenClaims {
   /** Seconds since the epoch. */
   readonly iat: number;
   readonly exp: number | undefined;
+  /** Sessions only: passwordBinding() of the hash the login checked. Absent in older tokens. */
+  readonly pwh?: string;
 }
 
 export interface TokenSigner {
@@ -34,6 +42,12 @@ export interface TokenSigner {
   verify(token: string): Promise<TokenClaims>;
   /** Whether this exact token was verified under the current key (so it is ours). */
   verifiedBefore(token: string): boolean;
+  /**
+   * The `pwh` claim for a password hash: the first 16 characters of base64url
+   * HMAC-SHA256(server.secretkey, hash). Keyed, so a token (readable by whoever holds it)
+   * reveals nothing of the bcrypt hash and cannot be matched against a leaked one.
+   */
+  passwordBinding(passwordHash: string): string;
 }
 
 export interface TokenSignerDeps {
@@ -44,6 +58,8 @@ export interface TokenSignerDeps {
 
 export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSigner {
   const verified = new BoundedCache<string, { readonly key: string; readonly claims: TokenClaims }>(VERIFIED_CACHE_ENTRIES);
+  /** Checked on every request with a session token, so cached; keyed by key too (rotation). */
+  const bindings = new BoundedCache<string, string>(BINDING_CACHE_ENTRIES);
 
   function key(): Uint8Array {
     return encodeKey(secretKey());
@@ -58,7 +74,7 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
 
   return {
     async sign(claims) {
-      const jwt = new SignJWT({})
+      const jwt = new SignJWT(claims.pwh !== undefined ? { pwh: claims.pwh } : {})
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(ISSUER)
         .setSubject(`${claims.username}:${claims.kind}`)
@@ -67,6 +83,16 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
         .setNotBefore(claims.iat);
       if (claims.exp !== undefined) jwt.setExpirationTime(claims.exp);
       return jwt.sign(key());
+    },
+
+    passwordBinding(passwordHash) {
+      const keyText = secretKey();
+      const cacheKey = `${keyText ?? ''}\0${passwordHash}`;
+      const hit = bindings.get(cacheKey);
+      if (hit !== undefined) return hit;
+      const binding = createHmac('sha256', key()).update(passwordHash).digest('base64url').slice(0, BINDING_LENGTH);
+      bindings.set(cacheKey, binding);
+      return binding;
     },
 
     verifiedBefore(token) {
@@ -96,7 +122,8 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
     } catch (err: unknown) {
       throw verifyError(err);
     }
-    return claimsOf(payload.sub ?? '', payload.jti ?? '', payload.iat ?? 0, payload.exp);
+    const claims = claimsOf(payload.sub ?? '', payload.jti ?? '', payload.iat ?? 0, payload.exp);
+    return typeof payload['pwh'] === 'string' ? { ...claims, pwh: payload['pwh'] } : claims;
   }
 }
 

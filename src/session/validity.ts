@@ -3,12 +3,18 @@
  * checks run in order; the first that fails names the reason. The account-based checks are
  * synchronous and run first; the revocation look-up (one state-backend read) runs last.
  */
-import type { AccountSettings } from '../accounts/config.js';
+import type { AccountSettings, ApiTokenRecord } from '../accounts/config.js';
 import { Unauthenticated } from '../errors.js';
 import type { Revocation } from './revocation.js';
-import type { TokenClaims } from './tokens.js';
+import type { TokenClaims, TokenSigner } from './tokens.js';
 
-type Check = (claims: TokenClaims, account: AccountSettings) => string | undefined;
+export interface ValidityDeps {
+  readonly accounts: () => ReadonlyMap<string, AccountSettings>;
+  readonly revocation: Revocation;
+  readonly signer: Pick<TokenSigner, 'passwordBinding'>;
+}
+
+type Check = (claims: TokenClaims, account: AccountSettings, deps: ValidityDeps) => string | undefined;
 
 function accountEnabled(claims: TokenClaims, account: AccountSettings): string | undefined {
   return account.enabled ? undefined : `account '${claims.username}' is disabled`;
@@ -18,36 +24,57 @@ function hasCapability(claims: TokenClaims, account: AccountSettings): string | 
   return account.capabilities.includes(claims.kind) ? undefined : `account '${claims.username}' does not have the ${claims.kind} capability`;
 }
 
-/** API tokens are revoked by deleting their record: the jti must still be listed. */
+/**
+ * Whether a stored record is the one this token was signed for. The jti is random per token,
+ * so a new token that reuses a deleted token's id does not bring the deleted one back. Records
+ * written before jtis were random have none (the token's jti was its id): those must match on
+ * id, iat and exp, which a later token with the same id cannot do unless it was made in the
+ * same second with the same expiry.
+ */
+function signedFor(record: ApiTokenRecord, claims: TokenClaims): boolean {
+  if (record.jti !== undefined) return record.jti === claims.jti;
+  return record.id === claims.jti && record.iat === claims.iat && record.exp === claims.exp;
+}
+
+/** API tokens are revoked by deleting their record: the record must still be listed. */
 function apiTokenListed(claims: TokenClaims, account: AccountSettings): string | undefined {
   if (claims.kind !== 'apiKey') return undefined;
-  return account.tokens.some((t) => t.id === claims.jti) ? undefined : `token '${claims.jti}' of account '${claims.username}' was deleted`;
+  // The message names no id: the jti is random, and the record that had the id is gone.
+  return account.tokens.some((t) => signedFor(t, claims)) ? undefined : `this API token of account '${claims.username}' was deleted`;
 }
+
+const PASSWORD_CHANGED = (name: string) => `the password of account '${name}' changed after this token was issued; log in again`;
 
 /**
  * A session must be newer than the last password change. `iat` has whole seconds; a password
  * change stores a whole-second mtime and only commits once that second has begun (see
- * accounts.ts), so `iat >= mtime` keeps the sessions made with the new password and drops every
- * older one. API tokens survive a password change (unlike Argo CD, where users lose them).
+ * password-change.ts), so `iat >= mtime` keeps the sessions made with the new password and
+ * drops every older one. API tokens survive a password change (unlike Argo CD, where users lose them).
  */
 function issuedAfterPasswordChange(claims: TokenClaims, account: AccountSettings): string | undefined {
   if (claims.kind !== 'login' || account.passwordMtime === undefined) return undefined;
-  return claims.iat * 1000 >= account.passwordMtime.getTime() ? undefined : `the password of account '${claims.username}' changed after this token was issued; log in again`;
+  return claims.iat * 1000 >= account.passwordMtime.getTime() ? undefined : PASSWORD_CHANGED(claims.username);
 }
 
-const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange];
-
-export interface ValidityDeps {
-  readonly accounts: () => ReadonlyMap<string, AccountSettings>;
-  readonly revocation: Revocation;
+/**
+ * A session must have been checked against the password in force now. The mtime rule alone
+ * misses a login that read the old hash before the change and signed after it (iat >= mtime):
+ * its `pwh` names the old hash. Sessions from versions without `pwh` are left to the mtime rule.
+ */
+function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSettings, deps: ValidityDeps): string | undefined {
+  if (claims.kind !== 'login' || claims.pwh === undefined) return undefined;
+  const hash = account.passwordHash;
+  return hash !== undefined && deps.signer.passwordBinding(hash) === claims.pwh ? undefined : PASSWORD_CHANGED(claims.username);
 }
+
+const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword];
 
 /** Resolves with the token's account, or throws Unauthenticated with the first failed rule. */
 export async function checkValidity(claims: TokenClaims, deps: ValidityDeps): Promise<AccountSettings> {
   const account = deps.accounts().get(claims.username);
   if (account === undefined) throw new Unauthenticated(`account '${claims.username}' does not exist`);
   for (const check of ACCOUNT_CHECKS) {
-    const reason = check(claims, account);
+    const reason = check(claims, account, deps);
     if (reason !== undefined) throw new Unauthenticated(reason);
   }
   if (await deps.revocation.isRevoked(claims.jti)) throw new Unauthenticated('token is revoked; log in again');

@@ -22,6 +22,30 @@ describe('accounts/config', () => {
     expect(parse({ 'admin.enabled': 'no' }).problems).to.deep.equal([`svc-cm: admin.enabled: must be "true" or "false", not 'no'`]);
   });
 
+  it('disables admin with accounts.admin.enabled "false", with or without an accounts.admin key', () => {
+    const withCaps = parse({ 'accounts.admin': 'login, apiKey', 'accounts.admin.enabled': 'false' }, { 'admin.password': 'x' });
+    expect(withCaps.problems).to.deep.equal([]);
+    expect(withCaps.accounts.get('admin')).to.deep.include({ enabled: false, capabilities: ['login', 'apiKey'] });
+    const alone = parse({ 'accounts.admin.enabled': 'false' }, { 'admin.password': 'x' });
+    expect(alone.problems).to.deep.equal([]);
+    expect(alone.accounts.get('admin')).to.deep.include({ enabled: false, capabilities: ['login'] });
+    expect(parse({ 'accounts.admin.enabled': 'true' }).accounts.get('admin')?.enabled).to.equal(true);
+    expect(parse({ 'accounts.admin.enabled': 'false', 'admin.enabled': 'false' }).accounts.has('admin')).to.equal(false);
+    expect(parse({ 'accounts.admin.enabled': 'off' }).problems).to.deep.equal([`svc-cm: accounts.admin.enabled: must be "true" or "false", not 'off'`]);
+  });
+
+  it('reads token records with and without the random jti', () => {
+    const { accounts, problems } = parse(
+      { 'accounts.ci': 'apiKey' },
+      { 'accounts.ci.tokens': '[{"id":"old","iat":1},{"id":"new","jti":"7f1c","iat":2,"exp":9}]' },
+    );
+    expect(problems).to.deep.equal([]);
+    expect(accounts.get('ci')?.tokens).to.deep.equal([{ id: 'old', iat: 1 }, { id: 'new', jti: '7f1c', iat: 2, exp: 9 }]);
+    expect(parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","jti":5,"iat":1}]' }).problems).to.deep.equal([
+      'svc-secret: accounts.ci.tokens[0]: must be {id: string, jti?: string, iat: number, exp?: number}',
+    ]);
+  });
+
   it('reports an unknown capability and an enabled flag without an account', () => {
     const { accounts, problems } = parse({ 'accounts.alice': 'apiKey, admin', 'accounts.bob.enabled': 'true' });
     expect(accounts.has('alice')).to.equal(false);
@@ -34,7 +58,7 @@ describe('accounts/config', () => {
   it('keeps the last good version of an account whose tokens no longer parse', () => {
     const first = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1}]' }).accounts;
     const { accounts, problems } = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":1}]' }, first);
-    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens[0]: must be {id: string, iat: number, exp?: number}']);
+    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens[0]: must be {id: string, jti?: string, iat: number, exp?: number}']);
     expect(accounts.get('ci')?.tokens).to.deep.equal([{ id: 'a', iat: 1 }]);
   });
 

@@ -87,6 +87,15 @@ describe('cli/program: errors, exit codes, flags and environment', () => {
     expect(r.requests).to.have.length(0);
   });
 
+  it('answers a missing command with one line and exit 1, not the whole help', async () => {
+    const none = () => ({ status: 500 });
+    expect(await svc([], none)).to.include({ code: 1, stdout: '', stderr: 'svc: missing command (see svc --help)\n' });
+    expect(await svc(['account'], none)).to.include({ code: 1, stdout: '', stderr: 'svc: missing command (see svc account --help)\n' });
+    const help = await svc(['account', '--help'], none);
+    expect(help).to.include({ code: 0, stderr: '' });
+    expect(help.stdout).to.include('Usage: svc account');
+  });
+
   it('exits 0 with help on stdout for --help', async () => {
     const r = await svc(['--help'], () => ({ status: 500 }));
     expect(r.code).to.equal(0);

@@ -17,7 +17,7 @@ describe('HTTP /api/v1/account', function () {
   let bob: string;
 
   before(async function () {
-    dir = accountsConfigDir({ rbac: { 'policy.csv': 'p, bob, accounts, get, alice, allow\n' } });
+    dir = accountsConfigDir({ rbac: { 'policy.csv': 'p, bob, accounts, get, alice, allow\np, bob, extensions, *, proj/ext, allow\n' } });
     server = await startTestServer(dir);
     base = server.url;
     [admin, alice, bob] = await Promise.all([login(base, 'admin', PASSWORDS.admin), login(base, 'alice', PASSWORDS.alice), login(base, 'bob', PASSWORDS.bob)]);
@@ -52,8 +52,19 @@ describe('HTTP /api/v1/account', function () {
     expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/update/bob', { token: admin })).body).to.deep.equal({ value: 'yes' });
     expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/update/bob', { token: alice })).body).to.deep.equal({ value: 'no' });
     expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice', { token: bob })).body).to.deep.equal({ value: 'yes' });
-    expect((await call(base, 'GET', '/api/v1/account/can-i/extensions/*/proj%2Fext', { token: admin })).body).to.deep.equal({ value: 'yes' });
+    // bob's rule names exactly proj/ext: a yes proves the %2F arrived as a slash in one segment.
+    expect((await call(base, 'GET', '/api/v1/account/can-i/extensions/*/proj%2Fext', { token: bob })).body).to.deep.equal({ value: 'yes' });
+    expect((await call(base, 'GET', '/api/v1/account/can-i/extensions/*/proj%2Fother', { token: bob })).body).to.deep.equal({ value: 'no' });
     expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice')).status).to.equal(401);
+  });
+
+  it('can-i applies the self rules: a user may always get and update itself, and nothing more', async function () {
+    const canI = async (path: string) => (await call(base, 'GET', `/api/v1/account/can-i/${path}`, { token: alice })).body;
+    expect(await canI('accounts/get/alice')).to.deep.equal({ value: 'yes' });
+    expect(await canI('accounts/update/alice')).to.deep.equal({ value: 'yes' });
+    expect(await canI('accounts/update/bob')).to.deep.equal({ value: 'no' });
+    expect(await canI('accounts/delete/alice')).to.deep.equal({ value: 'no' });
+    expect(await canI('extensions/*/alice')).to.deep.equal({ value: 'no' });
   });
 
   it('generates an API token (apiKey capability), lists it, accepts it, and deleting it revokes it', async function () {
@@ -61,7 +72,8 @@ describe('HTTP /api/v1/account', function () {
     expect(made.status).to.equal(200);
     const token = String(made.body['token']);
     const claims = decodeJwt(token);
-    expect(claims).to.include({ iss: 'svc', sub: 'alice:apiKey', jti: 'ci' });
+    expect(claims).to.include({ iss: 'svc', sub: 'alice:apiKey' });
+    expect(claims.jti).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(claims.exp).to.equal((claims.iat ?? 0) + 3600);
     const view = await call(base, 'GET', '/api/v1/account/alice', { token });
     expect(view.body['tokens']).to.deep.equal([{ id: 'ci', issuedAt: claims.iat, expiresAt: claims.exp }]);
@@ -73,10 +85,27 @@ describe('HTTP /api/v1/account', function () {
     const del = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: alice });
     expect(del.status).to.equal(200);
     const dead = await call(base, 'GET', '/api/v1/account/alice', { token });
-    expect(dead.body).to.deep.equal({ error: 'unauthenticated', message: "token 'ci' of account 'alice' was deleted" });
+    expect(dead.body).to.deep.equal({ error: 'unauthenticated', message: "this API token of account 'alice' was deleted" });
     const gone = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: alice });
     expect(gone.status).to.equal(404);
     expect(gone.body).to.deep.equal({ error: 'not_found', message: "token with id 'ci' does not exist for account 'alice'" });
+  });
+
+  it('a deleted API token stays dead when a new token reuses its id; the record keeps the random jti', async function () {
+    const leaked = String((await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: 'reused' } })).body['token']);
+    expect((await call(base, 'DELETE', '/api/v1/account/alice/token/reused', { token: alice })).status).to.equal(200);
+    const again = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: 'reused' } });
+    expect(again.status).to.equal(200);
+    const fresh = String(again.body['token']);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: leaked })).body).to.deep.equal({
+      error: 'unauthenticated', message: "this API token of account 'alice' was deleted",
+    });
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: fresh })).status).to.equal(200);
+    const stored = server.services.store.current().secrets.get('svc-secret')?.data['accounts.alice.tokens'] ?? '[]';
+    const record = (JSON.parse(stored) as { id: string; jti?: string; iat: number }[]).find((t) => t.id === 'reused');
+    expect(record).to.deep.equal({ id: 'reused', jti: decodeJwt(fresh).jti, iat: decodeJwt(fresh).iat });
+    expect((await call(base, 'DELETE', '/api/v1/account/alice/token/reused', { token: alice })).status).to.equal(200);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: fresh })).status).to.equal(401);
   });
 
   it('refuses tokens without the apiKey capability or the update right', async function () {
@@ -138,5 +167,43 @@ describe('HTTP /api/v1/account', function () {
     expect((await call(base, 'GET', '/api/v1/account/bob', { token: bob })).status).to.equal(401);
     await login(base, 'bob', 'bob-pass-99');
     expect((await call(base, 'GET', '/api/v1/account', { token: admin })).status).to.equal(200);
+  });
+});
+
+describe('HTTP /api/v1/account: a password change racing logins with the old password', function () {
+  this.timeout(60_000);
+
+  it('no session whose login checked the old password survives the change; the fresh one does', async function () {
+    const dir = accountsConfigDir();
+    const server = await startTestServer(dir);
+    try {
+      const base = server.url;
+      const alice = await login(base, 'alice', PASSWORDS.alice);
+      const issued: string[] = [];
+      let changing = true;
+      // Logins that read the old hash before the change and sign after it are the ones at stake.
+      async function hammer(): Promise<void> {
+        while (changing) {
+          const reply = await call(base, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } });
+          if (reply.status === 200) issued.push(String(reply.body['token']));
+        }
+      }
+      const hammers = [hammer(), hammer()];
+      await new Promise((r) => setTimeout(r, 100));
+      const changed = await call(base, 'PUT', '/api/v1/account/password', { token: alice, body: { currentPassword: PASSWORDS.alice, newPassword: 'brand-new-pass-1' } });
+      changing = false;
+      await Promise.all(hammers);
+      expect(changed.status).to.equal(200);
+      expect(issued.length).to.be.greaterThan(10);
+      const replies = await Promise.all(issued.map((token) => call(base, 'GET', '/api/v1/account/alice', { token })));
+      const answers = new Set(replies.map((r) => `${r.status} ${JSON.stringify(r.body)}`));
+      expect([...answers]).to.deep.equal([
+        `401 ${JSON.stringify({ error: 'unauthenticated', message: "the password of account 'alice' changed after this token was issued; log in again" })}`,
+      ]);
+      expect((await call(base, 'GET', '/api/v1/account/alice', { token: String(changed.body['token']) })).status).to.equal(200);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

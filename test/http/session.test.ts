@@ -35,6 +35,7 @@ describe('HTTP /api/v1/session', function () {
     expect(claims.iat).to.be.within(before, before + 2);
     expect(claims.nbf).to.equal(claims.iat);
     expect(claims.exp).to.equal((claims.iat ?? 0) + 7200); // users.session.duration: 2h
+    expect(claims['pwh']).to.match(/^[A-Za-z0-9_-]{16}$/); // bound to the password hash checked
     const cookie = reply.headers.get('set-cookie') ?? '';
     expect(cookie).to.match(new RegExp(`^svc\\.token=${token.replace(/\./g, '\\.')}; path=/; expires=.*; samesite=lax; httponly$`));
     expect(cookie).not.to.include('secure');
@@ -100,6 +101,18 @@ describe('HTTP /api/v1/session', function () {
     expect(again.body).to.deep.equal({ revoked: false });
   });
 
+  it("logging out with carol's API token 'deploy' leaves alice's token 'deploy' alive", async function () {
+    const [admin, alice] = await Promise.all([login(base, 'admin', PASSWORDS.admin), login(base, 'alice', PASSWORDS.alice)]);
+    const make = async (name: string, token: string) => String((await call(base, 'POST', `/api/v1/account/${name}/token`, { token, body: { id: 'deploy' } })).body['token']);
+    const carolDeploy = await make('carol', admin);
+    const aliceDeploy = await make('alice', alice);
+    expect((await call(base, 'DELETE', '/api/v1/session', { token: carolDeploy })).body).to.deep.equal({ revoked: true });
+    expect((await call(base, 'GET', '/api/v1/account/carol', { token: carolDeploy })).body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+    const alive = await call(base, 'GET', '/api/v1/account/alice', { token: aliceDeploy });
+    expect(alive.status).to.equal(200);
+    expect(alive.body['name']).to.equal('alice');
+  });
+
   it('routes that need a caller answer 401 with the reason the token was refused', async function () {
     const none = await call(base, 'GET', '/api/v1/account');
     expect(none.body).to.deep.equal({ error: 'unauthenticated', message: 'no valid token: log in or send a bearer token' });
@@ -111,8 +124,9 @@ describe('HTTP /api/v1/session', function () {
       [await sign({ iss: 'svc', sub: 'ghost:login', jti: 'j4', iat: now, nbf: now, exp: now + 60 }), "account 'ghost' does not exist"],
       [await sign({ iss: 'svc', sub: 'carol:login', jti: 'j5', iat: now, nbf: now, exp: now + 60 }), "account 'carol' does not have the login capability"],
       [await sign({ iss: 'svc', sub: 'dave:login', jti: 'j6', iat: now, nbf: now, exp: now + 60 }), "account 'dave' is disabled"],
-      [await sign({ iss: 'svc', sub: 'alice:apiKey', jti: 'never-listed', iat: now }), "token 'never-listed' of account 'alice' was deleted"],
+      [await sign({ iss: 'svc', sub: 'alice:apiKey', jti: 'never-listed', iat: now }), "this API token of account 'alice' was deleted"],
       [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j7', iat: Date.parse('2019-12-31T23:59:59Z') / 1000, nbf: 0, exp: now + 60 }), "the password of account 'alice' changed after this token was issued; log in again"],
+      [await sign({ iss: 'svc', sub: 'alice:login', jti: 'j9', iat: now, nbf: now, exp: now + 60, pwh: 'AAAAAAAAAAAAAAAA' }), "the password of account 'alice' changed after this token was issued; log in again"],
       [await sign({ iss: 'https://elsewhere.example', sub: 'x', jti: 'j8', iat: now }), 'token issuer is not accepted'],
     ];
     for (const [token, message] of cases) {

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import type { AccountSettings } from '../../src/accounts/config.js';
 import { BCRYPT_COST } from '../../src/accounts/passwords.js';
 import { createLoginConcurrency } from '../../src/session/concurrency.js';
-import { createLoginService, FAILURE_DELAY_MIN_MS, randomFailureDelay, type LoginService } from '../../src/session/login.js';
+import { createLoginService, FAILURE_DELAY_MAX_MS, FAILURE_DELAY_MIN_MS, type LoginService } from '../../src/session/login.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { createMemoryState } from '../../src/state/memory.js';
@@ -37,8 +37,10 @@ describe('LoginService', function () {
   });
   after(() => state.close());
 
-  function service(options: { maxConcurrent?: number; delay?: () => Promise<void> } = {}): LoginService {
-    const limits = { maxFailCount: 2, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+  /** `delay: 'default'` leaves failureDelay out, so the service uses its own default. */
+  function service(options: { maxConcurrent?: number; maxFailCount?: number; delay?: (() => Promise<void>) | 'default' } = {}): LoginService {
+    const limits = { maxFailCount: options.maxFailCount ?? 2, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+    const delay = options.delay ?? (async () => undefined);
     return createLoginService({
       accounts: () => accounts(hash),
       throttle: createLoginThrottle({ state, limits, log, registry: new Registry(), now: Date.now }),
@@ -47,7 +49,7 @@ describe('LoginService', function () {
       sessionDurationMs: () => 3_600_000,
       log,
       now: Date.now,
-      failureDelay: options.delay ?? (async () => undefined),
+      ...(delay === 'default' ? {} : { failureDelay: delay }),
     });
   }
 
@@ -74,12 +76,19 @@ describe('LoginService', function () {
   });
 
   it('waits a random 0.5–1 s after a failure by default', async function () {
-    this.timeout(10_000);
-    const elapsed = await timed(() => randomFailureDelay());
-    expect(elapsed).to.be.within(FAILURE_DELAY_MIN_MS - 5, 1100);
+    this.timeout(20_000);
+    const login = service({ delay: 'default' });
+    // The same failure without the delay: what the login itself costs (one bcrypt, the throttle).
+    const bare = await timed(() => service().withPassword({ username: 'nobody-bare', password: 'x' }));
+    for (let i = 0; i < 3; i++) {
+      const elapsed = await timed(() => login.withPassword({ username: `nobody-default-${i}`, password: 'x' }));
+      expect(elapsed).to.be.within(FAILURE_DELAY_MIN_MS, FAILURE_DELAY_MAX_MS + bare + 150);
+    }
+    const success = await timed(() => login.withPassword({ username: 'alice', password: 'right-password' }));
+    expect(success).to.be.below(FAILURE_DELAY_MIN_MS);
     let delayed = 0;
-    const login = service({ delay: async () => void delayed++ });
-    await failure(login.withPassword({ username: 'nobody-delay', password: 'x' }));
+    const injected = service({ delay: async () => void delayed++ });
+    await failure(injected.withPassword({ username: 'nobody-delay', password: 'x' }));
     expect(delayed).to.equal(1);
   });
 
@@ -124,7 +133,8 @@ describe('LoginService', function () {
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as { code: string; message: string });
     expect(refused.length).to.equal(3);
     expect(refused[0]).to.include({ code: 'too_many_requests', message: 'too many login requests in progress (limit 1); try again shortly' });
-    const open = service({ maxConcurrent: 0 });
+    // More logins of one name in flight than the failure limit would be refused (throttle.ts).
+    const open = service({ maxConcurrent: 0, maxFailCount: 5 });
     const all = await Promise.allSettled(Array.from({ length: 4 }, () => open.withPassword({ username: 'alice', password: 'right-password' })));
     expect(all.every((r) => r.status === 'fulfilled')).to.equal(true);
   });

@@ -36,15 +36,16 @@ describe('login throttle when Redis is unreachable', function () {
 
   it('keeps counting in memory, warns once, sets the metric, and goes back when Redis returns', async function () {
     this.timeout(30_000);
-    await throttle.recordFailure('ivy');
+    const fail = async (name: string) => throttle.recordFailure(name, await throttle.admit(name));
+    await fail('ivy');
     expect(await gauge()).to.equal(0);
     await peer.stop();
-    await throttle.check('ivy'); // works: memory knows nothing, so not locked
-    await throttle.recordFailure('ivy');
-    await throttle.recordFailure('ivy');
-    await throttle.recordFailure('ivy');
+    expect(await throttle.admit('ivy')).to.equal(1); // works: memory knows nothing, so not locked
+    await throttle.recordFailure('ivy', 1);
+    await fail('ivy');
+    await fail('ivy');
     let err: unknown;
-    await throttle.check('ivy').catch((e: unknown) => (err = e));
+    await throttle.admit('ivy').catch((e: unknown) => (err = e));
     expect(err).to.be.instanceOf(TooManyAttempts);
     expect(throttle.degraded).to.equal(true);
     expect(await gauge()).to.equal(1);
@@ -58,7 +59,7 @@ describe('login throttle when Redis is unreachable', function () {
     await redis.ping().catch(() => undefined);
     for (let i = 0; i < 40 && throttle.degraded; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      await throttle.check('someone-else').catch(() => undefined);
+      await throttle.admit('someone-else').catch(() => undefined);
     }
     expect(throttle.degraded).to.equal(false);
     expect(await gauge()).to.equal(0);

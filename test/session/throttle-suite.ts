@@ -2,12 +2,16 @@
  * The login-throttle rules, one suite run against every state backend (memory and a real
  * Redis, see throttle.test.ts): replicas behave the same whichever backend they share.
  */
+import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { TooManyAttempts } from '../../src/errors.js';
+import { createLoginConcurrency } from '../../src/session/concurrency.js';
 import type { LoginLimits } from '../../src/session/limits.js';
+import { createLoginService } from '../../src/session/login.js';
 import { createLoginThrottle, LockedUntilCleared, type LoginThrottle } from '../../src/session/throttle.js';
+import { createTokenSigner } from '../../src/session/tokens.js';
 import type { StateBackend } from '../../src/state/state.js';
 
 const LIMITS: LoginLimits = { maxFailCount: 5, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
@@ -42,12 +46,17 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
       await Promise.all(opened.splice(0).map((t) => t.close()));
     });
 
+    /** One attempt that fails: counted first (admit), then recorded as a failure. */
+    async function fail(t: LoginThrottle, name: string): Promise<void> {
+      await t.recordFailure(name, await t.admit(name));
+    }
+
     it('locks a name after SVC_SESSION_FAILURE_MAX_FAIL_COUNT failures, for the whole window', async function () {
       const t = throttle();
-      for (let i = 0; i < 4; i++) await t.recordFailure(n('alice'));
-      await t.check(n('alice'));
-      await t.recordFailure(n('alice'));
-      const err = await rejection(t.check(n('alice')));
+      for (let i = 0; i < 4; i++) await fail(t, n('alice'));
+      await t.recordSuccess(n('other')); // another name's success changes nothing
+      await fail(t, n('alice'));
+      const err = await rejection(t.admit(n('alice')));
       expect(err).to.be.instanceOf(TooManyAttempts);
       expect((err as TooManyAttempts).code).to.equal('too_many_attempts');
       expect((err as TooManyAttempts).retryAfterSeconds).to.equal(300);
@@ -56,42 +65,110 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
 
     it('counts names exactly as typed, unknown names included, each on its own', async function () {
       const t = throttle({ maxFailCount: 2 });
-      await t.recordFailure(n('nobody'));
-      await t.recordFailure(n('nobody'));
-      await t.recordFailure(n('Alice'));
-      expect(await rejection(t.check(n('nobody')))).to.be.instanceOf(TooManyAttempts);
-      await t.check(n('Alice'));
-      await t.check(n('alice'));
+      await fail(t, n('nobody'));
+      await fail(t, n('nobody'));
+      await fail(t, n('Alice'));
+      expect(await rejection(t.admit(n('nobody')))).to.be.instanceOf(TooManyAttempts);
+      expect(await t.admit(n('Alice'))).to.equal(2);
+      expect(await t.admit(n('alice'))).to.equal(1);
     });
 
     it('resets the count on a success', async function () {
       const t = throttle({ maxFailCount: 3 });
-      await t.recordFailure(n('bob'));
-      await t.recordFailure(n('bob'));
+      await fail(t, n('bob'));
+      await fail(t, n('bob'));
+      await t.admit(n('bob'));
       await t.recordSuccess(n('bob'));
-      await t.recordFailure(n('bob'));
-      await t.recordFailure(n('bob'));
-      await t.check(n('bob'));
+      await fail(t, n('bob'));
+      await fail(t, n('bob'));
+      expect(await t.admit(n('bob'))).to.equal(3);
+    });
+
+    it('counts each attempt before its password is checked: parallel attempts past the limit are refused', async function () {
+      const t = throttle({ maxFailCount: 5 });
+      const results = await Promise.allSettled(Array.from({ length: 40 }, () => t.admit(n('par'))));
+      const admitted = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value);
+      expect(admitted.sort((a, b) => a - b)).to.deep.equal([1, 2, 3, 4, 5]);
+      const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as TooManyAttempts);
+      expect(refused).to.have.length(35);
+      expect(refused[0]).to.include({ code: 'too_many_attempts', retryAfterSeconds: 1, message: 'too many failed logins; try again in 1s' });
+      for (const attempt of admitted) await t.recordFailure(n('par'), attempt);
+      const locked = await rejection(t.admit(n('par')));
+      expect(locked).to.include({ retryAfterSeconds: 300, message: 'too many failed logins; try again in 300s' });
+    });
+
+    it('40 parallel wrong guesses through the login service check at most maxFailCount passwords', async function () {
+      this.timeout(20_000);
+      const name = n('guessed');
+      const passwordHash = await bcrypt.hash('right-password', 4);
+      const login = createLoginService({
+        accounts: () => new Map([[name, { name, enabled: true, capabilities: ['login'], tokens: [], passwordHash }]]),
+        throttle: throttle({ maxFailCount: 5 }),
+        concurrency: createLoginConcurrency(0),
+        signer: createTokenSigner({ secretKey: () => 'k'.repeat(32), now: Date.now }),
+        sessionDurationMs: () => 60_000,
+        log: pino({ level: 'silent' }),
+        now: Date.now,
+        failureDelay: async () => undefined,
+      });
+      const realCompare = bcrypt.compare;
+      let checked = 0;
+      (bcrypt as { compare: typeof bcrypt.compare }).compare = ((...args: Parameters<typeof realCompare>) => {
+        checked++;
+        return realCompare(...args);
+      }) as typeof bcrypt.compare;
+      try {
+        const guesses = Array.from({ length: 40 }, (_, i) => (i === 39 ? 'right-password' : `wrong-${i}`));
+        const results = await Promise.allSettled(guesses.map((password) => login.withPassword({ username: name, password })));
+        const codes = results.map((r) => (r.status === 'rejected' ? (r.reason as { code: string }).code : 'ok'));
+        expect(checked).to.equal(5);
+        expect(codes.filter((c) => c === 'invalid_credentials')).to.have.length(5);
+        expect(codes.filter((c) => c === 'too_many_attempts')).to.have.length(35);
+        const after = await rejection(login.withPassword({ username: name, password: 'right-password' }));
+        expect(after).to.include({ code: 'too_many_attempts', message: 'too many failed logins; try again in 300s' });
+        expect(checked).to.equal(5);
+      } finally {
+        (bcrypt as { compare: typeof bcrypt.compare }).compare = realCompare;
+      }
+    });
+
+    it('a success in flight beside the failures lifts the lock', async function () {
+      const t = throttle({ maxFailCount: 2 });
+      expect(await t.admit(n('kim'))).to.equal(1); // in flight, with the right password
+      await fail(t, n('kim')); // attempt 2 fails: locked
+      for (let i = 0; i < 5; i++) expect(await rejection(t.admit(n('kim')))).to.be.instanceOf(TooManyAttempts);
+      await t.recordSuccess(n('kim')); // attempt 1 succeeds
+      expect(await backend().get(`login-locked:${n('kim')}`)).to.equal(null);
+      expect(await t.admit(n('kim'))).to.equal(1);
+    });
+
+    it('attempts refused during a lockout leave no count behind once it ends', async function () {
+      const t = throttle({ maxFailCount: 2, windowSeconds: 1 });
+      await fail(t, n('lee'));
+      await new Promise((r) => setTimeout(r, 500));
+      await fail(t, n('lee')); // locks for 1 s from now; the count (from 0.5 s ago) now ends with it
+      await new Promise((r) => setTimeout(r, 700)); // past the first failure's window, inside the lockout
+      for (let i = 0; i < 5; i++) expect(await rejection(t.admit(n('lee')))).to.be.instanceOf(TooManyAttempts);
+      await new Promise((r) => setTimeout(r, 600));
+      expect(await t.admit(n('lee'))).to.equal(1);
     });
 
     it('forgets failures and ends the lockout when the window has passed', async function () {
       const t = throttle({ maxFailCount: 2, windowSeconds: 1 });
-      await t.recordFailure(n('erin'));
-      await t.recordFailure(n('erin'));
-      const err = await rejection(t.check(n('erin')));
+      await fail(t, n('erin'));
+      await fail(t, n('erin'));
+      const err = await rejection(t.admit(n('erin')));
       expect((err as TooManyAttempts).retryAfterSeconds).to.equal(1);
       await new Promise((r) => setTimeout(r, 1100));
-      await t.check(n('erin'));
-      await t.recordFailure(n('erin'));
-      await t.check(n('erin'));
+      await fail(t, n('erin'));
+      expect(await t.admit(n('erin'))).to.equal(2);
     });
 
     it('with a window of 0 locks after 10 consecutive failures, for good', async function () {
       const t = throttle({ windowSeconds: 0, maxFailCount: 10 });
-      for (let i = 0; i < 9; i++) await t.recordFailure(n('frank'));
-      await t.check(n('frank'));
-      await t.recordFailure(n('frank'));
-      const err = await rejection(t.check(n('frank')));
+      for (let i = 0; i < 9; i++) await fail(t, n('frank'));
+      await fail(t, n('frank'));
+      const err = await rejection(t.admit(n('frank')));
       expect(err).to.be.instanceOf(LockedUntilCleared);
       expect((err as Error).message).to.equal('too many consecutive failed logins; logins for this name are locked until an operator clears them');
       const key = `login-locked:${n('frank')}`;
@@ -100,21 +177,21 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
 
     it('counts concurrent failures exactly (no lost update)', async function () {
       const t = throttle({ maxFailCount: 20 });
-      await Promise.all(Array.from({ length: 19 }, () => t.recordFailure(n('gina'))));
-      await t.check(n('gina'));
-      await t.recordFailure(n('gina'));
-      expect(await rejection(t.check(n('gina')))).to.be.instanceOf(TooManyAttempts);
+      await Promise.all(Array.from({ length: 19 }, () => fail(t, n('gina'))));
+      expect(await backend().get(`login-failures:${n('gina')}`)).to.equal('19');
+      await fail(t, n('gina'));
+      expect(await rejection(t.admit(n('gina')))).to.be.instanceOf(TooManyAttempts);
     });
 
     it('shares counts between throttles on the same backend (replicas)', async function () {
       const a = throttle({ maxFailCount: 4 });
       const b = throttle({ maxFailCount: 4 });
-      await a.recordFailure(n('hank'));
-      await b.recordFailure(n('hank'));
-      await a.recordFailure(n('hank'));
-      await b.recordFailure(n('hank'));
-      expect(await rejection(a.check(n('hank')))).to.be.instanceOf(TooManyAttempts);
-      expect(await rejection(b.check(n('hank')))).to.be.instanceOf(TooManyAttempts);
+      await fail(a, n('hank'));
+      await fail(b, n('hank'));
+      await fail(a, n('hank'));
+      await fail(b, n('hank'));
+      expect(await rejection(a.admit(n('hank')))).to.be.instanceOf(TooManyAttempts);
+      expect(await rejection(b.admit(n('hank')))).to.be.instanceOf(TooManyAttempts);
     });
 
     it('when the name cache is full, evicts the oldest entry that is neither admin nor the current name', async function () {
@@ -122,21 +199,36 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
       await state.delete('login-failures-index');
       await state.delete('login-failures:admin');
       const t = throttle({ maxFailCount: 3, maxCacheSize: 3 });
-      await t.recordFailure('admin');
-      await t.recordFailure('admin');
-      await t.recordFailure(n('x'));
-      await t.recordFailure(n('x'));
-      await t.recordFailure(n('y'));
-      await t.recordFailure(n('z')); // full: x is the oldest that is not admin
+      await fail(t, 'admin');
+      await fail(t, 'admin');
+      await fail(t, n('x'));
+      await fail(t, n('x'));
+      await fail(t, n('y'));
+      await fail(t, n('z')); // full: x is the oldest that is not admin
       expect(Object.keys(await state.hashGetAll('login-failures-index')).sort()).to.deep.equal(['admin', n('y'), n('z')].sort());
-      await t.recordFailure(n('x')); // x starts over at 1 (y evicted now)
-      await t.recordFailure(n('x'));
-      await t.check(n('x'));
-      await t.recordFailure('admin'); // admin kept its 2 failures: the third locks
-      expect(await rejection(t.check('admin'))).to.be.instanceOf(TooManyAttempts);
+      await fail(t, n('x')); // x starts over at 1 (y evicted now)
+      await fail(t, n('x'));
+      expect(await t.admit(n('x'))).to.equal(3);
+      await t.recordSuccess(n('x'));
+      await fail(t, 'admin'); // admin kept its 2 failures: the third locks
+      expect(await rejection(t.admit('admin'))).to.be.instanceOf(TooManyAttempts);
       await state.delete('login-failures-index');
       await state.delete('login-failures:admin');
       await state.delete('login-locked:admin');
+    });
+
+    it('never evicts a locked name: flooding other names does not lift a lockout', async function () {
+      const state = backend();
+      await state.delete('login-failures-index');
+      const t = throttle({ maxFailCount: 2, maxCacheSize: 2, windowSeconds: 0 });
+      await fail(t, n('locked'));
+      await fail(t, n('locked'));
+      for (let i = 0; i < 5; i++) await fail(t, n(`junk${i}`));
+      expect(Object.keys(await state.hashGetAll('login-failures-index')).sort()).to.deep.equal([n('junk4'), n('locked')].sort());
+      const err = await rejection(t.admit(n('locked')));
+      expect(err).to.be.instanceOf(LockedUntilCleared);
+      expect(await state.get(`login-locked:${n('locked')}`)).to.not.equal(null);
+      await state.delete('login-failures-index');
     });
   });
 }

@@ -31,6 +31,15 @@ describe('session/tokens', () => {
     expect(await signer.verify(token)).to.deep.equal(claims);
   });
 
+  it("carries a session's password binding (pwh) and verifies it back", async () => {
+    const signer = signerAt({ now: start }, { value: KEY });
+    const bound: TokenClaims = { ...claims, pwh: signer.passwordBinding('$2b$10$hash') };
+    const token = await signer.sign(bound);
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+    expect(payload['pwh']).to.equal(bound.pwh);
+    expect(await signer.verify(token)).to.deep.equal(bound);
+  });
+
   it('applies the time rules again when a verified token comes back later', async () => {
     const clock = { now: start };
     const signer = signerAt(clock, { value: KEY });

@@ -9,9 +9,7 @@ import type { ApiTokens } from '../../accounts/api-tokens.js';
 import type { ChangePassword } from '../../accounts/password-change.js';
 import { parseDuration } from '../../config/duration.js';
 import { InvalidRequest } from '../../errors.js';
-import type { Rights } from '../../rbac/rights.js';
 import type { LoginService } from '../../session/login.js';
-import { subjectsOf } from '../../session/principal.js';
 import { requirePrincipal } from '../auth.js';
 import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
 import { sessionCookie, setSessionCookie } from '../cookies.js';
@@ -22,7 +20,6 @@ export interface AccountRouteDeps {
   readonly apiTokens: ApiTokens;
   readonly changePassword: ChangePassword;
   readonly login: Pick<LoginService, 'issueSession'>;
-  readonly rights: Pick<Rights, 'can'>;
 }
 
 export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
@@ -35,7 +32,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
 
   router.get('/can-i/:resource/:action/:object', function canI(ctx) {
     const [resource, action, object] = params(ctx.params, 'resource', 'action', 'object');
-    const yes = deps.rights.can(subjectsOf(requirePrincipal(ctx)), resource, action, object);
+    const yes = accounts.canI(requirePrincipal(ctx), resource, action, object);
     ctx.body = { value: yes ? 'yes' : 'no' };
   });
 
@@ -44,7 +41,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     const name = optionalString(body, 'name') || caller.username;
-    await deps.changePassword(caller, {
+    const changed = await deps.changePassword(caller, {
       name,
       currentPassword: requireString(body, 'currentPassword'),
       newPassword: requireString(body, 'newPassword'),
@@ -53,7 +50,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
       ctx.body = {};
       return;
     }
-    const { token, expiresAt } = await deps.login.issueSession(name);
+    const { token, expiresAt } = await deps.login.issueSession(name, changed.passwordHash);
     if (sessionCookie(ctx) === ctx.state.token) setSessionCookie(ctx, token, expiresAt);
     ctx.body = { token };
   });

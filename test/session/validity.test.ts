@@ -1,0 +1,65 @@
+/** checkValidity: which API token records a token matches, and the session's password binding. */
+import { expect } from 'chai';
+import type { AccountSettings, ApiTokenRecord } from '../../src/accounts/config.js';
+import type { Revocation } from '../../src/session/revocation.js';
+import { createTokenSigner, type TokenClaims } from '../../src/session/tokens.js';
+import { checkValidity } from '../../src/session/validity.js';
+
+const signer = createTokenSigner({ secretKey: () => 'validity-test-key-0123456789abcd', now: Date.now });
+const revocation: Revocation = { revoke: async () => undefined, isRevoked: async () => false, close: async () => undefined };
+const HASH = '$2b$04$abcdefghijklmnopqrstuu5E9bO8y3C1zV8rY7QK3b3a5yS1kqG6m';
+
+/** Alice with a password unless `account` is 'no password'. */
+function deps(account: Partial<AccountSettings> | 'no password') {
+  const base: AccountSettings = { name: 'alice', enabled: true, capabilities: ['apiKey', 'login'], tokens: [] };
+  const full: AccountSettings = account === 'no password' ? base : { ...base, passwordHash: HASH, ...account };
+  return { accounts: () => new Map([['alice', full]]), revocation, signer };
+}
+
+async function reason(claims: TokenClaims, account: Partial<AccountSettings> | 'no password'): Promise<string | undefined> {
+  try {
+    await checkValidity(claims, deps(account));
+    return undefined;
+  } catch (err: unknown) {
+    return (err as Error).message;
+  }
+}
+
+const DELETED = "this API token of account 'alice' was deleted";
+const CHANGED = "the password of account 'alice' changed after this token was issued; log in again";
+
+describe('session/validity', () => {
+  const apiKey = (jti: string, iat: number, exp?: number): TokenClaims => ({ username: 'alice', kind: 'apiKey', jti, iat, exp });
+
+  it('matches an API token to its record by the random jti, not by the id', async () => {
+    const tokens: ApiTokenRecord[] = [{ id: 'ci', jti: 'uuid-2', iat: 200 }];
+    expect(await reason(apiKey('uuid-2', 200), { tokens })).to.equal(undefined);
+    expect(await reason(apiKey('uuid-1', 100), { tokens })).to.equal(DELETED); // the deleted 'ci' before it
+    expect(await reason(apiKey('ci', 200), { tokens })).to.equal(DELETED); // an id is not a jti
+  });
+
+  it('matches a record without jti (older versions: jti was the id) on id, iat and exp', async () => {
+    const tokens: ApiTokenRecord[] = [{ id: 'ci', iat: 100, exp: 900 }];
+    expect(await reason(apiKey('ci', 100, 900), { tokens })).to.equal(undefined);
+    expect(await reason(apiKey('ci', 101, 900), { tokens })).to.equal(DELETED);
+    expect(await reason(apiKey('ci', 100), { tokens })).to.equal(DELETED);
+    expect(await reason(apiKey('other', 100, 900), { tokens })).to.equal(DELETED);
+  });
+
+  it('refuses a session bound to another password hash than the current one', async () => {
+    const session = (pwh?: string): TokenClaims => ({ username: 'alice', kind: 'login', jti: 'j', iat: 100, exp: 200, ...(pwh !== undefined ? { pwh } : {}) });
+    const bound = signer.passwordBinding(HASH);
+    expect(bound).to.match(/^[A-Za-z0-9_-]{16}$/);
+    expect(await reason(session(bound), {})).to.equal(undefined);
+    expect(await reason(session(bound), { passwordHash: '$2b$04$another-hash' })).to.equal(CHANGED);
+    expect(await reason(session(bound), 'no password')).to.equal(CHANGED);
+    expect(await reason(session(), {})).to.equal(undefined); // issued before pwh existed: the mtime rule applies
+    expect(await reason(session(), { passwordMtime: new Date(101_000) })).to.equal(CHANGED);
+  });
+
+  it('derives the binding from server.secretkey: another key gives another binding', () => {
+    const other = createTokenSigner({ secretKey: () => 'another-key-0123456789abcdef0123', now: Date.now });
+    expect(other.passwordBinding(HASH)).to.not.equal(signer.passwordBinding(HASH));
+    expect(signer.passwordBinding(HASH)).to.equal(signer.passwordBinding(HASH));
+  });
+});
