@@ -1,17 +1,33 @@
 /**
  * Runs the server in the foreground: one process, or a node:cluster primary with workers that
  * share the listening socket. Graceful on SIGTERM/SIGINT: in-flight requests finish.
+ *
+ * A worker that fails before it is ready (port taken, bad TLS file, Redis refused) would fail
+ * the same way again, so the primary stops everything and exits 1 with the worker's reason,
+ * instead of restarting it forever. A worker that dies after it was ready is restarted with a
+ * growing delay; one that keeps dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
  */
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from './config/bootstrap.js';
 import { createLogger } from './log.js';
-import { startServer, type ServerOptions } from './server.js';
+import { startServer, type RunningServer, type ServerOptions } from './server.js';
 
 export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env'> {
   readonly workers: number;
 }
 
+type Logger = ReturnType<typeof createLogger>;
+
 const SHUTDOWN_GRACE_MS = 10_000;
+export const MAX_RESTARTS = 5;
+export const RESTART_WINDOW_MS = 60_000;
+const FIRST_RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 5_000;
+/** An exit can be seen before the worker's last message; wait this long for its reason. */
+const REASON_WAIT_MS = 200;
+
+/** Worker -> primary messages. */
+type WorkerMessage = { readonly svc: 'ready' } | { readonly svc: 'start-failed'; readonly reason: string };
 
 export async function runServe(options: ServeOptions): Promise<void> {
   const log = createLogger();
@@ -21,7 +37,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     runPrimary(options.workers, log);
     return;
   }
-  const running = await startServer({ ...options, log: cluster.isWorker ? log.child({ worker: cluster.worker?.id }) : log });
+  const running = cluster.isWorker ? await startWorker(options, log) : await startServer({ ...options, log });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -39,24 +55,101 @@ export async function runServe(options: ServeOptions): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-function runPrimary(workers: number, log: ReturnType<typeof createLogger>): void {
-  let stopping = false;
-  for (let i = 0; i < workers; i++) cluster.fork();
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) return;
-    log.error({ worker: worker.id, code, signal }, 'worker died; starting another');
-    cluster.fork();
+/** Tells the primary whether this worker came up; on failure the primary reports the reason once. */
+async function startWorker(options: ServeOptions, log: Logger): Promise<RunningServer> {
+  try {
+    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }) });
+    await send({ svc: 'ready' });
+    return running;
+  } catch (err: unknown) {
+    await send({ svc: 'start-failed', reason: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  }
+}
+
+function send(message: WorkerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (process.send === undefined) resolve();
+    else process.send(message, undefined, {}, () => resolve());
   });
-  const stop = (signal: NodeJS.Signals) => {
+}
+
+function isWorkerMessage(value: unknown): value is WorkerMessage {
+  return typeof value === 'object' && value !== null && 'svc' in value && (value.svc === 'ready' || value.svc === 'start-failed');
+}
+
+function runPrimary(workers: number, log: Logger): void {
+  const ready = new Set<number>();
+  const reasons = new Map<number, string>();
+  const restarts = restartBackoff();
+  let stopping = false;
+
+  const shutdown = (code: number, signal?: NodeJS.Signals) => {
+    if (stopping) return;
     stopping = true;
+    // The timers below are unref'd: when the last worker is gone the process may end on its own.
+    process.exitCode = code;
     log.info({ signal, workers }, 'shutting down workers');
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     const exitWhenDone = setInterval(() => {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(code);
     }, 50);
     setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + 2000).unref();
     exitWhenDone.unref();
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  const failStart = (worker: Worker, detail: string) => {
+    if (stopping) return;
+    const reason = reasons.get(worker.id) ?? detail;
+    log.error({ worker: worker.id, reason }, 'a worker could not start; stopping');
+    process.stderr.write(`svc-server: a worker could not start: ${reason}\n`);
+    shutdown(1);
+  };
+
+  cluster.on('message', (worker, message: unknown) => {
+    if (!isWorkerMessage(message)) return;
+    if (message.svc === 'ready') {
+      ready.add(worker.id);
+      log.info({ worker: worker.id }, 'worker ready');
+    } else {
+      reasons.set(worker.id, message.reason);
+      failStart(worker, message.reason);
+    }
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    if (!ready.has(worker.id)) {
+      const detail = `it exited (${signal ?? `code ${code}`}) before it was ready`;
+      setTimeout(() => failStart(worker, detail), REASON_WAIT_MS);
+      return;
+    }
+    ready.delete(worker.id);
+    const delay = restarts.next(Date.now());
+    if (delay === undefined) {
+      log.error({ worker: worker.id, code, signal }, 'workers keep dying; stopping');
+      process.stderr.write(`svc-server: workers died ${MAX_RESTARTS + 1} times within ${RESTART_WINDOW_MS / 1000}s; stopping\n`);
+      shutdown(1);
+      return;
+    }
+    log.error({ worker: worker.id, code, signal, delayMs: delay }, 'worker died; starting another');
+    setTimeout(() => {
+      if (!stopping) cluster.fork();
+    }, delay);
+  });
+  for (let i = 0; i < workers; i++) cluster.fork();
+  process.once('SIGTERM', () => shutdown(0, 'SIGTERM'));
+  process.once('SIGINT', () => shutdown(0, 'SIGINT'));
+}
+
+/** The delay before the next restart, doubling with each restart in the window; undefined past MAX_RESTARTS. */
+function restartBackoff(): { next(now: number): number | undefined } {
+  const times: number[] = [];
+  return {
+    next(now) {
+      while (times.length > 0 && (times[0] ?? now) <= now - RESTART_WINDOW_MS) times.shift();
+      if (times.length >= MAX_RESTARTS) return undefined;
+      const delay = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** times.length);
+      times.push(now);
+      return delay;
+    },
+  };
 }

@@ -35,9 +35,10 @@ program
   .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', process.env['SVC_REDIS_URL'])
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
-  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers, process.env['SVC_WORKERS'] !== undefined ? parseWorkers(process.env['SVC_WORKERS']) : undefined)
+  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers)
   .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number }) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
+    const workers = opts.workers ?? envWorkers() ?? (opts.redis !== undefined ? availableParallelism() : 1);
     const listen = (() => {
       try {
         return parseListen(opts.listen);
@@ -45,7 +46,6 @@ program
         return fail(`--listen: ${(err as Error).message}`);
       }
     })();
-    const workers = opts.workers ?? (opts.redis !== undefined ? availableParallelism() : 1);
     if (workers > 1 && opts.redis === undefined) {
       fail('--workers above 1 needs --redis: login throttling and token revocation must be shared by every worker');
     }
@@ -79,6 +79,20 @@ rbac
   .action(async (subject: string, resource: string, action: string, object: string, opts: { config: string }) => {
     process.exitCode = await runRbacCan(opts.config, { subject, resource, action, object }, process.stdout, process.stderr);
   });
+
+/**
+ * SVC_WORKERS, read here and not as the option's default: a default is computed when the program
+ * is defined, so a bad value would crash every subcommand (validate too) with a stack trace.
+ */
+function envWorkers(): number | undefined {
+  const value = process.env['SVC_WORKERS'];
+  if (value === undefined || value === '') return undefined;
+  try {
+    return parseWorkers(value);
+  } catch (err: unknown) {
+    return fail(`SVC_WORKERS: ${(err as Error).message}`);
+  }
+}
 
 function fail(message: string): never {
   process.stderr.write(`svc-server: ${message}\n`);

@@ -3,8 +3,10 @@
  * generated secrets it lacks (server key, admin password).
  *
  * The clear admin password goes only to the Secret svc-initial-admin-secret, never to a log
- * line or an error. Existing files are only ever patched through the Secret write path
- * (lock + re-read + atomic replace), so their comments and formatting stay.
+ * line or an error, and is written before its hash. Two processes starting on one store take
+ * turns under a lock file, so the password and the hash always come from the same process.
+ * Existing files are only ever patched through the Secret write path (lock + re-read + atomic
+ * replace), so their comments and formatting stay.
  */
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -12,8 +14,9 @@ import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from './atomic-file.js';
+import { errorCode, withFileLock } from './file-lock.js';
 import { EMPTY_MEMORY, loadDirectory } from './load-dir.js';
-import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET } from './manifests.js';
+import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
 import { updateSecretOnDisk } from './secret-writer.js';
 import type { SecretPatch } from './store.js';
 
@@ -43,79 +46,122 @@ export interface BootstrapResult {
   readonly initialAdminSecretFile?: string;
 }
 
-export async function ensureInitialConfig(options: BootstrapOptions): Promise<BootstrapResult> {
-  const dir = path.resolve(options.dir);
-  const random = options.randomBytes ?? cryptoRandomBytes;
-  const now = options.now ?? (() => new Date());
-  const { snapshot } = await loadDirectory(dir, EMPTY_MEMORY);
-  const found = [snapshot.configMaps.has(SETTINGS_CM), snapshot.configMaps.has(RBAC_CM), snapshot.secrets.has(SETTINGS_SECRET)];
-  if (!found.includes(true)) return createFreshStore(dir, options.log, random, now);
-
-  if (!found[0] || !found[1]) {
-    // Not created: an operator who has some of the store in git decides what goes in the rest.
-    const missing = [SETTINGS_CM, RBAC_CM].filter((_, i) => found[i] !== true);
-    options.log.warn({ dir, missing }, `ConfigMap ${missing.join(', ')} not found; using defaults`);
-  }
-  return completeSecret(dir, options.log, random, now);
+interface Bootstrap {
+  readonly dir: string;
+  readonly log: Logger;
+  readonly random: (size: number) => Buffer;
+  readonly now: () => Date;
 }
 
-async function createFreshStore(
-  dir: string,
-  log: Logger,
-  random: (size: number) => Buffer,
-  now: () => Date,
-): Promise<BootstrapResult> {
-  await mkdir(dir, { recursive: true });
-  const password = newPassword(random);
-  const secret = {
-    [SERVER_SECRET_KEY]: random(SECRET_KEY_BYTES).toString('base64url'),
-    [ADMIN_PASSWORD_KEY]: await bcrypt.hash(password, BCRYPT_COST),
-    [ADMIN_PASSWORD_MTIME_KEY]: now().toISOString(),
+/** The lock two processes starting on one store take in turn; a dot file, so the loader skips it. */
+const BOOTSTRAP_LOCK_TARGET = '.svc-bootstrap';
+
+export async function ensureInitialConfig(options: BootstrapOptions): Promise<BootstrapResult> {
+  const run: Bootstrap = {
+    dir: path.resolve(options.dir),
+    log: options.log,
+    random: options.randomBytes ?? cryptoRandomBytes,
+    now: options.now ?? (() => new Date()),
   };
-  const files: [string, string, number][] = [
-    [`${SETTINGS_CM}.yaml`, SETTINGS_CM_TEXT, 0o644],
-    [`${RBAC_CM}.yaml`, RBAC_CM_TEXT, 0o644],
-    [`${SETTINGS_SECRET}.yaml`, secretText(SETTINGS_SECRET, SETTINGS_SECRET_COMMENT, secret), 0o600],
-  ];
-  const createdFiles: string[] = [];
-  for (const [name, text, mode] of files) {
-    const file = path.join(dir, name);
-    // exclusive: a file of that name that holds something else (or does not parse) is not ours to replace.
-    await writeFileAtomic(file, text, { mode, exclusive: true }).catch((err: unknown) => {
-      throw new Error(`cannot create the initial configuration: ${file} already exists`, { cause: err });
-    });
-    createdFiles.push(file);
+  // A complete store is left alone without taking a lock: it may be mounted read-only.
+  const { snapshot } = await loadDirectory(run.dir, EMPTY_MEMORY);
+  if (secretComplete(snapshot)) {
+    warnMissingConfigMaps(snapshot, run);
+    return { createdFiles: [], addedKeys: [] };
   }
-  const adminFile = await writeInitialPassword(dir, log, password);
-  log.info({ dir, files: createdFiles }, 'created the initial configuration');
+  try {
+    await mkdir(run.dir, { recursive: true });
+    return await withFileLock(path.join(run.dir, BOOTSTRAP_LOCK_TARGET), async () => {
+      // Read again inside the lock: another process may have completed the store meanwhile.
+      const { snapshot: now } = await loadDirectory(run.dir, EMPTY_MEMORY);
+      const found = [now.configMaps.has(SETTINGS_CM), now.configMaps.has(RBAC_CM), now.secrets.has(SETTINGS_SECRET)];
+      if (!found.includes(true)) return createFreshStore(run);
+      warnMissingConfigMaps(now, run);
+      return completeSecret(run, now);
+    });
+  } catch (err: unknown) {
+    // A bare fs error (EACCES on the lock, ENOSPC) does not say that it stopped the first start.
+    if (errorCode(err) === undefined || !(err instanceof Error)) throw err;
+    throw new Error(`cannot create the initial configuration in ${run.dir}: ${err.message}`, { cause: err });
+  }
+}
+
+function secretComplete(snapshot: StoreSnapshot): boolean {
+  const data = snapshot.secrets.get(SETTINGS_SECRET)?.data ?? {};
+  return Boolean(data[SERVER_SECRET_KEY]) && Boolean(data[ADMIN_PASSWORD_KEY]);
+}
+
+/** Not created: an operator who has some of the store in git decides what goes in the rest. */
+function warnMissingConfigMaps(snapshot: StoreSnapshot, run: Bootstrap): void {
+  const missing = [SETTINGS_CM, RBAC_CM].filter((name) => !snapshot.configMaps.has(name));
+  if (missing.length > 0) run.log.warn({ dir: run.dir, missing }, `ConfigMap ${missing.join(', ')} not found; using defaults`);
+}
+
+/** `iat` of a session is whole seconds; a mtime with milliseconds would reject its first second. */
+function passwordMtime(now: () => Date): string {
+  return new Date(Math.floor(now().getTime() / 1000) * 1000).toISOString();
+}
+
+/**
+ * The ConfigMaps, then the clear password, then the Secret with its hash: a failure between the
+ * last two leaves a password that matches no hash (the next start makes another), never a hash
+ * whose password nobody has.
+ */
+async function createFreshStore(run: Bootstrap): Promise<BootstrapResult> {
+  const password = newPassword(run.random);
+  const secret = {
+    [SERVER_SECRET_KEY]: run.random(SECRET_KEY_BYTES).toString('base64url'),
+    [ADMIN_PASSWORD_KEY]: await bcrypt.hash(password, BCRYPT_COST),
+    [ADMIN_PASSWORD_MTIME_KEY]: passwordMtime(run.now),
+  };
+  const createdFiles = [
+    await createFile(run.dir, `${SETTINGS_CM}.yaml`, SETTINGS_CM_TEXT, 0o644),
+    await createFile(run.dir, `${RBAC_CM}.yaml`, RBAC_CM_TEXT, 0o644),
+  ];
+  const adminFile = await writeInitialPassword(run.dir, run.log, password);
+  createdFiles.push(await createFile(run.dir, `${SETTINGS_SECRET}.yaml`, secretText(SETTINGS_SECRET, SETTINGS_SECRET_COMMENT, secret), 0o600));
+  run.log.info({ dir: run.dir, files: createdFiles }, 'created the initial configuration');
   return { createdFiles: [...createdFiles, adminFile], addedKeys: [], initialAdminSecretFile: adminFile };
 }
 
-/** Adds what svc-secret lacks; decided inside the lock, so two starting processes add it once. */
-async function completeSecret(
-  dir: string,
-  log: Logger,
-  random: (size: number) => Buffer,
-  now: () => Date,
-): Promise<BootstrapResult> {
-  let password: string | undefined;
+async function createFile(dir: string, name: string, text: string, mode: number): Promise<string> {
+  const file = path.join(dir, name);
+  try {
+    // exclusive: a file of that name that holds something else (or does not parse) is not ours to replace.
+    await writeFileAtomic(file, text, { mode, exclusive: true });
+  } catch (err: unknown) {
+    if (errorCode(err) === 'EEXIST') throw new Error(`cannot create the initial configuration: ${file} already exists`, { cause: err });
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot create the initial configuration: cannot write ${file} (${reason})`, { cause: err });
+  }
+  return file;
+}
+
+/**
+ * Adds what svc-secret lacks. The clear password is written before the hash, for the reason
+ * given at createFreshStore; the keys are added inside the Secret's lock, only where still
+ * missing.
+ */
+async function completeSecret(run: Bootstrap, snapshot: StoreSnapshot): Promise<BootstrapResult> {
+  const before = snapshot.secrets.get(SETTINGS_SECRET)?.data ?? {};
+  const password = before[ADMIN_PASSWORD_KEY] ? undefined : newPassword(run.random);
+  const adminFile = password === undefined ? undefined : await writeInitialPassword(run.dir, run.log, password);
+  const hash = password === undefined ? undefined : await bcrypt.hash(password, BCRYPT_COST);
   let added: string[] = [];
   const mutate = (current: Readonly<Record<string, string>>): SecretPatch => {
     const set: Record<string, string> = {};
-    if (!current[SERVER_SECRET_KEY]) set[SERVER_SECRET_KEY] = random(SECRET_KEY_BYTES).toString('base64url');
-    if (!current[ADMIN_PASSWORD_KEY]) {
-      password = newPassword(random);
-      set[ADMIN_PASSWORD_KEY] = bcrypt.hashSync(password, BCRYPT_COST);
-      set[ADMIN_PASSWORD_MTIME_KEY] = now().toISOString();
-    } else password = undefined;
+    if (!current[SERVER_SECRET_KEY]) set[SERVER_SECRET_KEY] = run.random(SECRET_KEY_BYTES).toString('base64url');
+    if (hash !== undefined && !current[ADMIN_PASSWORD_KEY]) {
+      set[ADMIN_PASSWORD_KEY] = hash;
+      set[ADMIN_PASSWORD_MTIME_KEY] = passwordMtime(run.now);
+    }
     added = Object.keys(set).map((key) => `${SETTINGS_SECRET}/${key}`);
     return { set };
   };
-  const result = await updateSecretOnDisk({ dir, name: SETTINGS_SECRET, mutate });
-  if (added.length > 0) log.info({ file: result.file, keys: added }, `added generated keys to Secret ${SETTINGS_SECRET}`);
+  const result = await updateSecretOnDisk({ dir: run.dir, name: SETTINGS_SECRET, mutate });
+  if (added.length > 0) run.log.info({ file: result.file, keys: added }, `added generated keys to Secret ${SETTINGS_SECRET}`);
   const createdFiles = result.created ? [result.file] : [];
-  if (password === undefined) return { createdFiles, addedKeys: added };
-  const adminFile = await writeInitialPassword(dir, log, password);
+  if (adminFile === undefined) return { createdFiles, addedKeys: added };
   return { createdFiles: [...createdFiles, adminFile], addedKeys: added, initialAdminSecretFile: adminFile };
 }
 

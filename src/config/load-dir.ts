@@ -43,17 +43,23 @@ const YAML_FILE = /\.ya?ml$/;
  * Every `*.yaml`/`*.yml` below `dir`, sorted. Names starting with a dot are skipped: our temp
  * files, editors' swap files, and the `..data` links of a Kubernetes volume mount (which would
  * otherwise show every file twice). Symlinked files are followed, symlinked directories are not
- * (no cycles). A missing directory is an empty store.
+ * (no cycles). A missing directory is an empty store. A subdirectory that cannot be read (the
+ * `lost+found` of a mounted volume, a private folder) is skipped and passed to `onSkipped`: one
+ * such folder must not stop the server from starting. The store's own directory is not skipped.
  */
-export async function listYamlFiles(dir: string): Promise<string[]> {
+export async function listYamlFiles(dir: string, onSkipped?: (subdir: string, code: string) => void): Promise<string[]> {
   const out: string[] = [];
+  const root = path.resolve(dir);
   const walk = async (current: string): Promise<void> => {
     let entries;
     try {
       entries = await readdir(current, { withFileTypes: true });
     } catch (err: unknown) {
-      if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return;
-      throw err;
+      const code = errorCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      if (current === root || code === undefined) throw err;
+      onSkipped?.(current, code);
+      return;
     }
     for (const entry of entries) {
       if (entry.name.startsWith('.')) continue;
@@ -62,7 +68,7 @@ export async function listYamlFiles(dir: string): Promise<string[]> {
       else if ((entry.isFile() || entry.isSymbolicLink()) && YAML_FILE.test(entry.name)) out.push(full);
     }
   };
-  await walk(path.resolve(dir));
+  await walk(root);
   return out.sort();
 }
 
@@ -82,9 +88,9 @@ export async function directorySignature(files: readonly string[]): Promise<stri
 }
 
 export async function loadDirectory(dir: string, memory: LoadMemory): Promise<LoadResult> {
-  const files = await listYamlFiles(dir);
-  const signature = await directorySignature(files);
   const sink = new ProblemSink();
+  const files = await listYamlFiles(dir, (subdir, code) => sink.add(subdir, [], `cannot be read (${code}); its files are skipped`));
+  const signature = await directorySignature(files);
   const keptLastGood: string[] = [];
   const fileDocs = new Map<string, readonly unknown[]>();
   for (const file of files) {

@@ -19,7 +19,8 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   if (!isSecretReference(value)) return value;
   const match = REFERENCE.exec(value);
   if (match === null) {
-    sink.add(path, `'${value}' is not a secret reference: use $<key> or $<secret>:<key>`);
+    // Never the value itself: a `$` that was not meant as a reference is likely a secret typed in place.
+    sink.add(path, 'is not a secret reference: use $<key> or $<secret>:<key>');
     return undefined;
   }
   const [, first, second] = match;

@@ -6,7 +6,7 @@
  * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
  * files do not wait on each other.
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
@@ -47,10 +47,13 @@ export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<
   let candidate = request.hint ?? (await locateSecret(request.dir, request.name));
   // A Secret can move between files while we wait for the lock; three tries is plenty.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const target = candidate ?? path.join(path.resolve(request.dir), `${request.name}.yaml`);
+    const shown = candidate ?? path.join(path.resolve(request.dir), `${request.name}.yaml`);
     if (candidate === undefined) await mkdir(request.dir, { recursive: true });
+    // A symlinked file (a mounted or shared Secret) is written where it really is: the lock
+    // and the rename must be beside the real file, or the rename would replace the link itself.
+    const target = await realPath(shown);
     const outcome = await withFileLock(target, () => writeUnderLock(target, request, candidate === undefined), request.lock);
-    if (outcome !== 'moved') return outcome;
+    if (outcome !== 'moved') return { ...outcome, file: shown };
     candidate = await locateSecret(request.dir, request.name);
   }
   throw new Error(`Secret ${request.name} keeps moving between files; not written`);
@@ -64,7 +67,7 @@ async function writeUnderLock(
   if (creating) {
     // Another process may have created it (here or elsewhere) while we waited for the lock.
     const now = await locateSecret(request.dir, request.name);
-    if (now !== undefined && now !== target) return 'moved';
+    if (now !== undefined && (await realPath(now)) !== target) return 'moved';
   }
   const text = await readIfExists(target);
   if (text === undefined) {
@@ -117,6 +120,16 @@ async function locateSecret(dir: string, name: string): Promise<string | undefin
     throw new Error(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
   }
   return undefined;
+}
+
+/** The file's real path, following symlinks; the path itself when it does not exist (yet). */
+async function realPath(file: string): Promise<string> {
+  try {
+    return await realpath(file);
+  } catch (err: unknown) {
+    if (errorCode(err) === 'ENOENT') return file;
+    throw err;
+  }
 }
 
 async function readIfExists(file: string): Promise<string | undefined> {

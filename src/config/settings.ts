@@ -49,15 +49,15 @@ export function parseSettings(snapshot: StoreSnapshot, previous?: Settings): Par
     if (!SIMPLE_CM_KEYS.has(key) && !isAccountKey(key)) cmSink.add([key], 'unknown key');
   }
   const settings: Settings = {
-    url: parseUrl(cm['url'], cmSink),
-    serverSecretKey: serverSecretKey(secret, sink.scoped(SETTINGS_SECRET)),
-    sessionDurationMs: parseSessionDuration(cm['users.session.duration'], cmSink),
+    url: parseUrl(cm['url'], cmSink, previous?.url),
+    serverSecretKey: serverSecretKey(secret, sink.scoped(SETTINGS_SECRET), previous?.serverSecretKey),
+    sessionDurationMs: parseSessionDuration(cm['users.session.duration'], cmSink, previous?.sessionDurationMs),
     accounts: parseAccounts({ cm, secret, cmSink, secretSink: sink.scoped(SETTINGS_SECRET), ...(previous ? { previous: previous.accounts } : {}) }),
     extensions: parseExtensionConfig(cm['extension.config'], snapshot.secrets, cmSink.at('extension.config'), previous?.extensions),
     oidc: parseOidcConfig(cm['oidc.config'], snapshot.secrets, cmSink.at('oidc.config'), previous?.oidc),
     idp: parseIdpConfig(cm['idp.config'], snapshot.secrets, cmSink.at('idp.config'), previous?.idp),
     oidcTlsInsecureSkipVerify: parseFlag(cm['oidc.tls.insecure.skip.verify'], cmSink, 'oidc.tls.insecure.skip.verify'),
-    policy: parseRbac(rbac, sink.scoped(RBAC_CM)),
+    policy: parseRbac(rbac, sink.scoped(RBAC_CM), previous?.policy),
     catalog: readCatalog(snapshot, sink),
   };
   return { settings, problems: sink.problems };
@@ -70,21 +70,26 @@ export function parseSettingsStrict(snapshot: StoreSnapshot): Settings {
   return settings;
 }
 
-function parseUrl(value: string | undefined, sink: ScopedSink): string {
+/** What a bad value is replaced by, as the end of its problem sentence. */
+const KEPT = 'the previous value stays in force';
+
+// A bad value keeps the one in force (DESIGN §2): falling back to the default instead would
+// silently move callbacks to 127.0.0.1 or stretch sessions to 24h on a typo.
+function parseUrl(value: string | undefined, sink: ScopedSink, previous: string | undefined): string {
   if (value === undefined || value === '') return DEFAULT_URL;
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
-    sink.add(['url'], `'${value}' is not an http(s) URL; using ${DEFAULT_URL}`);
-    return DEFAULT_URL;
+    sink.add(['url'], `'${value}' is not an http(s) URL; ${previous === undefined ? `using ${DEFAULT_URL}` : KEPT}`);
+    return previous ?? DEFAULT_URL;
   }
   return value.replace(/\/+$/, '');
 }
 
-function parseSessionDuration(value: string | undefined, sink: ScopedSink): number {
+function parseSessionDuration(value: string | undefined, sink: ScopedSink, previous: number | undefined): number {
   if (value === undefined || value === '') return DEFAULT_SESSION_DURATION_MS;
   const ms = parseDuration(value);
   if (ms === undefined || ms <= 0) {
-    sink.add(['users.session.duration'], `'${value}' is not a duration (for example 24h, 90m); using 24h`);
-    return DEFAULT_SESSION_DURATION_MS;
+    sink.add(['users.session.duration'], `'${value}' is not a duration (for example 24h, 90m); ${previous === undefined ? 'using 24h' : KEPT}`);
+    return previous ?? DEFAULT_SESSION_DURATION_MS;
   }
   return ms;
 }
@@ -96,18 +101,19 @@ function parseFlag(value: string | undefined, sink: ScopedSink, key: string): bo
   return false;
 }
 
-function serverSecretKey(secret: Readonly<Record<string, string>>, sink: ScopedSink): string | undefined {
+/** A key removed by mistake keeps the one in force, so every session does not end on an edit. */
+function serverSecretKey(secret: Readonly<Record<string, string>>, sink: ScopedSink, previous: string | undefined): string | undefined {
   const key = secret['server.secretkey'];
   if (key === undefined || key === '') {
-    sink.add(['server.secretkey'], 'is missing: tokens cannot be issued or verified');
-    return undefined;
+    sink.add(['server.secretkey'], previous === undefined ? 'is missing: tokens cannot be issued or verified' : `is missing; ${KEPT}`);
+    return previous;
   }
   return key;
 }
 
 const RBAC_KEY = /^policy\.[A-Za-z0-9_-]+\.csv$/;
 
-function parseRbac(data: Readonly<Record<string, string>>, sink: ScopedSink): Policy {
+function parseRbac(data: Readonly<Record<string, string>>, sink: ScopedSink, previous: Policy | undefined): Policy {
   const overlays: Record<string, string> = {};
   for (const [key, value] of Object.entries(data)) {
     if (RBAC_KEY.test(key)) overlays[key] = value;
@@ -121,5 +127,6 @@ function parseRbac(data: Readonly<Record<string, string>>, sink: ScopedSink): Po
       ...(data['scopes'] !== undefined ? { scopes: data['scopes'] } : {}),
     },
     sink,
+    previous,
   );
 }

@@ -10,6 +10,7 @@
  */
 import YAML, { isMap, isScalar, type Document } from 'yaml';
 import type { SecretPatch } from './store.js';
+import { yamlErrorReason } from './yaml-errors.js';
 import { PART_OF_LABEL, PART_OF_VALUE } from './manifests.js';
 
 /** Plain scalars are folded at 80 columns by default; a base64 value must stay on its line. */
@@ -31,7 +32,7 @@ export function parseYamlFile(text: string): ParsedFile {
     const error = doc.errors[0];
     if (error === undefined) continue;
     const { line, col } = lineCounter.linePos(error.pos[0]);
-    return { ok: false, message: `YAML does not parse at line ${line}, column ${col}: ${error.message}` };
+    return { ok: false, message: `YAML does not parse at line ${line}, column ${col}: ${yamlErrorReason(error)}` };
   }
   return { ok: true, docs };
 }
@@ -41,7 +42,7 @@ export function documentsToJS(docs: readonly Document[]): { ok: true; values: un
   try {
     return { ok: true, values: docs.map((doc) => doc.toJS({ maxAliasCount: 100 }) as unknown) };
   } catch (err: unknown) {
-    return { ok: false, message: `YAML cannot be read: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, message: `YAML cannot be read: ${yamlErrorReason(err)}` };
   }
 }
 

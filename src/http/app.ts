@@ -24,8 +24,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.proxy ?? false });
   app.use(requestContext(deps.log));
   app.use(accessLog(deps.log));
-  app.use(errorMiddleware(deps.log));
+  // Outside the error middleware, so that a request that failed is counted with the status the
+  // client got (401, 404, 500), not the 404 Koa holds while the error is on its way.
   app.use(deps.metrics.middleware);
+  app.use(errorMiddleware(deps.log));
   app.use(deps.authenticate);
   for (const middleware of deps.early ?? []) app.use(middleware);
   for (const router of deps.routers) {

@@ -3,12 +3,15 @@
  * no side effects, so `svc-server validate` can call it.
  *
  * Lines come from `policy.csv`, then every `policy.<x>.csv` overlay in sorted key order (as Argo
- * CD). A malformed line is one problem naming its key and line number, and only that line is
+ * CD). A malformed line is one problem naming its key and line number. A key with a bad line
+ * keeps its last good version whole; on first load, when it has none, only the bad lines are
  * dropped. Argo CD instead fails the whole policy, so one typo denies everything to everyone
- * (reference/argocd.md §8.8); here the rest keeps working and the operator sees every bad line.
+ * (reference/argocd.md §8.8); here the other keys and lines keep working and the operator sees
+ * every bad line.
  */
 import type { ScopedSink } from '../config/problems.js';
 import YAML from 'yaml';
+import { yamlErrorReason } from '../config/yaml-errors.js';
 import { splitCsvLine } from './csv-line.js';
 
 export type Effect = 'allow' | 'deny';
@@ -31,6 +34,13 @@ export interface Policy {
   readonly defaultRole?: string;
   /** Token claims whose values are a user's groups (`scopes`, default `[groups]`). */
   readonly scopes: readonly string[];
+  /**
+   * The last good rules of each CSV data key (`policy.csv`, `policy.<x>.csv`): a key that parsed
+   * without a bad line, or the version kept for it. The next parse keeps this version when the
+   * key's new text has a malformed line. A key applied in part (bad lines on its first load) is
+   * not here: it has no good version yet.
+   */
+  readonly goodKeys?: ReadonlyMap<string, readonly PolicyRule[]>;
 }
 
 export interface PolicyInput {
@@ -50,31 +60,64 @@ const OVERLAY_KEY = /^policy\..+\.csv$/;
 
 export const EMPTY_POLICY: Policy = { lines: [], scopes: DEFAULT_SCOPES };
 
-export function parsePolicy(input: PolicyInput, sink: ScopedSink): Policy {
-  const lines: PolicyRule[] = [];
-  if (input.csv !== undefined) lines.push(...parsePolicyCsv(input.csv, sink.at(POLICY_CSV_KEY)));
+/** `previous`: the policy in force, whose good keys and scopes stand in for bad new versions. */
+export function parsePolicy(input: PolicyInput, sink: ScopedSink, previous?: Policy): Policy {
+  const texts: [string, string][] = [];
+  if (input.csv !== undefined) texts.push([POLICY_CSV_KEY, input.csv]);
   const overlayKeys = Object.keys(input.overlays ?? {})
     .filter((key) => OVERLAY_KEY.test(key) && key !== POLICY_CSV_KEY)
     .sort();
-  for (const key of overlayKeys) {
-    lines.push(...parsePolicyCsv(input.overlays?.[key] ?? '', sink.at(key)));
+  for (const key of overlayKeys) texts.push([key, input.overlays?.[key] ?? '']);
+  const lines: PolicyRule[] = [];
+  const goodKeys = new Map<string, readonly PolicyRule[]>();
+  for (const [key, text] of texts) {
+    const kept = previous?.goodKeys?.get(key);
+    const rules = parseCsvKey(text, sink.at(key), key, kept);
+    lines.push(...rules.rules);
+    if (rules.good) goodKeys.set(key, rules.rules);
   }
   const defaultRole = input.defaultRole?.trim() ?? '';
-  const scopes = input.scopes === undefined ? DEFAULT_SCOPES : parseScopes(input.scopes, sink.at('scopes'));
-  return defaultRole === '' ? { lines, scopes } : { lines, defaultRole, scopes };
+  const scopes = input.scopes === undefined ? DEFAULT_SCOPES : parseScopes(input.scopes, sink.at('scopes'), previous?.scopes);
+  return defaultRole === '' ? { lines, scopes, goodKeys } : { lines, defaultRole, scopes, goodKeys };
 }
 
-/** One CSV text; `sink` is already scoped to its data key. */
-export function parsePolicyCsv(text: string, sink: ScopedSink): PolicyRule[] {
+interface MalformedLine {
+  readonly number: number;
+  readonly text: string;
+  readonly reason: string;
+}
+
+/** Every rule and every malformed line of one CSV text. */
+export function parsePolicyCsv(text: string): { rules: PolicyRule[]; malformed: MalformedLine[] } {
   const rules: PolicyRule[] = [];
+  const malformed: MalformedLine[] = [];
   text.split('\n').forEach((raw, index) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const parsed = parseLine(line);
-    if (typeof parsed === 'string') sink.add([`line ${index + 1}`], `${parsed}, line ignored: ${JSON.stringify(line)}`);
+    if (typeof parsed === 'string') malformed.push({ number: index + 1, text: line, reason: parsed });
     else rules.push(parsed);
   });
-  return rules;
+  return { rules, malformed };
+}
+
+/**
+ * One data key is one entry (DESIGN §2): with a malformed line, its last good version stays
+ * whole, because dropping just that line can open access (a typo in a deny line would remove
+ * the deny). Without a good version (first load) only the bad lines are dropped: failing the
+ * whole key would take away every other rule in it instead.
+ */
+function parseCsvKey(
+  text: string,
+  sink: ScopedSink,
+  key: string,
+  kept: readonly PolicyRule[] | undefined,
+): { rules: readonly PolicyRule[]; good: boolean } {
+  const { rules, malformed } = parsePolicyCsv(text);
+  const outcome = kept === undefined ? 'line ignored' : `the previous version of ${key} stays in force`;
+  for (const bad of malformed) sink.add([`line ${bad.number}`], `${bad.reason}, ${outcome}: ${JSON.stringify(bad.text)}`);
+  if (malformed.length === 0) return { rules, good: true };
+  return kept === undefined ? { rules, good: false } : { rules: kept, good: true };
 }
 
 /** A rule, or a sentence saying what is wrong with the line. */
@@ -101,19 +144,20 @@ function parseLine(line: string): PolicyRule | string {
   return `unknown line type ${JSON.stringify(kind)} (expected p or g)`;
 }
 
-function parseScopes(text: string, sink: ScopedSink): readonly string[] {
+function parseScopes(text: string, sink: ScopedSink, previous: readonly string[] | undefined): readonly string[] {
+  const fallback = previous ?? DEFAULT_SCOPES;
+  const outcome = previous === undefined ? `using ${JSON.stringify(DEFAULT_SCOPES)}` : 'the previous value stays in force';
   let value: unknown;
   try {
-    value = YAML.parse(text) as unknown;
+    value = YAML.parse(text, { prettyErrors: false }) as unknown;
   } catch (err: unknown) {
-    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err);
-    sink.add([], `YAML does not parse (${reason}); using ${JSON.stringify(DEFAULT_SCOPES)}`);
-    return DEFAULT_SCOPES;
+    sink.add([], `YAML does not parse (${yamlErrorReason(err, text)}); ${outcome}`);
+    return fallback;
   }
   if (value === null || value === undefined) return DEFAULT_SCOPES;
   if (!Array.isArray(value) || !value.every((s): s is string => typeof s === 'string' && s.trim() !== '')) {
-    sink.add([], `must be a list of claim names, such as [groups]; using ${JSON.stringify(DEFAULT_SCOPES)}`);
-    return DEFAULT_SCOPES;
+    sink.add([], `must be a list of claim names, such as [groups]; ${outcome}`);
+    return fallback;
   }
   return value.map((s) => s.trim());
 }

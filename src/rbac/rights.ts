@@ -2,7 +2,9 @@
  * The rights currently in force. `update` builds the new enforcer completely before it swaps the
  * reference, so a decision is always made by one whole policy, and the old decision cache goes
  * away with the old enforcer. Updates are applied in call order: a slow build of an older policy
- * never replaces a newer one.
+ * never replaces a newer one. A policy equal to the one last asked for is not rebuilt: every
+ * store change (a password set, a token issued) gives a new Policy object, and a rebuild would
+ * throw away the decision cache for nothing.
  */
 import { createEnforcer } from './enforcer.js';
 import type { EnforcerOptions, RbacEnforcer } from './enforcer.js';
@@ -14,18 +16,49 @@ export interface Rights {
   update(policy: Policy): Promise<void>;
 }
 
-export async function createRights(initialPolicy: Policy, options: EnforcerOptions = {}): Promise<Rights> {
-  let current: RbacEnforcer = await createEnforcer(initialPolicy, options);
+export type BuildEnforcer = (policy: Policy, options: EnforcerOptions) => Promise<RbacEnforcer>;
+
+export interface RightsDeps {
+  /** Builds one enforcer; tests inject a slow one to finish updates out of order. */
+  readonly build?: BuildEnforcer;
+}
+
+export async function createRights(initialPolicy: Policy, options: EnforcerOptions = {}, deps: RightsDeps = {}): Promise<Rights> {
+  const build = deps.build ?? createEnforcer;
+  let current: RbacEnforcer = await build(initialPolicy, options);
   let generation = 0;
+  let wanted = policyFingerprint(initialPolicy);
   return {
     can: (subjects, resource, action, object) => current.can(subjects, resource, action, object),
     get policy() {
       return current.policy;
     },
     async update(policy) {
+      const fingerprint = policyFingerprint(policy);
+      if (fingerprint === wanted) return;
+      wanted = fingerprint;
       const mine = ++generation;
-      const next = await createEnforcer(policy, options);
+      let next: RbacEnforcer;
+      try {
+        next = await build(policy, options);
+      } catch (err: unknown) {
+        // The same policy asked for again must be tried again, not skipped as already wanted.
+        if (mine === generation) wanted = policyFingerprint(current.policy);
+        throw err;
+      }
       if (mine === generation) current = next;
     },
   };
+}
+
+const fingerprints = new WeakMap<Policy, string>();
+
+/** What decides answers: the lines, the default role and the scopes (not where lines came from). */
+export function policyFingerprint(policy: Policy): string {
+  let found = fingerprints.get(policy);
+  if (found === undefined) {
+    found = JSON.stringify([policy.lines, policy.defaultRole ?? null, policy.scopes]);
+    fingerprints.set(policy, found);
+  }
+  return found;
 }

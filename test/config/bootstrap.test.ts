@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -7,6 +7,8 @@ import { pino, type Logger } from 'pino';
 import { ensureInitialConfig } from '../../src/config/bootstrap.js';
 import { openDirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
+import { configMap, secret } from '../helpers/manifests.js';
+import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
 
 const NOW = new Date('2025-03-01T12:00:00.000Z');
 
@@ -136,5 +138,49 @@ describe('config/bootstrap', () => {
     await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) }).catch((err: unknown) => (error = err));
     expect((error as Error).message).to.equal(`cannot create the initial configuration: ${path.join(root, 'svc-cm.yaml')} already exists`);
     expect(await readFile(path.join(root, 'svc-cm.yaml'), 'utf8')).to.equal('kind: ConfigMap\nmetadata: {name: svc-cm\n');
+  });
+
+  it('writes the clear password before its hash: a failure in between leaves no hash without a password', async () => {
+    await writeFile(path.join(root, 'svc-cm.yaml'), configMap('svc-cm', {}));
+    await writeFile(path.join(root, 'svc-rbac-cm.yaml'), configMap('svc-rbac-cm', {}));
+    await writeFile(path.join(root, 'svc-secret.yaml'), secret('svc-secret', { 'server.secretkey': 'abcdefabcdefabcdefabcdef' }));
+    await writeFile(path.join(root, 'zz-broken.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n');
+    let error: unknown;
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) }).catch((err: unknown) => (error = err));
+    expect((error as Error).message).to.equal(
+      `cannot update Secret svc-initial-admin-secret: not found, and ${path.join(root, 'zz-broken.yaml')} does not parse (it may hold it); fix the file first`,
+    );
+    expect((await load(root)).secrets.get('svc-secret')?.data).to.deep.equal({ 'server.secretkey': 'abcdefabcdefabcdefabcdef' });
+
+    await rm(path.join(root, 'zz-broken.yaml'));
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) });
+    const snapshot = await load(root);
+    const password = snapshot.secrets.get('svc-initial-admin-secret')?.data['password'] ?? '';
+    expect(bcrypt.compareSync(password, snapshot.secrets.get('svc-secret')?.data['admin.password'] ?? '')).to.equal(true);
+  });
+
+  it('stores admin.passwordMtime in whole seconds, as session iat is', async () => {
+    const now = () => new Date('2025-03-01T12:00:00.789Z');
+    await ensureInitialConfig({ dir: path.join(root, 'fresh'), log: pino({ level: 'silent' }), now });
+    expect((await load(path.join(root, 'fresh'))).secrets.get('svc-secret')?.data['admin.passwordMtime']).to.equal('2025-03-01T12:00:00.000Z');
+    await writeFile(path.join(root, 'secret.yaml'), EXISTING_SECRET);
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }), now });
+    expect((await load(root)).secrets.get('svc-secret')?.data['admin.passwordMtime']).to.equal('2025-03-01T12:00:00.000Z');
+  });
+
+  it('names the real cause when it cannot write the directory, not "already exists"', async () => {
+    const dir = path.join(root, 'store');
+    await mkdir(dir);
+    await writeFile(path.join(root, 'boot.mts'), `import { ensureInitialConfig } from ${JSON.stringify(path.join(ROOT, 'src/config/bootstrap.ts'))};
+import { createLogger } from ${JSON.stringify(path.join(ROOT, 'src/log.ts'))};
+await ensureInitialConfig({ dir: process.argv[2], log: createLogger({ level: 'silent' }) }).catch((err) => console.log(err.message));
+`);
+    await chmod(root, 0o755);
+    // Not writable by the unprivileged user the script runs as (tests run as root: see UNPRIVILEGED).
+    await chmod(dir, 0o555);
+    const { stdout, stderr } = await runTs(path.join(root, 'boot.mts'), [dir], process.env, undefined, UNPRIVILEGED);
+    expect(stderr).to.equal('');
+    expect(stdout).to.equal(`cannot create the initial configuration in ${dir}: EACCES: permission denied, open '${path.join(dir, '.svc-bootstrap.lock')}'\n`);
+    expect(await readdir(dir)).to.deep.equal([]);
   });
 });

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { formatProblem } from '../../src/config/problems.js';
 import { parseSettings, DEFAULT_SESSION_DURATION_MS } from '../../src/config/settings.js';
 import type { ConfigMapObject, SecretObject, StoreSnapshot } from '../../src/config/manifests.js';
+import { createEnforcer } from '../../src/rbac/enforcer.js';
 
 function snapshot(parts: { cm?: Record<string, string>; rbac?: Record<string, string>; secret?: Record<string, string>; secrets?: SecretObject[] }): StoreSnapshot {
   const configMaps = new Map<string, ConfigMapObject>();
@@ -156,5 +157,46 @@ describe('parseSettings', () => {
     const secrets = new Map(snap.secrets);
     secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: {} });
     expect(messages({ ...snap, secrets })).to.deep.equal(['svc-secret: server.secretkey: is missing: tokens cannot be issued or verified']);
+  });
+
+  it('keeps the last good url, server.secretkey and users.session.duration when a change breaks them', () => {
+    const good = parseSettings(snapshot({ cm: { url: 'https://svc.example.com', 'users.session.duration': '1h' }, secret: { 'server.secretkey': 'good-key' } })).settings;
+    const snap = snapshot({ cm: { url: 'https//svc.example.com', 'users.session.duration': '1 h' } });
+    const secrets = new Map(snap.secrets);
+    secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: { 'server.secretkey': '' } });
+    const { settings, problems } = parseSettings({ ...snap, secrets }, good);
+    expect(problems.map(formatProblem)).to.deep.equal([
+      "svc-cm: url: 'https//svc.example.com' is not an http(s) URL; the previous value stays in force",
+      'svc-secret: server.secretkey: is missing; the previous value stays in force',
+      "svc-cm: users.session.duration: '1 h' is not a duration (for example 24h, 90m); the previous value stays in force",
+    ]);
+    expect(settings.url).to.equal('https://svc.example.com');
+    expect(settings.serverSecretKey).to.equal('good-key');
+    expect(settings.sessionDurationMs).to.equal(3_600_000);
+  });
+
+  it('keeps a deny in force when a live edit makes its line malformed', async () => {
+    const policy = 'p, alice, extensions, *, */*, allow\np, alice, extensions, *, prod/*, deny';
+    const good = parseSettings(snapshot({ rbac: { 'policy.csv': policy } })).settings;
+    const edited = policy.replace('prod/*, deny', 'prod/*, deny, # no prod');
+    const { settings, problems } = parseSettings(snapshot({ rbac: { 'policy.csv': edited } }), good);
+    expect(problems.map(formatProblem)).to.deep.equal([
+      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force: "p, alice, extensions, *, prod/*, deny, # no prod"',
+    ]);
+    const enforcer = await createEnforcer(settings.policy);
+    expect(enforcer.can(['alice'], 'extensions', 'get', 'prod/metrics')).to.equal(false);
+    expect(enforcer.can(['alice'], 'extensions', 'get', 'dev/metrics')).to.equal(true);
+  });
+
+  it('never repeats a value that starts with $ but is not a secret reference', () => {
+    const problems = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: "$Tr0ub4dor&3-horse battery"\n' } }));
+    expect(problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
+  });
+
+  it('never repeats the text of a YAML value that cannot be read', () => {
+    const problems = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: *s3cretVALUE\n' } }));
+    expect(problems).to.deep.equal(['svc-cm: oidc.config: YAML does not parse, the previous value stays in force: An alias names an anchor that is not set before it']);
+    const escaped = messages(snapshot({ cm: { 'oidc.config': 'clientSecret: "s3cret\\qVALUE"\n' } }));
+    expect(escaped).to.deep.equal(['svc-cm: oidc.config: YAML does not parse, the previous value stays in force: Invalid escape sequence in a double-quoted string at line 1, column 22']);
   });
 });

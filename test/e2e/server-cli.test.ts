@@ -1,11 +1,12 @@
 /** `svc-server` as a process: first start, validate, rbac can. */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
+import { createServer, type Server } from 'node:net';
+import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 
 const CLI = 'src/server-cli.ts';
@@ -103,4 +104,84 @@ describe('svc-server', () => {
       });
     }
   });
+
+  describe('environment', () => {
+    const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+
+    it('rejects a bad SVC_WORKERS in one line when serving, and validate does not read it', async () => {
+      const env = { ...process.env, SVC_WORKERS: 'four', SVC_REDIS_URL: '' };
+      const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1'], env);
+      expect(served.code).to.equal(1);
+      expect(served.stderr).to.equal("svc-server: SVC_WORKERS: 'four' is not a number of workers from 1 to 256\n");
+      const validated = await runTs(CLI, ['validate', '--config', dir], env);
+      expect(validated.stderr).to.equal('');
+      expect(validated.code).to.equal(0);
+    });
+  });
+
+  describe('cluster', () => {
+    let redis: RedisPeer;
+    let taken: Server;
+    before(async () => {
+      redis = await startRedis();
+      taken = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    });
+    after(async () => {
+      await new Promise((resolve) => taken.close(resolve));
+      await redis.stop();
+    });
+
+    it('exits 1 with one line naming the reason when the workers cannot listen, without restarting them', async function () {
+      this.timeout(20_000);
+      const address = taken.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+      const started = Date.now();
+      const { code, stderr } = await runTs(CLI, ['--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`]);
+      expect(code).to.equal(1);
+      expect(stderr).to.equal(`svc-server: a worker could not start: bind EADDRINUSE 127.0.0.1:${port}\n`);
+      expect(Date.now() - started).to.be.lessThan(10_000);
+    });
+
+    it('restarts a worker that dies after it was ready, and stops after the 6th death in a minute', async function () {
+      this.timeout(120_000);
+      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+      const port = await freePort();
+      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT });
+      let logs = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      // Counted from the primary's log: a worker killed before the primary knows it is ready
+      // would count as one that could not start.
+      const ready = () => logs.split('\n').filter((line) => line.includes('"worker ready"')).length;
+      const until = async (what: string, check: () => boolean) => {
+        for (const deadline = Date.now() + 15_000; !check(); await new Promise((r) => setTimeout(r, 50))) {
+          if (Date.now() > deadline) throw new Error(`not within 15 s: ${what}\n${stderr}`);
+        }
+      };
+      try {
+        for (let death = 1; death <= 5; death++) {
+          await until(`${death + 1} workers ready`, () => ready() === death + 1);
+          process.kill(workerPids(child.pid ?? 0)[0] ?? 0, 'SIGKILL');
+        }
+        // 2 first workers + 5 replacements; the 6th death within the minute stops the server.
+        await until('7 workers ready', () => ready() === 7);
+        process.kill(workerPids(child.pid ?? 0)[0] ?? 0, 'SIGKILL');
+        await until('the server stopped', () => child.exitCode !== null);
+        expect(await exited).to.equal(1);
+        expect(stderr).to.equal('svc-server: workers died 6 times within 60s; stopping\n');
+      } finally {
+        child.kill('SIGTERM');
+      }
+    });
+  });
 });
+
+/** The pids of the cluster workers of a primary (its child processes). */
+function workerPids(primary: number): number[] {
+  const out = execFileSync('pgrep', ['-P', String(primary)], { encoding: 'utf8' });
+  return out.trim().split('\n').filter(Boolean).map(Number);
+}

@@ -10,9 +10,21 @@ export interface RunResult {
   readonly stderr: string;
 }
 
-export function runTs(entry: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env, stdin?: string): Promise<RunResult> {
+/**
+ * A user that file permissions apply to. Tests run as root in CI, and root reads and writes a
+ * chmod 000 directory anyway; as nobody the EACCES paths are real. Empty when not root.
+ */
+export const UNPRIVILEGED: { readonly uid?: number; readonly gid?: number } = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+
+export function runTs(
+  entry: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  stdin?: string,
+  user: { readonly uid?: number; readonly gid?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], ...user });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

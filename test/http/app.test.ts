@@ -50,6 +50,15 @@ describe('HTTP skeleton', () => {
     expect(text).to.include('process_cpu_seconds_total');
   });
 
+  it('counts a failed request with the status the client got', async () => {
+    expect((await fetch(`${server.url}/api/v1/account`)).status).to.equal(401);
+    expect((await fetch(`${server.url}/api/v1/metrics-404-check`)).status).to.equal(404);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).to.match(/svc_http_requests_total\{route="\/api\/v1\/account",method="GET",status="401"\} 1\n/);
+    expect(text).to.match(/svc_http_requests_total\{route="unmatched",method="GET",status="404"\} \d+\n/);
+    expect(text).not.to.match(/route="\/api\/v1\/account",method="GET",status="404"/);
+  });
+
   it('shows public settings and never a secret', async () => {
     const res = await fetch(`${server.url}/api/v1/settings`);
     const text = await res.text();

@@ -1,12 +1,18 @@
 import { expect } from 'chai';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import { DEFAULT_SCOPES, parsePolicy } from '../../src/rbac/policy.js';
-import type { PolicyInput } from '../../src/rbac/policy.js';
+import type { Policy, PolicyInput } from '../../src/rbac/policy.js';
 
-function parse(input: PolicyInput) {
+function parse(input: PolicyInput, previous?: Policy) {
   const sink = new ProblemSink();
-  const policy = parsePolicy(input, sink.scoped('svc-rbac-cm'));
+  const policy = parsePolicy(input, sink.scoped('svc-rbac-cm'), previous);
   return { policy, problems: sink.problems.map(formatProblem) };
+}
+
+/** The fields that decide answers, without the per-key memory. */
+function decisive(policy: Policy) {
+  const { goodKeys: _goodKeys, ...rest } = policy;
+  return rest;
 }
 
 describe('rbac/policy', () => {
@@ -77,11 +83,11 @@ describe('rbac/policy', () => {
   });
 
   it('reads policy.default and scopes, with [groups] as the default scopes', () => {
-    expect(parse({ csv: '' }).policy).to.deep.equal({ lines: [], scopes: ['groups'] });
-    expect(parse({ defaultRole: '  ' }).policy).to.deep.equal({ lines: [], scopes: DEFAULT_SCOPES });
+    expect(decisive(parse({ csv: '' }).policy)).to.deep.equal({ lines: [], scopes: ['groups'] });
+    expect(decisive(parse({ defaultRole: '  ' }).policy)).to.deep.equal({ lines: [], scopes: DEFAULT_SCOPES });
     const { policy, problems } = parse({ defaultRole: ' role:readonly ', scopes: '[groups, email]' });
     expect(problems).to.deep.equal([]);
-    expect(policy).to.deep.equal({ lines: [], defaultRole: 'role:readonly', scopes: ['groups', 'email'] });
+    expect(decisive(policy)).to.deep.equal({ lines: [], defaultRole: 'role:readonly', scopes: ['groups', 'email'] });
     expect(parse({ scopes: '["roles"]' }).policy.scopes).to.deep.equal(['roles']);
   });
 
@@ -92,5 +98,51 @@ describe('rbac/policy', () => {
     const broken = parse({ scopes: '[groups' });
     expect(broken.policy.scopes).to.deep.equal(['groups']);
     expect(broken.problems[0]).to.match(/^svc-rbac-cm: scopes: YAML does not parse \(.+\); using \["groups"\]$/);
+  });
+
+  it('keeps the last good version of a key whole when its new text has a malformed line', () => {
+    const first = parse({ csv: 'p, alice, extensions, *, */*, allow\np, alice, extensions, *, prod/*, deny', overlays: { 'policy.team.csv': 'g, bob, role:a' } });
+    expect(first.problems).to.deep.equal([]);
+    const next = parse(
+      { csv: 'p, alice, extensions, *, */*, allow\np, alice, extensions, *, prod/*, deny, # no prod\np, alice, logs' , overlays: { 'policy.team.csv': 'g, carol, role:a' } },
+      first.policy,
+    );
+    expect(next.problems).to.deep.equal([
+      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force: "p, alice, extensions, *, prod/*, deny, # no prod"',
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, the previous version of policy.csv stays in force: "p, alice, logs"',
+    ]);
+    // policy.csv as before; the good overlay's new version applies.
+    expect(next.policy.lines).to.deep.equal([
+      { kind: 'p', sub: 'alice', res: 'extensions', act: '*', obj: '*/*', eft: 'allow' },
+      { kind: 'p', sub: 'alice', res: 'extensions', act: '*', obj: 'prod/*', eft: 'deny' },
+      { kind: 'g', member: 'carol', role: 'role:a' },
+    ]);
+    // Still bad on the next change: the same good version stays; fixed: the new text applies.
+    const again = parse({ csv: 'p, alice, extensions, *, */*, allow\np, alice, extensions' }, next.policy);
+    expect(again.policy.lines).to.deep.equal(first.policy.lines.slice(0, 2));
+    const fixed = parse({ csv: 'p, alice, extensions, *, */*, allow' }, again.policy);
+    expect(fixed.problems).to.deep.equal([]);
+    expect(fixed.policy.lines).to.have.length(1);
+  });
+
+  it('drops only the bad lines of a key that has no good version yet, and keeps them out on the next change', () => {
+    const first = parse({ csv: 'p, a, logs, get, *\np, a, logs' });
+    expect(first.policy.lines).to.have.length(1);
+    const next = parse({ csv: 'p, a, logs, get, *\np, b, logs, get, *\np, a, logs' }, first.policy);
+    expect(next.problems).to.deep.equal([
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, line ignored: "p, a, logs"',
+    ]);
+    expect(next.policy.lines.map((l) => (l.kind === 'p' ? l.sub : ''))).to.deep.equal(['a', 'b']);
+  });
+
+  it('keeps the previous scopes when the new ones are bad', () => {
+    const first = parse({ scopes: '[roles]' });
+    expect(parse({ scopes: 'groups: yes' }, first.policy)).to.deep.include({
+      problems: ['svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; the previous value stays in force'],
+    });
+    expect(parse({ scopes: 'groups: yes' }, first.policy).policy.scopes).to.deep.equal(['roles']);
+    expect(parse({ scopes: '[roles' }, first.policy).problems).to.deep.equal([
+      'svc-rbac-cm: scopes: YAML does not parse (Flow sequence must end with a ] at line 1, column 7); the previous value stays in force',
+    ]);
   });
 });

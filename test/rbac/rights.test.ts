@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { canOffline } from '../../src/rbac/offline.js';
-import { createRights } from '../../src/rbac/rights.js';
+import { createEnforcer } from '../../src/rbac/enforcer.js';
+import { createRights, type BuildEnforcer } from '../../src/rbac/rights.js';
 import { policyOf } from './helpers.js';
 
 describe('rbac/rights', () => {
@@ -15,12 +16,54 @@ describe('rbac/rights', () => {
   });
 
   it('keeps the newest policy when updates finish out of order', async () => {
-    const rights = await createRights(policyOf(''));
+    // The first update's build is held until the second has finished, so it really lands last.
+    let releaseFirst: () => void = () => undefined;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let builds = 0;
+    const build: BuildEnforcer = async (policy, options) => {
+      const mine = ++builds;
+      if (mine === 2) await firstHeld;
+      return createEnforcer(policy, options);
+    };
+    const rights = await createRights(policyOf(''), {}, { build });
     const first = rights.update(policyOf('p, a, logs, get, *'));
     const second = rights.update(policyOf('p, b, logs, get, *'));
-    await Promise.all([second, first]);
+    await second;
+    releaseFirst();
+    await first;
+    expect(builds).to.equal(3);
     expect(rights.can(['b'], 'logs', 'get', 'x')).to.equal(true);
     expect(rights.can(['a'], 'logs', 'get', 'x')).to.equal(false);
+  });
+
+  it('does not rebuild for a new policy object with the same rules, default and scopes', async () => {
+    let builds = 0;
+    const build: BuildEnforcer = (policy, options) => {
+      builds++;
+      return createEnforcer(policy, options);
+    };
+    const rights = await createRights(policyOf('p, a, logs, get, *'), {}, { build });
+    await rights.update(policyOf('p, a, logs, get, *'));
+    expect(builds).to.equal(1);
+    await rights.update(policyOf('p, a, logs, get, *', { defaultRole: 'role:readonly' }));
+    await rights.update(policyOf('p, a, logs, get, *', { defaultRole: 'role:readonly', scopes: '[roles]' }));
+    expect(builds).to.equal(3);
+    expect(rights.policy.scopes).to.deep.equal(['roles']);
+  });
+
+  it('tries a policy again after its build failed', async () => {
+    let fail = true;
+    const build: BuildEnforcer = (policy, options) => {
+      if (policy.lines.length > 0 && fail) return Promise.reject(new Error('build failed'));
+      return createEnforcer(policy, options);
+    };
+    const rights = await createRights(policyOf(''), {}, { build });
+    let error: unknown;
+    await rights.update(policyOf('p, a, logs, get, *')).catch((err: unknown) => (error = err));
+    expect((error as Error).message).to.equal('build failed');
+    fail = false;
+    await rights.update(policyOf('p, a, logs, get, *'));
+    expect(rights.can(['a'], 'logs', 'get', 'x')).to.equal(true);
   });
 
   it('answers one offline question for a user or a group', async () => {

@@ -1,0 +1,57 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
+import { formatProblem } from '../../src/config/problems.js';
+import { configMap } from '../helpers/manifests.js';
+import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
+
+/** Prints the problems of one load of argv[2] as JSON; run as a user that permissions apply to. */
+const LOAD_SCRIPT = `import { loadDirectory, EMPTY_MEMORY } from ${JSON.stringify(path.join(ROOT, 'src/config/load-dir.ts'))};
+import { formatProblem } from ${JSON.stringify(path.join(ROOT, 'src/config/problems.ts'))};
+const result = await loadDirectory(process.argv[2], EMPTY_MEMORY);
+console.log(JSON.stringify({ problems: result.problems.map(formatProblem), configMaps: [...result.snapshot.configMaps.keys()] }));
+`;
+
+describe('config/load-dir', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-load-dir-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('skips a subdirectory it cannot read (lost+found), reporting it, and loads the rest', async () => {
+    const store = path.join(dir, 'store');
+    await mkdir(path.join(store, 'lost+found'), { recursive: true });
+    await writeFile(path.join(store, 'cm.yaml'), configMap('svc-cm', { url: 'https://svc.example.com' }));
+    await writeFile(path.join(dir, 'load.mts'), LOAD_SCRIPT);
+    await chmod(path.join(store, 'lost+found'), 0o000);
+    await chmod(dir, 0o755);
+    const { code, stdout, stderr } = await runTs(path.join(dir, 'load.mts'), [store], process.env, undefined, UNPRIVILEGED);
+    expect(stderr).to.equal('');
+    expect(code).to.equal(0);
+    expect(JSON.parse(stdout)).to.deep.equal({
+      problems: [`${path.join(store, 'lost+found')}: cannot be read (EACCES); its files are skipped`],
+      configMaps: ['svc-cm'],
+    });
+  });
+
+  it('never repeats the text of a document that cannot be read', async () => {
+    await writeFile(path.join(dir, 's.yaml'), 'kind: Secret\nmetadata: {name: s}\nstringData:\n  password: *s3cretVALUE\n');
+    const { problems } = await loadDirectory(dir, EMPTY_MEMORY);
+    expect(problems.map(formatProblem)).to.deep.equal([
+      `${path.join(dir, 's.yaml')}: YAML cannot be read: An alias names an anchor that is not set before it`,
+    ]);
+  });
+
+  it('never repeats the text around a parse error that the YAML library would quote', async () => {
+    await writeFile(path.join(dir, 's.yaml'), 'kind: Secret\nmetadata: {name: s}\nstringData:\n  password: "s3cret\\qVALUE"\n');
+    const { problems } = await loadDirectory(dir, EMPTY_MEMORY);
+    expect(problems.map(formatProblem)).to.deep.equal([
+      `${path.join(dir, 's.yaml')}: YAML does not parse at line 4, column 20: Invalid escape sequence in a double-quoted string`,
+    ]);
+  });
+});
