@@ -16,6 +16,8 @@ export interface Features {
   readonly routers: readonly Router<AppState>[];
   /** Hooks on the raw server (WebSocket upgrades). */
   readonly attach?: (server: Server) => void;
+  /** Destroys connections the server no longer tracks (upgraded sockets); called at shutdown's grace deadline. */
+  readonly closeConnections?: () => void;
   readonly close?: () => Promise<void>;
 }
 
@@ -29,6 +31,7 @@ export async function wireFeatures(services: Services): Promise<Features> {
     early: [proxy.middleware],
     routers: [...accounts.routers],
     attach: (server) => proxy.attach(server, accounts.authenticate),
+    closeConnections: () => proxy.closeConnections(),
     close: async () => {
       await proxy.close();
       await accounts.close();

@@ -49,7 +49,11 @@ export interface RunningServer {
   readonly url: string;
   readonly port: number;
   readonly services: Services;
-  /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes the stores. */
+  /**
+   * Stops accepting, lets in-flight requests finish (up to graceMs), then closes the stores.
+   * Upgraded connections (WebSocket relays) are cut at the deadline too: closeAllConnections()
+   * does not see them, yet server.close() waits for them.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -99,7 +103,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     async close(graceMs = 10_000) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      const timer = setTimeout(() => {
+        server.closeAllConnections();
+        features.closeConnections?.();
+      }, graceMs);
       await closed;
       clearTimeout(timer);
       await features.close?.();

@@ -25,23 +25,47 @@ export function readCatalog(snapshot: StoreSnapshot, sink: ProblemSink): AppCata
   for (const app of snapshot.applications) {
     applications.set(`${app.namespace}/${app.name}`, { namespace: app.namespace, name: app.name, project: app.project, destination: app.destination });
   }
+  return { applications, clusters: readClusters(snapshot, sink) };
+}
+
+/**
+ * Cluster secrets. Two with the same name or server make the backend an application gets
+ * depend on file order, so the later one is reported and left out rather than silently shadowed.
+ */
+function readClusters(snapshot: StoreSnapshot, sink: ProblemSink): Cluster[] {
   const clusters: Cluster[] = [];
+  const byName = new Map<string, string>();
+  const byServer = new Map<string, string>();
   for (const secret of snapshot.secrets.values()) {
     if (secret.labels[SECRET_TYPE_LABEL] !== 'cluster') continue;
+    const source = `Secret/${secret.name}`;
     const { name, server } = secret.data;
     if (name === undefined || server === undefined) {
-      sink.add(`Secret/${secret.name}`, ['data'], 'a cluster secret needs the keys name and server');
+      sink.add(source, ['data'], 'a cluster secret needs the keys name and server');
       continue;
     }
+    const other = byName.get(name) ?? byServer.get(normalServer(server));
+    if (other !== undefined) {
+      const key = byName.has(name) ? 'name' : 'server';
+      sink.add(source, ['data', key], `'${key === 'name' ? name : server}' is already the ${key} of Secret/${other}; this secret is ignored`);
+      continue;
+    }
+    byName.set(name, secret.name);
+    byServer.set(normalServer(server), secret.name);
     clusters.push({ name, server });
   }
-  return { applications, clusters };
+  return clusters;
+}
+
+/** Servers compare without a trailing slash, as destinationCluster matches them. */
+function normalServer(server: string): string {
+  return server.replace(/\/$/, '');
 }
 
 /** The cluster an application deploys to, by destination name or by server URL. */
 export function destinationCluster(app: Application, catalog: AppCatalog): Cluster | undefined {
   const { name, server } = app.destination;
   if (name !== undefined) return catalog.clusters.find((c) => c.name === name) ?? (server === undefined ? { name, server: '' } : undefined);
-  if (server !== undefined) return catalog.clusters.find((c) => c.server.replace(/\/$/, '') === server.replace(/\/$/, ''));
+  if (server !== undefined) return catalog.clusters.find((c) => normalServer(c.server) === normalServer(server));
   return undefined;
 }

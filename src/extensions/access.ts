@@ -78,7 +78,7 @@ function namedApplication(header: string | undefined, settings: Settings): Appli
 }
 
 /** Client text echoed in a message: short and printable. */
-function printable(text: string): string {
+export function printable(text: string): string {
   const clean = text.replace(/[^\x20-\x7e]/g, '?');
   return clean.length > 80 ? `${clean.slice(0, 80)}…` : clean;
 }

@@ -1,7 +1,9 @@
 /**
  * `extension.config` of svc-cm: a YAML list of extensions, each validated on its own so a bad
  * entry is reported with its index and key and the good ones keep working. A bad entry keeps
- * its last good version (by name) when it had one.
+ * its last good version (by name) when it had one, except that `enabled: false` is honoured even
+ * in a bad entry: switching an extension off in a hurry must not fail open because of a typo
+ * elsewhere in the entry.
  */
 import YAML from 'yaml';
 import { z } from 'zod';
@@ -104,6 +106,18 @@ function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 }
 
+/** What stands for an invalid entry: its last good version, switched off when the entry says so. */
+function fallbackFor(entry: unknown, previous: readonly ExtensionConfig[]): ExtensionConfig | undefined {
+  const raw = (typeof entry === 'object' && entry !== null ? entry : {}) as { name?: unknown; enabled?: unknown };
+  if (typeof raw.name !== 'string') return undefined;
+  const name = raw.name;
+  const last = previous.find((p) => p.name === name);
+  if (raw.enabled !== false) return last;
+  if (last !== undefined) return { ...last, enabled: false };
+  // No good version yet: a disabled stub (no services), so the 404 says "not enabled".
+  return EXTENSION_NAME.test(name) ? { name, enabled: false, idleConnTimeoutMs: DEFAULT_IDLE_CONN_TIMEOUT_MS, services: [] } : undefined;
+}
+
 /**
  * Parses the key's text. `sink` is scoped at `svc-cm: extension.config`. When the YAML does
  * not parse at all, the previous list stays whole.
@@ -139,12 +153,11 @@ export function parseExtensionConfig(
     const at = sink.at('extensions', index);
     const resolved = resolveAllReferences(entry, secrets, at);
     const parsed = resolved === undefined ? undefined : parseWith(extensionSchema, resolved, at);
-    const name = typeof (entry as { name?: unknown } | null)?.name === 'string' ? (entry as { name: string }).name : undefined;
     if (parsed !== undefined && names.has(parsed.name)) {
       at.add(['name'], `'${parsed.name}' is defined twice; the first one is used`);
       return;
     }
-    const config = parsed !== undefined ? toConfig(parsed) : previous.find((p) => p.name === name);
+    const config = parsed !== undefined ? toConfig(parsed) : fallbackFor(entry, previous);
     if (config === undefined || names.has(config.name)) return;
     names.add(config.name);
     out.push(config);

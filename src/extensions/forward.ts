@@ -6,6 +6,10 @@
  * An abort signal tied to the client's `close` stops the backend exchange when the client
  * leaves early; with `stream()` nothing is left without an error listener, which is what crashed
  * the `ctx.body = (await request()).body` variant when a client left before the backend answered.
+ * A client that left while authentication was awaited has closed before that listener exists, so
+ * forward() first checks whether the response is already closed and then sends nothing: otherwise
+ * an endless backend stream (SSE) stayed pinned to a pool connection for good. A write waiting for
+ * `drain` fails when the response closes, for the same reason.
  *
  * Before the backend's headers, failures become typed errors for the error middleware:
  * refused/unreachable → 502, TLS → 502 (with a log line naming the certificate problem), connect
@@ -61,6 +65,7 @@ class ClientGone extends EventEmitter {
 }
 
 export async function forward(request: ForwardRequest, res: ServerResponse, tally: Tally, onStart: OnResponseStart): Promise<void> {
+  if (clientGone(res)) return; // nobody to answer, and no 'close' would ever abort the exchange
   const gone = new ClientGone();
   const onClose = (): void => {
     if (!res.writableFinished) gone.abort();
@@ -97,6 +102,10 @@ export async function forward(request: ForwardRequest, res: ServerResponse, tall
   }
 }
 
+function clientGone(res: ServerResponse): boolean {
+  return res.destroyed || res.closed || res.socket === null || res.socket.destroyed;
+}
+
 function startResponse(res: ServerResponse, status: number, headers: Record<string, string | string[] | undefined>, method: string, tally: Tally): Writable {
   res.writeHead(status, responseHeaders(headers));
   const length = headers['content-length'];
@@ -129,8 +138,18 @@ function countingWriter(res: ServerResponse, tally: Tally): Writable {
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       tally.bytesOut += chunk.length;
-      if (res.write(chunk)) callback();
-      else res.once('drain', () => callback());
+      if (res.write(chunk)) return callback();
+      if (clientGone(res)) return callback(new Error('the client connection closed'));
+      const drained = (): void => {
+        res.off('close', closed);
+        callback();
+      };
+      const closed = (): void => {
+        res.off('drain', drained);
+        callback(new Error('the client connection closed'));
+      };
+      res.once('drain', drained);
+      res.once('close', closed);
     },
     final(callback) {
       res.end(() => callback());

@@ -5,6 +5,11 @@
  * refuses it), and every client-sent `X-Forwarded-*`, `Forwarded`, `X-Real-IP` and `Svc-*`
  * header go, always, before ours are added. So an identity header can never be spoofed, even when
  * our derived value is empty (the gap in the reference implementation).
+ *
+ * Names are compared with `_` read as `-`: CGI, WSGI, PHP and Rack backends turn both into
+ * `HTTP_SVC_USERNAME`, so a client's `Svc_Username` would otherwise land on ours. On a WebSocket
+ * upgrade we send `Connection: upgrade` and `Upgrade: websocket` ourselves: the client's
+ * Connection value could name (and so make the backend drop) headers we add.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
@@ -13,8 +18,8 @@ const DROPPED = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings',
 ]);
-/** Kept on a WebSocket upgrade: the handshake needs them end to end. */
-const UPGRADE_KEPT = new Set(['connection', 'upgrade']);
+/** Kept from the backend's 101: the client's WebSocket library checks it. */
+const UPGRADE_KEPT = new Set(['upgrade']);
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
 /** A backend must not plant the session cookie (svc.token) on our origin. */
 const OUR_COOKIE = /^\s*svc\./i;
@@ -35,17 +40,21 @@ export interface ForwardContext {
   readonly upgrade?: boolean;
 }
 
-function isDropped(lower: string, named: ReadonlySet<string> | undefined, upgrade: boolean): boolean {
-  if (upgrade && UPGRADE_KEPT.has(lower)) return false;
-  if (DROPPED.has(lower) || lower.startsWith('x-forwarded-') || lower.startsWith('svc-')) return true;
-  return named?.has(lower) ?? false;
+/** Lower case, `_` read as `-` (see the module comment). */
+function canonicalName(name: string): string {
+  const lower = name.toLowerCase();
+  return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
+}
+
+function isDropped(name: string, named: ReadonlySet<string> | undefined): boolean {
+  if (DROPPED.has(name) || name.startsWith('x-forwarded-') || name.startsWith('svc-')) return true;
+  return named?.has(name) ?? false;
 }
 
 /** Header names listed in a Connection header, which are hop-by-hop too. */
-function connectionNamed(headers: IncomingHttpHeaders): ReadonlySet<string> | undefined {
-  const value = headers.connection;
-  if (value === undefined) return undefined;
-  const names = value.toLowerCase().split(',').map((n) => n.trim()).filter((n) => n !== '' && n !== 'close' && n !== 'keep-alive' && n !== 'upgrade');
+function connectionNamed(value: string | string[] | undefined): ReadonlySet<string> | undefined {
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined; // the usual values, cheaply
+  const names = (Array.isArray(value) ? value.join(',') : value).split(',').map((n) => canonicalName(n.trim())).filter((n) => n !== '' && n !== 'close' && n !== 'keep-alive' && n !== 'upgrade');
   return names.length === 0 ? undefined : new Set(names);
 }
 
@@ -54,13 +63,13 @@ function connectionNamed(headers: IncomingHttpHeaders): ReadonlySet<string> | un
  * headers (case and order kept). Host is left to the HTTP client: it sets the backend's.
  */
 export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHttpHeaders, context: ForwardContext): string[] {
-  const named = connectionNamed(parsed);
-  const upgrade = context.upgrade === true;
+  const named = connectionNamed(parsed.connection);
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
-    if (!isDropped(name.toLowerCase(), named, upgrade)) out.push(name, rawHeaders[i + 1] as string);
+    if (!isDropped(canonicalName(name), named)) out.push(name, rawHeaders[i + 1] as string);
   }
+  if (context.upgrade === true) out.push('connection', 'upgrade', 'upgrade', 'websocket');
   out.push('x-forwarded-host', context.host, 'x-forwarded-for', context.clientIp, 'x-forwarded-proto', context.proto);
   out.push('svc-username', headerSafe(context.identity.username));
   const groups = context.identity.groups.map(headerSafe).filter((g) => g !== '' && !g.includes(','));
@@ -84,13 +93,18 @@ function encodeChar(c: string): string {
   }
 }
 
-/** The backend's response headers for the browser: hop-by-hop dropped, our cookie protected. */
+/**
+ * The backend's response headers for the browser: hop-by-hop dropped (with those its Connection
+ * header names, which may be internal), our cookie protected. On a 101 the caller sets Connection.
+ */
 export function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, upgrade = false): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  const named = connectionNamed(headers.connection);
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const lower = name.toLowerCase();
     if (RESPONSE_DROPPED.has(lower) && !(upgrade && UPGRADE_KEPT.has(lower))) continue;
+    if (named?.has(canonicalName(lower)) === true) continue;
     if (lower === 'set-cookie') {
       const kept = (Array.isArray(value) ? value : [value]).filter((c) => !OUR_COOKIE.test(c));
       if (kept.length > 0) out[name] = kept;

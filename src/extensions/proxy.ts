@@ -18,7 +18,7 @@ import { forwardHeaders } from './headers.js';
 import { createExtensionMetrics, type ExtensionMetrics } from './metrics.js';
 import { createBackendPools, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf, splitExtensionPath } from './target.js';
-import { createUpgradeHandler } from './websocket.js';
+import { createUpgradeHandler, type UpgradeHandler } from './upgrade.js';
 
 export interface ExtensionProxyDeps {
   readonly settings: Pick<LiveSettings, 'current' | 'onChange'>;
@@ -29,8 +29,10 @@ export interface ExtensionProxyDeps {
 
 export interface ExtensionProxy {
   readonly middleware: Koa.Middleware<AppState>;
-  /** Handles WebSocket upgrades under the prefix; `authenticate` is the app's auth middleware. */
+  /** Answers the server's upgrades (upgrade.ts); `authenticate` is the app's auth middleware. */
   attach(server: Server, authenticate: Koa.Middleware<AppState>): void;
+  /** Cuts the connections the HTTP server no longer tracks (WebSocket relays, handshakes): shutdown's deadline. */
+  closeConnections(): void;
   close(): Promise<void>;
 }
 
@@ -40,13 +42,19 @@ export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const unsubscribe = deps.settings.onChange((next, previous) => {
     if (next.extensions !== previous.extensions) pools.retain(next.extensions);
   });
+  const upgrades: UpgradeHandler[] = [];
+  const closeConnections = (): void => upgrades.forEach((u) => u.destroyAll());
   return {
     middleware: proxyMiddleware(deps, pools, metrics),
     attach(server, authenticate) {
-      server.on('upgrade', createUpgradeHandler({ ...deps, pools, metrics, authenticate }));
+      const upgrade = createUpgradeHandler({ ...deps, metrics, authenticate, serveHttp: (req, res) => server.emit('request', req, res) });
+      upgrades.push(upgrade);
+      server.on('upgrade', upgrade.listener);
     },
+    closeConnections,
     async close() {
       unsubscribe();
+      closeConnections();
       await pools.close();
     },
   };

@@ -2,7 +2,13 @@
  * WebSocket upgrades under /api/v1/extensions/<name>/…, after the same checks as plain requests:
  * the app's own authenticate middleware runs on a Koa context made for the upgrade request, then
  * access.ts, path.ts and headers.ts exactly as for HTTP. (Server-sent events need nothing here:
- * they are plain HTTP responses streamed by forward.ts.)
+ * they are plain HTTP responses streamed by forward.ts.) upgrade.ts decides which upgrades come here.
+ *
+ * One check is WebSocket-only: when the caller signed in with the `svc.token` cookie, the
+ * Origin must be svc's own (the configured `url`, or the Host asked for). Browsers send cookies on
+ * WebSocket handshakes and the Same-Origin Policy does not apply to them, so without it any page
+ * on a same-site host (SameSite=Lax allows sibling subdomains) could open a socket as the user:
+ * cross-site WebSocket hijacking. A bearer token cannot be planted that way, so it needs no check.
  *
  * The upgrade is relayed with node:http rather than http-proxy-3's `ws()`: that re-parses the
  * outgoing path with WHATWG URL (undoing our canonical path), copies `req.headers` wholesale
@@ -10,66 +16,74 @@
  * what a WebSocket is anyway.
  */
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest, ServerResponse, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest, STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { Duplex } from 'node:stream';
-import Koa from 'koa';
-import { SvcError } from '../errors.js';
+import type { Socket } from 'node:net';
+import type Koa from 'koa';
+import { PermissionDenied, SvcError } from '../errors.js';
 import { STATUS } from '../http/errors.js';
 import type { AppState } from '../http/state.js';
-import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
+import { APPLICATION_HEADER, findExtension, printable, routeExtensionRequest } from './access.js';
 import { mapBackendError } from './forward.js';
 import { forwardHeaders, responseHeaders } from './headers.js';
 import type { ExtensionMetrics } from './metrics.js';
-import type { BackendPools } from './pools.js';
 import type { ExtensionProxyDeps } from './proxy.js';
-import { backendTarget, forwardContextOf, splitExtensionPath } from './target.js';
+import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
 
-export interface UpgradeDeps extends ExtensionProxyDeps {
-  readonly pools: BackendPools;
+export interface WebSocketDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
   readonly authenticate: Koa.Middleware<AppState>;
+  /** Keeps a backend socket for shutdown, which must be able to cut a live relay. */
+  readonly track: (socket: Socket) => void;
 }
 
-type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+type Context = Koa.ParameterizedContext<AppState>;
+type Target = { readonly name: string; readonly rest: string };
 
-export function createUpgradeHandler(deps: UpgradeDeps): UpgradeListener {
-  const koa = new Koa<AppState>();
-  return function upgradeExtensionRequest(req, socket, head) {
-    const target = splitExtensionPath((req.url ?? '/').split('?')[0] ?? '/');
-    if (target === undefined) return; // another feature's upgrade, or none: not ours to answer
-    socket.on('error', () => socket.destroy());
-    const ctx = koa.createContext(req, new ServerResponse(req));
-    const requestId = randomUUID();
-    ctx.state.requestId = requestId;
-    ctx.state.log = deps.log.child({ requestId });
-    const start = performance.now();
-    let status = 101;
-    const extension = findExtension(deps.settings.current(), target.name)?.name;
-    if (extension !== undefined) {
-      socket.once('close', () => deps.metrics.observe({ extension, status, seconds: (performance.now() - start) / 1000, bytesIn: 0, bytesOut: 0 }));
-    }
-    relay(deps, ctx, target, head, socket).then(
-      (sent) => {
-        status = sent;
-      },
-      (err: unknown) => {
-        status = writeError(socket, err, ctx.state);
-      },
-    );
-  };
+/** The status metrics record when the client left before an answer (nginx's convention). */
+const CLIENT_GONE = 499;
+/** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The same rule as http/auth.ts: a well-formed Bearer header wins over the cookie. */
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** Relays one WebSocket upgrade; every failure is answered on the socket, which then closes. */
+export function relayWebSocket(deps: WebSocketDeps, ctx: Context, target: Target, head: Buffer, socket: Socket): void {
+  const requestId = randomUUID();
+  ctx.state.requestId = requestId;
+  ctx.state.log = deps.log.child({ requestId });
+  const start = performance.now();
+  let status = CLIENT_GONE;
+  const extension = findExtension(deps.settings.current(), target.name)?.name;
+  if (extension !== undefined) {
+    socket.once('close', () => deps.metrics.observe({ extension, status, seconds: (performance.now() - start) / 1000, bytesIn: 0, bytesOut: 0 }));
+  }
+  relay(deps, ctx, target, head, socket).then(
+    (sent) => {
+      status = sent;
+    },
+    (err: unknown) => {
+      status = writeError(socket, err, ctx.state);
+    },
+  );
 }
 
 /** Checks, then opens the backend connection; resolves with the status sent to the client. */
-async function relay(deps: UpgradeDeps, ctx: Koa.ParameterizedContext<AppState>, target: { name: string; rest: string }, head: Buffer, socket: Duplex): Promise<number> {
+async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Buffer, socket: Socket): Promise<number> {
   await deps.authenticate(ctx, () => Promise.resolve());
-  const route = routeExtensionRequest({ name: target.name, principal: ctx.state.principal, authError: ctx.state.authError, application: ctx.get(APPLICATION_HEADER) }, deps.settings.current(), deps.rights);
+  // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
+  if (socket.destroyed) return CLIENT_GONE;
+  const settings = deps.settings.current();
+  const route = routeExtensionRequest({ name: target.name, principal: ctx.state.principal, authError: ctx.state.authError, application: ctx.get(APPLICATION_HEADER) }, settings, deps.rights);
+  checkOrigin(ctx, settings.url);
   const { url, path } = backendTarget(route, target.rest, ctx.querystring);
   const req = ctx.req;
   const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, ctx.host, ctx.ip, ctx.protocol, true));
   headers.push('host', url.host);
   const idleMs = route.extension.idleConnTimeoutMs;
+  // From here the backend's idle timeout answers a handshake that stalls (408), so the client's goes.
+  socket.setTimeout(0);
   const outgoing = (url.protocol === 'https:' ? httpsRequest : httpRequest)({
     hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port,
@@ -77,7 +91,7 @@ async function relay(deps: UpgradeDeps, ctx: Koa.ParameterizedContext<AppState>,
     path,
     headers,
     agent: false,
-    timeout: idleMs,
+    timeout: Math.min(idleMs, MAX_TIMER_MS),
     ...(tlsOptionsFor(route.backend) ?? {}),
   });
   const failed = { extension: route.extension.name, origin: url.origin, idleMs };
@@ -85,8 +99,9 @@ async function relay(deps: UpgradeDeps, ctx: Koa.ParameterizedContext<AppState>,
     outgoing.on('timeout', () => outgoing.destroy(Object.assign(new Error('no answer'), { code: 'UND_ERR_HEADERS_TIMEOUT' })));
     outgoing.on('error', (err) => reject(mapBackendError(err, failed, ctx.state.log)));
     outgoing.on('upgrade', (res, backend, backendHead) => {
+      deps.track(backend);
       backend.setTimeout(0);
-      socket.write(statusBlock(101, res.statusMessage, responseHeaders(res.headers, true)));
+      socket.write(statusBlock(101, res.statusMessage, { ...responseHeaders(res.headers, true), connection: 'upgrade' }));
       if (backendHead.length > 0) socket.write(backendHead);
       if (head.length > 0) backend.write(head);
       backend.on('error', () => socket.destroy());
@@ -99,6 +114,7 @@ async function relay(deps: UpgradeDeps, ctx: Koa.ParameterizedContext<AppState>,
     outgoing.on('response', (res) => {
       // The backend declined the upgrade: relay its answer, then close.
       socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, { ...responseHeaders(res.headers), connection: 'close' }));
+      socket.once('finish', () => socket.destroy());
       res.pipe(socket);
       res.on('error', () => socket.destroy());
       resolve(res.statusCode ?? 502);
@@ -106,6 +122,16 @@ async function relay(deps: UpgradeDeps, ctx: Koa.ParameterizedContext<AppState>,
     socket.once('close', () => outgoing.destroy());
     outgoing.end();
   });
+}
+
+/** 403 for a cookie-authenticated handshake from another origin (see the module comment). */
+function checkOrigin(ctx: Context, configuredUrl: string): void {
+  const token = ctx.state.token;
+  if (token === undefined || token === BEARER.exec(ctx.get('authorization'))?.[1]) return; // no caller, or a bearer
+  const origin = ctx.get('origin');
+  const parsed = URL.canParse(origin) ? new URL(origin) : undefined;
+  if (parsed !== undefined && (parsed.origin === new URL(configuredUrl).origin || parsed.host === ctx.get('host').toLowerCase())) return;
+  throw new PermissionDenied(`a WebSocket signed in with the svc.token cookie must come from svc's own origin, not '${printable(origin)}'`);
 }
 
 function statusBlock(status: number, message: string | undefined, headers: OutgoingHttpHeaders): string {
@@ -117,13 +143,22 @@ function statusBlock(status: number, message: string | undefined, headers: Outgo
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-function writeError(socket: Duplex, err: unknown, state: AppState): number {
-  const known = err instanceof SvcError;
-  if (!known) state.log.error({ err }, 'extension upgrade failed');
-  const status = known ? STATUS[err.code] : 500;
-  const body = JSON.stringify(known ? { error: err.code, message: err.message } : { error: 'internal', message: `internal error (request ${state.requestId})` });
+/** Answers an error as JSON, as the error middleware would, and closes the socket. */
+function writeError(socket: Socket, err: unknown, state: AppState): number {
+  if (err instanceof SvcError) return refuse(socket, err);
+  state.log.error({ err }, 'extension upgrade failed');
+  return answer(socket, 500, { error: 'internal', message: `internal error (request ${state.requestId})` });
+}
+
+export function refuse(socket: Socket, err: SvcError): number {
+  return answer(socket, STATUS[err.code], { error: err.code, message: err.message });
+}
+
+/** Closes after writing, whatever the client does with its side (the server allows half-open sockets). */
+function answer(socket: Socket, status: number, json: { error: string; message: string }): number {
+  const body = JSON.stringify(json);
   if (socket.writable) {
-    socket.end(statusBlock(status, undefined, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body);
-  }
+    socket.end(statusBlock(status, undefined, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body, () => socket.destroy());
+  } else socket.destroy();
   return status;
 }

@@ -31,6 +31,24 @@ describe('apps/catalog', () => {
     expect(sink.problems.map(formatProblem)).to.deep.equal(['Secret/broken: data: a cluster secret needs the keys name and server']);
   });
 
+  it('reports a cluster secret that repeats the name or server of another, and ignores it', () => {
+    const duplicates: StoreSnapshot = {
+      ...snapshot,
+      secrets: new Map([
+        ['prod-a', clusterSecret('prod-a', { name: 'prod', server: 'https://prod.example.com:6443' })],
+        ['prod-b', clusterSecret('prod-b', { name: 'prod', server: 'https://other.example.com' })],
+        ['staging', clusterSecret('staging', { name: 'staging', server: 'https://prod.example.com:6443/' })],
+      ]),
+    };
+    const problems = new ProblemSink();
+    const read = readCatalog(duplicates, problems);
+    expect(read.clusters).to.deep.equal([{ name: 'prod', server: 'https://prod.example.com:6443' }]);
+    expect(problems.problems.map(formatProblem)).to.deep.equal([
+      "Secret/prod-b: data: name: 'prod' is already the name of Secret/prod-a; this secret is ignored",
+      "Secret/staging: data: server: 'https://prod.example.com:6443/' is already the server of Secret/prod-a; this secret is ignored",
+    ]);
+  });
+
   it('finds the destination cluster by server (trailing slash ignored) or by name', () => {
     expect(destinationCluster(catalog.applications.get('team-a/web')!, catalog)?.name).to.equal('prod');
     expect(destinationCluster(catalog.applications.get('team-b/api')!, catalog)?.name).to.equal('in-cluster');

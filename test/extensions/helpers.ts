@@ -1,7 +1,7 @@
 /** Real backends and a real svc for the extension proxy tests. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { renameSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import YAML from 'yaml';
@@ -118,4 +118,26 @@ export async function login(server: TestServer, username: string): Promise<strin
   });
   if (res.status !== 200) throw new Error(`login ${username}: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { token: string }).token;
+}
+
+/**
+ * Writes `text` on a fresh connection and collects what comes back until the server closes it,
+ * or `waitMs` passed (then `closed` is false: the server left the connection hanging).
+ */
+export function rawExchange(port: number, text: string, waitMs = 2_000): Promise<{ data: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ data, closed: false });
+    }, waitMs);
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ data, closed: true });
+    });
+    socket.write(text);
+  });
 }

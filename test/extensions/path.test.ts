@@ -10,13 +10,17 @@ function join(rest: string): string {
   return joinBackendPath(BASE, BASE_URL.pathname, rest);
 }
 
-/** What a backend that decodes once, treats `\` as `/` and resolves dot segments would serve. */
+/**
+ * What a backend that decodes once, treats `\` as `/`, strips `;` path parameters (Tomcat, Jetty,
+ * Spring) and resolves dot segments would serve.
+ */
 function resolvedByDecodingBackend(path: string): string[] {
   const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
   const out: string[] = [];
   for (const segment of decoded.split(/[/\\]/).slice(1)) {
-    if (segment === '.') continue;
-    if (segment === '..') out.pop();
+    const name = segment.split(';')[0];
+    if (name === '.') continue;
+    if (name === '..') out.pop();
     else out.push(segment);
   }
   return out;
@@ -27,6 +31,7 @@ function staysInside(path: string): boolean {
   const whatwg = new URL(path, 'http://backend.test').pathname;
   const decodedOnce = resolvedByDecodingBackend(path);
   return (
+    !path.startsWith('//') &&
     (path === BASE_URL.pathname || path.startsWith(`${BASE}/`)) &&
     (whatwg === BASE_URL.pathname || whatwg.startsWith(`${BASE}/`)) &&
     baseSegments.every((s, i) => decodedOnce[i] === s) &&
@@ -53,6 +58,23 @@ describe('extension path join', () => {
     }
   });
 
+  it('treats a segment with ; parameters after . or .. as a dot segment (Tomcat, Jetty, Spring)', () => {
+    expect(join('/a/..;/b')).to.equal('/api/base/b');
+    expect(join('/a/.;x/b')).to.equal('/api/base/a/b');
+    expect(join('/a/%2e%2e;jsessionid=1/b')).to.equal('/api/base/b');
+    expect(join('/a;x=1/b')).to.equal('/api/base/a;x=1/b');
+    for (const rest of ['/..;/admin', '/..;/..;/admin', '/%2e%2e;/x', '/a/..;x/..;y/z', '/..%3b/x']) {
+      expect(() => join(rest), rest).to.throw(InvalidRequest, 'the path climbs above the extension base path');
+    }
+  });
+
+  it('collapses empty segments, so the target never starts with // (protocol-relative)', () => {
+    expect(joinBackendPath('', '/', '//evil.example/x')).to.equal('/evil.example/x');
+    expect(joinBackendPath('', '/', '/\\evil.example/x')).to.equal('/evil.example/x');
+    expect(join('/a//b///c/')).to.equal('/api/base/a/b/c/');
+    expect(join('//')).to.equal('/api/base/');
+  });
+
   it('refuses encoded separators and malformed escapes', () => {
     expect(() => join('/a%2f..%2f..%2fx')).to.throw(InvalidRequest, 'an encoded "/" or "\\" inside a path segment is not allowed');
     expect(() => join('/a%5Cb')).to.throw(InvalidRequest, 'encoded');
@@ -65,7 +87,7 @@ describe('extension path join', () => {
   });
 
   it('never leaves the base path (property, 20,000 generated paths)', () => {
-    const piece = fc.constantFrom('.', '..', '%2e', '%2E', '%2e%2e', '%2E.', '.%2e', '%2f', '%2F', '%5c', '%5C', '\\', '/', '//', 'a', 'b.c', '...', '%', '%25', '%252e', '%00', 'é', '%C3%A9', '?', ';', '%3B', ':');
+    const piece = fc.constantFrom('.', '..', '..;', '.;x', '%2e%2e;', ';a=1', '%2e',  '%2E', '%2e%2e', '%2E.', '.%2e', '%2f', '%2F', '%5c', '%5C', '\\', '/', '//', 'a', 'b.c', '...', '%', '%25', '%252e', '%00', 'é', '%C3%A9', '?', ';', '%3B', ':');
     const segment = fc.array(piece, { minLength: 0, maxLength: 4 }).map((parts) => parts.join(''));
     const rest = fc.array(segment, { minLength: 1, maxLength: 8 }).map((segments) => `/${segments.join('/')}`);
     let accepted = 0;
@@ -83,5 +105,19 @@ describe('extension path join', () => {
       { numRuns: 20_000 },
     );
     expect(accepted).to.be.greaterThan(2_000);
+  });
+
+  it('never sends a target starting with // from a backend URL without a path (property)', () => {
+    const piece = fc.constantFrom('', '/', '//', '\\', '%2f', 'a', '.', '..', '..;');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }).map((parts) => `/${parts.join('')}`), (path) => {
+        try {
+          return !joinBackendPath('', '/', path).startsWith('//');
+        } catch (err: unknown) {
+          return err instanceof InvalidRequest;
+        }
+      }),
+      { numRuns: 5_000 },
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import { application, clusterSecret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
@@ -20,16 +20,25 @@ describe('extension proxy (HTTP)', function () {
   this.timeout(30_000);
   let server: TestServer;
   let dir: string;
-  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend;
+  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend, leaky: Backend;
   let refusedPort: number;
   const idleSockets = new Set<Socket>();
+  let idleWaiting = 0;
   let token: Record<string, string>;
   let extensions: (overrides?: { echoUrl?: string }) => unknown;
 
   before(async () => {
     [echo, inCluster, prod] = await Promise.all([echoBackend('echo'), echoBackend('in-cluster'), echoBackend('prod')]);
-    idle = await startBackend(() => undefined); // accepts, never answers
+    idle = await startBackend((_req, res) => {
+      // Accepts, never answers; counts the requests it holds (a spare pooled connection is no leak).
+      idleWaiting++;
+      res.once('close', () => idleWaiting--);
+    });
     idle.server.on('connection', (s: Socket) => idleSockets.add(s));
+    leaky = await startBackend((_req, res) => {
+      res.writeHead(200, { connection: 'keep-alive, X-Internal-Addr', 'x-internal-addr': '10.1.2.3:8080', 'x-public': 'yes' });
+      res.end('ok');
+    });
     reset = await startBackend((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('first part of the body, then the backend dies');
@@ -44,6 +53,7 @@ describe('extension proxy (HTTP)', function () {
         { name: 'idle', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: idle.url }] } },
         { name: 'reset', enabled: true, backend: { services: [{ url: reset.url }] } },
         { name: 'down', enabled: true, backend: { services: [{ url: `http://127.0.0.1:${refusedPort}` }] } },
+        { name: 'leaky', enabled: true, backend: { services: [{ url: leaky.url }] } },
       ],
     });
     dir = tempConfigDir(
@@ -69,7 +79,7 @@ describe('extension proxy (HTTP)', function () {
   after(async () => {
     for (const s of idleSockets) s.destroy();
     await server.close();
-    await Promise.all([echo, inCluster, prod, idle, reset].map((b) => b.close()));
+    await Promise.all([echo, inCluster, prod, idle, reset, leaky].map((b) => b.close()));
   });
 
   async function call(path: string, user: string | undefined, headers: Record<string, string> = {}, init: { method?: string; body?: string | Buffer } = {}) {
@@ -153,6 +163,22 @@ describe('extension proxy (HTTP)', function () {
     it('drops the headers the Connection header names', async () => {
       const res = await raw('/api/v1/extensions/echo/h', 'carol', { connection: 'keep-alive, x-hop', 'x-hop': 'dropped', te: 'trailers' });
       expect((JSON.parse(res.text) as Echo).headers).to.not.have.any.keys('x-hop', 'te');
+    });
+
+    it('drops client headers spelled with underscores (CGI, WSGI and PHP read them as ours)', async () => {
+      const res = await raw('/api/v1/extensions/echo/h', 'carol', { Svc_Username: 'admin', X_Forwarded_For: '6.6.6.6', Svc_User_Groups: 'role:admin', X_Custom: 'kept' });
+      const seen = (JSON.parse(res.text) as Echo).headers;
+      expect(seen).to.not.have.any.keys('svc_username', 'x_forwarded_for', 'svc_user_groups');
+      expect(seen['svc-username']).to.equal('carol');
+      expect(seen['x-forwarded-for']).to.equal('127.0.0.1');
+      expect(seen['x_custom']).to.equal('kept');
+    });
+
+    it("drops response headers the backend's Connection header names", async () => {
+      const res = await call('/api/v1/extensions/leaky/x', 'admin');
+      expect(res.status).to.equal(200);
+      expect(res.headers).to.not.have.any.keys('x-internal-addr');
+      expect(res.headers['x-public']).to.equal('yes');
     });
 
     it('tells the backend the validated application and its project', async () => {
@@ -261,27 +287,46 @@ describe('extension proxy (HTTP)', function () {
       expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
     });
 
-    it('survives clients that leave before the backend answers', async () => {
+    it('survives clients that leave before the backend answers, or during authentication, and releases the backend connections', async () => {
       for (let i = 0; i < 5; i++) {
         const ac = new AbortController();
         const pending = request(`${server.url}/api/v1/extensions/idle`, { headers: { authorization: `Bearer ${token['admin']}` }, signal: ac.signal });
         setTimeout(() => ac.abort(), 50);
         await pending.then(() => undefined, () => undefined);
       }
+      // A fresh token is verified asynchronously, so these clients are gone before forward() starts.
+      for (let i = 0; i < 10; i++) {
+        const fresh = await login(server, 'admin');
+        const socket = connect(server.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.on('connect', () => socket.end(`GET /api/v1/extensions/idle HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\n\r\n`, () => socket.destroy()));
+      }
+      // Well below idleConnTimeout (1s), which would release them anyway.
+      await new Promise((r) => setTimeout(r, 400));
+      expect(idleWaiting, 'backend requests still held for departed clients').to.equal(0);
       expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
     });
   });
 
   it('counts requests, latency and bytes per extension', async () => {
-    await call('/api/v1/extensions/echo/m', 'admin', {}, { method: 'POST', body: '12345' });
+    const series = [
+      'svc_extension_requests_total{extension="echo",status="200"}',
+      'svc_extension_requests_total{extension="echo",status="403"}',
+      'svc_extension_request_duration_seconds_count{extension="echo"}',
+      'svc_extension_request_bytes_total{extension="echo"}',
+      'svc_extension_response_bytes_total{extension="echo"}',
+    ];
+    const before = await metricValues(series);
+    const posted = await call('/api/v1/extensions/echo/m', 'admin', {}, { method: 'POST', body: '12345' });
     await call('/api/v1/extensions/echo/m', 'bob');
-    const text = await (await fetch(`${server.url}/metrics`)).text();
-    expect(text).to.match(/svc_extension_requests_total\{extension="echo",status="200"\} \d+/);
-    expect(text).to.match(/svc_extension_requests_total\{extension="echo",status="403"\} \d+/);
-    expect(text).to.match(/svc_extension_request_duration_seconds_count\{extension="echo"\} \d+/);
-    expect(text).to.match(/svc_extension_request_bytes_total\{extension="echo"\} \d+/);
-    expect(text).to.match(/svc_extension_response_bytes_total\{extension="echo"\} \d+/);
+    const after = await metricValues(series);
+    expect(series.map((_s, i) => (after[i] ?? 0) - (before[i] ?? 0))).to.deep.equal([1, 1, 2, 5, Buffer.byteLength(posted.text)]);
   });
+
+  async function metricValues(series: readonly string[]): Promise<number[]> {
+    const lines = (await (await fetch(`${server.url}/metrics`)).text()).split('\n');
+    return series.map((s) => Number(lines.find((l) => l.startsWith(`${s} `))?.slice(s.length + 1) ?? 0));
+  }
 
   it('applies a configuration change during a stream of requests without failing one', async () => {
     const other = await echoBackend('echo-2');

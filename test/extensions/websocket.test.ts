@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
 import { application, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { closeServer, listen, login, storeFiles } from './helpers.js';
+import { closeServer, listen, login, rawExchange, storeFiles } from './helpers.js';
 
 describe('extension proxy (WebSocket and server-sent events)', function () {
   this.timeout(30_000);
@@ -54,8 +54,8 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     await closeServer(backend);
   });
 
-  function open(path: string, headers: Record<string, string>): Promise<WebSocket> {
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}${path}`, { headers });
+  function open(path: string, headers: Record<string, string>, origin?: string): Promise<WebSocket> {
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}${path}`, { headers, ...(origin !== undefined ? { origin } : {}) });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => reject(new Error(`status ${res.statusCode}`)));
@@ -95,6 +95,59 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
   it("relays the backend's answer when it declines the upgrade", async () => {
     const result = await open('/api/v1/extensions/live/elsewhere', { authorization: `Bearer ${token['admin']}` }).then(() => 'open', (err: Error) => err.message);
     expect(result).to.equal('status 404');
+  });
+
+  it('answers every upgrade outside the extension prefix, never leaving the socket open', async () => {
+    const auth = `Authorization: Bearer ${token['admin']}\r\n`;
+    const other = await rawExchange(server.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    expect(other.closed, 'websocket upgrade on /healthz').to.equal(true);
+    expect(other.data).to.match(/^HTTP\/1\.1 200 OK\r\n[^]*connection: close\r\n\r\nok$/i);
+    // What curl --http2 sends on http://: the upgrade is ignored and the request served.
+    const h2c = await rawExchange(server.port, `GET /api/v1/session/userinfo HTTP/1.1\r\nHost: x\r\n${auth}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`);
+    expect(h2c.closed, 'h2c').to.equal(true);
+    expect(h2c.data).to.match(/^HTTP\/1\.1 200 OK\r\n[^]*"loggedIn":true/);
+    const withBody = await rawExchange(server.port, 'POST /api/v1/session HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}');
+    expect(withBody.closed, 'h2c with a body').to.equal(true);
+    expect(withBody.data).to.match(/^HTTP\/1\.1 400 Bad Request\r\n[^]*"error":"invalid_request"/);
+  });
+
+  it('reads the extension from the parsed path, as HTTP does (absolute-form target)', async () => {
+    upgrades = [];
+    const res = await rawExchange(server.port, `GET http://evil.example/api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 500);
+    expect(res.data).to.match(/^HTTP\/1\.1 101 /);
+    expect(upgrades[0]?.url).to.equal('/ws/echo');
+  });
+
+  it('sends Connection: upgrade itself, never the Connection value the client chose', async () => {
+    upgrades = [];
+    await rawExchange(server.port, `GET /api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\nConnection: Upgrade, Svc-Username, X-Forwarded-For\r\nUpgrade: websocket\r\nSvc_Username: root\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 500);
+    const seen = upgrades[0]?.headers ?? {};
+    expect(seen['connection']).to.equal('upgrade');
+    expect(seen['upgrade']).to.equal('websocket');
+    expect(seen['svc-username']).to.equal('admin');
+    expect(seen).to.not.have.any.keys('svc_username');
+  });
+
+  it('refuses a cookie-authenticated upgrade from another origin (cross-site WebSocket hijacking)', async () => {
+    const cookie = { cookie: `svc.token=${token['admin']}` };
+    const evil = await open('/api/v1/extensions/live/echo', cookie, 'https://evil.example.com').then(() => 'open', (err: Error) => err.message);
+    expect(evil).to.equal('status 403');
+    const none = await open('/api/v1/extensions/live/echo', cookie).then(() => 'open', (err: Error) => err.message);
+    expect(none, 'no Origin at all').to.equal('status 403');
+    const res = await rawExchange(server.port, `GET /api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\nCookie: svc.token=${token['admin']}\r\nOrigin: https://evil.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    expect(JSON.parse(res.data.slice(res.data.indexOf('\r\n\r\n') + 4))).to.deep.equal({
+      error: 'permission_denied',
+      message: "a WebSocket signed in with the svc.token cookie must come from svc's own origin, not 'https://evil.example.com'",
+    });
+  });
+
+  it('accepts a cookie-authenticated upgrade from its own origin, and a bearer token from any', async () => {
+    const own = await open('/api/v1/extensions/live/echo', { cookie: `svc.token=${token['admin']}` }, server.url);
+    own.close();
+    const configured = await open('/api/v1/extensions/live/echo', { cookie: `svc.token=${token['admin']}`, host: 'svc.example.com' }, 'http://127.0.0.1:8080');
+    configured.close();
+    const bearer = await open('/api/v1/extensions/live/echo', { authorization: `Bearer ${token['admin']}` }, 'https://evil.example.com');
+    bearer.close();
   });
 
   it('streams server-sent events as they come, not at the end', async () => {

@@ -1,0 +1,36 @@
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { formatProblem, ProblemSink } from '../../src/config/problems.js';
+import { parseExtensionConfig, type ExtensionConfig } from '../../src/extensions/config.js';
+
+function parse(extensions: unknown[], previous: readonly ExtensionConfig[] = []) {
+  const sink = new ProblemSink();
+  const parsed = parseExtensionConfig(YAML.stringify({ extensions }), new Map(), sink.scoped('svc-cm').at('extension.config'), previous);
+  return { parsed, problems: sink.problems.map(formatProblem) };
+}
+
+const good = { name: 'metrics', enabled: true, backend: { services: [{ url: 'http://metrics.internal:8080/api' }] } };
+
+describe('extensions/config', () => {
+  it('keeps the last good version of an entry that turned invalid', () => {
+    const previous = parse([good]).parsed;
+    const { parsed, problems } = parse([{ ...good, backend: { services: [{ url: 'not a url' }] } }], previous);
+    expect(parsed).to.deep.equal(previous);
+    expect(problems).to.have.length(1);
+  });
+
+  it('honours enabled: false in an otherwise invalid entry (a disable never fails open)', () => {
+    const previous = parse([good]).parsed;
+    expect(previous[0]?.enabled).to.equal(true);
+    const { parsed, problems } = parse([{ ...good, enabled: false, backend: { services: [{ url: 'not a url' }] } }], previous);
+    expect(parsed).to.deep.equal([{ ...previous[0], enabled: false }]);
+    expect(problems[0]).to.match(/^svc-cm: extension\.config: extensions\[0\]\.backend\.services\[0\]\.url: not a URL/);
+    const typo = parse([{ ...good, enabled: false, backend: { services: [{ url: 'http://x' }], idleConnTimeout: 'soon' } }], previous).parsed;
+    expect(typo.map((e) => [e.name, e.enabled])).to.deep.equal([['metrics', false]]);
+  });
+
+  it('keeps a disabled invalid entry without a previous version disabled, not absent', () => {
+    const { parsed } = parse([{ name: 'new', enabled: false, backend: {} }]);
+    expect(parsed).to.deep.equal([{ name: 'new', enabled: false, idleConnTimeoutMs: 60_000, services: [] }]);
+  });
+});
