@@ -102,12 +102,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     services,
     async close(graceMs = 10_000) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() drops the connections idle at this moment; a keep-alive connection whose
+      // request finishes later would otherwise hold shutdown until the grace deadline.
       server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => {
         server.closeAllConnections();
         features.closeConnections?.();
       }, graceMs);
       await closed;
+      clearInterval(sweep);
       clearTimeout(timer);
       await features.close?.();
       settings.close();

@@ -33,7 +33,10 @@ describe('graceful shutdown', () => {
     expect(((await res.json()) as { error: string }).error).to.equal('invalid_credentials');
     // The failure delay is at least 0.5 s, so the answer really came after the signal.
     expect(Date.now() - started).to.be.greaterThan(450);
+    // The client keeps its connection alive; shutdown must not wait for the 10 s grace for it.
+    const answered = Date.now();
     expect(await exited).to.equal(0);
+    expect(Date.now() - answered).to.be.lessThan(5000);
     const after = await fetch(`${base}/healthz`).then(() => 'answered', () => 'refused');
     expect(after).to.equal('refused');
   });
