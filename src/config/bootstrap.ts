@@ -11,7 +11,7 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import bcrypt from 'bcryptjs';
+import bcrypt from 'bcrypt';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock } from './file-lock.js';

@@ -1,5 +1,5 @@
 /** LoginService: equal timing, the failure delay, lockout without a password check, the cap. */
-import bcrypt from 'bcryptjs';
+import bcrypt from 'bcrypt';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';

@@ -2,7 +2,7 @@
  * The login-throttle rules, one suite run against every state backend (memory and a real
  * Redis, see throttle.test.ts): replicas behave the same whichever backend they share.
  */
-import bcrypt from 'bcryptjs';
+import bcrypt from 'bcrypt';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
