@@ -1,5 +1,6 @@
 /** Where an extension request goes: name and rest from the path, backend path, forwarding context. */
 import type { ExtensionRoute } from './access.js';
+import type { BackendService } from './config.js';
 import type { ForwardContext } from './headers.js';
 import { basePathOf, joinBackendPath } from './path.js';
 
@@ -14,10 +15,26 @@ export function splitExtensionPath(path: string): { name: string; rest: string }
     : { name: path.slice(EXTENSIONS_PREFIX.length, slash), rest: path.slice(slash) };
 }
 
+/**
+ * A service URL parsed once per configured service (the objects are replaced, not changed, when
+ * the configuration changes), not once per proxied request. Callers only read it.
+ */
+const parsedServices = new WeakMap<BackendService, { readonly url: URL; readonly base: string }>();
+
+function parsedService(service: BackendService): { readonly url: URL; readonly base: string } {
+  let parsed = parsedServices.get(service);
+  if (parsed === undefined) {
+    const url = new URL(service.url);
+    parsed = { url, base: basePathOf(url) };
+    parsedServices.set(service, parsed);
+  }
+  return parsed;
+}
+
 /** The backend path and query for a route: base path of the service URL + the request's rest. */
 export function backendTarget(route: ExtensionRoute, rest: string, query: string): { url: URL; path: string } {
-  const url = new URL(route.backend.url);
-  const path = joinBackendPath(basePathOf(url), url.pathname, rest);
+  const { url, base } = parsedService(route.backend);
+  const path = joinBackendPath(base, url.pathname, rest);
   return { url, path: query === '' ? path : `${path}?${query}` };
 }
 

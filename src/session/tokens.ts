@@ -40,8 +40,11 @@ export interface TokenSigner {
   sign(claims: TokenClaims): Promise<string>;
   /** Signature, issuer, algorithm and time; throws Unauthenticated with the reason. */
   verify(token: string): Promise<TokenClaims>;
-  /** Whether this exact token was verified under the current key (so it is ours). */
-  verifiedBefore(token: string): boolean;
+  /**
+   * The claims of a token already verified under the current key (so it is ours), with the time
+   * rules checked again; undefined for a token not seen yet.
+   */
+  knownClaims(token: string): TokenClaims | undefined;
   /**
    * The `pwh` claim for a password hash: the first 16 characters of base64url
    * HMAC-SHA256(server.secretkey, hash). Keyed, so a token (readable by whoever holds it)
@@ -95,20 +98,22 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
       return binding;
     },
 
-    verifiedBefore(token) {
-      const hit = verified.get(token);
-      return hit !== undefined && hit.key === secretKey();
-    },
+    knownClaims,
 
     async verify(token) {
+      const known = knownClaims(token);
+      if (known !== undefined) return known;
       const keyText = secretKey();
-      const hit = verified.get(token);
-      if (hit !== undefined && hit.key === keyText) return checkTimes(hit.claims, now());
       const claims = await verifySignature(token, keyText);
       if (keyText !== undefined) verified.set(token, { key: keyText, claims });
       return claims;
     },
   };
+
+  function knownClaims(token: string): TokenClaims | undefined {
+    const hit = verified.get(token);
+    return hit !== undefined && hit.key === secretKey() ? checkTimes(hit.claims, now()) : undefined;
+  }
 
   async function verifySignature(token: string, keyText: string | undefined): Promise<TokenClaims> {
     let payload;
