@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcryptjs';
 import { request } from 'undici';
+import { freePort } from '../test/helpers/peers.js';
 
 const MIB = 1024 * 1024;
 const total = Number(process.argv[2] ?? '1024') * MIB;
@@ -67,12 +68,7 @@ stringData:
   server.secretkey: stream-secret-key-0123456789abcdef0123
   admin.password: '${hash}'
 `);
-const svcPort = await new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as AddressInfo;
-    probe.close(() => resolve(port));
-  });
-});
+const svcPort = await freePort();
 const svc = spawn(process.execPath, ['--import', 'tsx', 'src/server-cli.ts', '--config', dir, '--listen', `127.0.0.1:${svcPort}`, '--workers', '1'], {
   cwd: root,
   env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
