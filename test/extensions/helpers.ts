@@ -7,6 +7,7 @@ import bcrypt from 'bcryptjs';
 import YAML from 'yaml';
 import { configMap, secret } from '../helpers/manifests.js';
 import type { TestServer } from '../helpers/server.js';
+import { login as loginAs } from '../helpers/accounts-fixture.js';
 
 export interface Backend {
   readonly server: Server;
@@ -110,14 +111,8 @@ export async function rewriteExtensionConfig(server: TestServer, dir: string, ex
   await applied;
 }
 
-export async function login(server: TestServer, username: string): Promise<string> {
-  const res = await fetch(`${server.url}/api/v1/session`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username, password: PASSWORD }),
-  });
-  if (res.status !== 200) throw new Error(`login ${username}: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { token: string }).token;
+export function login(server: TestServer, username: string): Promise<string> {
+  return loginAs(server.url, username, PASSWORD);
 }
 
 /**
