@@ -2,7 +2,8 @@
  * The in-process state backend: the default without Redis, and the fallback that login
  * throttling uses while Redis is unreachable. Expiry is checked on every read (so a TTL is
  * exact) and a periodic unref'd sweep frees keys nobody reads again. Pub/sub stays inside
- * the process. Time comes from the injected `now` so tests can pin the clock.
+ * the process (a subscription is live from the start and never lost). Time comes from the
+ * injected `now` so tests can pin the clock.
  */
 import {
   checkTtl,
@@ -165,13 +166,15 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       });
     },
 
-    async subscribe(channel, handler) {
+    async subscribe(channel, handler, watch) {
       open();
       // Wrap so that the same function subscribed twice is two subscriptions.
       const own: Handler = (message) => handler(message);
       let handlers = channels.get(channel);
       if (handlers === undefined) channels.set(channel, (handlers = new Set()));
       handlers.add(own);
+      // One process: nothing can be missed, so live at once and never lost.
+      if (watch !== undefined) deliver(() => watch.onLive(), '');
       return async function unsubscribe() {
         const current = channels.get(channel);
         current?.delete(own);

@@ -3,16 +3,38 @@
  * subscribe mode can run nothing else), opened on the first subscribe, with any number of
  * handlers per channel. Channels arrive here already prefixed. ioredis resubscribes every
  * channel after a reconnect (autoResubscribe), so handlers survive a Redis restart.
+ *
+ * It also tracks, per channel, whether the subscription is live (SubscriptionWatch in
+ * state.ts): lost at once on the connection's 'close' event; live again after 'ready' once
+ * a PING on this connection has answered. ioredis writes the resubscribing SUBSCRIBE before
+ * it emits 'ready' (readyHandler, then the event on the next tick) and replies come in
+ * order, so the PONG proves the SUBSCRIBE was acknowledged: a message published after that
+ * is delivered.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import type { StateLog } from './state.js';
+import type { StateLog, SubscriptionWatch } from './state.js';
 
 type Handler = (message: string) => void;
 
+/** How long to wait before asking again when the PING after a reconnect failed. */
+export const LIVE_CHECK_RETRY_MS = 1_000;
+
+interface Subscription {
+  readonly handler: Handler;
+  readonly watch: SubscriptionWatch | undefined;
+  /** What this subscription's watch was last told (calls alternate, starting with onLive). */
+  live: boolean;
+}
+
 interface Channel {
-  readonly handlers: Set<Handler>;
+  readonly subscriptions: Set<Subscription>;
   /** Settles when SUBSCRIBE was acknowledged; concurrent subscribers of a channel share it. */
-  readonly active: Promise<void>;
+  active: Promise<void>;
+  /** SUBSCRIBE acknowledged once: from then on ioredis resubscribes after every reconnect. */
+  subscribed: boolean;
+  /** Subscribed on the current connection, and no 'close' since. */
+  live: boolean;
 }
 
 export interface SubscriberDeps {
@@ -23,19 +45,38 @@ export interface SubscriberDeps {
 }
 
 export interface Subscriber {
-  subscribe(channel: string, handler: Handler): Promise<() => Promise<void>>;
+  subscribe(channel: string, handler: Handler, watch?: SubscriptionWatch): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
 export function createSubscriber(deps: SubscriberDeps): Subscriber {
   const channels = new Map<string, Channel>();
   let client: Redis | undefined;
+  /** Bumped on every 'close' of the connection: a check started before it proves nothing. */
+  let generation = 0;
+
+  function tell(sub: Subscription, live: boolean): void {
+    if (sub.live === live) return;
+    sub.live = live;
+    if (sub.watch === undefined) return;
+    try {
+      if (live) sub.watch.onLive();
+      else sub.watch.onLost();
+    } catch (err: unknown) {
+      deps.log.warn({ err }, 'state subscription watcher failed');
+    }
+  }
+
+  function setLive(entry: Channel, live: boolean): void {
+    entry.live = live;
+    for (const sub of [...entry.subscriptions]) tell(sub, live);
+  }
 
   function connection(): Redis {
     if (client !== undefined) return client;
     const opened = deps.open();
     opened.on('message', function dispatch(channel: string, message: string) {
-      for (const handler of channels.get(channel)?.handlers ?? []) {
+      for (const { handler } of [...(channels.get(channel)?.subscriptions ?? [])]) {
         try {
           handler(message);
         } catch (err: unknown) {
@@ -43,21 +84,47 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
         }
       }
     });
+    opened.on('close', function subscriptionsLost() {
+      generation++;
+      for (const entry of channels.values()) setLive(entry, false);
+    });
+    opened.on('ready', function confirmResubscribed() {
+      void confirmLive(opened, generation);
+    });
     return (client = opened);
   }
 
-  async function activate(sub: Redis, channel: string): Promise<void> {
+  /** After a (re)connect: PING until it answers, then every channel subscribed before is live. */
+  async function confirmLive(sub: Redis, gen: number): Promise<void> {
+    while (client === sub && generation === gen) {
+      try {
+        await sub.ping();
+      } catch {
+        await sleep(LIVE_CHECK_RETRY_MS, undefined, { ref: false });
+        continue;
+      }
+      if (client !== sub || generation !== gen) return;
+      for (const entry of channels.values()) if (entry.subscribed) setLive(entry, true);
+      return;
+    }
+  }
+
+  async function activate(sub: Redis, channel: string, entry: Channel): Promise<void> {
     try {
       await deps.ready(sub);
+      const gen = generation;
       await sub.subscribe(channel);
+      entry.subscribed = true;
+      // A 'close' since the SUBSCRIBE: confirmLive() will say when it is live again.
+      if (generation === gen && client === sub) entry.live = true;
     } catch (err: unknown) {
       throw deps.translate(err, 'subscribe');
     }
   }
 
-  async function release(channel: string, own: Handler): Promise<void> {
+  async function release(channel: string, own: Subscription): Promise<void> {
     const entry = channels.get(channel);
-    if (entry === undefined || !entry.handlers.delete(own) || entry.handlers.size > 0) return;
+    if (entry === undefined || !entry.subscriptions.delete(own) || entry.subscriptions.size > 0) return;
     channels.delete(channel);
     try {
       await client?.unsubscribe(channel);
@@ -67,27 +134,30 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
   }
 
   return {
-    async subscribe(channel, handler) {
+    async subscribe(channel, handler, watch) {
       const sub = connection();
-      // Wrap so that the same function subscribed twice is two subscriptions.
-      const own: Handler = (message) => handler(message);
+      // A record per call, so that the same function subscribed twice is two subscriptions.
+      const own: Subscription = { handler, watch, live: false };
       let entry = channels.get(channel);
       if (entry === undefined) {
-        entry = { handlers: new Set(), active: activate(sub, channel) };
+        entry = { subscriptions: new Set(), active: Promise.resolve(), subscribed: false, live: false };
+        entry.active = activate(sub, channel, entry);
         channels.set(channel, entry);
       }
-      entry.handlers.add(own);
+      entry.subscriptions.add(own);
       try {
         await entry.active;
       } catch (err: unknown) {
-        entry.handlers.delete(own);
+        entry.subscriptions.delete(own);
         if (channels.get(channel) === entry) channels.delete(channel);
         throw err;
       }
+      if (entry.live && channels.get(channel) === entry && entry.subscriptions.has(own)) tell(own, true);
       return () => release(channel, own);
     },
 
     async close() {
+      // Cleared first: the 'close' event of the quit below tells no watcher.
       channels.clear();
       const sub = client;
       client = undefined;

@@ -7,7 +7,8 @@
  * ioredis' offline queue (the default) makes callers hang until Redis is back, and with a
  * `commandTimeout` alone a queued write is still sent after the caller was told it failed.
  * The client keeps reconnecting in the background (RETRY_MAX_MS apart at most) and calls
- * work again as soon as it is ready; subscriptions are restored by ioredis itself.
+ * work again as soon as it is ready; subscriptions are restored by ioredis itself, and
+ * ./redis-subscriber.ts tells a subscriber's SubscriptionWatch when they are lost and live.
  *
  * Keys get the `svc:` prefix from ioredis' keyPrefix (Lua KEYS included). Pub/sub channels
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
@@ -141,9 +142,9 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
       await run('publish', (c) => c.publish(KEY_PREFIX + channel, message));
     },
 
-    async subscribe(channel, handler) {
+    async subscribe(channel, handler, watch) {
       if (closed) throw new StateUnavailable('state backend is closed');
-      return subscriber.subscribe(KEY_PREFIX + channel, handler);
+      return subscriber.subscribe(KEY_PREFIX + channel, handler, watch);
     },
 
     async ping() {

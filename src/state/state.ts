@@ -78,14 +78,38 @@ export interface StateBackend {
    * Resolves once the subscription is active; the result unsubscribes this handler
    * (idempotent). The Redis backend resubscribes by itself after a reconnect.
    * A handler that throws is logged and does not affect other handlers.
+   * `watch`, when given, is told when messages may be missed and when they are not any more
+   * (see SubscriptionWatch): callers that keep a copy of shared state up to date by messages
+   * use it to know whether that copy is complete.
    */
-  subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
+  subscribe(
+    channel: string,
+    handler: (message: string) => void,
+    watch?: SubscriptionWatch,
+  ): Promise<() => Promise<void>>;
 
   /** Resolves when the backend answers; StateUnavailable otherwise. */
   ping(): Promise<void>;
 
   /** Releases connections and timers; idempotent. Every later call rejects. */
   close(): Promise<void>;
+}
+
+/**
+ * Whether a subscription receives every message published on its channel. Calls alternate,
+ * starting with onLive; none after the subscription is released or the backend closed; a
+ * callback that throws is logged. Memory: onLive before subscribe() resolves, never onLost.
+ * Redis: onLive before subscribe() resolves when the connection is up then (otherwise as soon
+ * as it is), onLost synchronously from the subscriber connection's 'close' event (Redis gone,
+ * connection dropped, reconnecting), onLive again once the connection is back AND the channel
+ * is subscribed again: ioredis sends the SUBSCRIBE before it reports 'ready', and a PING sent
+ * after 'ready' on the same connection answers after that SUBSCRIBE was acknowledged.
+ */
+export interface SubscriptionWatch {
+  /** Every message published from now on is delivered (until onLost). */
+  onLive(): void;
+  /** Messages published from now on may be missed (until onLive). */
+  onLost(): void;
 }
 
 /**

@@ -94,6 +94,49 @@ describe('state: redis', function () {
       await eventually(() => state.ping(), 5_000);
     });
 
+    it('tells a watcher at once when the subscriber connection is lost, and when it is subscribed again', async function () {
+      this.timeout(15_000);
+      const calls: string[] = [];
+      /** Receivers of a PUBLISH sent by another client the moment onLive was called. */
+      const receiversAtLive: Promise<number>[] = [];
+      const got: string[] = [];
+      await state.subscribe('watched', (m) => got.push(m), {
+        onLive() {
+          calls.push('live');
+          receiversAtLive.push(raw.publish('svc:watched', `at live ${calls.length}`).catch(() => -1));
+        },
+        onLost: () => calls.push('lost'),
+      });
+      expect(calls).to.deep.equal(['live']);
+
+      // A killed subscriber connection reconnects at once: lost, then live again.
+      await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await until(() => calls.length === 3, 5_000);
+      expect(calls).to.deep.equal(['live', 'lost', 'live']);
+
+      raw.disconnect();
+      await redis.stop();
+      await until(() => calls.length === 4, 5_000);
+      expect(calls.at(-1)).to.equal('lost');
+      // Joining a channel that is already subscribed while the connection is down: not live yet.
+      const lateCalls: string[] = [];
+      await state.subscribe('watched', () => undefined, { onLive: () => lateCalls.push('live'), onLost: () => lateCalls.push('lost') });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(lateCalls).to.deep.equal([]);
+      expect(calls).to.have.length(4);
+
+      raw = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+      raw.on('error', () => undefined); // the next test stops Redis under it
+      await redis.restart();
+      await raw.connect();
+      await until(() => calls.length === 5 && lateCalls.length === 1, 5_000);
+      expect(calls).to.deep.equal(['live', 'lost', 'live', 'lost', 'live']);
+      expect(lateCalls).to.deep.equal(['live']);
+      // When onLive ran, the channel was subscribed again: a message published then arrives.
+      expect(await Promise.all(receiversAtLive)).to.deep.equal([1, 1, 1]);
+      await until(() => got.includes('at live 5'));
+    });
+
     // Stops the shared redis-server: keep this the last test of the file.
     it('rejects within 1 s while Redis is down, and recovers (subscriptions too) after it restarts', async function () {
       this.timeout(15_000);

@@ -199,6 +199,37 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
         await until(() => got.length === 2);
       });
 
+      it('tells a watcher the subscription is live before subscribe() resolves, and nothing more while connected', async function () {
+        const other = await open();
+        const calls: string[] = [];
+        const alsoCalls: string[] = [];
+        const got: string[] = [];
+        const watch = (into: string[]) => ({ onLive: () => into.push('live'), onLost: () => into.push('lost') });
+        const off = await other.subscribe(key('w'), (m) => got.push(m), watch(calls));
+        expect(calls).to.deep.equal(['live']);
+        // A second subscriber of a channel that is already active is told too.
+        const alsoOff = await other.subscribe(key('w'), () => undefined, watch(alsoCalls));
+        expect(alsoCalls).to.deep.equal(['live']);
+        await state.publish(key('w'), 'm');
+        await until(() => got.length === 1);
+        await off();
+        await alsoOff();
+        await other.close();
+        await sleep(50);
+        expect(calls).to.deep.equal(['live']);
+        expect(alsoCalls).to.deep.equal(['live']);
+      });
+
+      it('keeps delivering when a watcher throws', async function () {
+        const got: string[] = [];
+        const boom = () => {
+          throw new Error('watcher bug');
+        };
+        await state.subscribe(key('ch'), (m) => got.push(m), { onLive: boom, onLost: boom });
+        await state.publish(key('ch'), 'a');
+        await until(() => got.length === 1);
+      });
+
       it('publishing to a channel nobody listens to is fine', async function () {
         await state.publish(key('nobody'), 'x');
       });
