@@ -1,0 +1,42 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { BoundedCache } from '../../src/lib/bounded-cache.js';
+
+describe('BoundedCache', () => {
+  it('never holds more than its bound, whatever the keys', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 50 }), fc.array(fc.integer({ min: 0, max: 200 }), { maxLength: 500 }), (max, keys) => {
+        const cache = new BoundedCache<number, number>(max);
+        for (const k of keys) {
+          if (cache.get(k) === undefined) cache.set(k, k * 2);
+          expect(cache.size).to.be.at.most(Math.max(max, 1));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('returns what was set, and the latest value of a key', () => {
+    const cache = new BoundedCache<string, number>(10);
+    cache.set('a', 1);
+    cache.set('a', 2);
+    expect(cache.get('a')).to.equal(2);
+    expect(cache.get('b')).to.equal(undefined);
+  });
+
+  it('keeps an entry that is read while distinct keys stream past', () => {
+    const cache = new BoundedCache<string, number>(100);
+    cache.set('hot', 1);
+    for (let i = 0; i < 10_000; i++) {
+      cache.set(`cold-${i}`, i);
+      expect(cache.get('hot'), `after ${i} other keys`).to.equal(1);
+    }
+    expect(cache.get('cold-0')).to.equal(undefined);
+    expect(cache.size).to.be.at.most(100);
+  });
+
+  it('refuses a bound that is not a positive integer', () => {
+    expect(() => new BoundedCache(0)).to.throw(RangeError, /positive integer/);
+    expect(() => new BoundedCache(1.5)).to.throw(RangeError);
+  });
+});
