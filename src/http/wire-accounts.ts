@@ -9,7 +9,7 @@ import { createAccounts } from '../accounts/accounts.js';
 import { createApiTokens } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import type { Services } from '../server.js';
-import { createAuthenticator, type ExternalVerifier } from '../session/authenticate.js';
+import { createAuthenticator, type Authenticator, type ExternalVerifier } from '../session/authenticate.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readLoginLimits } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
@@ -23,6 +23,8 @@ import type { AppState } from './state.js';
 
 export interface AccountsFeature {
   readonly authenticate: Koa.Middleware<AppState>;
+  /** The same checks without Koa, for the extension gateway. */
+  readonly authenticator: Authenticator;
   readonly routers: readonly Router<AppState>[];
   close(): Promise<void>;
 }
@@ -51,9 +53,10 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
     now,
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
-  const authenticate = createAuthenticator({ signer, accounts: accountMap, revocation, external: options.external ?? [] });
+  const authenticator = createAuthenticator({ signer, accounts: accountMap, revocation, external: options.external ?? [] });
   return {
-    authenticate: authMiddleware(authenticate),
+    authenticate: authMiddleware(authenticator.authenticate),
+    authenticator,
     routers: [
       sessionRoutes({ login, revocation }),
       accountRoutes({

@@ -14,7 +14,7 @@ export interface ValidityDeps {
   readonly signer: Pick<TokenSigner, 'passwordBinding'>;
 }
 
-type Check = (claims: TokenClaims, account: AccountSettings, deps: ValidityDeps) => string | undefined;
+type Check = (claims: TokenClaims, account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>) => string | undefined;
 
 function accountEnabled(claims: TokenClaims, account: AccountSettings): string | undefined {
   return account.enabled ? undefined : `account '${claims.username}' is disabled`;
@@ -61,7 +61,7 @@ function issuedAfterPasswordChange(claims: TokenClaims, account: AccountSettings
  * misses a login that read the old hash before the change and signed after it (iat >= mtime):
  * its `pwh` names the old hash. Sessions from versions without `pwh` are left to the mtime rule.
  */
-function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSettings, deps: ValidityDeps): string | undefined {
+function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>): string | undefined {
   if (claims.kind !== 'login' || claims.pwh === undefined) return undefined;
   const hash = account.passwordHash;
   return hash !== undefined && deps.signer.passwordBinding(hash) === claims.pwh ? undefined : PASSWORD_CHANGED(claims.username);
@@ -69,14 +69,22 @@ function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSett
 
 const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword];
 
-/** Resolves with the token's account, or throws Unauthenticated with the first failed rule. */
-export async function checkValidity(claims: TokenClaims, deps: ValidityDeps): Promise<AccountSettings> {
+/** The token's account when every account rule holds; throws Unauthenticated with the first that fails. Synchronous. */
+export function checkAccount(claims: TokenClaims, deps: Omit<ValidityDeps, 'revocation'>): AccountSettings {
   const account = deps.accounts().get(claims.username);
   if (account === undefined) throw new Unauthenticated(`account '${claims.username}' does not exist`);
   for (const check of ACCOUNT_CHECKS) {
     const reason = check(claims, account, deps);
     if (reason !== undefined) throw new Unauthenticated(reason);
   }
-  if (await deps.revocation.isRevoked(claims.jti)) throw new Unauthenticated('token is revoked; log in again');
+  return account;
+}
+
+export const REVOKED = 'token is revoked; log in again';
+
+/** Resolves with the token's account, or throws Unauthenticated with the first failed rule. */
+export async function checkValidity(claims: TokenClaims, deps: ValidityDeps): Promise<AccountSettings> {
+  const account = checkAccount(claims, deps);
+  if (await deps.revocation.isRevoked(claims.jti)) throw new Unauthenticated(REVOKED);
   return account;
 }
