@@ -4,7 +4,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { wireExtensionProxy } from './extensions/proxy.js';
 import { wireAccounts } from './http/wire-accounts.js';
 import type { AppState } from './http/state.js';
@@ -12,8 +12,9 @@ import type { Services } from './server.js';
 
 export interface Features {
   readonly authenticate: Koa.Middleware<AppState>;
-  readonly early: readonly Koa.Middleware<AppState>[];
   readonly routers: readonly Router<AppState>[];
+  /** Answers a request on the raw server before Koa (the extension proxy); false leaves it to the app. */
+  readonly handle: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Hooks on the raw server (WebSocket upgrades). */
   readonly attach?: (server: Server) => void;
   /** Destroys connections the server no longer tracks (upgraded sockets); called at shutdown's grace deadline. */
@@ -24,11 +25,17 @@ export interface Features {
 export async function wireFeatures(services: Services): Promise<Features> {
   // Accounts and sessions: the authenticate middleware, session and account routes.
   const accounts = await wireAccounts(services);
-  // The extension proxy: answers /api/v1/extensions/* (early) and its WebSocket upgrades (attach).
-  const proxy = wireExtensionProxy({ settings: services.settings, rights: services.rights, log: services.log, registry: services.metrics.registry });
+  // The extension proxy: answers /api/v1/extensions/* (handle, before Koa) and its WebSocket upgrades (attach).
+  const proxy = wireExtensionProxy({
+    settings: services.settings,
+    rights: services.rights,
+    log: services.log,
+    httpMetrics: services.metrics,
+    authenticator: accounts.authenticator,
+  });
   return {
     authenticate: accounts.authenticate,
-    early: [proxy.middleware],
+    handle: (req, res) => proxy.handle(req, res),
     routers: [...accounts.routers],
     attach: (server) => proxy.attach(server, accounts.authenticate),
     closeConnections: () => proxy.closeConnections(),

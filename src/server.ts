@@ -2,7 +2,7 @@
  * Composition root: options -> stores -> services -> app -> listening server. Every dependency
  * is built here and passed down by hand; nothing below reaches for a module singleton.
  */
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -79,12 +79,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     metrics,
     authenticate: features.authenticate,
-    early: features.early,
     routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.routers],
   });
+  const koa = app.callback();
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!features.handle(req, res)) void koa(req, res);
+  };
   const server: Server = options.tls
-    ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, app.callback())
-    : createHttpServer(app.callback());
+    ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
+    : createHttpServer(listener);
   // Above the usual 5 s of load balancers, so they close idle connections first, not us.
   server.keepAliveTimeout = 65_000;
   features.attach?.(server);

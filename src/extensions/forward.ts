@@ -1,30 +1,28 @@
 /**
- * Sends one request to a backend with undici `stream()` and streams the answer straight into the
- * client's response: no buffering either way, backpressure kept (a 1 GiB body costs a few
- * socket buffers). Fastest of the variants measured (docs/benchmarks.md).
+ * Sends one request to a backend with undici's dispatch() and relays the answer straight into the
+ * client's response: no buffering either way, backpressure kept (a 1 GiB body costs a few socket
+ * buffers: when the client is slow, onData returns false and undici pauses the backend socket
+ * until the response drains). Fastest of the variants measured (docs/benchmarks.md).
  *
- * An abort signal tied to the client's `close` stops the backend exchange when the client
- * leaves early; with `stream()` nothing is left without an error listener, which is what crashed
- * the `ctx.body = (await request()).body` variant when a client left before the backend answered.
- * A client that left while authentication was awaited has closed before that listener exists, so
- * forward() first checks whether the response is already closed and then sends nothing: otherwise
- * an endless backend stream (SSE) stayed pinned to a pool connection for good. A write waiting for
- * `drain` fails when the response closes, for the same reason.
+ * The client's `close` aborts the backend exchange when the client leaves early, also while the
+ * request still waits for a pool connection. A client that left while authentication was awaited
+ * has closed before that listener exists, so forward() first checks whether the response is
+ * already closed and then sends nothing: otherwise an endless backend stream (SSE) stayed pinned
+ * to a pool connection for good.
  *
- * Before the backend's headers, failures become typed errors for the error middleware:
+ * Before the backend's headers, failures become typed errors for the caller:
  * refused/unreachable → 502, TLS → 502 (with a log line naming the certificate problem), connect
  * timeout → 504 (the backend never answers), no response byte for idleConnTimeout → 408 (SPEC:
  * "a backend connection idle longer than idleConnTimeout"). After the headers the status is
  * already sent, so a failure (reset, body idle past idleConnTimeout) cuts the client connection:
  * the client sees a truncated response, never a clean one.
  */
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { Transform, Writable, pipeline, type Readable } from 'node:stream';
+import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { BackendIdle, BackendTimeout, BackendTls, BackendUnreachable, type SvcError } from '../errors.js';
-import { responseHeaders } from './headers.js';
+import { responseHeaderList } from './headers.js';
 import { isTlsError } from './tls.js';
 
 export interface ForwardRequest {
@@ -38,7 +36,14 @@ export interface ForwardRequest {
   /** The client's body, with its Content-Length when it declared one. */
   readonly body: { readonly stream: Readable; readonly length: number | undefined } | null;
   readonly idleMs: number;
-  readonly log: Logger;
+  /** Added to the backend's response headers unless it sent the same name (X-Request-Id). */
+  readonly responseHeaders: readonly string[];
+  /**
+   * The request's logger, made on first use (most requests never log). A function, not a getter:
+   * an object literal with an accessor is built on V8's slow path and kept everything it reached
+   * alive until the next full collection, which more than doubled the proxy's GC work.
+   */
+  readonly log: () => Logger;
 }
 
 /** Counters the caller reads when the response ends (metrics). */
@@ -47,74 +52,128 @@ export interface Tally {
   bytesOut: number;
 }
 
-/** Called once, when the backend's status and headers arrive and before anything is written. */
-export type OnResponseStart = () => void;
-
-/**
- * Tells undici the client has left. An EventEmitter, which undici accepts as a signal: an
- * AbortController (an EventTarget underneath) cost about a fifth of the proxy's throughput.
- */
-class ClientGone extends EventEmitter {
-  aborted = false;
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
-}
-
-export async function forward(request: ForwardRequest, res: ServerResponse, tally: Tally, onStart: OnResponseStart): Promise<void> {
-  if (clientGone(res)) return; // nobody to answer, and no 'close' would ever abort the exchange
-  const gone = new ClientGone();
-  const onClose = (): void => {
-    if (!res.writableFinished) gone.abort();
-  };
-  res.once('close', onClose);
-  let started = false;
-  try {
-    await request.dispatcher.stream(
+/** Resolves when the response is complete or the client left; rejects (SvcError) only before the backend answered. */
+export function forward(request: ForwardRequest, res: ServerResponse, tally: Tally): Promise<void> {
+  if (clientGone(res)) return Promise.resolve(); // nobody to answer, and no 'close' would ever abort the exchange
+  return new Promise((resolve, reject) => {
+    const relay = new ResponseRelay(request, res, tally, resolve, reject);
+    request.dispatcher.dispatch(
       {
         path: request.path,
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.body === null ? null : countedBody(request.body.stream, request.body.length, tally),
-        signal: gone,
         headersTimeout: request.idleMs,
         bodyTimeout: request.idleMs,
       },
-      ({ statusCode, headers }) => {
-        started = true;
-        onStart();
-        return startResponse(res, statusCode, headers, request.method, tally);
-      },
+      relay,
     );
-  } catch (err: unknown) {
-    if (gone.aborted) return; // the client left: nobody to answer
-    if (started || res.headersSent) {
-      request.log.info({ backend: request.origin, code: errorCode(err) }, 'extension backend failed mid-response; client connection closed');
-      res.destroy();
-      return;
+  });
+}
+
+class ClientLeft extends Error {
+  constructor() {
+    super('the client closed the connection');
+  }
+}
+
+/**
+ * undici's handler hooks, relaying the backend's answer into the client's response. Written
+ * against dispatch() rather than stream(): no stream, promise or async resource per request, and
+ * the last chunk of a body whose length is known goes out with res.end(), so a small answer
+ * costs one write to the client instead of two (together about a fifth of the floor's CPU).
+ */
+class ResponseRelay implements Dispatcher.DispatchHandler {
+  private abortExchange: ((reason: Error) => void) | undefined;
+  private resumeBackend: (() => void) | undefined;
+  private started = false;
+  private ended = false;
+  private settled = false;
+  private clientLeft = false;
+  /** Body bytes still expected when the backend declared a length; -1 otherwise. */
+  private remaining = -1;
+
+  constructor(
+    private readonly request: ForwardRequest,
+    private readonly res: ServerResponse,
+    private readonly tally: Tally,
+    private readonly resolve: () => void,
+    private readonly reject: (err: SvcError) => void,
+  ) {
+    res.once('close', this.onClientClose);
+  }
+
+  private readonly onClientClose = (): void => {
+    if (this.res.writableFinished) return;
+    this.clientLeft = true;
+    this.abortExchange?.(new ClientLeft());
+  };
+
+  private readonly onDrain = (): void => {
+    if (!this.settled) this.resumeBackend?.();
+  };
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.abortExchange = abort;
+    if (this.clientLeft) abort(new ClientLeft()); // left while the request waited for a connection
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx (103 Early Hints): not relayed, the final answer follows
+    this.started = true;
+    this.resumeBackend = resume;
+    const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders);
+    this.res.writeHead(statusCode, list);
+    if (contentLength !== undefined && this.request.method !== 'HEAD') {
+      this.tally.bytesOut = contentLength;
+      this.remaining = contentLength;
+    } else if (eventStream) {
+      this.res.flushHeaders(); // the client sees the stream open before the first event
     }
-    throw mapBackendError(err, request, request.log);
-  } finally {
-    res.off('close', onClose);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.remaining >= 0) {
+      this.remaining -= chunk.length;
+      if (this.remaining === 0) {
+        this.ended = true;
+        this.res.end(chunk);
+        return true;
+      }
+    } else {
+      this.tally.bytesOut += chunk.length;
+    }
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.onDrain);
+    return false;
+  }
+
+  onComplete(): void {
+    if (!this.ended) this.res.end();
+    this.settle();
+    this.resolve();
+  }
+
+  onError(err: Error): void {
+    this.settle();
+    if (this.clientLeft) return this.resolve(); // nobody to answer
+    if (this.started || this.res.headersSent) {
+      this.request.log().info({ backend: this.request.origin, code: errorCode(err) }, 'extension backend failed mid-response; client connection closed');
+      this.res.destroy();
+      return this.resolve();
+    }
+    this.reject(mapBackendError(err, this.request, this.request.log()));
+  }
+
+  private settle(): void {
+    this.settled = true;
+    this.res.off('close', this.onClientClose);
   }
 }
 
 function clientGone(res: ServerResponse): boolean {
   return res.destroyed || res.closed || res.socket === null || res.socket.destroyed;
-}
-
-function startResponse(res: ServerResponse, status: number, headers: Record<string, string | string[] | undefined>, method: string, tally: Tally): Writable {
-  res.writeHead(status, responseHeaders(headers));
-  const length = headers['content-length'];
-  if (typeof length === 'string' && method !== 'HEAD') {
-    tally.bytesOut = Number(length);
-    return res;
-  }
-  if (String(headers['content-type']).startsWith('text/event-stream')) res.flushHeaders();
-  return countingWriter(res, tally);
 }
 
 /** Request bodies: Content-Length counts itself (Node's parser enforces it); a chunked body is counted as it flows. */
@@ -131,34 +190,6 @@ function countedBody(body: Readable, length: number | undefined, tally: Tally): 
   });
   pipeline(body, counter, () => undefined);
   return counter;
-}
-
-/** Passes chunks to the response, counting them, keeping its backpressure and flushing each chunk (SSE). */
-function countingWriter(res: ServerResponse, tally: Tally): Writable {
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      tally.bytesOut += chunk.length;
-      if (res.write(chunk)) return callback();
-      if (clientGone(res)) return callback(new Error('the client connection closed'));
-      const drained = (): void => {
-        res.off('close', closed);
-        callback();
-      };
-      const closed = (): void => {
-        res.off('drain', drained);
-        callback(new Error('the client connection closed'));
-      };
-      res.once('drain', drained);
-      res.once('close', closed);
-    },
-    final(callback) {
-      res.end(() => callback());
-    },
-    destroy(err, callback) {
-      if (err !== null) res.destroy();
-      callback(err);
-    },
-  });
 }
 
 function errorCode(err: unknown): string | undefined {

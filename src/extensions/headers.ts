@@ -114,3 +114,56 @@ export function responseHeaders(headers: IncomingHttpHeaders | Record<string, st
   }
   return out;
 }
+
+export interface ResponseHeaderList {
+  /** Flat `[name, value, ...]` for res.writeHead(), case and order as the backend sent them. */
+  readonly list: string[];
+  readonly contentLength: number | undefined;
+  readonly eventStream: boolean;
+}
+
+/**
+ * responseHeaders() for the proxy's hot path: straight from undici's raw header buffers to the
+ * flat list res.writeHead() takes, with the same rules, plus `extra` pairs (our X-Request-Id)
+ * unless the backend sent that name itself. Also reads what the relay needs to know.
+ */
+export function responseHeaderList(raw: readonly Buffer[], extra: readonly string[]): ResponseHeaderList {
+  const list: string[] = [];
+  let contentLength: number | undefined;
+  let eventStream = false;
+  let connection: string | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = (raw[i] as Buffer).toString('latin1');
+    const value = (raw[i + 1] as Buffer).toString('latin1');
+    const lower = name.toLowerCase();
+    if (RESPONSE_DROPPED.has(lower)) {
+      if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+      continue;
+    }
+    if (lower === 'set-cookie' && OUR_COOKIE.test(value)) continue;
+    if (lower === 'content-length') contentLength = Number(value);
+    else if (lower === 'content-type') eventStream = value.startsWith('text/event-stream');
+    list.push(name, value);
+  }
+  const named = connectionNamed(connection);
+  const kept = named === undefined ? list : withoutNamed(list, named);
+  for (let i = 0; i + 1 < extra.length; i += 2) {
+    const name = extra[i] as string;
+    if (!hasHeader(kept, name)) kept.push(name, extra[i + 1] as string);
+  }
+  return { list: kept, contentLength: Number.isSafeInteger(contentLength) ? contentLength : undefined, eventStream };
+}
+
+function withoutNamed(list: readonly string[], named: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    if (!named.has(canonicalName(list[i] as string))) out.push(list[i] as string, list[i + 1] as string);
+  }
+  return out;
+}
+
+function hasHeader(list: readonly string[], name: string): boolean {
+  const lower = name.toLowerCase();
+  for (let i = 0; i < list.length; i += 2) if ((list[i] as string).toLowerCase() === lower) return true;
+  return false;
+}

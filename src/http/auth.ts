@@ -9,16 +9,19 @@ import type Koa from 'koa';
 import { Unauthenticated } from '../errors.js';
 import type { Principal } from '../session/principal.js';
 import type { Authenticate } from '../session/authenticate.js';
-import { sessionCookie } from './cookies.js';
+import { sessionCookieOf } from './cookies.js';
 import type { AppState } from './state.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 export function tokenFrom(ctx: Koa.Context): string | undefined {
-  const header = ctx.get('authorization');
-  const bearer = BEARER.exec(header)?.[1];
-  if (bearer !== undefined) return bearer;
-  return sessionCookie(ctx);
+  return tokenOf(ctx.get('authorization'), ctx.get('cookie'));
+}
+
+/** The token of a request from its Authorization and Cookie headers: the bearer first. */
+export function tokenOf(authorization: string | undefined, cookie: string | undefined): string | undefined {
+  const bearer = authorization === undefined || authorization === '' ? undefined : BEARER.exec(authorization)?.[1];
+  return bearer ?? sessionCookieOf(cookie);
 }
 
 export function authMiddleware(authenticate: Authenticate): Koa.Middleware<AppState> {

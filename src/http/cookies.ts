@@ -31,6 +31,16 @@ export function clearSessionCookie(ctx: Koa.Context): void {
 }
 
 export function sessionCookie(ctx: Koa.Context): string | undefined {
-  const value = ctx.cookies.get(SESSION_COOKIE);
+  return sessionCookieOf(ctx.get('cookie'));
+}
+
+/** As the `cookies` module reads an unsigned cookie (Koa's ctx.cookies), so both paths agree. */
+const SESSION_COOKIE_PATTERN = /(?:^|;) *svc\.token=([^;]*)/;
+
+/** The session token in a Cookie header; undefined when absent or empty. */
+export function sessionCookieOf(header: string | undefined): string | undefined {
+  if (header === undefined || header === '') return undefined;
+  let value = SESSION_COOKIE_PATTERN.exec(header)?.[1];
+  if (value?.startsWith('"') === true) value = value.slice(1, -1);
   return value === undefined || value === '' ? undefined : value;
 }

@@ -24,6 +24,29 @@ export const STATUS = {
   backend_timeout: 504,
 } as const satisfies Record<ErrorCode, number>;
 
+/** What a client is told about a failed request: status, JSON body and extra headers. */
+export interface ErrorReply {
+  readonly status: number;
+  readonly body: { readonly error: string; readonly message: string };
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * The reply for an error thrown while handling a request, for the Koa app and the extension
+ * gateway alike: typed errors by STATUS, Koa's exposed 4xx as they are, anything else a 500
+ * that names only the request id (and is logged with the error).
+ */
+export function errorReply(err: unknown, requestId: string, log: Logger, path: string): ErrorReply {
+  if (!(err instanceof SvcError)) {
+    const koaStatus = koaClientErrorStatus(err);
+    if (koaStatus !== undefined) return { status: koaStatus, body: { error: 'invalid_request', message: (err as Error).message }, headers: {} };
+    log.error({ err, requestId, path }, 'unhandled error');
+    return { status: 500, body: { error: 'internal', message: `internal error (request ${requestId})` }, headers: {} };
+  }
+  const headers = err instanceof TooManyAttempts ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
+  return { status: STATUS[err.code], body: { error: err.code, message: err.message }, headers };
+}
+
 export function errorMiddleware(log: Logger): Koa.Middleware<AppState> {
   return async function mapErrors(ctx, next) {
     try {
@@ -34,21 +57,10 @@ export function errorMiddleware(log: Logger): Koa.Middleware<AppState> {
         ctx.res.destroy();
         return;
       }
-      if (!(err instanceof SvcError)) {
-        const koaStatus = koaClientErrorStatus(err);
-        if (koaStatus !== undefined) {
-          ctx.status = koaStatus;
-          ctx.body = { error: 'invalid_request', message: (err as Error).message };
-          return;
-        }
-        log.error({ err, requestId: ctx.state.requestId, path: ctx.path }, 'unhandled error');
-        ctx.status = 500;
-        ctx.body = { error: 'internal', message: `internal error (request ${ctx.state.requestId})` };
-        return;
-      }
-      if (err instanceof TooManyAttempts) ctx.set('Retry-After', String(err.retryAfterSeconds));
-      ctx.status = STATUS[err.code];
-      ctx.body = { error: err.code, message: err.message };
+      const reply = errorReply(err, ctx.state.requestId, log, ctx.path);
+      ctx.set(reply.headers);
+      ctx.status = reply.status;
+      ctx.body = reply.body;
     }
   };
 }

@@ -7,6 +7,8 @@ import type { AppState } from './state.js';
 export interface HttpMetrics {
   readonly registry: Registry;
   readonly middleware: Koa.Middleware<AppState>;
+  /** For requests answered outside Koa (the extension gateway); `route` is a pattern, never a raw path. */
+  record(route: string, method: string, status: number, seconds: number): void;
 }
 
 export function createHttpMetrics(): HttpMetrics {
@@ -27,8 +29,13 @@ export function createHttpMetrics(): HttpMetrics {
   });
   const requestsOf = childCache(requests);
   const durationOf = childCache(duration);
+  function record(route: string, method: string, status: number, seconds: number): void {
+    requestsOf(route, method, String(status)).inc();
+    durationOf(route, method).observe(seconds);
+  }
   return {
     registry,
+    record,
     middleware: async function countRequests(ctx, next) {
       const start = process.hrtime.bigint();
       try {
@@ -37,8 +44,7 @@ export function createHttpMetrics(): HttpMetrics {
         // The matched route pattern, never the raw path: paths carry names and would explode cardinality.
         const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        requestsOf(route, ctx.method, String(ctx.status)).inc();
-        durationOf(route, ctx.method).observe(seconds);
+        record(route, ctx.method, ctx.status, seconds);
       }
     },
   };

@@ -20,7 +20,7 @@ describe('extension proxy (HTTP)', function () {
   this.timeout(30_000);
   let server: TestServer;
   let dir: string;
-  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend, leaky: Backend;
+  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend, leaky: Backend, ownId: Backend, chunky: Backend;
   let refusedPort: number;
   const idleSockets = new Set<Socket>();
   let idleWaiting = 0;
@@ -44,6 +44,30 @@ describe('extension proxy (HTTP)', function () {
       res.write('first part of the body, then the backend dies');
       setTimeout(() => res.socket?.resetAndDestroy(), 50);
     });
+    ownId = await startBackend((_req, res) => {
+      res.writeHead(200, { 'X-Request-Id': 'from-backend' });
+      res.end('ok');
+    });
+    chunky = await startBackend((req, res) => {
+      if (req.url === '/sized') {
+        // One declared length, written in a thousand pieces over several ticks.
+        res.writeHead(200, { 'content-length': '10000' });
+        let sent = 0;
+        const more = (): void => {
+          for (let i = 0; i < 100 && sent < 1000; i++, sent++) res.write('0123456789');
+          if (sent < 1000) setImmediate(more);
+          else res.end();
+        };
+        more();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('abc');
+      setTimeout(() => {
+        res.write('abc');
+        res.end('abc');
+      }, 20);
+    });
     refusedPort = await freePort();
     extensions = (overrides = {}) => ({
       extensions: [
@@ -54,6 +78,8 @@ describe('extension proxy (HTTP)', function () {
         { name: 'reset', enabled: true, backend: { services: [{ url: reset.url }] } },
         { name: 'down', enabled: true, backend: { services: [{ url: `http://127.0.0.1:${refusedPort}` }] } },
         { name: 'leaky', enabled: true, backend: { services: [{ url: leaky.url }] } },
+        { name: 'own-id', enabled: true, backend: { services: [{ url: ownId.url }] } },
+        { name: 'chunky', enabled: true, backend: { services: [{ url: chunky.url }] } },
       ],
     });
     dir = tempConfigDir(
@@ -79,7 +105,7 @@ describe('extension proxy (HTTP)', function () {
   after(async () => {
     for (const s of idleSockets) s.destroy();
     await server.close();
-    await Promise.all([echo, inCluster, prod, idle, reset, leaky].map((b) => b.close()));
+    await Promise.all([echo, inCluster, prod, idle, reset, leaky, ownId, chunky].map((b) => b.close()));
   });
 
   async function call(path: string, user: string | undefined, headers: Record<string, string> = {}, init: { method?: string; body?: string | Buffer } = {}) {
@@ -305,6 +331,58 @@ describe('extension proxy (HTTP)', function () {
       await new Promise((r) => setTimeout(r, 400));
       expect(idleWaiting, 'backend requests still held for departed clients').to.equal(0);
       expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
+    });
+  });
+
+  describe('the request around the exchange (answered before the app, as the app would)', () => {
+    it('gives every answer a request id: a sane client one is kept, the backend may set its own', async () => {
+      const proxied = await call('/api/v1/extensions/echo/x', 'admin', { 'x-request-id': 'trace-123' });
+      expect(proxied.headers['x-request-id']).to.equal('trace-123');
+      const fresh = await call('/api/v1/extensions/echo/x', 'admin', { 'x-request-id': 'not sane!' });
+      expect(fresh.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+      const refused = await call('/api/v1/extensions/echo/x', undefined, { 'x-request-id': 'trace-456' });
+      expect(refused.headers['x-request-id']).to.equal('trace-456');
+      const own = await call('/api/v1/extensions/own-id/x', 'admin', { 'x-request-id': 'trace-789' });
+      expect(own.headers['x-request-id']).to.equal('from-backend');
+    });
+
+    it('answers refusals with the JSON error body and content type of every other route, and no body to HEAD', async () => {
+      const refused = await call('/api/v1/extensions/echo/x', undefined);
+      expect(refused.status).to.equal(401);
+      expect(refused.headers['content-type']).to.equal('application/json; charset=utf-8');
+      expect(refused.json()).to.have.keys('error', 'message');
+      const head = await call('/api/v1/extensions/nope/x', 'admin', {}, { method: 'HEAD' });
+      expect(head.status).to.equal(404);
+      expect(head.text).to.equal('');
+      const unnamed = await call('/api/v1/extensions/', 'admin');
+      expect(unnamed.status).to.equal(404);
+      expect(unnamed.json()).to.deep.include({ error: 'extension_not_found' });
+    });
+
+    it('accepts the session cookie as the app does, quoted or not, and prefers the bearer token', async () => {
+      const cookie = await call('/api/v1/extensions/echo/x', undefined, { cookie: `other=1; svc.token=${token['admin']}` });
+      expect(cookie.status).to.equal(200);
+      const quoted = await call('/api/v1/extensions/echo/x', undefined, { cookie: `svc.token="${token['admin']}"` });
+      expect(quoted.status).to.equal(200);
+      const bearerWins = await call('/api/v1/extensions/echo/x', 'bob', { cookie: `svc.token=${token['admin']}` });
+      expect(bearerWins.status).to.equal(403);
+    });
+
+    it('counts proxied requests in svc_http_requests_total under the route pattern, never the raw path', async () => {
+      const series = ['svc_http_requests_total{route="/api/v1/extensions/:name",method="GET",status="200"}', 'svc_http_requests_total{route="/api/v1/extensions/:name",method="GET",status="401"}'];
+      const before = await metricValues(series);
+      await call('/api/v1/extensions/echo/some/path', 'admin');
+      await call('/api/v1/extensions/echo/other', undefined);
+      const after = await metricValues(series);
+      expect(series.map((_s, i) => (after[i] ?? 0) - (before[i] ?? 0))).to.deep.equal([1, 1]);
+      expect(await (await fetch(`${server.url}/metrics`)).text()).not.to.include('some/path');
+    });
+
+    it('relays a body whose declared length arrives in many chunks, and one without a length', async () => {
+      const sized = await call('/api/v1/extensions/chunky/sized', 'admin');
+      expect(sized.text).to.equal('0123456789'.repeat(1000));
+      const chunked = await call('/api/v1/extensions/chunky/chunked', 'admin');
+      expect(chunked.text).to.equal('abc'.repeat(3));
     });
   });
 

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import Koa from 'koa';
 import request from 'supertest';
-import { setSessionCookie } from '../../src/http/cookies.js';
+import { sessionCookieOf, setSessionCookie } from '../../src/http/cookies.js';
 
 describe('session cookie', function () {
   const app = new Koa({ proxy: true });
@@ -19,5 +19,16 @@ describe('session cookie', function () {
   it('adds Secure over https', async function () {
     const res = await request(app.callback()).get('/').set('X-Forwarded-Proto', 'https');
     expect(res.headers['set-cookie']).to.deep.equal(['svc.token=a.b.c; path=/; expires=Wed, 18 May 2033 03:33:20 GMT; samesite=lax; secure; httponly']);
+  });
+});
+
+describe('sessionCookieOf (the gateway reads the cookie as Koa does)', () => {
+  it('finds svc.token among other cookies, unquotes it, and ignores look-alikes and empty values', () => {
+    expect(sessionCookieOf('a=1; svc.token=abc; b=2')).to.equal('abc');
+    expect(sessionCookieOf('svc.token="abc"')).to.equal('abc');
+    expect(sessionCookieOf('xsvc.token=abc')).to.equal(undefined);
+    expect(sessionCookieOf('svcXtoken=abc')).to.equal(undefined);
+    expect(sessionCookieOf('svc.token=')).to.equal(undefined);
+    expect(sessionCookieOf(undefined)).to.equal(undefined);
   });
 });

@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import { responseHeaderList } from '../../src/extensions/headers.js';
+
+const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
+
+describe('responseHeaderList (backend answer -> client headers)', () => {
+  it('keeps case and order, drops hop-by-hop headers and those the Connection header names', () => {
+    const { list } = responseHeaderList(
+      raw('Content-Type', 'text/plain', 'Connection', 'keep-alive, X-Internal', 'X-Internal', '10.0.0.1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked', 'X-Public', 'yes'),
+      [],
+    );
+    expect(list).to.deep.equal(['Content-Type', 'text/plain', 'X-Public', 'yes']);
+  });
+
+  it('drops a Set-Cookie for our svc.* cookies and keeps the others', () => {
+    const { list } = responseHeaderList(raw('Set-Cookie', 'svc.token=planted; Path=/', 'set-cookie', 'theirs=1', 'Set-Cookie', ' SVC.other=x'), []);
+    expect(list).to.deep.equal(['set-cookie', 'theirs=1']);
+  });
+
+  it('adds the extra pairs unless the backend sent that name, in any case', () => {
+    expect(responseHeaderList(raw('A', '1'), ['X-Request-Id', 'ours']).list).to.deep.equal(['A', '1', 'X-Request-Id', 'ours']);
+    expect(responseHeaderList(raw('x-request-id', 'theirs'), ['X-Request-Id', 'ours']).list).to.deep.equal(['x-request-id', 'theirs']);
+  });
+
+  it('reads the declared length and whether the body is an event stream', () => {
+    expect(responseHeaderList(raw('Content-Length', '42'), [])).to.include({ contentLength: 42, eventStream: false });
+    expect(responseHeaderList(raw('Content-Length', 'nonsense'), []).contentLength).to.equal(undefined);
+    expect(responseHeaderList(raw('content-type', 'text/event-stream; charset=utf-8'), [])).to.include({ contentLength: undefined, eventStream: true });
+  });
+});
