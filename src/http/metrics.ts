@@ -1,6 +1,7 @@
 /** One prom-client registry per server, so tests can run several servers in one process. */
 import type Koa from 'koa';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
 import { childCache } from '../lib/metric-children.js';
 import type { AppState } from './state.js';
 
@@ -14,16 +15,16 @@ export interface HttpMetrics {
 export function createHttpMetrics(): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  const requests = new LocalCounter({
     name: 'svc_http_requests_total',
     help: 'HTTP requests by route, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
+    labelNames: ['route', 'method', 'status'],
     registers: [registry],
   });
-  const duration = new Histogram({
+  const duration = new LocalHistogram({
     name: 'svc_http_request_duration_seconds',
     help: 'HTTP request duration by route',
-    labelNames: ['route', 'method'] as const,
+    labelNames: ['route', 'method'],
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [registry],
   });
