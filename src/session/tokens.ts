@@ -61,8 +61,12 @@ export interface TokenSignerDeps {
 
 export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSigner {
   const verified = new BoundedCache<string, { readonly key: string; readonly claims: TokenClaims }>(VERIFIED_CACHE_ENTRIES);
-  /** Checked on every request with a session token, so cached; keyed by key too (rotation). */
-  const bindings = new BoundedCache<string, string>(BINDING_CACHE_ENTRIES);
+  /**
+   * Checked on every request with a session token, so cached by hash, with the key it was made
+   * under (a rotated key recomputes). Keyed by the hash alone: the account's hash string is the
+   * same object on every request, so the look-up builds no key string.
+   */
+  const bindings = new BoundedCache<string, { readonly key: string; readonly binding: string }>(BINDING_CACHE_ENTRIES);
 
   function key(): Uint8Array {
     return encodeKey(secretKey());
@@ -90,11 +94,10 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
 
     passwordBinding(passwordHash) {
       const keyText = secretKey();
-      const cacheKey = `${keyText ?? ''}\0${passwordHash}`;
-      const hit = bindings.get(cacheKey);
-      if (hit !== undefined) return hit;
+      const hit = bindings.get(passwordHash);
+      if (hit !== undefined && hit.key === keyText) return hit.binding;
       const binding = createHmac('sha256', key()).update(passwordHash).digest('base64url').slice(0, BINDING_LENGTH);
-      bindings.set(cacheKey, binding);
+      if (keyText !== undefined) bindings.set(passwordHash, { key: keyText, binding });
       return binding;
     },
 

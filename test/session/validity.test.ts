@@ -62,4 +62,16 @@ describe('session/validity', () => {
     expect(other.passwordBinding(HASH)).to.not.equal(signer.passwordBinding(HASH));
     expect(signer.passwordBinding(HASH)).to.equal(signer.passwordBinding(HASH));
   });
+
+  it('recomputes the cached binding when the key is rotated, and again when it is rotated back', () => {
+    let key = 'first-key-0123456789abcdef012345';
+    const rotating = createTokenSigner({ secretKey: () => key, now: Date.now });
+    const first = rotating.passwordBinding(HASH);
+    key = 'second-key-0123456789abcdef01234';
+    const second = rotating.passwordBinding(HASH);
+    expect(second).to.not.equal(first);
+    expect(second).to.equal(createTokenSigner({ secretKey: () => key, now: Date.now }).passwordBinding(HASH));
+    key = 'first-key-0123456789abcdef012345';
+    expect(rotating.passwordBinding(HASH)).to.equal(first);
+  });
 });
