@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# CPU per proxied request, svc against two bare Node proxies, in interleaved rounds (the host's
+# speed drifts, so only figures from the same run compare). One process each, no Redis:
+#   svc         svc-server --workers 1 (compiled), bearer token of a non-admin account + rights rule
+#   floor       bench/node-floor-proxy.ts (node:http + undici stream(), nothing else)
+#   dispatch    bench/node-floor-dispatch.ts (node:http + undici dispatch(), last chunk with end())
+# For each round and target: req/s, p99 and µs of CPU (user + system, from /proc/<pid>/stat) per
+# request; then the median per target, the ratio svc/dispatch, and svc's young-generation
+# promotion per scavenge (V8 --trace-gc-nvp; a bare Node proxy promotes ~0.1 MB).
+# Usage: bench/proxy-cpu.sh [rounds=3] [duration=5s] [connections=32]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${1:-3}
+DURATION=${2:-5s}
+CONNS=${3:-32}
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
+WORK=$(mktemp -d /tmp/svc-bench-cpu-XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+(cd "$ROOT" && node scripts/ensure-built.mjs)
+BACKEND_PORT=$(free_port)
+node "$ROOT/scripts/peers/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
+
+mkdir -p "$WORK/config"
+HASH=$(cd "$ROOT" && node -e 'console.log(require("bcryptjs").hashSync("bench-password", 4))')
+cat > "$WORK/config/svc.yaml" <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: svc-cm }
+data:
+  accounts.bench: login
+  extension.config: |
+    extensions:
+      - name: bench
+        enabled: true
+        backend:
+          services:
+            - url: http://127.0.0.1:$BACKEND_PORT
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: svc-rbac-cm }
+data:
+  policy.csv: |
+    p, role:bench, extensions, *, */bench, allow
+    g, bench, role:bench
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: svc-secret, labels: { app.kubernetes.io/part-of: svc } }
+stringData:
+  server.secretkey: bench-secret-key-0123456789abcdef0123456789
+  admin.password: '$HASH'
+  accounts.bench.password: '$HASH'
+YAML
+
+SVC_PORT=$(free_port); FLOOR_PORT=$(free_port); DISPATCH_PORT=$(free_port)
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --trace-gc-nvp dist/server-cli.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
+(cd "$ROOT" && exec node --import tsx bench/node-floor-proxy.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" 1 >/dev/null 2>&1) & FLOOR_PID=$!; PIDS+=("$FLOOR_PID")
+(cd "$ROOT" && exec node --import tsx bench/node-floor-dispatch.ts "$DISPATCH_PORT" "http://127.0.0.1:$BACKEND_PORT" >/dev/null 2>&1) & DISPATCH_PID=$!; PIDS+=("$DISPATCH_PID")
+wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"; wait_for "http://127.0.0.1:$DISPATCH_PORT/"
+TOKEN=$(curl -fsS -H 'content-type: application/json' -d '{"username":"bench","password":"bench-password"}' "http://127.0.0.1:$SVC_PORT/api/v1/session" \
+  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
+[ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
+
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+# measure <label> <pid> <url> [wrk args]: prints "<label> <req/s> <p99 ms> <µs CPU per request>"
+measure() {
+  local label=$1 pid=$2 url=$3 out before after requests
+  shift 3
+  wrk -t1 -c8 -d1s "$@" "$url" >/dev/null # warm
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
+  after=$(cpu_ticks "$pid")
+  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  awk -v l="$label" -v t="$(( (after - before) * TICK_US ))" -v n="$requests" '
+    /Requests\/sec/ {rps=$2}
+    $1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p99=v}
+    END {printf "%s %.0f %.2f %.1f\n", l, rps, p99, t/n}' <<<"$out"
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, node $(node -v), wrk -t1 -c$CONNS -d$DURATION, $ROUNDS rounds"
+printf '%-9s %9s %8s %12s\n' target 'req/s' 'p99 ms' 'µs CPU/req'
+RESULTS=$(for _ in $(seq 1 "$ROUNDS"); do
+  measure svc "$SVC_PID" "$SVC_URL" -H "Authorization: Bearer $TOKEN"
+  measure floor "$FLOOR_PID" "http://127.0.0.1:$FLOOR_PORT/"
+  measure dispatch "$DISPATCH_PID" "http://127.0.0.1:$DISPATCH_PORT/"
+done)
+awk '{printf "%-9s %9s %8s %12s\n", $1, $2, $3, $4}' <<<"$RESULTS"
+awk '{cpu[$1] = cpu[$1] " " $4}
+  function median(list,   a, n, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  END { s = median(cpu["svc"]); f = median(cpu["floor"]); d = median(cpu["dispatch"]);
+        printf "median µs CPU per request: svc %.1f, floor %.1f, dispatch %.1f; svc/dispatch %.2f, svc/floor %.2f\n", s, f, d, s / d, s / f }' <<<"$RESULTS"
+grep 'gc=s ' "$WORK/svc.log" | tail -n 20 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^promoted=/) {split($i, kv, "="); sum += kv[2]; n++}}
+  END { if (n) printf "svc promoted per scavenge (last %d): %.2f MB (a bare Node proxy: ~0.1 MB)\n", n, sum / n / 1e6 }'
