@@ -7,6 +7,7 @@ import type Koa from 'koa';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { wireExtensionProxy } from './extensions/proxy.js';
 import { wireAccounts } from './http/wire-accounts.js';
+import type { RequestTarget } from './http/request-target.js';
 import type { AppState } from './http/state.js';
 import type { Services } from './server.js';
 
@@ -14,7 +15,7 @@ export interface Features {
   readonly authenticate: Koa.Middleware<AppState>;
   readonly routers: readonly Router<AppState>[];
   /** Answers a request on the raw server before Koa (the extension proxy); false leaves it to the app. */
-  readonly handle: (req: IncomingMessage, res: ServerResponse) => boolean;
+  readonly handle: (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean;
   /** Hooks on the raw server (WebSocket upgrades). */
   readonly attach?: (server: Server) => void;
   /** Destroys connections the server no longer tracks (upgraded sockets); called at shutdown's grace deadline. */
@@ -35,7 +36,7 @@ export async function wireFeatures(services: Services): Promise<Features> {
   });
   return {
     authenticate: accounts.authenticate,
-    handle: (req, res) => proxy.handle(req, res),
+    handle: (req, res, target) => proxy.handle(req, res, target),
     routers: [...accounts.routers],
     attach: (server) => proxy.attach(server, accounts.authenticate),
     closeConnections: () => proxy.closeConnections(),

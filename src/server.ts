@@ -12,6 +12,7 @@ import { openDirStore } from './config/dir-store.js';
 import { createLiveSettings, type LiveSettings } from './config/live-settings.js';
 import type { ConfigStore } from './config/store.js';
 import { createApp } from './http/app.js';
+import { refuseTarget, requestTarget } from './http/request-target.js';
 import { createHttpMetrics, type HttpMetrics } from './http/metrics.js';
 import { healthRoutes } from './http/routes/health.js';
 import { settingsRoutes } from './http/routes/settings.js';
@@ -83,7 +84,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const koa = app.callback();
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    if (!features.handle(req, res)) void koa(req, res);
+    const target = requestTarget(req);
+    if (target === undefined) return refuseTarget(req, res, log);
+    if (!features.handle(req, res, target)) void koa(req, res);
   };
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)

@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { LiveSettings } from '../config/live-settings.js';
 import { ExtensionNotFound, SvcError, Unauthenticated } from '../errors.js';
 import { tokenOf } from '../http/auth.js';
-import { errorReply } from '../http/errors.js';
+import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Rights } from '../rbac/rights.js';
@@ -160,15 +160,7 @@ class Exchange {
       return;
     }
     if (res.destroyed) return;
-    const reply = errorReply(err, this.requestId, this.log, this.request.path);
-    const body = JSON.stringify(reply.body);
-    res.writeHead(reply.status, {
-      ...reply.headers,
-      'X-Request-Id': this.requestId,
-      'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': Buffer.byteLength(body),
-    });
-    res.end(this.req.method === 'HEAD' ? undefined : body);
+    sendErrorReply(res, errorReply(err, this.requestId, this.log, this.request.path), this.requestId, this.req.method);
   }
 
   private observe(extension: string | undefined): void {

@@ -2,15 +2,15 @@
  * The extension proxy wired onto the server: `handle` answers `/api/v1/extensions/*` on the raw
  * HTTP request (gateway.ts, before Koa), `attach` answers the WebSocket upgrades (upgrade.ts).
  * Both share the backend pools, which follow the configuration, and the per-extension metrics.
- * The path is read with parseurl, as Koa reads ctx.path, so an absolute-form request target is
- * routed the same way on both sides.
+ * The server reads the path once (http/request-target.ts, as Koa reads ctx.path), so an
+ * absolute-form request target is routed the same way on both sides.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type Koa from 'koa';
-import parseurl from 'parseurl';
 import type { Logger } from 'pino';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { HttpMetrics } from '../http/metrics.js';
+import type { RequestTarget } from '../http/request-target.js';
 import type { AppState } from '../http/state.js';
 import type { Rights } from '../rbac/rights.js';
 import type { Authenticator } from '../session/authenticate.js';
@@ -30,7 +30,7 @@ export interface ExtensionProxyDeps {
 
 export interface ExtensionProxy {
   /** Answers the request when it is an extension request (true); false leaves it to the app. */
-  handle(req: IncomingMessage, res: ServerResponse): boolean;
+  handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): boolean;
   /** Answers the server's upgrades (upgrade.ts); `authenticate` is the app's auth middleware. */
   attach(server: Server, authenticate: Koa.Middleware<AppState>): void;
   /** Cuts the connections the HTTP server no longer tracks (WebSocket relays, handshakes): shutdown's deadline. */
@@ -48,14 +48,12 @@ export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const upgrades: UpgradeHandler[] = [];
   const closeConnections = (): void => upgrades.forEach((u) => u.destroyAll());
   return {
-    handle(req, res) {
-      const url = parseurl(req);
-      const path = url?.pathname ?? '';
-      const target = splitExtensionPath(path);
-      if (target === undefined) return false;
+    handle(req, res, { path, query }) {
+      const extension = splitExtensionPath(path);
+      if (extension === undefined) return false;
       // Fields named, not spread: an object spread here sent V8 to its slow clone path on every
       // request and kept the copies alive past young-generation collections (docs/benchmarks.md).
-      gateway(req, res, { name: target.name, rest: target.rest, query: typeof url?.query === 'string' ? url.query : '', path });
+      gateway(req, res, { name: extension.name, rest: extension.rest, query, path });
       return true;
     },
     attach(server, authenticate) {

@@ -22,6 +22,7 @@ import { InvalidRequest } from '../errors.js';
 import type { AppState } from '../http/state.js';
 import type { ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
+import { BAD_TARGET, requestTarget } from '../http/request-target.js';
 import { splitExtensionPath } from './target.js';
 import { refuse, relayWebSocket } from './websocket.js';
 
@@ -60,10 +61,12 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       track(socket);
       if (socket.destroyed) return; // shutting down
       socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy());
-      // ctx.path is what the HTTP side routes by (parseurl's pathname, absolute-form included).
-      const ctx = isWebSocket(req) ? koa.createContext(req, new ServerResponse(req)) : undefined;
-      const target = ctx === undefined ? undefined : splitExtensionPath(ctx.path);
-      if (ctx !== undefined && target !== undefined) relayWebSocket(relayDeps, ctx, target, head, socket);
+      // The path the HTTP side routes by (as Koa's ctx.path, absolute-form included); a target
+      // Node cannot parse is refused here, where a throw would take the process down.
+      const parsed = requestTarget(req);
+      if (parsed === undefined) return void refuse(socket, new InvalidRequest(BAD_TARGET));
+      const target = isWebSocket(req) ? splitExtensionPath(parsed.path) : undefined;
+      if (target !== undefined) relayWebSocket(relayDeps, koa.createContext(req, new ServerResponse(req)), target, head, socket);
       else if (!hasBody(req)) serveAsHttp(deps.serveHttp, req, socket);
       else refuse(socket, new InvalidRequest('Upgrade is only supported for WebSockets under /api/v1/extensions/; send this request without it'));
     },

@@ -1,4 +1,5 @@
 /** The only place an error code becomes an HTTP status, and the middleware that writes error bodies. */
+import type { ServerResponse } from 'node:http';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
@@ -45,6 +46,18 @@ export function errorReply(err: unknown, requestId: string, log: Logger, path: s
   }
   const headers = err instanceof TooManyAttempts ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
   return { status: STATUS[err.code], body: { error: err.code, message: err.message }, headers };
+}
+
+/** Writes an error reply on a raw response (code that runs before Koa), as Koa would write it. */
+export function sendErrorReply(res: ServerResponse, reply: ErrorReply, requestId: string, method: string | undefined): void {
+  const body = JSON.stringify(reply.body);
+  res.writeHead(reply.status, {
+    ...reply.headers,
+    'X-Request-Id': requestId,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+  });
+  res.end(method === 'HEAD' ? undefined : body);
 }
 
 export function errorMiddleware(log: Logger): Koa.Middleware<AppState> {

@@ -378,6 +378,27 @@ describe('extension proxy (HTTP)', function () {
       expect(await (await fetch(`${server.url}/metrics`)).text()).not.to.include('some/path');
     });
 
+    it('answers 400 to a target Node cannot parse, with or without an Upgrade, and keeps serving', async () => {
+      for (const upgrade of ['', 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n']) {
+        const answer = await rawExchange(`GET http://[/api/v1/extensions/echo/x HTTP/1.1\r\nHost: svc\r\n${upgrade}Connection: close\r\n\r\n`);
+        expect(answer, upgrade === '' ? 'plain' : 'upgrade').to.match(/^HTTP\/1\.1 400 /);
+        expect(answer).to.include('"error":"invalid_request"');
+      }
+      expect((await call('/api/v1/extensions/echo/x', 'admin')).status).to.equal(200);
+    });
+
+    /** Writes the request bytes as they are and reads the answer until the server closes. */
+    function rawExchange(request: string): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const socket = connect(server.port, '127.0.0.1', () => socket.write(request));
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+    }
+
     it('relays a body whose declared length arrives in many chunks, and one without a length', async () => {
       const sized = await call('/api/v1/extensions/chunky/sized', 'admin');
       expect(sized.text).to.equal('0123456789'.repeat(1000));
