@@ -148,7 +148,8 @@ class Exchange {
       },
       this.res,
       this.tally,
-    ).catch((err: unknown) => this.fail(err));
+      (err) => this.fail(err),
+    );
   }
 
   /** The error reply, as the app's error middleware writes it; a response already started is cut instead. */
