@@ -102,7 +102,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     private readonly tally: Tally,
     private readonly onFailure: OnFailure,
   ) {
-    res.once('close', this.onClientClose);
+    res.on('close', this.onClientClose); // removed in settle(); 'close' comes once anyway
   }
 
   private readonly onClientClose = (): void => {

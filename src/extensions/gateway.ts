@@ -94,7 +94,8 @@ class Exchange {
 
   begin(): void {
     const extension = this.request.name === '' ? undefined : findExtension(this.deps.settings.current(), this.request.name);
-    this.res.once('close', () => this.observe(extension?.name));
+    // 'close' comes once per response: on() spares the once-wrapper per request.
+    this.res.on('close', () => this.observe(extension?.name));
     if (this.request.name === '') throw new ExtensionNotFound('name an extension: /api/v1/extensions/<name>[/<path>]');
     const token = tokenOf(this.req.headers.authorization, this.req.headers.cookie);
     if (token === undefined) return this.proceed(ANONYMOUS);
