@@ -5,11 +5,15 @@
  * work: authentication, the checks (access.ts), the backend path (path.ts), header filtering
  * (headers.ts) and the exchange (forward.ts).
  *
- * Why outside Koa: this is the one path where every microsecond counts (issue target: 0.6 x
- * nginx on the same machine), and a Koa context plus five async middleware per request cost
- * about a quarter of a proxied request's CPU here (docs/benchmarks.md). A token this replica
+ * Why outside Koa: this is the one path where every microsecond counts (target: 0.6 x nginx on
+ * the same machine), and a Koa context plus five async middleware cost 10-15 us of CPU per
+ * request here, a third of a whole bare Node proxy (docs/benchmarks.md). A token this replica
  * has already verified, whose revocation it can answer from memory, is checked without an
- * await, so a proxied request usually allocates no promise before it reaches the backend.
+ * await, so a proxied request usually makes no promise at all.
+ *
+ * Hot-path rule (docs/decisions.md): no object literal with a getter, no per-object accessor and
+ * no object spread per request; V8 builds those on its slow path and they kept every request's
+ * objects alive until the next full collection.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
