@@ -36,6 +36,12 @@ export interface ForwardRequest {
   /** The client's body, with its Content-Length when it declared one. */
   readonly body: { readonly stream: Readable; readonly length: number | undefined } | null;
   readonly idleMs: number;
+  /**
+   * How long the request may wait for a free pool connection when every connection to the
+   * backend is busy; then 504. undici's own queue has no limit, and its timeouts only start once
+   * a connection is assigned.
+   */
+  readonly queueMs: number;
   /** Added to the backend's response headers unless it sent the same name (X-Request-Id). */
   readonly responseHeaders: readonly string[];
   /**
@@ -61,7 +67,8 @@ export type OnFailure = (err: SvcError) => void;
  */
 export function forward(request: ForwardRequest, res: ServerResponse, tally: Tally, onFailure: OnFailure): void {
   if (clientGone(res)) return; // nobody to answer, and no 'close' would ever abort the exchange
-  request.dispatcher.dispatch(
+  const relay = new ResponseRelay(request, res, tally, onFailure);
+  const free = request.dispatcher.dispatch(
     {
       path: request.path,
       method: request.method as Dispatcher.HttpMethod,
@@ -70,8 +77,11 @@ export function forward(request: ForwardRequest, res: ServerResponse, tally: Tal
       headersTimeout: request.idleMs,
       bodyTimeout: request.idleMs,
     },
-    new ResponseRelay(request, res, tally, onFailure),
+    relay,
   );
+  // false: the pool has no free connection left (this request may be the one that took the last,
+  // or it waits in the queue). Only then is a timer worth its cost.
+  if (!free) relay.limitQueueWait(request.queueMs);
 }
 
 class ClientLeft extends Error {
@@ -93,6 +103,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private ended = false;
   private settled = false;
   private clientLeft = false;
+  private connected = false;
+  private queueTimer: NodeJS.Timeout | undefined;
   /** Body bytes still expected when the backend declared a length; -1 otherwise. */
   private remaining = -1;
 
@@ -115,9 +127,24 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     if (!this.settled) this.resumeBackend?.();
   };
 
+  /** Gives up (504) when no pool connection is assigned within `ms`; the queued request is dropped when its turn comes. */
+  limitQueueWait(ms: number): void {
+    if (this.connected || this.settled) return;
+    this.queueTimer = setTimeout(() => {
+      if (this.connected || this.settled) return;
+      this.settle();
+      this.request.log().warn({ backend: this.request.origin, extension: this.request.extension, waitedMs: ms }, 'extension backend pool exhausted: every connection stayed busy; raise capacity or check the backend');
+      this.onFailure(new BackendTimeout(`the backend of extension '${this.request.extension}' had no free connection for ${ms / 1000}s`));
+    }, ms);
+    this.queueTimer.unref();
+  }
+
   onConnect(abort: (reason?: Error) => void): void {
+    this.connected = true;
+    if (this.queueTimer !== undefined) clearTimeout(this.queueTimer);
     this.abortExchange = abort;
-    if (this.clientLeft) abort(new ClientLeft()); // left while the request waited for a connection
+    // Left while the request waited for a connection, or answered 504 meanwhile: send nothing.
+    if (this.clientLeft || this.settled) abort(new ClientLeft());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -157,6 +184,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
+    if (this.settled) return; // already answered (pool wait limit)
     this.settle();
     if (this.clientLeft) return; // nobody to answer
     if (this.started || this.res.headersSent) {

@@ -30,7 +30,7 @@ import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './acce
 import { forward, type Tally } from './forward.js';
 import { forwardHeaders } from './headers.js';
 import type { ExtensionMetrics } from './metrics.js';
-import type { BackendPools } from './pools.js';
+import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
 
 /** The route label of every proxied request in svc_http_requests_total. */
@@ -148,6 +148,7 @@ class Exchange {
         headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req), req.socket.remoteAddress ?? '', protocolOf(req))),
         body: hasBody ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
         idleMs: route.extension.idleConnTimeoutMs,
+        queueMs: QUEUE_WAIT_MS,
         responseHeaders: ['X-Request-Id', this.requestId],
         log: () => this.log,
       },

@@ -14,6 +14,8 @@ import { tlsOptionsFor } from './tls.js';
 export const MAX_CONNECTIONS_PER_BACKEND = 256;
 /** TCP connect plus TLS handshake; past it the backend "never answers" (504). */
 export const CONNECT_TIMEOUT_MS = 10_000;
+/** With every connection of a pool busy, a request waits this long for one, then 504. */
+export const QUEUE_WAIT_MS = 10_000;
 /** Below Node's default server keep-alive (5 s), so we never reuse a socket the backend is closing. */
 export const KEEP_ALIVE_TIMEOUT_MS = 4_000;
 export const CLOSE_GRACE_MS = 30_000;
