@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+source "$ROOT/bench/bench-svc.sh"
 wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -30,46 +30,14 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 BACKEND_PORT=$(free_port)
 node "$ROOT/scripts/peers/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 
-mkdir -p "$WORK/config"
-HASH=$(cd "$ROOT" && node -e 'console.log(require("bcryptjs").hashSync("bench-password", 4))')
-cat > "$WORK/config/svc.yaml" <<YAML
-apiVersion: v1
-kind: ConfigMap
-metadata: { name: svc-cm }
-data:
-  accounts.bench: login
-  extension.config: |
-    extensions:
-      - name: bench
-        enabled: true
-        backend:
-          services:
-            - url: http://127.0.0.1:$BACKEND_PORT
----
-apiVersion: v1
-kind: ConfigMap
-metadata: { name: svc-rbac-cm }
-data:
-  policy.csv: |
-    p, role:bench, extensions, *, */bench, allow
-    g, bench, role:bench
----
-apiVersion: v1
-kind: Secret
-metadata: { name: svc-secret, labels: { app.kubernetes.io/part-of: svc } }
-stringData:
-  server.secretkey: bench-secret-key-0123456789abcdef0123456789
-  admin.password: '$HASH'
-  accounts.bench.password: '$HASH'
-YAML
+write_bench_config "$WORK/config" "$BACKEND_PORT"
 
 SVC_PORT=$(free_port); FLOOR_PORT=$(free_port); DISPATCH_PORT=$(free_port)
 (cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --trace-gc-nvp dist/server-cli.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
 (cd "$ROOT" && exec node --import tsx bench/node-floor-proxy.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" 1 >/dev/null 2>&1) & FLOOR_PID=$!; PIDS+=("$FLOOR_PID")
 (cd "$ROOT" && exec node --import tsx bench/node-floor-dispatch.ts "$DISPATCH_PORT" "http://127.0.0.1:$BACKEND_PORT" >/dev/null 2>&1) & DISPATCH_PID=$!; PIDS+=("$DISPATCH_PID")
 wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"; wait_for "http://127.0.0.1:$DISPATCH_PORT/"
-TOKEN=$(curl -fsS -H 'content-type: application/json' -d '{"username":"bench","password":"bench-password"}' "http://127.0.0.1:$SVC_PORT/api/v1/session" \
-  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 [ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
 

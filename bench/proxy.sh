@@ -29,54 +29,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+source "$ROOT/bench/bench-svc.sh"
 BACKEND_PORT=$(free_port); NGINX_PORT=$(free_port); REDIS_PORT=$(free_port); SVC_PORT=$(free_port)
 
 PIDFILES+=("$(bash "$PEERS/start-backend.sh" "$WORK/backend" "$BACKEND_PORT" | tail -1)")
 PIDFILES+=("$(bash "$PEERS/start-nginx.sh" "$WORK/nginx" "$NGINX_PORT" "127.0.0.1:$BACKEND_PORT" | tail -1)")
 PIDFILES+=("$(bash "$PEERS/start-redis.sh" "$WORK/redis" "$REDIS_PORT" | tail -1)")
 
-# Config: one extension, a local account `bench` whose right comes from a policy rule.
-mkdir -p "$WORK/config"
-HASH=$(cd "$ROOT" && node -e 'console.log(require("bcryptjs").hashSync("bench-password", 4))')
-cat > "$WORK/config/svc.yaml" <<YAML
-apiVersion: v1
-kind: ConfigMap
-metadata: { name: svc-cm }
-data:
-  accounts.bench: login
-  extension.config: |
-    extensions:
-      - name: bench
-        enabled: true
-        backend:
-          services:
-            - url: http://127.0.0.1:$BACKEND_PORT
----
-apiVersion: v1
-kind: ConfigMap
-metadata: { name: svc-rbac-cm }
-data:
-  policy.csv: |
-    p, role:bench, extensions, *, */bench, allow
-    g, bench, role:bench
----
-apiVersion: v1
-kind: Secret
-metadata: { name: svc-secret, labels: { app.kubernetes.io/part-of: svc } }
-stringData:
-  server.secretkey: bench-secret-key-0123456789abcdef0123456789
-  admin.password: '$HASH'
-  accounts.bench.password: '$HASH'
-YAML
+write_bench_config "$WORK/config" "$BACKEND_PORT"
 
 (cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node --import tsx src/server-cli.ts --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
   --redis "redis://127.0.0.1:$REDIS_PORT" --workers "$WORKERS" >"$WORK/svc.log" 2>&1) &
 SVC_PID=$!
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" || { cat "$WORK/svc.log" >&2; exit 1; }
-TOKEN=$(curl -fsS -H 'content-type: application/json' -d '{"username":"bench","password":"bench-password"}' "http://127.0.0.1:$SVC_PORT/api/v1/session" \
-  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 [ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SVC_URL")" = 401 ] || { echo "svc proxies without a token" >&2; exit 1; }
