@@ -4,7 +4,6 @@
  */
 import type { Registry } from 'prom-client';
 import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
-import { childCache } from '../lib/metric-children.js';
 
 export interface ExtensionObservation {
   readonly extension: string;
@@ -44,16 +43,12 @@ export function createExtensionMetrics(registry: Registry): ExtensionMetrics {
     labelNames: ['extension'],
     registers: [registry],
   });
-  const requestsOf = childCache(requests);
-  const durationOf = childCache(duration);
-  const bytesInOf = childCache(bytesIn);
-  const bytesOutOf = childCache(bytesOut);
   return {
     observe({ extension, status, seconds, bytesIn: input, bytesOut: output }) {
-      requestsOf(extension, String(status)).inc();
-      durationOf(extension).observe(seconds);
-      if (input > 0) bytesInOf(extension).inc(input);
-      if (output > 0) bytesOutOf(extension).inc(output);
+      requests.labels(extension, String(status)).inc();
+      duration.labels(extension).observe(seconds);
+      if (input > 0) bytesIn.labels(extension).inc(input);
+      if (output > 0) bytesOut.labels(extension).inc(output);
     },
   };
 }

@@ -2,7 +2,6 @@
 import type Koa from 'koa';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
-import { childCache } from '../lib/metric-children.js';
 import type { AppState } from './state.js';
 
 export interface HttpMetrics {
@@ -28,11 +27,9 @@ export function createHttpMetrics(): HttpMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [registry],
   });
-  const requestsOf = childCache(requests);
-  const durationOf = childCache(duration);
   function record(route: string, method: string, status: number, seconds: number): void {
-    requestsOf(route, method, String(status)).inc();
-    durationOf(route, method).observe(seconds);
+    requests.labels(route, method, String(status)).inc();
+    duration.labels(route, method).observe(seconds);
   }
   return {
     registry,

@@ -42,11 +42,16 @@ export interface HistogramChild {
   observe(value: number): void;
 }
 
+/** Children by label value, one Map level per label (the last level holds the child). */
+type Level<Child> = Map<string, Level<Child> | Child>;
+
 abstract class LocalMetric<Child> {
   readonly name: string;
   readonly help: string;
   protected readonly labelNames: readonly string[];
-  protected readonly series = new Map<string, { readonly labels: Labels; readonly child: Child }>();
+  /** Every series, in the order it was first used: what get() exposes. */
+  protected readonly series: { readonly labels: Labels; readonly child: Child }[] = [];
+  private index: Level<Child> = new Map();
 
   constructor(config: MetricConfig) {
     this.name = config.name;
@@ -55,24 +60,40 @@ abstract class LocalMetric<Child> {
     for (const registry of config.registers) registry.registerMetric(this as never);
   }
 
-  /** The child for these label values (in labelNames order); callers keep it (metric-children.ts). */
+  /**
+   * The child for these label values (in labelNames order), made on first use. Called on every
+   * observation of the request path, so a hit is one Map look-up per label and builds nothing.
+   */
   labels(...values: string[]): Child {
     if (values.length !== this.labelNames.length) {
       throw new RangeError(`${this.name} takes ${this.labelNames.length} label values (${this.labelNames.join(', ')}), got ${values.length}`);
     }
-    const key = values.join('\u0000');
-    let entry = this.series.get(key);
-    if (entry === undefined) {
+    let level = this.index;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = values[i] as string;
+      let next = level.get(value) as Level<Child> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        level.set(value, next);
+      }
+      level = next;
+    }
+    const leafKey = values[last] ?? ''; // no labels: one series under ''
+    let child = level.get(leafKey) as Child | undefined;
+    if (child === undefined) {
       const labels: Labels = {};
       this.labelNames.forEach((name, i) => (labels[name] = values[i] as string));
-      entry = { labels, child: this.newChild() };
-      this.series.set(key, entry);
+      child = this.newChild();
+      level.set(leafKey, child);
+      this.series.push({ labels, child });
     }
-    return entry.child;
+    return child;
   }
 
   reset(): void {
-    this.series.clear();
+    this.series.length = 0;
+    this.index = new Map();
   }
 
   protected abstract newChild(): Child;
@@ -93,7 +114,7 @@ export class LocalCounter extends LocalMetric<CounterSeries> {
   }
 
   get(): Promise<Exposed> {
-    const values = [...this.series.values()].map(({ labels, child }) => ({ labels, value: child.value }));
+    const values = this.series.map(({ labels, child }) => ({ labels, value: child.value }));
     return Promise.resolve({ name: this.name, help: this.help, type: 'counter', values, aggregator: 'sum' });
   }
 }
@@ -141,7 +162,7 @@ export class LocalHistogram extends LocalMetric<HistogramSeries> {
   /** Cumulative buckets, then +Inf, sum and count per series: prom-client's Histogram shape. */
   get(): Promise<Exposed> {
     const values: ExposedValue[] = [];
-    for (const { labels, child } of this.series.values()) {
+    for (const { labels, child } of this.series) {
       let cumulative = 0;
       this.upperBounds.forEach((bound, i) => {
         cumulative += child.counts[i] as number;
