@@ -11,15 +11,13 @@
  * upgrade we send `Connection: upgrade` and `Upgrade: websocket` ourselves: the client's
  * Connection value could name (and so make the backend drop) headers we add.
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 
 /** Hop-by-hop (RFC 9110 §7.6.1) plus what must not be forwarded as received. */
 const DROPPED = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings',
 ]);
-/** Kept from the backend's 101: the client's WebSocket library checks it. */
-const UPGRADE_KEPT = new Set(['upgrade']);
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
 /** A backend must not plant the session cookie (svc.token) on our origin. */
 const OUR_COOKIE = /^\s*svc\./i;
@@ -93,28 +91,6 @@ function encodeChar(c: string): string {
   }
 }
 
-/**
- * The backend's response headers for the browser: hop-by-hop dropped (with those its Connection
- * header names, which may be internal), our cookie protected. On a 101 the caller sets Connection.
- */
-export function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, upgrade = false): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const named = connectionNamed(headers.connection);
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    const lower = name.toLowerCase();
-    if (RESPONSE_DROPPED.has(lower) && !(upgrade && UPGRADE_KEPT.has(lower))) continue;
-    if (named?.has(canonicalName(lower)) === true) continue;
-    if (lower === 'set-cookie') {
-      const kept = (Array.isArray(value) ? value : [value]).filter((c) => !OUR_COOKIE.test(c));
-      if (kept.length > 0) out[name] = kept;
-      continue;
-    }
-    out[name] = value;
-  }
-  return out;
-}
-
 export interface ResponseHeaderList {
   /** Flat `[name, value, ...]` for res.writeHead(), case and order as the backend sent them. */
   readonly list: string[];
@@ -123,20 +99,23 @@ export interface ResponseHeaderList {
 }
 
 /**
- * responseHeaders() for the proxy's hot path: straight from undici's raw header buffers to the
- * flat list res.writeHead() takes, with the same rules, plus `extra` pairs (our X-Request-Id)
- * unless the backend sent that name itself. Also reads what the relay needs to know.
+ * The backend's response headers for the browser, from its raw headers (undici's buffers, or
+ * node:http's strings for a WebSocket handshake) to the flat list res.writeHead() takes:
+ * hop-by-hop headers dropped (with those its Connection header names, which may be internal),
+ * our cookie protected, plus `extra` pairs (our X-Request-Id, a Connection of our own) unless
+ * the backend sent that name itself. On a 101 (`upgrade`) the Upgrade header is kept: the
+ * client's WebSocket library checks it. Also reads what the relay needs to know.
  */
-export function responseHeaderList(raw: readonly Buffer[], extra: readonly string[]): ResponseHeaderList {
+export function responseHeaderList(raw: readonly (Buffer | string)[], extra: readonly string[], upgrade = false): ResponseHeaderList {
   const list: string[] = [];
   let contentLength: number | undefined;
   let eventStream = false;
   let connection: string | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = (raw[i] as Buffer).toString('latin1');
-    const value = (raw[i + 1] as Buffer).toString('latin1');
+    const name = latin1(raw[i] as Buffer | string);
+    const value = latin1(raw[i + 1] as Buffer | string);
     const lower = name.toLowerCase();
-    if (RESPONSE_DROPPED.has(lower)) {
+    if (RESPONSE_DROPPED.has(lower) && !(upgrade && lower === 'upgrade')) {
       if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
       continue;
     }
@@ -152,6 +131,10 @@ export function responseHeaderList(raw: readonly Buffer[], extra: readonly strin
     if (!hasHeader(kept, name)) kept.push(name, extra[i + 1] as string);
   }
   return { list: kept, contentLength: Number.isSafeInteger(contentLength) ? contentLength : undefined, eventStream };
+}
+
+function latin1(text: Buffer | string): string {
+  return typeof text === 'string' ? text : text.toString('latin1');
 }
 
 function withoutNamed(list: readonly string[], named: ReadonlySet<string>): string[] {

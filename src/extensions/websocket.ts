@@ -16,7 +16,7 @@
  * what a WebSocket is anyway.
  */
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest, STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest, STATUS_CODES } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type Koa from 'koa';
@@ -25,7 +25,7 @@ import { STATUS } from '../http/errors.js';
 import type { AppState } from '../http/state.js';
 import { APPLICATION_HEADER, findExtension, printable, routeExtensionRequest } from './access.js';
 import { mapBackendError } from './forward.js';
-import { forwardHeaders, responseHeaders } from './headers.js';
+import { forwardHeaders, responseHeaderList } from './headers.js';
 import type { ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { backendTarget, forwardContextOf } from './target.js';
@@ -101,7 +101,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     outgoing.on('upgrade', (res, backend, backendHead) => {
       deps.track(backend);
       backend.setTimeout(0);
-      socket.write(statusBlock(101, res.statusMessage, { ...responseHeaders(res.headers, true), connection: 'upgrade' }));
+      socket.write(statusBlock(101, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'upgrade'], true).list));
       if (backendHead.length > 0) socket.write(backendHead);
       if (head.length > 0) backend.write(head);
       backend.on('error', () => socket.destroy());
@@ -113,7 +113,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     });
     outgoing.on('response', (res) => {
       // The backend declined the upgrade: relay its answer, then close.
-      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, { ...responseHeaders(res.headers), connection: 'close' }));
+      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close']).list));
       socket.once('finish', () => socket.destroy());
       res.pipe(socket);
       res.on('error', () => socket.destroy());
@@ -134,12 +134,10 @@ function checkOrigin(ctx: Context, configuredUrl: string): void {
   throw new PermissionDenied(`a WebSocket signed in with the svc.token cookie must come from svc's own origin, not '${printable(origin)}'`);
 }
 
-function statusBlock(status: number, message: string | undefined, headers: OutgoingHttpHeaders): string {
+/** A status line and headers (a flat `[name, value, ...]` list), for a socket outside node:http's writer. */
+function statusBlock(status: number, message: string | undefined, headers: readonly string[]): string {
   const lines = [`HTTP/1.1 ${status} ${(message ?? STATUS_CODES[status] ?? '').replace(/[\r\n]/g, '')}`];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${String(one).replace(/[\r\n]/g, '')}`);
-  }
+  for (let i = 0; i + 1 < headers.length; i += 2) lines.push(`${headers[i] as string}: ${(headers[i + 1] as string).replace(/[\r\n]/g, '')}`);
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
@@ -158,7 +156,8 @@ export function refuse(socket: Socket, err: SvcError): number {
 function answer(socket: Socket, status: number, json: { error: string; message: string }): number {
   const body = JSON.stringify(json);
   if (socket.writable) {
-    socket.end(statusBlock(status, undefined, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body, () => socket.destroy());
+    const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), 'connection', 'close'];
+    socket.end(statusBlock(status, undefined, headers) + body, () => socket.destroy());
   } else socket.destroy();
   return status;
 }

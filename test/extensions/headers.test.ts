@@ -27,4 +27,10 @@ describe('responseHeaderList (backend answer -> client headers)', () => {
     expect(responseHeaderList(raw('Content-Length', 'nonsense'), []).contentLength).to.equal(undefined);
     expect(responseHeaderList(raw('content-type', 'text/event-stream; charset=utf-8'), [])).to.include({ contentLength: undefined, eventStream: true });
   });
+
+  it("keeps Upgrade on a 101 (node:http's string headers) and drops it otherwise", () => {
+    const handshake = ['Upgrade', 'websocket', 'Connection', 'Upgrade', 'Sec-WebSocket-Accept', 'abc'];
+    expect(responseHeaderList(handshake, ['connection', 'upgrade'], true).list).to.deep.equal(['Upgrade', 'websocket', 'Sec-WebSocket-Accept', 'abc', 'connection', 'upgrade']);
+    expect(responseHeaderList(handshake, ['connection', 'close']).list).to.deep.equal(['Sec-WebSocket-Accept', 'abc', 'connection', 'close']);
+  });
 });
