@@ -28,7 +28,7 @@ import type { Authenticator } from '../session/authenticate.js';
 import type { Principal } from '../session/principal.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
-import { forwardHeaders } from './headers.js';
+import { declaresBody, forwardHeaders } from './headers.js';
 import type { ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
@@ -137,7 +137,6 @@ class Exchange {
     const { url, path } = backendTarget(route, this.request.rest, this.request.query);
     const req = this.req;
     const length = req.headers['content-length'];
-    const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
     forward(
       {
         dispatcher: this.deps.pools.get(route.backend),
@@ -146,7 +145,7 @@ class Exchange {
         method: req.method ?? 'GET',
         path,
         headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req), req.socket.remoteAddress ?? '', protocolOf(req))),
-        body: hasBody ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
+        body: declaresBody(req.headers) ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
         idleMs: route.extension.idleConnTimeoutMs,
         queueMs: QUEUE_WAIT_MS,
         responseHeaders: ['X-Request-Id', this.requestId],

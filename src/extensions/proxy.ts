@@ -44,7 +44,7 @@ export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const unsubscribe = deps.settings.onChange((next, previous) => {
     if (next.extensions !== previous.extensions) pools.retain(next.extensions);
   });
-  const gateway = createGateway({ ...deps, pools, metrics, httpMetrics: deps.httpMetrics });
+  const gateway = createGateway({ ...deps, pools, metrics });
   const upgrades: UpgradeHandler[] = [];
   const closeConnections = (): void => upgrades.forEach((u) => u.destroyAll());
   return {

@@ -23,6 +23,7 @@ import type { AppState } from '../http/state.js';
 import type { ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { BAD_TARGET, requestTarget } from '../http/request-target.js';
+import { declaresBody } from './headers.js';
 import { splitExtensionPath } from './target.js';
 import { refuse, relayWebSocket } from './websocket.js';
 
@@ -67,7 +68,7 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       if (parsed === undefined) return void refuse(socket, new InvalidRequest(BAD_TARGET));
       const target = isWebSocket(req) ? splitExtensionPath(parsed.path) : undefined;
       if (target !== undefined) relayWebSocket(relayDeps, koa.createContext(req, new ServerResponse(req)), target, head, socket);
-      else if (!hasBody(req)) serveAsHttp(deps.serveHttp, req, socket);
+      else if (!declaresBody(req.headers)) serveAsHttp(deps.serveHttp, req, socket);
       else refuse(socket, new InvalidRequest('Upgrade is only supported for WebSockets under /api/v1/extensions/; send this request without it'));
     },
     destroyAll() {
@@ -80,11 +81,6 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
 
 function isWebSocket(req: IncomingMessage): boolean {
   return (req.headers.upgrade ?? '').split(',').some((p) => p.trim().toLowerCase() === 'websocket');
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** The request as if it had no Upgrade header, on a connection that closes after the answer. */

@@ -21,7 +21,8 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type Koa from 'koa';
 import { PermissionDenied, SvcError } from '../errors.js';
-import { STATUS } from '../http/errors.js';
+import { bearerToken } from '../http/auth.js';
+import { errorReply, STATUS } from '../http/errors.js';
 import type { AppState } from '../http/state.js';
 import { APPLICATION_HEADER, findExtension, printable, routeExtensionRequest } from './access.js';
 import { mapBackendError } from './forward.js';
@@ -45,8 +46,6 @@ type Target = { readonly name: string; readonly rest: string };
 const CLIENT_GONE = 499;
 /** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** The same rule as http/auth.ts: a well-formed Bearer header wins over the cookie. */
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** Relays one WebSocket upgrade; every failure is answered on the socket, which then closes. */
 export function relayWebSocket(deps: WebSocketDeps, ctx: Context, target: Target, head: Buffer, socket: Socket): void {
@@ -64,7 +63,7 @@ export function relayWebSocket(deps: WebSocketDeps, ctx: Context, target: Target
       status = sent;
     },
     (err: unknown) => {
-      status = writeError(socket, err, ctx.state);
+      status = writeError(socket, err, ctx);
     },
   );
 }
@@ -127,7 +126,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
 /** 403 for a cookie-authenticated handshake from another origin (see the module comment). */
 function checkOrigin(ctx: Context, configuredUrl: string): void {
   const token = ctx.state.token;
-  if (token === undefined || token === BEARER.exec(ctx.get('authorization'))?.[1]) return; // no caller, or a bearer
+  if (token === undefined || token === bearerToken(ctx.get('authorization'))) return; // no caller, or a bearer
   const origin = ctx.get('origin');
   const parsed = URL.canParse(origin) ? new URL(origin) : undefined;
   if (parsed !== undefined && (parsed.origin === new URL(configuredUrl).origin || parsed.host === ctx.get('host').toLowerCase())) return;
@@ -141,11 +140,10 @@ function statusBlock(status: number, message: string | undefined, headers: reado
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-/** Answers an error as JSON, as the error middleware would, and closes the socket. */
-function writeError(socket: Socket, err: unknown, state: AppState): number {
-  if (err instanceof SvcError) return refuse(socket, err);
-  state.log.error({ err }, 'extension upgrade failed');
-  return answer(socket, 500, { error: 'internal', message: `internal error (request ${state.requestId})` });
+/** Answers an error as JSON, as the error middleware would (errorReply), and closes the socket. */
+function writeError(socket: Socket, err: unknown, ctx: Context): number {
+  const reply = errorReply(err, ctx.state.requestId, ctx.state.log, ctx.path);
+  return answer(socket, reply.status, reply.body);
 }
 
 export function refuse(socket: Socket, err: SvcError): number {

@@ -20,8 +20,12 @@ export function tokenFrom(ctx: Koa.Context): string | undefined {
 
 /** The token of a request from its Authorization and Cookie headers: the bearer first. */
 export function tokenOf(authorization: string | undefined, cookie: string | undefined): string | undefined {
-  const bearer = authorization === undefined || authorization === '' ? undefined : BEARER.exec(authorization)?.[1];
-  return bearer ?? sessionCookieOf(cookie);
+  return bearerToken(authorization) ?? sessionCookieOf(cookie);
+}
+
+/** The token of a well-formed `Authorization: Bearer <token>` header. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return authorization === undefined || authorization === '' ? undefined : BEARER.exec(authorization)?.[1];
 }
 
 export function authMiddleware(authenticate: Authenticate): Koa.Middleware<AppState> {
