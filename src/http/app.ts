@@ -1,4 +1,8 @@
-/** Assembles the Koa app from middleware and routers built elsewhere (src/main.ts wires them). */
+/**
+ * Assembles the Koa app from middleware and routers built elsewhere (src/server.ts wires them).
+ * Extension requests never get here: the server hands them to src/extensions/gateway.ts first.
+ * No X-Forwarded-* header is trusted (Koa's `proxy` stays off), as in the gateway.
+ */
 import type Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -13,15 +17,11 @@ export interface AppDeps {
   readonly metrics: HttpMetrics;
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
-  /** Middleware that answers a whole path space itself (the extension proxy), before the routers. */
-  readonly early?: readonly Koa.Middleware<AppState>[];
   readonly routers: readonly Router<AppState>[];
-  /** Behind a TLS-terminating proxy, trust X-Forwarded-Proto/For. */
-  readonly proxy?: boolean;
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: deps.proxy ?? false });
+  const app = new Koa<AppState>();
   app.use(requestContext(deps.log));
   app.use(accessLog(deps.log));
   // Outside the error middleware, so that a request that failed is counted with the status the
@@ -29,7 +29,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(deps.metrics.middleware);
   app.use(errorMiddleware(deps.log));
   app.use(deps.authenticate);
-  for (const middleware of deps.early ?? []) app.use(middleware);
   for (const router of deps.routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());
