@@ -9,13 +9,14 @@
  * WebSocket handshakes and the Same-Origin Policy does not apply to them, so without it any page
  * on a same-site host (SameSite=Lax allows sibling subdomains) could open a socket as the user:
  * cross-site WebSocket hijacking. A bearer token cannot be planted that way, so it needs no check.
+ * That check is also why a handshake, and only a handshake, may name its application in the query
+ * (handshake-application.ts): browsers cannot set headers on `new WebSocket()`.
  *
  * The upgrade is relayed with node:http rather than http-proxy-3's `ws()`: that re-parses the
  * outgoing path with WHATWG URL (undoing our canonical path), copies `req.headers` wholesale
  * and drops `servername` from the TLS options. A dedicated socket per upgrade (agent: false) is
  * what a WebSocket is anyway.
  */
-import { randomUUID } from 'node:crypto';
 import { request as httpRequest, STATUS_CODES } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
@@ -23,9 +24,11 @@ import type Koa from 'koa';
 import { PermissionDenied, SvcError } from '../errors.js';
 import { bearerToken } from '../http/auth.js';
 import { errorReply, STATUS } from '../http/errors.js';
+import { requestIdFrom } from '../http/request-id.js';
 import type { AppState } from '../http/state.js';
 import { APPLICATION_HEADER, findExtension, printable, routeExtensionRequest } from './access.js';
 import { mapBackendError } from './forward.js';
+import { handshakeApplication } from './handshake-application.js';
 import { forwardHeaders, responseHeaderList } from './headers.js';
 import type { ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
@@ -49,7 +52,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Relays one WebSocket upgrade; every failure is answered on the socket, which then closes. */
 export function relayWebSocket(deps: WebSocketDeps, ctx: Context, target: Target, head: Buffer, socket: Socket): void {
-  const requestId = randomUUID();
+  const requestId = requestIdFrom(ctx.req.headers['x-request-id']);
   ctx.state.requestId = requestId;
   ctx.state.log = deps.log.child({ requestId });
   const start = performance.now();
@@ -74,9 +77,10 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
   // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
   if (socket.destroyed) return CLIENT_GONE;
   const settings = deps.settings.current();
-  const route = routeExtensionRequest({ name: target.name, principal: ctx.state.principal, authError: ctx.state.authError, application: ctx.get(APPLICATION_HEADER) }, settings, deps.rights);
+  const { application, query } = handshakeApplication(ctx.get(APPLICATION_HEADER), ctx.querystring);
+  const route = routeExtensionRequest({ name: target.name, principal: ctx.state.principal, authError: ctx.state.authError, application }, settings, deps.rights);
   checkOrigin(ctx, settings.url);
-  const { url, path } = backendTarget(route, target.rest, ctx.querystring);
+  const { url, path } = backendTarget(route, target.rest, query);
   const req = ctx.req;
   const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, ctx.host, ctx.ip, ctx.protocol, true));
   headers.push('host', url.host);
@@ -100,7 +104,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     outgoing.on('upgrade', (res, backend, backendHead) => {
       deps.track(backend);
       backend.setTimeout(0);
-      socket.write(statusBlock(101, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'upgrade'], true).list));
+      socket.write(statusBlock(101, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'upgrade', 'X-Request-Id', ctx.state.requestId], true).list));
       if (backendHead.length > 0) socket.write(backendHead);
       if (head.length > 0) backend.write(head);
       backend.on('error', () => socket.destroy());
@@ -112,7 +116,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     });
     outgoing.on('response', (res) => {
       // The backend declined the upgrade: relay its answer, then close.
-      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close']).list));
+      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close', 'X-Request-Id', ctx.state.requestId]).list));
       socket.once('finish', () => socket.destroy());
       res.pipe(socket);
       res.on('error', () => socket.destroy());
@@ -143,7 +147,7 @@ function statusBlock(status: number, message: string | undefined, headers: reado
 /** Answers an error as JSON, as the error middleware would (errorReply), and closes the socket. */
 function writeError(socket: Socket, err: unknown, ctx: Context): number {
   const reply = errorReply(err, ctx.state.requestId, ctx.state.log, ctx.path);
-  return answer(socket, reply.status, reply.body);
+  return answer(socket, reply.status, reply.body, ctx.state.requestId);
 }
 
 export function refuse(socket: Socket, err: SvcError): number {
@@ -151,10 +155,11 @@ export function refuse(socket: Socket, err: SvcError): number {
 }
 
 /** Closes after writing, whatever the client does with its side (the server allows half-open sockets). */
-function answer(socket: Socket, status: number, json: { error: string; message: string }): number {
+function answer(socket: Socket, status: number, json: { error: string; message: string }, requestId?: string): number {
   const body = JSON.stringify(json);
   if (socket.writable) {
     const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), 'connection', 'close'];
+    if (requestId !== undefined) headers.push('x-request-id', requestId);
     socket.end(statusBlock(status, undefined, headers) + body, () => socket.destroy());
   } else socket.destroy();
   return status;

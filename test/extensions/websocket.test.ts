@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { chromium, type Browser } from 'playwright-core';
 import { request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
 import { application, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { chromiumPath, CHROMIUM_ARGS } from '../helpers/browser.js';
 import { closeServer, listen, login, rawExchange, storeFiles } from './helpers.js';
 
 describe('extension proxy (WebSocket and server-sent events)', function () {
@@ -12,6 +14,7 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
   let wss: WebSocketServer;
   let server: TestServer;
   let token: Record<string, string>;
+  let backendUrl: string;
   let upgrades: IncomingMessage[] = [];
   let releaseSecondEvent: () => void = () => undefined;
 
@@ -29,13 +32,14 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     wss = new WebSocketServer({ noServer: true });
     backend.on('upgrade', (req: IncomingMessage, socket, head) => {
       upgrades.push(req);
-      if (req.url !== '/ws/echo') {
+      if (req.url?.split('?')[0] !== '/ws/echo') {
         socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\nconnection: close\r\n\r\nnot found');
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(binary ? data : `echo: ${String(data)}`)));
     });
     const { url } = await listen(backend);
+    backendUrl = url;
     const dir = tempConfigDir(
       storeFiles({
         extensionConfig: { extensions: [{ name: 'live', enabled: true, backend: { services: [{ url: `${url}/ws` }] } }, { name: 'sse', enabled: true, backend: { services: [{ url }] } }] },
@@ -148,6 +152,86 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     configured.close();
     const bearer = await open('/api/v1/extensions/live/echo', { authorization: `Bearer ${token['admin']}` }, 'https://evil.example.com');
     bearer.close();
+  });
+
+  it('lets a handshake name the application in the query, which the backend does not receive', async () => {
+    upgrades = [];
+    const ws = await open('/api/v1/extensions/live/echo?x=1&svc-application-name=argocd%2Fapp-a', { authorization: `Bearer ${token['alice']}` });
+    ws.close();
+    expect(upgrades[0]?.url).to.equal('/ws/echo?x=1');
+    expect(upgrades[0]?.headers['svc-application-name']).to.equal('argocd/app-a');
+    expect(upgrades[0]?.headers['svc-project-name']).to.equal('team-a');
+  });
+
+  it('refuses a handshake whose header and query name different applications (400)', async () => {
+    const res = await rawExchange(
+      server.port,
+      `GET /api/v1/extensions/live/echo?svc-application-name=argocd/app-b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['alice']}\r\nSvc-Application-Name: argocd/app-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    );
+    expect(res.data).to.match(/^HTTP\/1\.1 400 /);
+    expect(res.data).to.contain('name different applications');
+  });
+
+  it("carries the client's request id on the 101 and on a refusal", async () => {
+    const handshake = (auth: string) =>
+      rawExchange(server.port, `GET /api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\n${auth}X-Request-Id: trace-ws-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 500);
+    const upgraded = await handshake(`Authorization: Bearer ${token['admin']}\r\n`);
+    expect(upgraded.data).to.match(/^HTTP\/1\.1 101 [^]*\r\nX-Request-Id: trace-ws-1\r\n/i);
+    const refused = await handshake('');
+    expect(refused.data).to.match(/^HTTP\/1\.1 401 [^]*\r\nx-request-id: trace-ws-1\r\n/i);
+  });
+
+  describe('from a page in Chromium (signed in with the cookie, no way to set a header)', function () {
+    let browser: Browser;
+
+    before(async () => {
+      browser = await chromium.launch({ executablePath: chromiumPath(), args: CHROMIUM_ARGS });
+    });
+
+    after(async () => {
+      await browser.close();
+    });
+
+    /** Opens a WebSocket from the page at `pageUrl`, sends 'hi'; the first message, or how it closed. */
+    async function echoFromPage(pageUrl: string, path: string): Promise<string> {
+      const context = await browser.newContext();
+      try {
+        // As svc sets it (HttpOnly, SameSite=Lax); cookies ignore ports, so pages on other ports of the host get it too.
+        await context.addCookies([{ name: 'svc.token', value: token['alice'] as string, url: server.url, httpOnly: true, sameSite: 'Lax' }]);
+        const page = await context.newPage();
+        await page.goto(pageUrl);
+        // A string, not a function: this file's own WebSocket (ws) would be compiled into it.
+        const url = `${server.url.replace('http', 'ws')}${path}`;
+        return await page.evaluate<string>(`new Promise((resolve) => {
+          const ws = new WebSocket(${JSON.stringify(url)});
+          ws.onopen = () => ws.send('hi');
+          ws.onmessage = (event) => resolve(String(event.data));
+          ws.onclose = (event) => resolve('closed ' + event.code);
+        })`);
+      } finally {
+        await context.close();
+      }
+    }
+
+    it('reaches a per-project extension by naming the application in the query', async () => {
+      upgrades = [];
+      expect(await echoFromPage(`${server.url}/healthz`, '/api/v1/extensions/live/echo?svc-application-name=argocd%2Fapp-a')).to.equal('echo: hi');
+      expect(upgrades[0]?.url).to.equal('/ws/echo');
+      expect(upgrades[0]?.headers).to.not.have.any.keys('cookie');
+      expect(upgrades[0]?.headers['svc-username']).to.equal('alice');
+    });
+
+    it('is refused without the application (the rule is per project), and from a page of another origin', async () => {
+      upgrades = [];
+      // The page cannot read the status; svc's metrics tell why each handshake was refused.
+      const refusals = async () => Number(/^svc_extension_requests_total\{extension="live",status="403"\} (\d+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? 0);
+      const before = await refusals();
+      expect(await echoFromPage(`${server.url}/healthz`, '/api/v1/extensions/live/echo')).to.equal('closed 1006');
+      // Same site, other origin (another port): the browser sends the cookie, svc refuses the Origin.
+      expect(await echoFromPage(`${backendUrl}/`, '/api/v1/extensions/live/echo?svc-application-name=argocd%2Fapp-a')).to.equal('closed 1006');
+      expect(await refusals()).to.equal(before + 2);
+      expect(upgrades).to.have.length(0);
+    });
   });
 
   it('streams server-sent events as they come, not at the end', async () => {
