@@ -4,8 +4,12 @@
 # bearer token of a non-admin account and a real rights rule). wrk -c64 for DURATION against
 # each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct.
 # Targets (issue 4): svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
+# Then the same targets paced (bench/paced.lua: each connection waits a random PACED_DELAY_MS
+# on average between requests, about 10k req/s in all): the p50 and p99 a proxy adds when it is
+# not saturated, where a saturated run's p99 mostly measures its queue (see docs/benchmarks.md).
 # Usage: bench/proxy.sh [duration=10s] [connections=64]
-# Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), KOA_PROXIES=1 also measures a
+# Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), PACED_DELAY_MS (default 6; 0 skips
+#      the paced runs), KOA_PROXIES=1 also measures a
 #      Koa + koa-proxies 0.12.4 gateway (devDependency; used once for docs/benchmarks.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +18,7 @@ DURATION=${1:-10s}
 CONNS=${2:-64}
 WORKERS=${SVC_WORKERS:-$(nproc)}
 THREADS=${WRK_THREADS:-2}
+PACED_DELAY_MS=${PACED_DELAY_MS:-6}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
 WORK=$(mktemp -d /tmp/svc-bench-proxy-XXXXXX)
 PIDFILES=()
@@ -38,7 +43,9 @@ PIDFILES+=("$(bash "$PEERS/start-redis.sh" "$WORK/redis" "$REDIS_PORT" | tail -1
 
 write_bench_config "$WORK/config" "$BACKEND_PORT"
 
-(cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node --import tsx src/server-cli.ts --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
+# The compiled server, as `npm start` runs it.
+(cd "$ROOT" && node scripts/ensure-built.mjs)
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node dist/server-cli.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
   --redis "redis://127.0.0.1:$REDIS_PORT" --workers "$WORKERS" >"$WORK/svc.log" 2>&1) &
 SVC_PID=$!
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" 2>/dev/null && break; sleep 0.1; done
@@ -60,7 +67,12 @@ if [ "${KOA_PROXIES:-0}" = 1 ]; then
   for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$KOA_PORT/ext/" 2>/dev/null && break; sleep 0.1; done
 fi
 
-# run <label> <url> [header]: prints "<label> <req/s> <p99 ms>"
+# percentile_ms <50%|99%>: that line of wrk --latency output, in ms
+percentile_ms() {
+  awk -v p="$1" '$1==p {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}'
+}
+
+# run <label> <url> [header]: saturated; prints "<label> <req/s> <p99 ms>"
 run() {
   local label=$1 url=$2 out
   shift 2
@@ -68,10 +80,16 @@ run() {
   wrk -t1 -c8 -d2s "$@" "$url" >/dev/null
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
   if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
-  local rps p99
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' <<<"$out")
-  echo "$label $rps $p99"
+  echo "$label $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(percentile_ms 99% <<<"$out")"
+}
+
+# paced <label> <url> [header]: below saturation; prints "<label> <req/s> <p50 ms> <p99 ms>"
+paced() {
+  local label=$1 url=$2 out
+  shift 2
+  out=$(WRK_DELAY_MS=$PACED_DELAY_MS wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$ROOT/bench/paced.lua" "$@" "$url")
+  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
+  echo "$label $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(percentile_ms 50% <<<"$out") $(percentile_ms 99% <<<"$out")"
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, node $(node -v), nginx $(nginx -v 2>&1 | sed 's/.*\///'), svc workers=$WORKERS, wrk -t$THREADS -c$CONNS -d$DURATION"
@@ -88,3 +106,16 @@ read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r 
 awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v f="$FQ" -v dp="$DP" -v sp="$SP" -v fp="$FP" 'BEGIN {
   printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp
   printf "node floor/nginx %.2f, svc/node floor %.2f, node floor added p99 %.2f ms\n", f/n, s/f, fp-dp }'
+
+[ "$PACED_DELAY_MS" = 0 ] && exit 0
+PACED=()
+PACED+=("$(paced direct "http://127.0.0.1:$BACKEND_PORT/")")
+PACED+=("$(paced nginx "http://127.0.0.1:$NGINX_PORT/")")
+PACED+=("$(paced svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")")
+PACED+=("$(paced node-floor "http://127.0.0.1:$FLOOR_PORT/")")
+echo "# paced: each connection waits ${PACED_DELAY_MS} ms on average between requests"
+printf '%-12s %12s %10s %10s\n' target 'req/s' 'p50 ms' 'p99 ms'
+for r in "${PACED[@]}"; do read -r l q m p <<<"$r"; printf '%-12s %12.0f %10.2f %10.2f\n' "$l" "$q" "$m" "$p"; done
+read -r _ _ DM DP <<<"${PACED[0]}"; read -r _ _ NM NP <<<"${PACED[1]}"; read -r _ _ SM SP <<<"${PACED[2]}"; read -r _ _ FM FP <<<"${PACED[3]}"
+awk -v dm="$DM" -v dp="$DP" -v nm="$NM" -v np="$NP" -v sm="$SM" -v sp="$SP" -v fm="$FM" -v fp="$FP" 'BEGIN {
+  printf "paced, added over direct: svc p50 %.2f ms, p99 %.2f ms (target <= 2 ms); nginx p50 %.2f, p99 %.2f; node floor p50 %.2f, p99 %.2f\n", sm-dm, sp-dp, nm-dm, np-dp, fm-dm, fp-dp }'
