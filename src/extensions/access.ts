@@ -25,8 +25,11 @@ export interface ExtensionRequest {
   readonly principal: Principal | undefined;
   /** Why a token that was sent was refused (expired, revoked…), for the 401. */
   readonly authError?: SvcError | undefined;
-  /** The Svc-Application-Name header; undefined or '' when absent. */
-  readonly application: string | undefined;
+  /**
+   * The Svc-Application-Name header (undefined or '' when absent), or why the request's way of
+   * naming the application was refused (handshake-application.ts), raised at this step.
+   */
+  readonly application: string | InvalidRequest | undefined;
 }
 
 export interface ExtensionRoute {
@@ -67,7 +70,8 @@ function enabledExtension(settings: Settings, name: string): ExtensionConfig {
   return extension;
 }
 
-function namedApplication(header: string | undefined, settings: Settings): Application | undefined {
+function namedApplication(header: string | InvalidRequest | undefined, settings: Settings): Application | undefined {
+  if (header instanceof InvalidRequest) throw header;
   if (header === undefined || header === '') return undefined;
   if (!APPLICATION_NAME.test(header)) {
     throw new InvalidRequest(`Svc-Application-Name must be <namespace>/<application-name> (lower-case DNS names), not '${printable(header)}'`);

@@ -16,30 +16,39 @@ import { APPLICATION_HEADER, printable } from './access.js';
 export const APPLICATION_PARAMETER = APPLICATION_HEADER;
 
 export interface HandshakeApplication {
-  /** The application named by the header or the parameter; '' when neither names one. */
-  readonly application: string;
+  /**
+   * The application named by the header or the parameter ('' when neither names one), or why
+   * they could not be read: access.ts raises that at the application step, after the 404 and
+   * 401 checks, as it does for a malformed header.
+   */
+  readonly application: string | InvalidRequest;
   /** The query for the backend, without the parameter. */
   readonly query: string;
 }
 
-/** Header and query of a handshake → the application and the query to forward (400 when ambiguous). */
+/** Header and query of a handshake → the application (or a 400 to raise) and the query to forward. */
 export function handshakeApplication(header: string, query: string): HandshakeApplication {
   if (query === '') return { application: header, query };
   const kept: string[] = [];
-  const named: string[] = [];
+  const named: (string | undefined)[] = [];
   for (const pair of query.split('&')) {
     const equals = pair.indexOf('=');
     const key = formDecoded(equals === -1 ? pair : pair.slice(0, equals));
     if (key !== APPLICATION_PARAMETER) kept.push(pair);
-    else named.push(equals === -1 ? '' : formDecoded(pair.slice(equals + 1)) ?? malformed());
+    else named.push(equals === -1 ? '' : formDecoded(pair.slice(equals + 1)));
   }
-  if (named.length === 0) return { application: header, query };
-  if (named.length > 1) throw new InvalidRequest(`the query names the application ${named.length} times (${APPLICATION_PARAMETER}); name it once`);
-  const fromQuery = named[0] as string;
+  return { application: chosen(header, named), query: named.length === 0 ? query : kept.join('&') };
+}
+
+function chosen(header: string, named: readonly (string | undefined)[]): string | InvalidRequest {
+  if (named.length === 0) return header;
+  if (named.length > 1) return new InvalidRequest(`the query names the application ${named.length} times (${APPLICATION_PARAMETER}); name it once`);
+  const fromQuery = named[0];
+  if (fromQuery === undefined) return new InvalidRequest(`the ${APPLICATION_PARAMETER} query parameter has malformed percent-encoding`);
   if (header !== '' && header !== fromQuery) {
-    throw new InvalidRequest(`the Svc-Application-Name header ('${printable(header)}') and the ${APPLICATION_PARAMETER} query parameter ('${printable(fromQuery)}') name different applications`);
+    return new InvalidRequest(`the Svc-Application-Name header ('${printable(header)}') and the ${APPLICATION_PARAMETER} query parameter ('${printable(fromQuery)}') name different applications`);
   }
-  return { application: fromQuery, query: kept.join('&') };
+  return fromQuery;
 }
 
 /** application/x-www-form-urlencoded decoding, as URLSearchParams reads a query; undefined when malformed. */
@@ -51,8 +60,4 @@ function formDecoded(text: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function malformed(): never {
-  throw new InvalidRequest(`the ${APPLICATION_PARAMETER} query parameter has malformed percent-encoding`);
 }

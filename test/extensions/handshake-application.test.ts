@@ -28,13 +28,8 @@ describe('handshakeApplication', () => {
 
   it('refuses a conflict, a repeated parameter and malformed encoding, saying which', () => {
     const refusal = (header: string, query: string) => {
-      try {
-        handshakeApplication(header, query);
-      } catch (err: unknown) {
-        expect(err).to.be.instanceOf(InvalidRequest);
-        return (err as Error).message;
-      }
-      return 'accepted';
+      const { application } = handshakeApplication(header, query);
+      return application instanceof InvalidRequest ? application.message : 'accepted';
     };
     expect(refusal('argocd/app-a', 'svc-application-name=argocd/app-b')).to.equal(
       "the Svc-Application-Name header ('argocd/app-a') and the svc-application-name query parameter ('argocd/app-b') name different applications",

@@ -163,13 +163,17 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     expect(upgrades[0]?.headers['svc-project-name']).to.equal('team-a');
   });
 
-  it('refuses a handshake whose header and query name different applications (400)', async () => {
-    const res = await rawExchange(
-      server.port,
-      `GET /api/v1/extensions/live/echo?svc-application-name=argocd/app-b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['alice']}\r\nSvc-Application-Name: argocd/app-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
-    );
-    expect(res.data).to.match(/^HTTP\/1\.1 400 /);
-    expect(res.data).to.contain('name different applications');
+  it('refuses a handshake whose header and query name different applications (400), after the 404 and 401 checks', async () => {
+    const conflicting = (extension: string, auth: string) =>
+      rawExchange(
+        server.port,
+        `GET /api/v1/extensions/${extension}/echo?svc-application-name=argocd/app-b HTTP/1.1\r\nHost: x\r\n${auth}Svc-Application-Name: argocd/app-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      );
+    const refused = await conflicting('live', `Authorization: Bearer ${token['alice']}\r\n`);
+    expect(refused.data).to.match(/^HTTP\/1\.1 400 /);
+    expect(refused.data).to.contain('name different applications');
+    expect((await conflicting('live', '')).data).to.match(/^HTTP\/1\.1 401 /);
+    expect((await conflicting('nope', `Authorization: Bearer ${token['alice']}\r\n`)).data).to.match(/^HTTP\/1\.1 404 /);
   });
 
   it("carries the client's request id on the 101 and on a refusal", async () => {
