@@ -8,6 +8,7 @@
 import type { Application } from '../apps/catalog.js';
 import type { Settings } from '../config/settings.js';
 import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
+import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
 import { subjectsOf, type Principal } from '../session/principal.js';
 import type { BackendService, ExtensionConfig } from './config.js';
@@ -79,10 +80,4 @@ function namedApplication(header: string | InvalidRequest | undefined, settings:
   const application = settings.catalog.applications.get(header);
   if (application === undefined) throw new ApplicationNotFound(`application '${header}' does not exist`);
   return application;
-}
-
-/** Client text echoed in a message: short and printable. */
-export function printable(text: string): string {
-  const clean = text.replace(/[^\x20-\x7e]/g, '?');
-  return clean.length > 80 ? `${clean.slice(0, 80)}…` : clean;
 }

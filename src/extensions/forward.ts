@@ -84,6 +84,9 @@ export function forward(request: ForwardRequest, res: ServerResponse, tally: Tal
   if (!free) relay.limitQueueWait(request.queueMs);
 }
 
+/** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 class ClientLeft extends Error {
   constructor() {
     super('the client closed the connection');
@@ -105,6 +108,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private clientLeft = false;
   private connected = false;
   private queueTimer: NodeJS.Timeout | undefined;
+  private stallTimer: NodeJS.Timeout | undefined;
   /** Body bytes still expected when the backend declared a length; -1 otherwise. */
   private remaining = -1;
 
@@ -124,6 +128,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   };
 
   private readonly onDrain = (): void => {
+    if (this.stallTimer !== undefined) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+    }
     if (!this.settled) this.resumeBackend?.();
   };
 
@@ -175,7 +183,26 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     }
     if (this.res.write(chunk)) return true;
     this.res.once('drain', this.onDrain);
+    this.watchStall();
     return false;
+  }
+
+  /**
+   * While the backend is paused for a client that does not read, undici's body timeout does not
+   * run and Node has no write timeout: a client that reads nothing would hold the pool connection
+   * for good. One that drains nothing for idleConnTimeout is cut.
+   */
+  private watchStall(): void {
+    if (this.stallTimer !== undefined) {
+      this.stallTimer.refresh();
+      return;
+    }
+    this.stallTimer = setTimeout(() => {
+      if (this.settled) return;
+      this.request.log().info({ backend: this.request.origin, extension: this.request.extension, idleMs: this.request.idleMs }, 'client read nothing for idleConnTimeout; connection closed');
+      this.res.destroy(); // 'close' aborts the backend exchange
+    }, Math.min(this.request.idleMs, MAX_TIMER_MS));
+    this.stallTimer.unref();
   }
 
   onComplete(): void {
@@ -198,11 +225,14 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private settle(): void {
     this.settled = true;
     this.res.off('close', this.onClientClose);
+    if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
   }
 }
 
 function clientGone(res: ServerResponse): boolean {
-  return res.destroyed || res.closed || res.socket === null || res.socket.destroyed;
+  // A pipelined request's response gets the socket only when the one before it has finished:
+  // until then the request's own reference to the connection tells whether the client is there.
+  return res.destroyed || res.closed || (res.socket ?? res.req.socket).destroyed;
 }
 
 /** Request bodies: Content-Length counts itself (Node's parser enforces it); a chunked body is counted as it flows. */

@@ -19,17 +19,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { LiveSettings } from '../config/live-settings.js';
 import { ExtensionNotFound, SvcError, Unauthenticated } from '../errors.js';
-import { tokenOf } from '../http/auth.js';
+import { bearerToken } from '../http/auth.js';
+import { sessionCookieOf } from '../http/cookies.js';
 import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import { requestIdFrom } from '../http/request-id.js';
+import { cookieRefusal, isSafeMethod } from '../http/same-origin.js';
 import type { Rights } from '../rbac/rights.js';
 import type { Authenticator } from '../session/authenticate.js';
 import type { Principal } from '../session/principal.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
 import { declaresBody, forwardHeaders } from './headers.js';
-import type { ExtensionMetrics } from './metrics.js';
+import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
 
@@ -101,8 +103,14 @@ class Exchange {
     // 'close' comes once per response: on() spares the once-wrapper per request.
     this.res.on('close', () => this.observe(extension?.name));
     if (this.request.name === '') throw new ExtensionNotFound('name an extension: /api/v1/extensions/<name>[/<path>]');
-    const token = tokenOf(this.req.headers.authorization, this.req.headers.cookie);
+    const req = this.req;
+    const bearer = bearerToken(req.headers.authorization);
+    const token = bearer ?? sessionCookieOf(req.headers.cookie);
     if (token === undefined) return this.proceed(ANONYMOUS);
+    if (bearer === undefined && !isSafeMethod(req.method)) {
+      const refusal = cookieRefusal(req.method, req.headers.origin, hostOf(req), this.deps.settings.current().url);
+      if (refusal !== undefined) return this.proceed({ principal: undefined, authError: refusal });
+    }
     let principal: Principal | undefined;
     try {
       principal = this.deps.authenticator.known(token);
@@ -170,7 +178,8 @@ class Exchange {
   }
 
   private observe(extension: string | undefined): void {
-    const status = this.res.statusCode;
+    // Nothing sent: the client left first. res.statusCode would still say its default 200.
+    const status = this.res.headersSent ? this.res.statusCode : CLIENT_GONE;
     const seconds = (performance.now() - this.start) / 1000;
     const method = this.req.method ?? 'GET';
     this.deps.httpMetrics.record(GATEWAY_ROUTE, method, status, seconds);

@@ -11,7 +11,8 @@
  * in the URL.
  */
 import { InvalidRequest } from '../errors.js';
-import { APPLICATION_HEADER, printable } from './access.js';
+import { printable } from '../lib/printable.js';
+import { APPLICATION_HEADER } from './access.js';
 
 export const APPLICATION_PARAMETER = APPLICATION_HEADER;
 

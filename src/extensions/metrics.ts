@@ -5,6 +5,9 @@
 import type { Registry } from 'prom-client';
 import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
 
+/** The status recorded when the client left before any answer (nginx's convention). */
+export const CLIENT_GONE = 499;
+
 export interface ExtensionObservation {
   readonly extension: string;
   readonly status: number;

@@ -17,7 +17,7 @@
  * and drops `servername` from the TLS options. A dedicated socket per upgrade (agent: false) is
  * what a WebSocket is anyway.
  */
-import { request as httpRequest, STATUS_CODES } from 'node:http';
+import { request as httpRequest, STATUS_CODES, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type Koa from 'koa';
@@ -25,12 +25,15 @@ import { PermissionDenied, SvcError } from '../errors.js';
 import { bearerToken } from '../http/auth.js';
 import { errorReply, STATUS } from '../http/errors.js';
 import { requestIdFrom } from '../http/request-id.js';
+import { isOwnOrigin } from '../http/same-origin.js';
 import type { AppState } from '../http/state.js';
-import { APPLICATION_HEADER, findExtension, printable, routeExtensionRequest } from './access.js';
-import { mapBackendError } from './forward.js';
+import { printable } from '../lib/printable.js';
+import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
+import { mapBackendError, MAX_TIMER_MS } from './forward.js';
 import { handshakeApplication } from './handshake-application.js';
 import { forwardHeaders, responseHeaderList } from './headers.js';
-import type { ExtensionMetrics } from './metrics.js';
+import { CONNECT_TIMEOUT_MS } from './pools.js';
+import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
@@ -45,10 +48,6 @@ export interface WebSocketDeps extends ExtensionProxyDeps {
 type Context = Koa.ParameterizedContext<AppState>;
 type Target = { readonly name: string; readonly rest: string };
 
-/** The status metrics record when the client left before an answer (nginx's convention). */
-const CLIENT_GONE = 499;
-/** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Relays one WebSocket upgrade; every failure is answered on the socket, which then closes. */
 export function relayWebSocket(deps: WebSocketDeps, ctx: Context, target: Target, head: Buffer, socket: Socket): void {
@@ -94,12 +93,11 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     path,
     headers,
     agent: false,
-    timeout: Math.min(idleMs, MAX_TIMER_MS),
     ...(tlsOptionsFor(route.backend) ?? {}),
   });
+  limitWaits(outgoing, url.protocol === 'https:', idleMs);
   const failed = { extension: route.extension.name, origin: url.origin, idleMs };
   return new Promise<number>((resolve, reject) => {
-    outgoing.on('timeout', () => outgoing.destroy(Object.assign(new Error('no answer'), { code: 'UND_ERR_HEADERS_TIMEOUT' })));
     outgoing.on('error', (err) => reject(mapBackendError(err, failed, ctx.state.log)));
     outgoing.on('upgrade', (res, backend, backendHead) => {
       deps.track(backend);
@@ -127,13 +125,30 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
   });
 }
 
+/**
+ * The same limits as the pooled HTTP path: CONNECT_TIMEOUT_MS for TCP and TLS (then 504, the
+ * backend never answers), then idleConnTimeout until the backend's answer (408). A single socket
+ * timeout from the start would give a backend that hangs in the TLS handshake a 408 after
+ * idleConnTimeout, which may be 720h.
+ */
+function limitWaits(outgoing: ClientRequest, tls: boolean, idleMs: number): void {
+  const failWith = (code: string) => outgoing.destroy(Object.assign(new Error(code), { code }));
+  outgoing.once('socket', (backend) => {
+    const connectTimer = setTimeout(() => failWith('UND_ERR_CONNECT_TIMEOUT'), CONNECT_TIMEOUT_MS);
+    backend.once('close', () => clearTimeout(connectTimer));
+    backend.once(tls ? 'secureConnect' : 'connect', () => {
+      clearTimeout(connectTimer);
+      backend.setTimeout(Math.min(idleMs, MAX_TIMER_MS), () => failWith('UND_ERR_HEADERS_TIMEOUT'));
+    });
+  });
+}
+
 /** 403 for a cookie-authenticated handshake from another origin (see the module comment). */
 function checkOrigin(ctx: Context, configuredUrl: string): void {
   const token = ctx.state.token;
   if (token === undefined || token === bearerToken(ctx.get('authorization'))) return; // no caller, or a bearer
   const origin = ctx.get('origin');
-  const parsed = URL.canParse(origin) ? new URL(origin) : undefined;
-  if (parsed !== undefined && (parsed.origin === new URL(configuredUrl).origin || parsed.host === ctx.get('host').toLowerCase())) return;
+  if (isOwnOrigin(origin, ctx.get('host'), configuredUrl)) return;
   throw new PermissionDenied(`a WebSocket signed in with the svc.token cookie must come from svc's own origin, not '${printable(origin)}'`);
 }
 

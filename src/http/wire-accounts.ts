@@ -55,7 +55,7 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
   const accounts = createAccounts({ accounts: accountMap, rights });
   const authenticator = createAuthenticator({ signer, accounts: accountMap, revocation, external: options.external ?? [] });
   return {
-    authenticate: authMiddleware(authenticator.authenticate),
+    authenticate: authMiddleware(authenticator.authenticate, () => settings.current().url),
     authenticator,
     routers: [
       sessionRoutes({ login, revocation }),

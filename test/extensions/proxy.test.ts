@@ -3,10 +3,11 @@ import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
+import { waitFor } from '../helpers/accounts-fixture.js';
 import { application, clusterSecret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { echoBackend, login, rewriteExtensionConfig, startBackend, storeFiles, type Backend, type Echo } from './helpers.js';
+import { echoBackend, login, rawExchange, rewriteExtensionConfig, startBackend, storeFiles, type Backend, type Echo } from './helpers.js';
 
 const ACCOUNTS = ['alice', 'bob', 'carol'];
 const POLICY = [
@@ -20,7 +21,9 @@ describe('extension proxy (HTTP)', function () {
   this.timeout(30_000);
   let server: TestServer;
   let dir: string;
-  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend, leaky: Backend, ownId: Backend, chunky: Backend;
+  let echo: Backend, inCluster: Backend, prod: Backend, idle: Backend, reset: Backend, leaky: Backend, ownId: Backend, chunky: Backend, flood: Backend;
+  /** When the flood backend saw its response closed (the proxy let go of it), by request. */
+  const floodClosed: number[] = [];
   let refusedPort: number;
   const idleSockets = new Set<Socket>();
   let idleWaiting = 0;
@@ -68,6 +71,17 @@ describe('extension proxy (HTTP)', function () {
         res.end('abc');
       }, 20);
     });
+    flood = await startBackend((_req, res) => {
+      // Endless: writes whenever the connection drains, so only the proxy letting go ends it.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      const pump = (): void => {
+        while (!res.destroyed && res.write(chunk));
+      };
+      res.on('drain', pump);
+      res.once('close', () => floodClosed.push(Date.now()));
+      pump();
+    });
     refusedPort = await freePort();
     extensions = (overrides = {}) => ({
       extensions: [
@@ -80,6 +94,7 @@ describe('extension proxy (HTTP)', function () {
         { name: 'leaky', enabled: true, backend: { services: [{ url: leaky.url }] } },
         { name: 'own-id', enabled: true, backend: { services: [{ url: ownId.url }] } },
         { name: 'chunky', enabled: true, backend: { services: [{ url: chunky.url }] } },
+        { name: 'flood', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: flood.url }] } },
       ],
     });
     dir = tempConfigDir(
@@ -105,7 +120,7 @@ describe('extension proxy (HTTP)', function () {
   after(async () => {
     for (const s of idleSockets) s.destroy();
     await server.close();
-    await Promise.all([echo, inCluster, prod, idle, reset, leaky, ownId, chunky].map((b) => b.close()));
+    await Promise.all([echo, inCluster, prod, idle, reset, leaky, ownId, chunky, flood].map((b) => b.close()));
   });
 
   async function call(path: string, user: string | undefined, headers: Record<string, string> = {}, init: { method?: string; body?: string | Buffer } = {}) {
@@ -331,6 +346,52 @@ describe('extension proxy (HTTP)', function () {
       await new Promise((r) => setTimeout(r, 400));
       expect(idleWaiting, 'backend requests still held for departed clients').to.equal(0);
       expect((await call('/api/v1/extensions/echo', 'admin')).status).to.equal(200);
+    });
+  });
+
+  describe('clients that misbehave', () => {
+    it('answers pipelined requests, in order', async () => {
+      const get = (path: string, close = false) => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+      const res = await rawExchange(server.port, get('/api/v1/extensions/echo/first') + get('/api/v1/extensions/echo/second', true));
+      expect(res.closed).to.equal(true);
+      const urls = [...res.data.matchAll(/"url":"([^"]*)"/g)].map((m) => m[1]);
+      expect(urls).to.deep.equal(['/base/first', '/base/second']);
+    });
+
+    it('cuts a client that reads nothing for idleConnTimeout (1s), releasing the backend', async () => {
+      floodClosed.length = 0;
+      const socket = connect(server.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.pause(); // never reads: the proxy's writes back up, then the backend's
+      const start = Date.now();
+      socket.write(`GET /api/v1/extensions/flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\n\r\n`);
+      await waitFor(() => floodClosed.length === 1, 'the backend response to close', 5_000);
+      socket.destroy();
+      expect((floodClosed[0] ?? 0) - start).to.be.within(900, 3_500);
+    });
+
+    it('counts a client that left before any answer as 499, not 200', async () => {
+      const series = ['svc_extension_requests_total{extension="idle",status="499"}', 'svc_extension_requests_total{extension="idle",status="200"}'];
+      const before = await metricValues(series);
+      const ac = new AbortController();
+      const pending = request(`${server.url}/api/v1/extensions/idle`, { headers: { authorization: `Bearer ${token['admin']}` }, signal: ac.signal });
+      setTimeout(() => ac.abort(), 100);
+      await pending.then(() => undefined, () => undefined);
+      await waitFor(async () => ((await metricValues(series))[0] ?? 0) > (before[0] ?? 0), 'the 499 to be counted', 2_000);
+      const after = await metricValues(series);
+      expect([(after[0] ?? 0) - (before[0] ?? 0), (after[1] ?? 0) - (before[1] ?? 0)]).to.deep.equal([1, 0]);
+    });
+
+    it('takes the cookie for a request that may change something only from svc\'s own origin (CSRF)', async () => {
+      const post = (origin: string | undefined, method = 'POST') =>
+        call('/api/v1/extensions/echo/do', undefined, { cookie: `svc.token=${token['carol']}`, ...(origin !== undefined ? { origin } : {}) }, method === 'GET' ? { method } : { method, body: 'x=1' });
+      const sibling = await post('https://evil.example.com');
+      expect(sibling.status).to.equal(401);
+      expect(sibling.json()['message']).to.equal("the svc.token cookie does not sign in a POST from origin 'https://evil.example.com': send it from svc's own pages, or send a bearer token");
+      expect((await post(undefined)).status, 'no Origin').to.equal(401);
+      expect((await post(server.url)).status, 'own origin').to.equal(200);
+      expect((await post('https://evil.example.com', 'GET')).status, 'a GET reads').to.equal(200);
     });
   });
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -15,6 +16,8 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
   let server: TestServer;
   let token: Record<string, string>;
   let backendUrl: string;
+  let silent: NetServer;
+  const silentSockets: Socket[] = [];
   let upgrades: IncomingMessage[] = [];
   let releaseSecondEvent: () => void = () => undefined;
 
@@ -40,9 +43,16 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     });
     const { url } = await listen(backend);
     backendUrl = url;
+    // Accept TCP and never say a word: as a TLS server it hangs in the handshake.
+    silent = createNetServer((socket) => silentSockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = (silent.address() as AddressInfo).port;
     const dir = tempConfigDir(
       storeFiles({
-        extensionConfig: { extensions: [{ name: 'live', enabled: true, backend: { services: [{ url: `${url}/ws` }] } }, { name: 'sse', enabled: true, backend: { services: [{ url }] } }] },
+        extensionConfig: { extensions: [{ name: 'live', enabled: true, backend: { services: [{ url: `${url}/ws` }] } }, { name: 'sse', enabled: true, backend: { services: [{ url }] } },
+          { name: 'silent', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `http://127.0.0.1:${silentPort}` }] } },
+          { name: 'tls-hangs', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `https://127.0.0.1:${silentPort}` }] } },
+        ] },
         policy: 'p, alice, extensions, *, team-a/live, allow',
         accounts: ['alice'],
         extra: { 'apps.yaml': application('argocd', 'app-a', 'team-a', { name: 'in-cluster' }) },
@@ -53,6 +63,8 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
   });
 
   after(async () => {
+    for (const socket of silentSockets) socket.destroy();
+    silent.close();
     wss.close();
     await server.close();
     await closeServer(backend);
@@ -94,6 +106,22 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
       statuses.push(await open(path, headers).then(() => 'open', (err: Error) => err.message));
     }
     expect(statuses).to.deep.equal(['status 401', 'status 403', 'status 404']);
+  });
+
+  it('408 when a connected backend says nothing for idleConnTimeout; 504 when it never completes TLS', async function () {
+    this.timeout(20_000);
+    const handshake = async (extension: string) => {
+      const start = Date.now();
+      const res = await rawExchange(server.port, `GET /api/v1/extensions/${extension}/ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 15_000);
+      return { status: /^HTTP\/1\.1 (\d+)/.exec(res.data)?.[1], ms: Date.now() - start };
+    };
+    const idle = await handshake('silent');
+    expect(idle.status).to.equal('408');
+    expect(idle.ms).to.be.within(900, 2_500);
+    // The connect limit (10 s, as for HTTP), not idleConnTimeout, bounds TCP + TLS.
+    const tls = await handshake('tls-hangs');
+    expect(tls.status).to.equal('504');
+    expect(tls.ms).to.be.within(9_500, 12_000);
   });
 
   it("relays the backend's answer when it declines the upgrade", async () => {

@@ -55,9 +55,9 @@ export function editConfigMap(dir: string, edit: (text: string) => string): void
   writeFileSync(file, edit(readFileSync(file, 'utf8')));
 }
 
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -69,10 +69,11 @@ export interface Reply {
   readonly headers: Headers;
 }
 
-export async function call(base: string, method: string, path: string, options: { token?: string; body?: unknown; cookie?: string } = {}): Promise<Reply> {
+export async function call(base: string, method: string, path: string, options: { token?: string; body?: unknown; cookie?: string; origin?: string } = {}): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
   if (options.cookie !== undefined) headers['cookie'] = options.cookie;
+  if (options.origin !== undefined) headers['origin'] = options.origin;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(base + path, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
   const text = await res.text();

@@ -88,7 +88,7 @@ describe('HTTP /api/v1/session', function () {
 
   it('logout revokes the token until it expires and clears the cookie', async function () {
     const token = await login(base, 'alice', PASSWORDS.alice);
-    const out = await call(base, 'DELETE', '/api/v1/session', { cookie: `svc.token=${token}` });
+    const out = await call(base, 'DELETE', '/api/v1/session', { cookie: `svc.token=${token}`, origin: base });
     expect(out.status).to.equal(200);
     expect(out.body).to.deep.equal({ revoked: true });
     expect(out.headers.get('set-cookie')).to.match(/^svc\.token=; path=\/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; httponly$/);
@@ -99,6 +99,27 @@ describe('HTTP /api/v1/session', function () {
     expect(ttl).to.be.within(7_100_000, 7_200_000);
     const again = await call(base, 'DELETE', '/api/v1/session');
     expect(again.body).to.deep.equal({ revoked: false });
+  });
+
+  it('takes the cookie for a request that may change something only from its own origin (CSRF)', async function () {
+    const token = await login(base, 'alice', PASSWORDS.alice);
+    const cookie = `svc.token=${token}`;
+    let made = 0;
+    const create = (origin?: string) => call(base, 'POST', '/api/v1/account/alice/token', { cookie, body: { id: `csrf-${++made}` }, ...(origin !== undefined ? { origin } : {}) });
+    const sibling = await create('https://evil.example.com');
+    expect(sibling.status).to.equal(401);
+    expect(sibling.body).to.deep.equal({
+      error: 'unauthenticated',
+      message: "the svc.token cookie does not sign in a POST from origin 'https://evil.example.com': send it from svc's own pages, or send a bearer token",
+    });
+    expect((await create()).status, 'no Origin').to.equal(401);
+    expect((await create(base)).status, 'own origin').to.equal(200);
+    // Reading needs no Origin; a cross-origin logout is no logout.
+    expect((await call(base, 'GET', '/api/v1/account/alice', { cookie, origin: 'https://evil.example.com' })).status).to.equal(200);
+    expect((await call(base, 'DELETE', '/api/v1/session', { cookie, origin: 'https://evil.example.com' })).body).to.deep.equal({ revoked: false });
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+    // A bearer token cannot be planted by another page: no Origin rule for it.
+    expect((await call(base, 'POST', '/api/v1/account/alice/token', { token, body: { id: 'csrf-bearer' }, origin: 'https://evil.example.com' })).status).to.equal(200);
   });
 
   it("logging out with carol's API token 'deploy' leaves alice's token 'deploy' alive", async function () {
