@@ -193,10 +193,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
    * for good. One that drains nothing for idleConnTimeout is cut.
    */
   private watchStall(): void {
-    if (this.stallTimer !== undefined) {
-      this.stallTimer.refresh();
-      return;
-    }
+    if (this.stallTimer !== undefined) return; // more data while paused: the clock runs from the first pause
     this.stallTimer = setTimeout(() => {
       if (this.settled) return;
       this.request.log().info({ backend: this.request.origin, extension: this.request.extension, idleMs: this.request.idleMs }, 'client read nothing for idleConnTimeout; connection closed');
