@@ -18,6 +18,7 @@
  * the client sees a truncated response, never a clean one.
  */
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -109,6 +110,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private connected = false;
   private queueTimer: NodeJS.Timeout | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
+  private queuedOn: Socket | undefined;
   /** Body bytes still expected when the backend declared a length; -1 otherwise. */
   private remaining = -1;
 
@@ -119,6 +121,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     private readonly onFailure: OnFailure,
   ) {
     res.on('close', this.onClientClose); // removed in settle(); 'close' comes once anyway
+    // A pipelined response waiting behind another has no socket yet, and Node emits its 'close'
+    // neither when the client leaves nor when it is destroyed: watch the connection itself.
+    if (res.socket === null) {
+      this.queuedOn = res.req.socket;
+      this.queuedOn.once('close', this.onClientClose);
+    }
   }
 
   private readonly onClientClose = (): void => {
@@ -188,16 +196,17 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * While the backend is paused for a client that does not read, undici's body timeout does not
-   * run and Node has no write timeout: a client that reads nothing would hold the pool connection
-   * for good. One that drains nothing for idleConnTimeout is cut.
+   * While the backend is paused for a client that takes nothing, undici's body timeout does not
+   * run and Node has no write timeout: a client that stops reading (or pipelines behind an answer
+   * that never ends) would hold the pool connection for good. One that drains nothing for
+   * idleConnTimeout loses its connection, which aborts the exchange.
    */
   private watchStall(): void {
     if (this.stallTimer !== undefined) return; // more data while paused: the clock runs from the first pause
     this.stallTimer = setTimeout(() => {
       if (this.settled) return;
-      this.request.log().info({ backend: this.request.origin, extension: this.request.extension, idleMs: this.request.idleMs }, 'client read nothing for idleConnTimeout; connection closed');
-      this.res.destroy(); // 'close' aborts the backend exchange
+      this.request.log().info({ backend: this.request.origin, extension: this.request.extension, idleMs: this.request.idleMs }, 'the client took nothing for idleConnTimeout (not reading, or pipelined behind a slow answer); connection closed');
+      (this.res.socket ?? this.res.req.socket).destroy();
     }, Math.min(this.request.idleMs, MAX_TIMER_MS));
     this.stallTimer.unref();
   }
@@ -222,6 +231,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private settle(): void {
     this.settled = true;
     this.res.off('close', this.onClientClose);
+    this.queuedOn?.off('close', this.onClientClose);
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
   }
 }

@@ -108,7 +108,7 @@ class Exchange {
     const token = bearer ?? sessionCookieOf(req.headers.cookie);
     if (token === undefined) return this.proceed(ANONYMOUS);
     if (bearer === undefined && !isSafeMethod(req.method)) {
-      const refusal = cookieRefusal(req.method, req.headers.origin, hostOf(req), this.deps.settings.current().url);
+      const refusal = cookieRefusal(req.method, req.headers.origin, { host: hostOf(req), protocol: protocolOf(req) }, this.deps.settings.current().url);
       if (refusal !== undefined) return this.proceed({ principal: undefined, authError: refusal });
     }
     let principal: Principal | undefined;

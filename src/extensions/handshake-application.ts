@@ -42,7 +42,7 @@ export function handshakeApplication(header: string, query: string): HandshakeAp
 }
 
 function chosen(header: string, named: readonly (string | undefined)[]): string | InvalidRequest {
-  if (named.length === 0) return header;
+  if (named.length === 0 || (named.length === 1 && named[0] === '')) return header; // `?svc-application-name=` names nothing
   if (named.length > 1) return new InvalidRequest(`the query names the application ${named.length} times (${APPLICATION_PARAMETER}); name it once`);
   const fromQuery = named[0];
   if (fromQuery === undefined) return new InvalidRequest(`the ${APPLICATION_PARAMETER} query parameter has malformed percent-encoding`);

@@ -148,7 +148,7 @@ function checkOrigin(ctx: Context, configuredUrl: string): void {
   const token = ctx.state.token;
   if (token === undefined || token === bearerToken(ctx.get('authorization'))) return; // no caller, or a bearer
   const origin = ctx.get('origin');
-  if (isOwnOrigin(origin, ctx.get('host'), configuredUrl)) return;
+  if (isOwnOrigin(origin, { host: ctx.get('host'), protocol: ctx.protocol }, configuredUrl)) return;
   throw new PermissionDenied(`a WebSocket signed in with the svc.token cookie must come from svc's own origin, not '${printable(origin)}'`);
 }
 

@@ -26,7 +26,7 @@ export function authMiddleware(authenticate: Authenticate, configuredUrl: () => 
   return async function readToken(ctx, next) {
     const bearer = bearerToken(ctx.get('authorization'));
     const token = bearer ?? sessionCookieOf(ctx.get('cookie'));
-    const refusal = token === undefined || bearer !== undefined ? undefined : cookieRefusal(ctx.method, ctx.get('origin') || undefined, ctx.get('host'), configuredUrl());
+    const refusal = token === undefined || bearer !== undefined ? undefined : cookieRefusal(ctx.method, ctx.get('origin') || undefined, { host: ctx.get('host'), protocol: ctx.protocol }, configuredUrl());
     if (refusal !== undefined) {
       ctx.state.authError = refusal;
     } else if (token !== undefined) {

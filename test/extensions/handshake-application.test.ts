@@ -17,13 +17,14 @@ describe('handshakeApplication', () => {
     expect(handshakeApplication('', 'svc%2Dapplication%2dname=argocd%2fapp-a&z=1')).to.deep.equal({ application: 'argocd/app-a', query: 'z=1' });
     // '+' is a space in a query: the name is then not a valid one, which access.ts refuses.
     expect(handshakeApplication('', 'svc-application-name=a+b').application).to.equal('a b');
-    expect(handshakeApplication('', 'svc-application-name').application).to.equal('');
+    expect(handshakeApplication('', 'svc-application-name')).to.deep.equal({ application: '', query: '' });
     // A key that merely contains the name, or differs in case, is the backend's.
     expect(handshakeApplication('', 'my-svc-application-name=x&SVC-APPLICATION-NAME=y')).to.deep.equal({ application: '', query: 'my-svc-application-name=x&SVC-APPLICATION-NAME=y' });
   });
 
-  it('accepts the header and the parameter when they agree', () => {
+  it('accepts the header and the parameter when they agree, and an empty parameter as naming nothing', () => {
     expect(handshakeApplication('argocd/app-a', 'svc-application-name=argocd%2Fapp-a&q=1')).to.deep.equal({ application: 'argocd/app-a', query: 'q=1' });
+    expect(handshakeApplication('argocd/app-a', 'svc-application-name=&q=1')).to.deep.equal({ application: 'argocd/app-a', query: 'q=1' });
   });
 
   it('refuses a conflict, a repeated parameter and malformed encoding, saying which', () => {

@@ -89,6 +89,7 @@ describe('extension proxy (HTTP)', function () {
         { name: 'off', enabled: false, backend: { services: [{ url: echo.url }] } },
         { name: 'multi', enabled: true, backend: { services: [{ url: inCluster.url, clusterName: 'in-cluster' }, { url: `${prod.url}/p/`, clusterName: 'prod' }] } },
         { name: 'idle', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: idle.url }] } },
+        { name: 'idle-long', enabled: true, backend: { idleConnTimeout: '30s', services: [{ url: idle.url }] } },
         { name: 'reset', enabled: true, backend: { services: [{ url: reset.url }] } },
         { name: 'down', enabled: true, backend: { services: [{ url: `http://127.0.0.1:${refusedPort}` }] } },
         { name: 'leaky', enabled: true, backend: { services: [{ url: leaky.url }] } },
@@ -356,6 +357,35 @@ describe('extension proxy (HTTP)', function () {
       expect(res.closed).to.equal(true);
       const urls = [...res.data.matchAll(/"url":"([^"]*)"/g)].map((m) => m[1]);
       expect(urls).to.deep.equal(['/base/first', '/base/second']);
+    });
+
+    /** Pipelines a request that the idle backend never answers (30 s) and one to the endless flood backend. */
+    async function pipelineBehindSlowAnswer(): Promise<{ socket: Socket; start: number }> {
+      floodClosed.length = 0;
+      const socket = connect(server.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\n\r\n`;
+      const start = Date.now();
+      socket.write(get('/api/v1/extensions/idle-long') + get('/api/v1/extensions/flood'));
+      return { socket, start };
+    }
+
+    it('releases the backend of a pipelined request queued behind a slow answer when the client leaves', async () => {
+      const { socket, start } = await pipelineBehindSlowAnswer();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(floodClosed, 'the queued exchange runs meanwhile').to.have.length(0);
+      socket.destroy();
+      await waitFor(() => floodClosed.length === 1, 'the queued backend response to close', 5_000);
+      expect((floodClosed[0] ?? 0) - start, 'at once, not at idleConnTimeout').to.be.below(900);
+    });
+
+    it('closes a pipelined connection whose queued answer waits past idleConnTimeout (1s), releasing the backend', async () => {
+      const { socket, start } = await pipelineBehindSlowAnswer();
+      const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+      await waitFor(() => floodClosed.length === 1, 'the queued backend response to close', 5_000);
+      expect((floodClosed[0] ?? 0) - start).to.be.within(900, 3_500);
+      expect((await closed) - start).to.be.below(4_000);
     });
 
     it('cuts a client that reads nothing for idleConnTimeout (1s), releasing the backend', async () => {
