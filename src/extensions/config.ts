@@ -5,11 +5,11 @@
  * in a bad entry: switching an extension off in a hurry must not fail open because of a typo
  * elsewhere in the entry.
  */
-import YAML from 'yaml';
 import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
 import type { ScopedSink } from '../config/problems.js';
 import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
+import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
 
 export const DEFAULT_IDLE_CONN_TIMEOUT_MS = 60_000;
@@ -129,13 +129,10 @@ export function parseExtensionConfig(
   previous: readonly ExtensionConfig[] = [],
 ): readonly ExtensionConfig[] {
   if (text === undefined || text.trim() === '') return [];
-  let doc: unknown;
-  try {
-    doc = YAML.parse(text, { logLevel: 'error' });
-  } catch (err: unknown) {
-    sink.add([], `YAML does not parse, the previous extensions stay in force: ${(err as Error).message.split('\n')[0]}`);
-    return previous;
-  }
+  // parseYamlValue never repeats the library's message, which may quote the text: inline keyData.
+  const parsed = parseYamlValue(text, sink);
+  if (!parsed.ok) return previous;
+  const doc = parsed.value;
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     sink.add([], 'must be a map with the key extensions');
     return previous;

@@ -29,6 +29,19 @@ describe('extensions/config', () => {
     expect(typo.map((e) => [e.name, e.enabled])).to.deep.equal([['metrics', false]]);
   });
 
+  it('keeps the previous list when the YAML does not parse, and never quotes the text (it may hold keyData)', () => {
+    const previous = parse([good]).parsed;
+    for (const text of ['extensions: *hunter2password', 'extensions: "\\qhunter2password"', 'extensions: [hunter2password']) {
+      const sink = new ProblemSink();
+      const parsed = parseExtensionConfig(text, new Map(), sink.scoped('svc-cm').at('extension.config'), previous);
+      expect(parsed, text).to.equal(previous);
+      const problems = sink.problems.map(formatProblem);
+      expect(problems, text).to.have.length(1);
+      expect(problems[0], text).to.match(/^svc-cm: extension\.config: YAML does not parse, the previous value stays in force/);
+      expect(problems[0], text).to.not.include('hunter2');
+    }
+  });
+
   it('keeps a disabled invalid entry without a previous version disabled, not absent', () => {
     const { parsed } = parse([{ name: 'new', enabled: false, backend: {} }]);
     expect(parsed).to.deep.equal([{ name: 'new', enabled: false, idleConnTimeoutMs: 60_000, services: [] }]);
