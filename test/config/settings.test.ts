@@ -79,7 +79,7 @@ describe('parseSettings', () => {
     const first = parseSettings(snapshot({ cm: { 'extension.config': goodExtension } })).settings;
     const { settings, problems } = parseSettings(snapshot({ cm: { 'extension.config': 'extensions: [ {name: x' } }), first);
     expect(settings.extensions).to.equal(first.extensions);
-    expect(formatProblem(problems[0]!)).to.match(/^svc-cm: extension.config: YAML does not parse, the previous extensions stay in force/);
+    expect(formatProblem(problems[0]!)).to.match(/^svc-cm: extension.config: YAML does not parse, the previous value stays in force/);
   });
 
   it('requires a clusterName on every service when there are several', () => {
