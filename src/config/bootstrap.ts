@@ -6,7 +6,8 @@
  * line or an error, and is written before its hash. Two processes starting on one store take
  * turns under a lock file, so the password and the hash always come from the same process.
  * Existing files are only ever patched through the Secret write path (lock + re-read + atomic
- * replace), so their comments and formatting stay.
+ * replace), so their comments and formatting stay. A svc-secret that is on disk but rejected
+ * (or maybe in a file that does not parse) is never "completed": see settingsSecretUnusable.
  */
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -15,8 +16,9 @@ import bcrypt from 'bcrypt';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock } from './file-lock.js';
-import { EMPTY_MEMORY, loadDirectory } from './load-dir.js';
+import { EMPTY_MEMORY, loadDirectory, type LoadResult } from './load-dir.js';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
+import { formatProblem } from './problems.js';
 import { updateSecretOnDisk } from './secret-writer.js';
 import type { SecretPatch } from './store.js';
 
@@ -64,16 +66,19 @@ export async function ensureInitialConfig(options: BootstrapOptions): Promise<Bo
     now: options.now ?? (() => new Date()),
   };
   // A complete store is left alone without taking a lock: it may be mounted read-only.
-  const { snapshot } = await loadDirectory(run.dir, EMPTY_MEMORY);
-  if (secretComplete(snapshot)) {
-    warnMissingConfigMaps(snapshot, run);
+  const first = await loadDirectory(run.dir, EMPTY_MEMORY);
+  if (secretComplete(first.snapshot)) {
+    warnMissingConfigMaps(first.snapshot, run);
     return { createdFiles: [], addedKeys: [] };
   }
+  if (settingsSecretUnusable(first, run)) return { createdFiles: [], addedKeys: [] };
   try {
     await mkdir(run.dir, { recursive: true });
     return await withFileLock(path.join(run.dir, BOOTSTRAP_LOCK_TARGET), async () => {
       // Read again inside the lock: another process may have completed the store meanwhile.
-      const { snapshot: now } = await loadDirectory(run.dir, EMPTY_MEMORY);
+      const loaded = await loadDirectory(run.dir, EMPTY_MEMORY);
+      if (settingsSecretUnusable(loaded, run)) return { createdFiles: [], addedKeys: [] };
+      const now = loaded.snapshot;
       const found = [now.configMaps.has(SETTINGS_CM), now.configMaps.has(RBAC_CM), now.secrets.has(SETTINGS_SECRET)];
       if (!found.includes(true)) return createFreshStore(run);
       warnMissingConfigMaps(now, run);
@@ -89,6 +94,26 @@ export async function ensureInitialConfig(options: BootstrapOptions): Promise<Bo
 function secretComplete(snapshot: StoreSnapshot): boolean {
   const data = snapshot.secrets.get(SETTINGS_SECRET)?.data ?? {};
   return Boolean(data[SERVER_SECRET_KEY]) && Boolean(data[ADMIN_PASSWORD_KEY]);
+}
+
+/**
+ * svc-secret is missing from this load, but not from the disk: it was rejected (a key with no
+ * value, non-base64 data), or a file that cannot be read or parsed may hold it (the rule the
+ * Secret writer uses too). Its admin.password hash may well be there, so "completing" it would
+ * write a new initial password that matches no hash and lock the admin out; nothing is written,
+ * and the problem is logged here and reported by the store's loader until someone fixes it.
+ */
+function settingsSecretUnusable(result: LoadResult, run: Bootstrap): boolean {
+  if (result.snapshot.secrets.has(SETTINGS_SECRET)) return false;
+  const rejected = result.rejectedObjects.filter((r) => r.key === `Secret/${SETTINGS_SECRET}`).flatMap((r) => r.problems);
+  const unreadable = result.problems.filter((p) => result.rejectedFiles.includes(p.source) && p.path.length === 0);
+  const problems = [...rejected, ...unreadable].map(formatProblem);
+  if (problems.length === 0) return false;
+  run.log.error(
+    { dir: run.dir, problems },
+    `Secret ${SETTINGS_SECRET} cannot be loaded (${problems.join('; ')}); its generated keys and ${INITIAL_ADMIN_SECRET} are left as they are until it is fixed`,
+  );
+  return true;
 }
 
 /** Not created: an operator who has some of the store in git decides what goes in the rest. */

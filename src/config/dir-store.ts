@@ -12,7 +12,8 @@ import { createSerialQueue } from './file-lock.js';
 import { EMPTY_MEMORY, loadDirectory, snapshotFingerprint, type LoadMemory, type LoadResult } from './load-dir.js';
 import { EMPTY_SNAPSHOT, type StoreSnapshot } from './manifests.js';
 import { formatProblem, type ConfigProblem } from './problems.js';
-import { updateSecretOnDisk, type SecretMutation } from './secret-writer.js';
+import { SecretNotInForce, secretNotInForceReasons } from './secret-in-force.js';
+import { restoreSecretFile, updateSecretOnDisk, type SecretFileChange, type SecretMutation } from './secret-writer.js';
 import type { ConfigStore, SnapshotListener } from './store.js';
 import { DEFAULT_DEBOUNCE_MS, DEFAULT_POLL_MS, watchTree, type TreeWatch } from './watch.js';
 
@@ -76,15 +77,40 @@ class ManifestDirStore implements DirStore {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Resolves only once the write is in force: callers (a token revocation, a password change)
+   * report success on it. If the reload rejects the Secret (or its file) for any reason, the
+   * file's previous bytes are put back and this rejects with SecretNotInForce, naming the problem.
+   */
   updateSecret(name: string, mutate: SecretMutation): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the config store is closed'));
     return this.#writes(async () => {
       const hint = this.#snapshot.secrets.get(name)?.file;
       const result = await updateSecretOnDisk({ dir: this.dir, name, mutate, hint });
-      if (result.created) this.log.info({ file: result.file, secret: name }, 'created Secret');
-      // Callers expect to read their own write through current() once this resolves.
-      if (result.changed) await this.reload();
+      // Callers expect to read their own write through current() once this resolves. Also when
+      // nothing was written: the file may already say what the caller asks (a token removed by
+      // hand) while a rejected object keeps an older version, the one with the token, in force.
+      const loaded = await this.#reloadNow();
+      const reasons = loaded === undefined ? [] : secretNotInForceReasons(loaded, name, result.file);
+      if (reasons.length === 0) {
+        if (result.created) this.log.info({ file: result.file, secret: name }, 'created Secret');
+        return;
+      }
+      if (result.change !== undefined) await this.#undo(name, result.file, result.change, reasons);
+      throw new SecretNotInForce(name, reasons);
     });
+  }
+
+  /** Puts back what a write replaced, so a change reported as failed cannot take effect later. */
+  async #undo(name: string, file: string, change: SecretFileChange, reasons: readonly string[]): Promise<void> {
+    const outcome = await restoreSecretFile(change);
+    if (outcome === 'restored') {
+      this.log.warn({ file, secret: name, reasons }, `Secret ${name} is not in force after a write; the write was undone`);
+      await this.#reloadNow();
+    } else {
+      // Someone wrote the file after us (their read-modify-write includes our change): not ours to discard.
+      this.log.warn({ file, secret: name, reasons }, `Secret ${name} is not in force after a write; the file changed since, so it was left as it is`);
+    }
   }
 
   async close(): Promise<void> {
@@ -108,10 +134,17 @@ class ManifestDirStore implements DirStore {
     });
   }
 
-  reload(): Promise<void> {
+  async reload(): Promise<void> {
+    await this.#reloadNow();
+  }
+
+  /** One load, applied; its result for a writer to check (undefined once the store is closed). */
+  #reloadNow(): Promise<LoadResult | undefined> {
     return this.#loads(async () => {
-      if (this.#stopped) return;
-      this.#apply(await loadDirectory(this.dir, this.#memory));
+      if (this.#stopped) return undefined;
+      const result = await loadDirectory(this.dir, this.#memory);
+      this.#apply(result);
+      return result;
     });
   }
 

@@ -25,6 +25,13 @@ export interface LoadMemory {
   readonly objects: ReadonlyMap<string, StoreObject>;
 }
 
+/** An object that parsed but was malformed: `key` as in keptLastGood (`Secret/name`), and where. */
+export interface RejectedObject {
+  readonly key: string;
+  readonly file: string;
+  readonly problems: readonly ConfigProblem[];
+}
+
 export const EMPTY_MEMORY: LoadMemory = { files: new Map(), objects: new Map() };
 
 export interface LoadResult {
@@ -33,6 +40,13 @@ export interface LoadResult {
   readonly problems: readonly ConfigProblem[];
   /** Which stand-ins were used, for the log: `file` or `ConfigMap/name`. */
   readonly keptLastGood: readonly string[];
+  /**
+   * Files that could not be read or did not parse (whatever they hold is not in this load), and
+   * objects rejected on their own, with the problems that rejected them. A writer checks these
+   * to learn whether its write is in force; the first start, whether svc-secret is really missing.
+   */
+  readonly rejectedFiles: readonly string[];
+  readonly rejectedObjects: readonly RejectedObject[];
   /** The directory's signature taken before reading: a later change always shows as a difference. */
   readonly signature: string;
 }
@@ -92,12 +106,15 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
   const files = await listYamlFiles(dir, (subdir, code) => sink.add(subdir, [], `cannot be read (${code}); its files are skipped`));
   const signature = await directorySignature(files);
   const keptLastGood: string[] = [];
+  const rejectedFiles: string[] = [];
+  const rejectedObjects: RejectedObject[] = [];
   const fileDocs = new Map<string, readonly unknown[]>();
   for (const file of files) {
     const docs = await readFileDocs(file, sink);
     if (docs === 'gone') continue;
     if (docs !== undefined) fileDocs.set(file, docs);
     else {
+      rejectedFiles.push(file);
       const previous = memory.files.get(file);
       if (previous !== undefined) {
         fileDocs.set(file, previous);
@@ -105,12 +122,14 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
       }
     }
   }
-  const objects = collectObjects(fileDocs, memory, sink, keptLastGood);
+  const objects = collectObjects(fileDocs, memory, sink, keptLastGood, rejectedObjects);
   return {
     snapshot: toSnapshot(objects),
     memory: { files: fileDocs, objects },
     problems: sink.problems,
     keptLastGood,
+    rejectedFiles,
+    rejectedObjects,
     signature,
   };
 }
@@ -138,6 +157,7 @@ function collectObjects(
   memory: LoadMemory,
   sink: ProblemSink,
   keptLastGood: string[],
+  rejectedObjects: RejectedObject[],
 ): Map<string, StoreObject> {
   const objects = new Map<string, StoreObject>();
   for (const [file, docs] of fileDocs) {
@@ -146,6 +166,7 @@ function collectObjects(
       const before = sink.problems.length;
       let found: StoreObject | undefined = readManifest(doc, file, sink);
       if (found === undefined && key !== undefined && sink.problems.length > before) {
+        rejectedObjects.push({ key, file, problems: sink.problems.slice(before) });
         found = memory.objects.get(key);
         if (found !== undefined) keptLastGood.push(key);
       }

@@ -122,11 +122,15 @@ export function readManifest(
     sink.add(file, [`${kind}`, 'metadata', 'name'], 'is missing');
     return undefined;
   }
-  const labels = stringMap(metadata['labels'], file, `${kind}/${name}.metadata.labels`, sink) ?? {};
+  // A bad labels map rejects the object, like a bad data map: every problem reported here makes
+  // the loader keep the object's last good version. Applying it with labels {} instead would
+  // silently change what it is (a cluster Secret would drop out of the catalog). The other
+  // parts are still checked first, so all of the object's problems are reported at once.
+  const labels = stringMap(metadata['labels'], file, `${kind}/${name}.metadata.labels`, sink);
 
   if (kind === 'ConfigMap') {
     const data = stringMap(doc['data'], file, `ConfigMap/${name}.data`, sink);
-    if (data === undefined) return undefined;
+    if (data === undefined || labels === undefined) return undefined;
     return { kind, object: { name, file, data } };
   }
   if (kind === 'Secret') {
@@ -134,7 +138,7 @@ export function readManifest(
     const plain = stringMap(doc['stringData'], file, `Secret/${name}.stringData`, sink);
     if (raw === undefined || plain === undefined) return undefined;
     const decoded = decodeSecretData(raw, file, name, sink);
-    if (decoded === undefined) return undefined;
+    if (decoded === undefined || labels === undefined) return undefined;
     return { kind, object: { name, file, labels, data: { ...decoded, ...plain } } };
   }
   const spec = doc['spec'];
@@ -143,6 +147,7 @@ export function readManifest(
     sink.add(file, [`Application/${namespace}/${name}`, 'spec', 'project'], 'is missing');
     return undefined;
   }
+  if (labels === undefined) return undefined;
   const destination = isRecord(spec['destination']) ? spec['destination'] : {};
   const destName = typeof destination['name'] === 'string' ? destination['name'] : undefined;
   const destServer = typeof destination['server'] === 'string' ? destination['server'] : undefined;

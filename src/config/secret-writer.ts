@@ -6,7 +6,7 @@
  * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
  * files do not wait on each other.
  */
-import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
@@ -36,6 +36,16 @@ export interface UpdateSecretResult {
   readonly file: string;
   readonly created: boolean;
   readonly changed: boolean;
+  /** What the write replaced, when it wrote: to undo it if it does not take effect. */
+  readonly change?: SecretFileChange;
+}
+
+/** The bytes of one write to a Secret's file, before and after; `before` undefined: no file. */
+export interface SecretFileChange {
+  /** The real path written (symlinks resolved). */
+  readonly target: string;
+  readonly before: string | undefined;
+  readonly after: string;
 }
 
 /** Kubernetes object names (DNS-1123 subdomain); also keeps the new file's path inside `dir`. */
@@ -75,8 +85,9 @@ async function writeUnderLock(
     const patch = request.mutate({});
     const values = { ...(patch.set ?? {}) };
     for (const key of patch.delete ?? []) delete values[key];
-    await writeFileAtomic(target, newSecretText(request.name, values), { mode: SECRET_FILE_MODE, exclusive: true });
-    return { file: target, created: true, changed: true };
+    const after = newSecretText(request.name, values);
+    await writeFileAtomic(target, after, { mode: SECRET_FILE_MODE, exclusive: true });
+    return { file: target, created: true, changed: true, change: { target, before: undefined, after } };
   }
   const parsed = parseYamlFile(text);
   if (!parsed.ok) {
@@ -89,7 +100,7 @@ async function writeUnderLock(
   const next = replaceDocument(text, parsed.docs, index);
   if (next === text) return { file: target, created: false, changed: false };
   await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: false, changed: true };
+  return { file: target, created: false, changed: true, change: { target, before: text, after: next } };
 }
 
 /** `<name>.yaml` exists but holds other objects: add the Secret as a new document at its end. */
@@ -100,7 +111,26 @@ async function appendSecret(target: string, text: string, request: UpdateSecretR
   const separator = text === '' || text.endsWith('\n') ? '' : '\n';
   const next = `${text}${separator}---\n${newSecretText(request.name, values)}`;
   await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: true, changed: true };
+  return { file: target, created: true, changed: true, change: { target, before: text, after: next } };
+}
+
+/**
+ * Puts back the bytes a write replaced (or removes the file it created), under the same lock and
+ * atomically, as the write itself. Only if the file still holds exactly what that write left:
+ * a later write (another process, an editor) is not ours to discard, and then 'changed-since'
+ * is returned and nothing is touched.
+ */
+export async function restoreSecretFile(change: SecretFileChange, lock?: LockOptions): Promise<'restored' | 'changed-since'> {
+  return withFileLock(
+    change.target,
+    async () => {
+      if ((await readIfExists(change.target)) !== change.after) return 'changed-since';
+      if (change.before === undefined) await unlink(change.target);
+      else await writeFileAtomic(change.target, change.before, { mode: (await stat(change.target)).mode & 0o777 });
+      return 'restored';
+    },
+    lock,
+  );
 }
 
 /**

@@ -133,11 +133,43 @@ describe('config/bootstrap', () => {
   });
 
   it('refuses to replace a file of the same name that it did not recognise', async () => {
-    await writeFile(path.join(root, 'svc-cm.yaml'), 'kind: ConfigMap\nmetadata: {name: svc-cm\n');
+    const other = 'kind: ConfigMap\nmetadata: {name: not-svc}\n';
+    await writeFile(path.join(root, 'svc-cm.yaml'), other);
     let error: unknown;
     await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) }).catch((err: unknown) => (error = err));
     expect((error as Error).message).to.equal(`cannot create the initial configuration: ${path.join(root, 'svc-cm.yaml')} already exists`);
-    expect(await readFile(path.join(root, 'svc-cm.yaml'), 'utf8')).to.equal('kind: ConfigMap\nmetadata: {name: svc-cm\n');
+    expect(await readFile(path.join(root, 'svc-cm.yaml'), 'utf8')).to.equal(other);
+  });
+
+  describe('when svc-secret is on disk but cannot be loaded', () => {
+    const ADMIN_SECRET = secret('svc-initial-admin-secret', { password: 'the-only-copy' });
+    const HASHED = `kind: Secret\nmetadata: {name: svc-secret}\nstringData:\n  server.secretkey: abcdefabcdefabcdefabcdef\n  admin.password: $2b$10$hash\n`;
+    const cases = {
+      'rejected (a key with no value)': { text: `${HASHED}  webhook.token:\n`, problem: 'Secret/svc-secret.stringData: webhook.token: must be a string' },
+      'YAML that does not parse': { text: `${HASHED}  webhook.token: [\n`, problem: 'YAML does not parse at line' },
+    };
+    for (const [what, { text: secretText, problem }] of Object.entries(cases)) {
+      for (const withConfigMaps of [true, false]) {
+        it(`${what}, ${withConfigMaps ? 'with' : 'without'} the ConfigMaps: leaves the initial admin secret and svc-secret alone, and says why`, async () => {
+          if (withConfigMaps) {
+            await writeFile(path.join(root, 'svc-cm.yaml'), configMap('svc-cm', {}));
+            await writeFile(path.join(root, 'svc-rbac-cm.yaml'), configMap('svc-rbac-cm', {}));
+          }
+          await writeFile(path.join(root, 'svc-initial-admin-secret.yaml'), ADMIN_SECRET);
+          await writeFile(path.join(root, 'svc-secret.yaml'), secretText);
+          const before = (await readdir(root)).sort();
+          const { log, text } = captureLog();
+
+          expect(await ensureInitialConfig({ dir: root, log })).to.deep.equal({ createdFiles: [], addedKeys: [] });
+          expect(await readFile(path.join(root, 'svc-initial-admin-secret.yaml'), 'utf8')).to.equal(ADMIN_SECRET);
+          expect(await readFile(path.join(root, 'svc-secret.yaml'), 'utf8')).to.equal(secretText);
+          expect((await readdir(root)).sort()).to.deep.equal(before);
+          expect(text()).to.include('Secret svc-secret cannot be loaded (').and.include(problem);
+          expect(text()).to.include('its generated keys and svc-initial-admin-secret are left as they are until it is fixed');
+          expect(text()).not.to.include('initial admin password written');
+        });
+      }
+    }
   });
 
   it('writes the clear password before its hash: a failure in between leaves no hash without a password', async () => {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,10 @@ import { pino, type Logger } from 'pino';
 import { openDirStore, type DirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
 import { formatProblem } from '../../src/config/problems.js';
+import { SecretNotInForce } from '../../src/config/secret-in-force.js';
+import type { SecretPatch } from '../../src/config/store.js';
+import { Unavailable } from '../../src/errors.js';
+import { STATUS } from '../../src/http/errors.js';
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
 
@@ -354,6 +358,67 @@ describe('config/dir-store', () => {
         removed: ['  a: MA==', '  b: MA=='],
         added: [`  a: ${b64('200')}`, `  b: ${b64('200')}`],
       });
+    });
+
+    const GOOD_SECRET = `kind: Secret\nmetadata:\n  name: svc-secret\ndata:\n  server.secretkey: ${b64('key')}\nstringData:\n  accounts.ci.tokens: t1\n`;
+
+    const notInForce = async (store: DirStore, mutate: () => SecretPatch): Promise<SecretNotInForce> => {
+      let error: unknown;
+      await store.updateSecret('svc-secret', mutate).catch((err: unknown) => (error = err));
+      expect(error).to.be.instanceOf(SecretNotInForce);
+      const typed = error as SecretNotInForce;
+      expect(typed).to.be.instanceOf(Unavailable);
+      expect(STATUS[typed.code]).to.equal(503);
+      return typed;
+    };
+
+    it('rejects (503) and puts the file back when the Secret is kept at its last good version', async () => {
+      const file = path.join(dir, 'secret.yaml');
+      await writeFile(file, GOOD_SECRET);
+      const { log, text } = captureLog();
+      const store = await open(log);
+      const broken = `${GOOD_SECRET}  webhook.token:\n`;
+      await writeAtomically(file, broken);
+      await waitFor('the edit is rejected', () => store.problems().length > 0);
+
+      const error = await notInForce(store, () => ({ delete: ['accounts.ci.tokens'] }));
+      expect(error.message).to.equal(
+        'svc-secret has a problem, so this change cannot take effect: stringData.webhook.token: must be a string; fix it first',
+      );
+      expect(await readFile(file, 'utf8')).to.equal(broken);
+      expect((await readdir(dir)).sort()).to.deep.equal(['secret.yaml']);
+      expect(store.current().secrets.get('svc-secret')?.data).to.include({ 'accounts.ci.tokens': 't1' });
+      expect(text()).to.include('Secret svc-secret is not in force after a write; the write was undone');
+
+      await writeAtomically(file, GOOD_SECRET);
+      await store.updateSecret('svc-secret', () => ({ delete: ['accounts.ci.tokens'] }));
+      expect(store.current().secrets.get('svc-secret')?.data).not.to.have.property('accounts.ci.tokens');
+    });
+
+    it('rejects when the Secret has no good version at all (non-base64 data), naming the key', async () => {
+      const file = path.join(dir, 'secret.yaml');
+      const broken = GOOD_SECRET.replace('\ndata:\n', '\ndata:\n  k: not*base64\n');
+      await writeFile(file, broken);
+      const store = await open();
+      const error = await notInForce(store, () => ({ set: { 'accounts.ci.password': 'hash' } }));
+      expect(error.message).to.equal(
+        'svc-secret has a problem, so this change cannot take effect: data.k: is not base64 (use stringData for plain text); fix it first',
+      );
+      expect(await readFile(file, 'utf8')).to.equal(broken);
+      expect(store.current().secrets.has('svc-secret')).to.equal(false);
+    });
+
+    it('rejects a write that changes nothing on disk while an older version is still in force', async () => {
+      const file = path.join(dir, 'secret.yaml');
+      await writeFile(file, GOOD_SECRET);
+      const store = await open();
+      // By hand: the token is removed, but a key without a value rejects the object.
+      const broken = `${GOOD_SECRET.replace('  accounts.ci.tokens: t1\n', '')}  webhook.token:\n`;
+      await writeAtomically(file, broken);
+      await waitFor('the edit is rejected', () => store.problems().length > 0);
+      await notInForce(store, () => ({ delete: ['accounts.ci.tokens'] }));
+      expect(await readFile(file, 'utf8')).to.equal(broken);
+      expect(store.current().secrets.get('svc-secret')?.data).to.include({ 'accounts.ci.tokens': 't1' });
     });
 
     it('rejects writes after close', async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
 import { formatProblem } from '../../src/config/problems.js';
-import { configMap } from '../helpers/manifests.js';
+import { clusterSecret, configMap } from '../helpers/manifests.js';
 import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
 
 /** Prints the problems of one load of argv[2] as JSON; run as a user that permissions apply to. */
@@ -53,5 +53,17 @@ describe('config/load-dir', () => {
     expect(problems.map(formatProblem)).to.deep.equal([
       `${path.join(dir, 's.yaml')}: YAML does not parse at line 4, column 20: Invalid escape sequence in a double-quoted string`,
     ]);
+  });
+
+  it('rejects an object with a bad label, keeping its last good version (labels and all)', async () => {
+    const file = path.join(dir, 'clusters.yaml');
+    await writeFile(file, clusterSecret('cluster-a', 'a', 'https://a.example'));
+    const first = await loadDirectory(dir, EMPTY_MEMORY);
+    await writeFile(file, clusterSecret('cluster-a', 'a', 'https://a2.example').replace('labels:\n', 'labels:\n    owner:\n'));
+    const second = await loadDirectory(dir, first.memory);
+    expect(second.problems.map(formatProblem)).to.deep.equal([`${file}: Secret/cluster-a.metadata.labels: owner: must be a string`]);
+    expect(second.keptLastGood).to.deep.equal(['Secret/cluster-a']);
+    expect(second.snapshot.secrets.get('cluster-a')).to.deep.equal(first.snapshot.secrets.get('cluster-a'));
+    expect(second.snapshot.secrets.get('cluster-a')?.labels).to.include({ 'svc.io/secret-type': 'cluster' });
   });
 });

@@ -1,8 +1,8 @@
-import { lstat, mkdir, mkdtemp, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { updateSecretOnDisk } from '../../src/config/secret-writer.js';
+import { restoreSecretFile, updateSecretOnDisk } from '../../src/config/secret-writer.js';
 
 const SECRET = 'apiVersion: v1\nkind: Secret\nmetadata: { name: svc-secret }\nstringData:\n  server.secretkey: abc\n';
 
@@ -25,9 +25,29 @@ describe('config/secret-writer', () => {
 
     const result = await updateSecretOnDisk({ dir: store, name: 'svc-secret', mutate: () => ({ set: { 'accounts.alice.password': 'hash' } }) });
 
-    expect(result).to.deep.equal({ file: path.join(store, 'svc-secret.yaml'), created: false, changed: true });
+    expect(result).to.deep.include({ file: path.join(store, 'svc-secret.yaml'), created: false, changed: true });
+    expect(result.change?.target).to.equal(real);
     expect((await lstat(path.join(store, 'svc-secret.yaml'))).isSymbolicLink()).to.equal(true);
     expect(await readlink(path.join(store, 'svc-secret.yaml'))).to.equal(real);
     expect(await readFile(real, 'utf8')).to.equal(`${SECRET}data:\n  accounts.alice.password: ${Buffer.from('hash').toString('base64')}\n`);
+  });
+
+  it('undoes a write by putting back the bytes it replaced, keeping the mode, and only if nothing wrote since', async () => {
+    const file = path.join(root, 'svc-secret.yaml');
+    await writeFile(file, SECRET, { mode: 0o640 });
+    const first = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '1' } }) });
+    expect(await restoreSecretFile(first.change!)).to.equal('restored');
+    expect(await readFile(file, 'utf8')).to.equal(SECRET);
+    expect((await stat(file)).mode & 0o777).to.equal(0o640);
+
+    const second = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '2' } }) });
+    await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { b: '3' } }) });
+    const later = await readFile(file, 'utf8');
+    expect(await restoreSecretFile(second.change!)).to.equal('changed-since');
+    expect(await readFile(file, 'utf8')).to.equal(later);
+
+    const created = await updateSecretOnDisk({ dir: root, name: 'svc-new', mutate: () => ({ set: { k: 'v' } }) });
+    expect(await restoreSecretFile(created.change!)).to.equal('restored');
+    expect((await readdir(root)).sort()).to.deep.equal(['svc-secret.yaml']);
   });
 });
