@@ -6,15 +6,18 @@
  * deleted one, and so that revoking one account's token never touches another account's token
  * of the same id (revocation is keyed by jti). The token itself is never stored. Every write is a serialised
  * read-modify-write of the Secret that changes only that one key, so concurrent calls never
- * lose a token and the rest of the file stays as the operator wrote it.
+ * lose a token and the rest of the file stays as the operator wrote it. A write the settings
+ * would ignore (the account's stored values do not parse) is refused: settings-guard.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { ApiTokenRecord } from './config.js';
+import { parseTokens, type ApiTokenRecord } from './config.js';
 import { SETTINGS_SECRET } from '../config/manifests.js';
+import { ProblemSink } from '../config/problems.js';
 import type { ConfigStore } from '../config/store.js';
-import { Conflict, InvalidRequest, NotFound, PermissionDenied, Unavailable } from '../errors.js';
+import { Conflict, InvalidRequest, NotFound, PermissionDenied } from '../errors.js';
 import type { TokenSigner } from '../session/tokens.js';
 import type { Accounts } from './accounts.js';
+import { patchThatTakesEffect, unreadableAccount } from './settings-guard.js';
 
 const TOKEN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -56,7 +59,7 @@ export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps)
       await store.updateSecret(SETTINGS_SECRET, (current) => {
         const list = storedTokens(current, name);
         if (list.some((t) => t.id === id)) throw new Conflict(`account '${name}' already has a token with id '${id}'`);
-        return { set: { [tokensKey(name)]: JSON.stringify([...list, record]) } };
+        return patchThatTakesEffect(store, name, current, { set: { [tokensKey(name)]: JSON.stringify([...list, record]) } });
       });
       return { token, id };
     },
@@ -67,21 +70,21 @@ export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps)
         const list = storedTokens(current, name);
         if (!list.some((t) => t.id === id)) throw new NotFound(`token with id '${id}' does not exist for account '${name}'`);
         const rest = list.filter((t) => t.id !== id);
-        return rest.length > 0 ? { set: { [tokensKey(name)]: JSON.stringify(rest) } } : { delete: [tokensKey(name)] };
+        const patch = rest.length > 0 ? { set: { [tokensKey(name)]: JSON.stringify(rest) } } : { delete: [tokensKey(name)] };
+        return patchThatTakesEffect(store, name, current, patch);
       });
     },
   };
 }
 
-/** The list as stored right now; refuses to overwrite a list it cannot read (that would drop tokens). */
+/**
+ * The list as stored right now, read by the settings' own parser. A list it refuses (not JSON,
+ * or one record it cannot read) is refused here too rather than rewritten: dropping the records
+ * it cannot read would lose tokens, and keeping them would leave a list the settings ignore.
+ */
 function storedTokens(current: Readonly<Record<string, string>>, name: string): ApiTokenRecord[] {
-  const text = current[tokensKey(name)];
-  if (text === undefined || text.trim() === '') return [];
-  try {
-    const list: unknown = JSON.parse(text);
-    if (Array.isArray(list)) return list as ApiTokenRecord[];
-  } catch {
-    // reported below
-  }
-  throw new Unavailable(`svc-secret ${tokensKey(name)} is not a JSON list; fix it before changing tokens`);
+  const sink = new ProblemSink();
+  const list = parseTokens(current[tokensKey(name)], sink.scoped(SETTINGS_SECRET), tokensKey(name));
+  if (list === undefined) throw unreadableAccount(name, sink.problems);
+  return list;
 }

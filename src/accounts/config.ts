@@ -5,7 +5,8 @@
  * `.tokens`; `admin.password`, `admin.passwordMtime`). Each account stands alone: a bad one is
  * reported and left out (or keeps its last good version), the others apply.
  */
-import type { ScopedSink } from '../config/problems.js';
+import { SETTINGS_CM, SETTINGS_SECRET } from '../config/manifests.js';
+import { ProblemSink, type ConfigProblem, type ScopedSink } from '../config/problems.js';
 
 export const ADMIN = 'admin';
 export const MAX_USERNAME_LENGTH = 32;
@@ -138,8 +139,13 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
   const accounts = new Map<string, AccountSettings>();
   const adminEnabled = cm['admin.enabled'] === undefined ? true : parseBoolean(cm['admin.enabled'], cmSink, 'admin.enabled');
   if (adminEnabled !== false) {
+    // Still parsed when admin.enabled is unreadable, so that its other problems are reported too.
     const admin = parseOne(ADMIN, input, true);
-    if (admin !== undefined) accounts.set(ADMIN, admin);
+    // An unreadable admin.enabled ("flase") is a bad admin, like a typo in accounts.<name>.enabled:
+    // admin keeps its last good version (present if it was enabled, absent if it was not) and,
+    // with none (first load), stays out. Taking the typo for "enabled" would bring back an
+    // admin the operator meant to remove.
+    if (admin !== undefined && adminEnabled === true) accounts.set(ADMIN, admin);
     else if (previous?.get(ADMIN) !== undefined) accounts.set(ADMIN, previous.get(ADMIN)!);
   }
   for (const name of [...names].sort()) {
@@ -155,6 +161,18 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
     else if (previous?.get(name) !== undefined) accounts.set(name, previous.get(name)!);
   }
   return accounts;
+}
+
+/**
+ * What would make parseAccounts refuse account `name` (and keep its last good version) if svc-cm
+ * and svc-secret held `cm` and `secret`. The writers (api-tokens.ts, password-change.ts) ask
+ * before they write: a change the settings would then ignore must be refused, not reported as
+ * done. The same parser as the settings, so the two cannot disagree.
+ */
+export function accountProblems(name: string, cm: Readonly<Record<string, string>>, secret: Readonly<Record<string, string>>): readonly ConfigProblem[] {
+  const sink = new ProblemSink();
+  parseOne(name, { cm, secret, cmSink: sink.scoped(SETTINGS_CM), secretSink: sink.scoped(SETTINGS_SECRET) }, name === ADMIN);
+  return sink.problems;
 }
 
 function parseOne(name: string, input: AccountsInput, isAdmin: boolean): AccountSettings | undefined {

@@ -7,7 +7,7 @@ const MAX_JSON_BYTES = 64 * 1024;
 export type JsonObject = Readonly<Record<string, unknown>>;
 
 export async function readJson(ctx: Koa.Context): Promise<JsonObject> {
-  if (!ctx.is('application/json') && ctx.get('content-length') !== '0' && ctx.request.length) {
+  if (declaresBody(ctx) && !ctx.is('application/json')) {
     throw new InvalidRequest('the body must be JSON (Content-Type: application/json)');
   }
   const chunks: Buffer[] = [];
@@ -27,6 +27,16 @@ export async function readJson(ctx: Koa.Context): Promise<JsonObject> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidRequest('the body must be a JSON object');
   return value as JsonObject;
+}
+
+/**
+ * A body is coming if the request says so: a Content-Length other than 0, or any
+ * Transfer-Encoding (a chunked body has no length to look at, so the length alone would let
+ * any Content-Type through).
+ */
+function declaresBody(ctx: Koa.Context): boolean {
+  const length = ctx.get('content-length');
+  return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
 }
 
 export function requireString(body: JsonObject, field: string): string {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseAccounts, usernameProblem, type AccountSettings } from '../../src/accounts/config.js';
+import { accountProblems, parseAccounts, usernameProblem, type AccountSettings } from '../../src/accounts/config.js';
 import { ProblemSink, formatProblem } from '../../src/config/problems.js';
 
 function parse(cm: Record<string, string>, secret: Record<string, string> = {}, previous?: ReadonlyMap<string, AccountSettings>) {
@@ -20,6 +20,33 @@ describe('accounts/config', () => {
     expect(parse({}).accounts.get('admin')?.capabilities).to.deep.equal(['login']);
     expect(parse({ 'admin.enabled': 'false' }).accounts.has('admin')).to.equal(false);
     expect(parse({ 'admin.enabled': 'no' }).problems).to.deep.equal([`svc-cm: admin.enabled: must be "true" or "false", not 'no'`]);
+  });
+
+  it('an unreadable admin.enabled keeps the last good admin: present if it was enabled, absent if not or on first load', () => {
+    const problem = `svc-cm: admin.enabled: must be "true" or "false", not 'flase'`;
+    const enabled = parse({}, { 'admin.password': 'x' }).accounts;
+    const kept = parse({ 'admin.enabled': 'flase' }, { 'admin.password': 'y' }, enabled);
+    expect(kept.problems).to.deep.equal([problem]);
+    expect(kept.accounts.get('admin')).to.equal(enabled.get('admin'));
+    const disabled = parse({ 'admin.enabled': 'false' }).accounts;
+    const stillOff = parse({ 'admin.enabled': 'flase' }, {}, disabled);
+    expect(stillOff.problems).to.deep.equal([problem]);
+    expect(stillOff.accounts.has('admin')).to.equal(false);
+    expect(parse({ 'admin.enabled': 'flase' }).accounts.has('admin')).to.equal(false);
+  });
+
+  it('accountProblems: what would make the settings refuse one account, from svc-cm and svc-secret', () => {
+    expect(accountProblems('ci', { 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1}]' })).to.deep.equal([]);
+    const problems = accountProblems('ci', { 'accounts.ci': 'apiKey', 'accounts.ci.enabled': 'yes' }, {
+      'accounts.ci.tokens': '[{"id":"a","iat":1},null]',
+      'accounts.ci.passwordMtime': 'soon',
+    });
+    expect(problems.map(formatProblem)).to.deep.equal([
+      `svc-cm: accounts.ci.enabled: must be "true" or "false", not 'yes'`,
+      "svc-secret: accounts.ci.passwordMtime: 'soon' is not a timestamp",
+      'svc-secret: accounts.ci.tokens[1]: must be {id: string, jti?: string, iat: number, exp?: number}',
+    ]);
+    expect(accountProblems('admin', {}, { 'admin.passwordMtime': 'x' }).map(formatProblem)).to.deep.equal(["svc-secret: admin.passwordMtime: 'x' is not a timestamp"]);
   });
 
   it('disables admin with accounts.admin.enabled "false", with or without an accounts.admin key', () => {

@@ -4,6 +4,7 @@ import { decodeJwt } from 'jose';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -205,5 +206,105 @@ describe('HTTP /api/v1/account: a password change racing logins with the old pas
       await server.close();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('HTTP /api/v1/account: writes the settings would ignore are refused', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let server: TestServer;
+  let base: string;
+  const tokensKey = 'accounts.alice.tokens';
+
+  beforeEach(async function () {
+    dir = accountsConfigDir();
+    server = await startTestServer(dir);
+    base = server.url;
+  });
+  afterEach(async function () {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** As an operator editing svc-secret by hand; resolves once the settings have reloaded it. */
+  async function operatorSets(values: Record<string, string>): Promise<void> {
+    await server.services.store.updateSecret(SETTINGS_SECRET, () => ({ set: values }));
+  }
+  const storedTokens = () => server.services.store.current().secrets.get(SETTINGS_SECRET)?.data[tokensKey] ?? '';
+  const record = '{id: string, jti?: string, iat: number, exp?: number}';
+  const refusal = (problem: string) => ({
+    error: 'unavailable',
+    message: `account 'alice' cannot be changed: ${problem}. Until an operator fixes that, svc keeps the last good version of the account and ignores changes to it, so nothing was written`,
+  });
+
+  async function aliceWithToken(): Promise<{ session: string; apiToken: string }> {
+    const session = await login(base, 'alice', PASSWORDS.alice);
+    const made = await call(base, 'POST', '/api/v1/account/alice/token', { token: session, body: { id: 'ci' } });
+    expect(made.status).to.equal(200);
+    return { session, apiToken: String(made.body['token']) };
+  }
+
+  it('deleting a token while a stored record does not parse: 503 naming it, nothing written, and 200 once fixed', async function () {
+    const { session, apiToken } = await aliceWithToken();
+    const good = storedTokens();
+    const withLegacy = JSON.stringify([...(JSON.parse(good) as unknown[]), { id: 'legacy', iat: 1, exp: null }]);
+    await operatorSets({ [tokensKey]: withLegacy });
+    const refused = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: session });
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.deep.equal(refusal(`svc-secret: ${tokensKey}[1]: must be ${record}`));
+    expect(storedTokens()).to.equal(withLegacy);
+    // Honest: the token the caller wanted gone still works, and the caller was told so.
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: apiToken })).status).to.equal(200);
+    expect((await call(base, 'POST', '/api/v1/account/alice/token', { token: session, body: { id: 'other' } })).status).to.equal(503);
+
+    await operatorSets({ [tokensKey]: good });
+    expect((await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: session })).status).to.equal(200);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: apiToken })).status).to.equal(401);
+  });
+
+  it('a null token record is a 503 naming it, not a 500', async function () {
+    const { session } = await aliceWithToken();
+    await operatorSets({ [tokensKey]: `[${storedTokens().slice(1, -1)},null]` });
+    const refused = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: session });
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.deep.equal(refusal(`svc-secret: ${tokensKey}[1]: must be ${record}`));
+  });
+
+  it('deleting a token while passwordMtime is unreadable: 503 naming the key, the token keeps its record', async function () {
+    const { session, apiToken } = await aliceWithToken();
+    const before = storedTokens();
+    await operatorSets({ 'accounts.alice.passwordMtime': 'yesterday' });
+    const refused = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: session });
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.deep.equal(refusal("svc-secret: accounts.alice.passwordMtime: 'yesterday' is not a timestamp"));
+    expect(storedTokens()).to.equal(before);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: apiToken })).status).to.equal(200);
+  });
+
+  it('a password change while the tokens do not parse: 503, and the old password still logs in', async function () {
+    const { session } = await aliceWithToken();
+    await operatorSets({ [tokensKey]: '[{"id":"legacy","iat":1,"exp":null}]' });
+    const hashBefore = server.services.store.current().secrets.get(SETTINGS_SECRET)?.data['accounts.alice.password'];
+    const refused = await call(base, 'PUT', '/api/v1/account/password', { token: session, body: { currentPassword: PASSWORDS.alice, newPassword: 'alice-pass-2' } });
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.deep.equal(refusal(`svc-secret: ${tokensKey}[0]: must be ${record}`));
+    expect(server.services.store.current().secrets.get(SETTINGS_SECRET)?.data['accounts.alice.password']).to.equal(hashBefore);
+    await login(base, 'alice', PASSWORDS.alice);
+  });
+
+  it('two password changes at once: one is made, the other answers 409 and writes nothing', async function () {
+    const session = await login(base, 'alice', PASSWORDS.alice);
+    const change = (newPassword: string) =>
+      call(base, 'PUT', '/api/v1/account/password', { token: session, body: { currentPassword: PASSWORDS.alice, newPassword } });
+    const replies = await Promise.all([change('first-new-pass'), change('second-new-pass')]);
+    expect(replies.map((r) => r.status).sort()).to.deep.equal([200, 409]);
+    const lost = replies.findIndex((r) => r.status === 409);
+    expect(replies[lost]?.body).to.deep.equal({
+      error: 'conflict',
+      message: "the password of account 'alice' changed meanwhile (after the current password was checked); nothing was written: try again",
+    });
+    const [kept, refused] = lost === 0 ? ['second-new-pass', 'first-new-pass'] : ['first-new-pass', 'second-new-pass'];
+    await login(base, 'alice', kept);
+    expect((await call(base, 'POST', '/api/v1/session', { body: { username: 'alice', password: refused } })).status).to.equal(401);
   });
 });

@@ -2,6 +2,8 @@
 import { expect } from 'chai';
 import { decodeJwt, SignJWT } from 'jose';
 import { rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -73,6 +75,19 @@ describe('HTTP /api/v1/session', function () {
     expect(locked.body).to.deep.equal({ error: 'too_many_attempts', message: 'too many failed logins; try again in 300s' });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).to.match(/^svc_login_throttle_fallback 0$/m);
+  });
+
+  it('refuses a body that is not JSON also when it is chunked (no Content-Length)', async function () {
+    const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${base}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ username: 'alice', password: PASSWORDS.alice }));
+    });
+    expect(reply.status).to.equal(400);
+    expect(JSON.parse(reply.body)).to.deep.equal({ error: 'invalid_request', message: 'the body must be JSON (Content-Type: application/json)' });
   });
 
   it('userinfo: from the bearer token, from the cookie, and loggedIn false without (or with a bad) token', async function () {
@@ -169,5 +184,39 @@ describe('HTTP /api/v1/session', function () {
     editConfigMap(dir, (text) => text.replace('\n  accounts.alice.enabled: "false"', ''));
     await waitFor(() => server.services.settings.current().accounts.get('alice')?.enabled === true, 'alice to be enabled again');
     expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+  });
+});
+
+describe('HTTP DELETE /api/v1/session while the state backend is unreachable', function () {
+  this.timeout(20_000);
+
+  it('answers 503 saying what happened, and clears the cookie anyway', async function () {
+    // A port nothing listens on: Redis is down from the start (logins fall back to memory).
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const dir = accountsConfigDir();
+    const server = await startTestServer(dir, { redisUrl: `redis://127.0.0.1:${closed}` });
+    try {
+      const base = server.url;
+      const token = await login(base, 'alice', PASSWORDS.alice);
+      const out = await call(base, 'DELETE', '/api/v1/session', { cookie: `svc.token=${token}`, origin: base });
+      expect(out.status).to.equal(503);
+      expect(out.body).to.deep.equal({
+        error: 'unavailable',
+        message:
+          'logout could not be recorded: the state backend is unreachable. The svc.token cookie is cleared, ' +
+          'but the token stays valid on other replicas until it expires: log out again once the state backend is back',
+      });
+      expect(out.headers.get('set-cookie')).to.match(/^svc\.token=; path=\/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; httponly$/);
+      // This replica remembered the revocation before the shared write failed.
+      expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(401);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

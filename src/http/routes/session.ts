@@ -6,6 +6,8 @@ import Router from '@koa/router';
 import type { LoginService } from '../../session/login.js';
 import type { Principal } from '../../session/principal.js';
 import type { Revocation } from '../../session/revocation.js';
+import { StateUnavailable } from '../../state/state.js';
+import { Unavailable } from '../../errors.js';
 import { readJson, requireString } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
@@ -37,11 +39,13 @@ export function sessionRoutes({ login, revocation }: SessionRouteDeps): Router<A
     ctx.body = { token };
   });
 
-  // Logout never fails for want of a valid token: the cookie is cleared either way.
+  // Logout never fails for want of a valid token, and the cookie is cleared whatever happens
+  // next (the error middleware keeps the header): this browser is logged out even when the
+  // revocation cannot be recorded.
   router.delete('/', async function deleteSession(ctx) {
     const { principal } = ctx.state;
-    if (principal !== undefined) await revocation.revoke(principal.tokenId, principal.expiresAt);
     clearSessionCookie(ctx);
+    if (principal !== undefined) await revokeOrExplain(revocation, principal.tokenId, principal.expiresAt);
     ctx.body = { revoked: principal !== undefined };
   });
 
@@ -50,4 +54,21 @@ export function sessionRoutes({ login, revocation }: SessionRouteDeps): Router<A
   });
 
   return router;
+}
+
+/**
+ * A state outage is no bug: 503 saying what did and did not happen, not a generic 500. This
+ * replica already refuses the token (revocation.ts remembers it first); the others may not.
+ */
+async function revokeOrExplain(revocation: Pick<Revocation, 'revoke'>, jti: string, exp: number | undefined): Promise<void> {
+  try {
+    await revocation.revoke(jti, exp);
+  } catch (err: unknown) {
+    if (!(err instanceof StateUnavailable)) throw err;
+    throw new Unavailable(
+      'logout could not be recorded: the state backend is unreachable. The svc.token cookie is cleared, ' +
+        'but the token stays valid on other replicas until it expires: log out again once the state backend is back',
+      { cause: err },
+    );
+  }
 }
