@@ -9,6 +9,7 @@
  * (reference/argocd.md §8.8); here the other keys and lines keep working and the operator sees
  * every bad line.
  */
+import { expandBraces, MAX_ALTERNATIVES } from './glob.js';
 import type { ScopedSink } from '../config/problems.js';
 import YAML from 'yaml';
 import { yamlErrorReason } from '../config/yaml-errors.js';
@@ -133,6 +134,9 @@ function parseLine(line: string): PolicyRule | string {
     if (empty >= 0) return `field ${empty + 2} is empty`;
     const [sub = '', res = '', act = '', obj = '', eft = 'allow'] = fields;
     if (eft !== 'allow' && eft !== 'deny') return `the effect must be allow or deny, not ${JSON.stringify(eft)}`;
+    // Past the limit the matcher takes a pattern literally, which would quietly turn a deny off.
+    const unbounded = [res, act, obj].findIndex((field) => expandBraces(field) === undefined);
+    if (unbounded >= 0) return `field ${unbounded + 3} expands to more than ${MAX_ALTERNATIVES} alternatives ({…,…} braces); split the rule`;
     return { kind: 'p', sub, res, act, obj, eft };
   }
   if (kind === 'g') {

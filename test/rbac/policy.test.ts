@@ -67,6 +67,17 @@ describe('rbac/policy', () => {
     ]);
   });
 
+  it('refuses a pattern with more brace alternatives than the matcher expands, rather than let a deny go literal', () => {
+    const huge = '{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}x'; // 4^5 = 1024: the limit, accepted
+    const tooHuge = `${huge}{a,b}`; // 2048
+    const previous = parse({ csv: 'p, role:a, applications, get, */*, deny' }).policy;
+    // Quoted: the commas inside braces would otherwise split the CSV fields.
+    const { policy, problems } = parse({ csv: `p, role:a, applications, get, */*, deny\np, role:a, applications, get, "${huge}", deny\np, role:a, applications, get, "${tooHuge}", deny` }, previous);
+    expect(problems).to.have.length(1);
+    expect(problems[0]).to.match(/^svc-rbac-cm: policy\.csv: line 3: field 5 expands to more than 1024 alternatives \(\{…,…\} braces\); split the rule, the previous version of policy\.csv stays in force/);
+    expect(policy.lines).to.deep.equal(previous.lines);
+  });
+
   it('puts the problem path as [key, "line N"]', () => {
     const sink = new ProblemSink();
     parsePolicy({ csv: '\n\np, a' }, sink.scoped('svc-rbac-cm'));
