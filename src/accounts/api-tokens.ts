@@ -19,7 +19,10 @@ import type { TokenSigner } from '../session/tokens.js';
 import type { Accounts } from './accounts.js';
 import { patchThatTakesEffect, unreadableAccount } from './settings-guard.js';
 
+/** Starts with a letter or digit: the id is a path segment of DELETE …/token/{id}, where `.` and `..` are dot segments. */
 const TOKEN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Past this, `exp` stops being a plain date (and near 2^53 s, a safe integer); 0 means "never". */
+const MAX_EXPIRES_IN_SECONDS = 100 * 365.25 * 24 * 3600;
 
 export interface GenerateRequest {
   readonly id?: string | undefined;
@@ -49,9 +52,10 @@ export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps)
       const account = accounts.find(name);
       if (!account.capabilities.includes('apiKey')) throw new PermissionDenied(`account '${name}' does not have the apiKey capability`);
       const id = request.id ?? randomUUID();
-      if (!TOKEN_ID.test(id)) throw new InvalidRequest(`token id '${id.slice(0, 80)}' must be 1 to 64 letters, digits, '.', '_' or '-'`);
+      if (!TOKEN_ID.test(id)) throw new InvalidRequest(`token id '${id.slice(0, 80)}' must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
       const seconds = request.expiresInSeconds ?? 0;
       if (!Number.isSafeInteger(seconds) || seconds < 0) throw new InvalidRequest('expiresIn must be a whole number of seconds >= 0 (0: never)');
+      if (seconds > MAX_EXPIRES_IN_SECONDS) throw new InvalidRequest(`expiresIn must be at most 100 years (${MAX_EXPIRES_IN_SECONDS} s); 0 makes a token that never expires`);
       const iat = Math.floor(now() / 1000);
       const jti = randomUUID();
       const record: ApiTokenRecord = seconds > 0 ? { id, jti, iat, exp: iat + seconds } : { id, jti, iat };

@@ -117,6 +117,10 @@ describe('HTTP /api/v1/account', function () {
     expect(other.body).to.deep.equal({ error: 'permission_denied', message: 'permission denied: accounts, update, alice' });
     const badExpiry = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { expiresIn: 'soon' } });
     expect(badExpiry.body).to.deep.equal({ error: 'invalid_request', message: "field 'expiresIn' must be a whole number of seconds or a duration such as 24h, 90m (0: never)" });
+    const absurd = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { expiresIn: '99999999999h' } });
+    expect(absurd.body).to.deep.equal({ error: 'invalid_request', message: 'expiresIn must be at most 100 years (3155760000 s); 0 makes a token that never expires' });
+    const dotted = await call(base, 'POST', '/api/v1/account/alice/token', { token: alice, body: { id: '..' } });
+    expect(dotted.body['message']).to.equal("token id '..' must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit");
   });
 
   it('100 concurrent token generations leave 100 tokens and the rest of svc-secret untouched', async function () {
