@@ -7,7 +7,7 @@
  * read-modify-write of a small file), so 10 s is far beyond any honest holder.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const LOCK_STALE_MS = 10_000;
@@ -61,16 +61,37 @@ async function tryCreate(lockPath: string, token: string): Promise<boolean> {
 }
 
 /**
- * Moves a stale lock aside under a unique name before deleting it: of two processes that both
- * judge it stale, only one rename succeeds, so neither deletes a lock the other just took.
+ * Removes a lock older than `staleMs`. Breakers take turns through a second lock file and judge
+ * staleness again once they hold it: a waiter that saw the crashed holder's lock could otherwise
+ * remove the fresh lock another waiter took right after breaking it, and both would write. A
+ * breaker that crashed mid-break leaves `.breaking` behind, which is then as stale as any lock.
  */
 async function breakIfStale(lockPath: string, staleMs: number): Promise<void> {
+  if (!(await isStale(lockPath, staleMs))) return;
+  const breaker = `${lockPath}.breaking`;
+  if (!(await tryCreate(breaker, `${process.pid} ${randomBytes(8).toString('hex')}\n`))) {
+    if (await isStale(breaker, staleMs)) await unlinkIfPresent(breaker);
+    return;
+  }
   try {
-    const info = await stat(lockPath);
-    if (Date.now() - info.mtimeMs <= staleMs) return;
-    const aside = `${lockPath}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
-    await rename(lockPath, aside);
-    await unlink(aside);
+    if (await isStale(lockPath, staleMs)) await unlinkIfPresent(lockPath);
+  } finally {
+    await unlinkIfPresent(breaker);
+  }
+}
+
+async function isStale(path: string, staleMs: number): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(path)).mtimeMs > staleMs;
+  } catch (err: unknown) {
+    if (errorCode(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+async function unlinkIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path);
   } catch (err: unknown) {
     if (errorCode(err) !== 'ENOENT') throw err;
   }
@@ -79,7 +100,7 @@ async function breakIfStale(lockPath: string, staleMs: number): Promise<void> {
 async function release(lockPath: string, token: string): Promise<void> {
   try {
     // If we overran staleMs and someone broke our lock, the file is theirs now: leave it.
-    if ((await readFile(lockPath, 'utf8')) === token) await unlink(lockPath);
+    if ((await readFile(lockPath, 'utf8')) === token) await unlinkIfPresent(lockPath);
   } catch (err: unknown) {
     if (errorCode(err) !== 'ENOENT') throw err;
   }
