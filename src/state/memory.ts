@@ -162,7 +162,9 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       const handlers = [...(channels.get(channel) ?? [])];
       if (handlers.length === 0) return;
       setImmediate(function deliverAll() {
-        for (const handler of handlers) deliver(handler, message);
+        // Redis delivers nothing after UNSUBSCRIBE or QUIT: neither do we.
+        const live = channels.get(channel);
+        for (const handler of handlers) if (!closed && live?.has(handler) === true) deliver(handler, message);
       });
     },
 

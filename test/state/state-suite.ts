@@ -230,6 +230,19 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
         await until(() => got.length === 1);
       });
 
+      it('delivers nothing to a handler unsubscribed right after the publish', async function () {
+        const got: string[] = [];
+        const kept: string[] = [];
+        const off = await state.subscribe(key('ch'), (m) => got.push(m));
+        await state.subscribe(key('ch'), (m) => kept.push(m));
+        const published = state.publish(key('ch'), 'late');
+        await off();
+        await published;
+        await until(() => kept.length === 1);
+        await sleep(50);
+        expect(got).to.deep.equal([]);
+      });
+
       it('publishing to a channel nobody listens to is fine', async function () {
         await state.publish(key('nobody'), 'x');
       });
