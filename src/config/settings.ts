@@ -9,7 +9,7 @@ import { readCatalog, type AppCatalog } from '../apps/catalog.js';
 import { parseExtensionConfig, type ExtensionConfig } from '../extensions/config.js';
 import { parseIdpConfig, type IdpConfig } from '../idp/config.js';
 import { parseOidcConfig, type OidcConfig } from '../oidc/config.js';
-import { parsePolicy, type Policy } from '../rbac/policy.js';
+import { isOverlayKey, parsePolicy, type Policy } from '../rbac/policy.js';
 import { parseDuration } from './duration.js';
 import { RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
 import { ConfigProblems, ProblemSink, type ConfigProblem, type ScopedSink } from './problems.js';
@@ -111,12 +111,10 @@ function serverSecretKey(secret: Readonly<Record<string, string>>, sink: ScopedS
   return key;
 }
 
-const RBAC_KEY = /^policy\.[A-Za-z0-9_-]+\.csv$/;
-
 function parseRbac(data: Readonly<Record<string, string>>, sink: ScopedSink, previous: Policy | undefined): Policy {
   const overlays: Record<string, string> = {};
   for (const [key, value] of Object.entries(data)) {
-    if (RBAC_KEY.test(key)) overlays[key] = value;
+    if (isOverlayKey(key)) overlays[key] = value;
     else if (!['policy.csv', 'policy.default', 'scopes'].includes(key)) sink.add([key], 'unknown key');
   }
   return parsePolicy(

@@ -59,6 +59,11 @@ export const POLICY_CSV_KEY = 'policy.csv';
 export const DEFAULT_SCOPES: readonly string[] = ['groups'];
 const OVERLAY_KEY = /^policy\..+\.csv$/;
 
+/** `policy.<anything>.csv` other than policy.csv itself, as Argo CD reads overlays (dots included). */
+export function isOverlayKey(key: string): boolean {
+  return key !== POLICY_CSV_KEY && OVERLAY_KEY.test(key);
+}
+
 export const EMPTY_POLICY: Policy = { lines: [], scopes: DEFAULT_SCOPES };
 
 /** `previous`: the policy in force, whose good keys and scopes stand in for bad new versions. */
@@ -66,7 +71,7 @@ export function parsePolicy(input: PolicyInput, sink: ScopedSink, previous?: Pol
   const texts: [string, string][] = [];
   if (input.csv !== undefined) texts.push([POLICY_CSV_KEY, input.csv]);
   const overlayKeys = Object.keys(input.overlays ?? {})
-    .filter((key) => OVERLAY_KEY.test(key) && key !== POLICY_CSV_KEY)
+    .filter(isOverlayKey)
     .sort();
   for (const key of overlayKeys) texts.push([key, input.overlays?.[key] ?? '']);
   const lines: PolicyRule[] = [];

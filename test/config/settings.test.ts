@@ -188,6 +188,16 @@ describe('parseSettings', () => {
     expect(enforcer.can(['alice'], 'extensions', 'get', 'dev/metrics')).to.equal(true);
   });
 
+  it('reads every policy.<x>.csv overlay, dots in <x> included, as Argo CD does', async () => {
+    const { settings, problems } = parseSettings(
+      snapshot({ rbac: { 'policy.csv': 'p, alice, extensions, *, */*, allow', 'policy.team.a.csv': 'p, alice, extensions, *, prod/*, deny' } }),
+    );
+    expect(problems.map(formatProblem)).to.deep.equal([]);
+    const enforcer = await createEnforcer(settings.policy);
+    expect(enforcer.can(['alice'], 'extensions', 'get', 'prod/metrics')).to.equal(false);
+    expect(enforcer.can(['alice'], 'extensions', 'get', 'dev/metrics')).to.equal(true);
+  });
+
   it('never repeats a value that starts with $ but is not a secret reference', () => {
     const problems = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: "$Tr0ub4dor&3-horse battery"\n' } }));
     expect(problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
