@@ -57,9 +57,14 @@ function readClusters(snapshot: StoreSnapshot, sink: ProblemSink): Cluster[] {
   return clusters;
 }
 
-/** Servers compare without a trailing slash, as destinationCluster matches them. */
+/**
+ * One spelling per API server, so that two spellings never reach two clusters: scheme and host
+ * in lower case and no default port (as WHATWG URL gives them), no trailing slashes.
+ */
 function normalServer(server: string): string {
-  return server.replace(/\/$/, '');
+  if (!URL.canParse(server)) return server.replace(/\/+$/, '');
+  const url = new URL(server);
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 /** The cluster an application deploys to, by destination name or by server URL. */

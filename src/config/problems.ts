@@ -17,9 +17,18 @@ export function formatPath(path: readonly PathSegment[]): string {
   let out = '';
   for (const segment of path) {
     if (typeof segment === 'number') out += `[${segment}]`;
-    else out += out === '' ? segment : `.${segment}`;
+    else out += out === '' ? shownKey(segment) : `.${shownKey(segment)}`;
   }
   return out;
+}
+
+/**
+ * A key with `:` or `=` in it is most likely a key and its value run together (`{clientSecret:x}`,
+ * a flow map without the space, reads as one key), so it is never repeated: the value may be a
+ * secret. No key of the stores or of their YAML schemas contains either character.
+ */
+function shownKey(segment: string): string {
+  return /[:=]/.test(segment) ? `<a key with ':' or '=' in it, not shown: ${segment.split(/[:=]/)[0]?.slice(0, 40) ?? ''}…>` : segment;
 }
 
 export function formatProblem(problem: ConfigProblem): string {

@@ -26,21 +26,27 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   const [, first, second] = match;
   const secretName = second === undefined ? SETTINGS_SECRET : (first ?? '');
   const key = second ?? first ?? '';
+  // Names from the value are shown masked: a password that starts with `$` reads as a reference.
   const secret = secrets.get(secretName);
   if (secret === undefined) {
-    sink.add(path, `references secret '${secretName}', which does not exist`);
+    sink.add(path, `references a secret that does not exist (${masked(secretName)})`);
     return undefined;
   }
   if (secretName !== SETTINGS_SECRET && secret.labels[PART_OF_LABEL] !== PART_OF_VALUE) {
     sink.add(path, `references secret '${secretName}', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`);
     return undefined;
   }
-  const resolved = secret.data[key];
-  if (resolved === undefined) {
-    sink.add(path, `references key '${key}' of secret '${secretName}', which does not exist`);
+  // Own keys only: `$toString` must not find Object.prototype's.
+  if (!Object.hasOwn(secret.data, key)) {
+    sink.add(path, `references a key of secret '${secretName}' that does not exist (${masked(key)})`);
     return undefined;
   }
-  return resolved;
+  return secret.data[key];
+}
+
+/** Enough to find a typo in one's own config, not enough to give a secret away. */
+function masked(text: string): string {
+  return `'${text.slice(0, 2)}…', ${text.length} characters`;
 }
 
 /**

@@ -38,19 +38,27 @@ describe('apps/catalog', () => {
         ['prod-a', clusterSecret('prod-a', { name: 'prod', server: 'https://prod.example.com:6443' })],
         ['prod-b', clusterSecret('prod-b', { name: 'prod', server: 'https://other.example.com' })],
         ['staging', clusterSecret('staging', { name: 'staging', server: 'https://prod.example.com:6443/' })],
+        ['shouting', clusterSecret('shouting', { name: 'shouting', server: 'HTTPS://PROD.example.com:6443//' })],
+        ['k8s', clusterSecret('k8s', { name: 'k8s', server: 'https://k8s.example.com' })],
+        ['k8s-443', clusterSecret('k8s-443', { name: 'k8s-443', server: 'https://k8s.example.com:443/' })],
       ]),
     };
     const problems = new ProblemSink();
     const read = readCatalog(duplicates, problems);
-    expect(read.clusters).to.deep.equal([{ name: 'prod', server: 'https://prod.example.com:6443' }]);
+    expect(read.clusters.map((c) => c.name)).to.deep.equal(['prod', 'k8s']);
     expect(problems.problems.map(formatProblem)).to.deep.equal([
       "Secret/prod-b: data: name: 'prod' is already the name of Secret/prod-a; this secret is ignored",
       "Secret/staging: data: server: 'https://prod.example.com:6443/' is already the server of Secret/prod-a; this secret is ignored",
+      "Secret/shouting: data: server: 'HTTPS://PROD.example.com:6443//' is already the server of Secret/prod-a; this secret is ignored",
+      "Secret/k8s-443: data: server: 'https://k8s.example.com:443/' is already the server of Secret/k8s; this secret is ignored",
     ]);
   });
 
-  it('finds the destination cluster by server (trailing slash ignored) or by name', () => {
+  it('finds the destination cluster by server (however it is spelt) or by name', () => {
     expect(destinationCluster(catalog.applications.get('team-a/web')!, catalog)?.name).to.equal('prod');
+    for (const server of ['https://PROD.example.com:6443', 'https://prod.example.com:6443///', 'HTTPS://prod.example.com:6443/']) {
+      expect(destinationCluster({ name: 'x', namespace: 'n', project: 'p', destination: { server } }, catalog)?.name, server).to.equal('prod');
+    }
     expect(destinationCluster(catalog.applications.get('team-b/api')!, catalog)?.name).to.equal('in-cluster');
     expect(destinationCluster(catalog.applications.get('team-c/lost')!, catalog)).to.equal(undefined);
   });
