@@ -1,26 +1,33 @@
 /** `svc-server validate` and `svc-server rbac can`: read a config dir once, open nothing else. */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { openDirStore } from './config/dir-store.js';
+import { EMPTY_MEMORY, loadDirectory } from './config/load-dir.js';
+import { RBAC_CM } from './config/manifests.js';
 import { formatProblem } from './config/problems.js';
 import { parseSettings } from './config/settings.js';
-import { createLogger } from './log.js';
 import { canOffline } from './rbac/offline.js';
 
 async function loadProblemsAndSettings(dir: string) {
-  // Store problems are reported by validate itself; the logger stays quiet to avoid saying them twice.
-  const store = await openDirStore({ dir, log: createLogger({ level: 'silent' }), watch: false });
+  const loaded = await loadDirectory(dir, EMPTY_MEMORY);
+  const { settings, problems } = parseSettings(loaded.snapshot);
+  // What the store could not read at all: a file that does not parse may hold any object.
+  const unread = [...loaded.rejectedFiles, ...loaded.rejectedObjects.filter((r) => r.key === `ConfigMap/${RBAC_CM}`).map((r) => r.key)];
+  return { settings, problems: [...loaded.problems, ...problems], unread };
+}
+
+/** Why `dir` cannot be a config dir (missing, or a file), or undefined when it can. */
+function notADirectory(dir: string): string | undefined {
   try {
-    const { settings, problems } = parseSettings(store.current());
-    return { settings, problems: [...store.problems(), ...problems] };
-  } finally {
-    await store.close();
+    return statSync(dir).isDirectory() ? undefined : `${dir}: not a directory`;
+  } catch {
+    return `${dir}: no such directory`;
   }
 }
 
 export async function runValidate(dir: string, out: Writable, err: Writable): Promise<number> {
-  if (!existsSync(dir)) {
-    err.write(`${dir}: no such directory\n`);
+  const notDir = notADirectory(dir);
+  if (notDir !== undefined) {
+    err.write(`${notDir}\n`);
     return 1;
   }
   const { problems } = await loadProblemsAndSettings(dir);
@@ -42,12 +49,19 @@ export interface RbacQuestion {
 
 /** Exit 0 when allowed, 2 when denied, 1 when the config cannot be read. */
 export async function runRbacCan(dir: string, q: RbacQuestion, out: Writable, err: Writable): Promise<number> {
-  if (!existsSync(dir)) {
-    err.write(`${dir}: no such directory\n`);
+  const notDir = notADirectory(dir);
+  if (notDir !== undefined) {
+    err.write(`${notDir}\n`);
     return 1;
   }
-  const { settings, problems } = await loadProblemsAndSettings(dir);
-  for (const problem of problems.filter((p) => p.source === 'svc-rbac-cm')) err.write(`warning: ${formatProblem(problem)}\n`);
+  const { settings, problems, unread } = await loadProblemsAndSettings(dir);
+  if (unread.length > 0) {
+    // A gate that reads "no" (or "yes") from half a policy is worse than no answer.
+    for (const problem of problems.filter((p) => unread.includes(p.source) || p.source === RBAC_CM)) err.write(`${formatProblem(problem)}\n`);
+    err.write(`no answer: ${RBAC_CM} may be in what could not be read (${unread.join(', ')}); fix it first\n`);
+    return 1;
+  }
+  for (const problem of problems.filter((p) => p.source === RBAC_CM)) err.write(`warning: ${formatProblem(problem)}\n`);
   const allowed = await canOffline(settings.policy, q.subject, q.resource, q.action, q.object);
   out.write(allowed ? 'yes\n' : 'no\n');
   return allowed ? 0 : 2;

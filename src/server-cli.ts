@@ -30,30 +30,33 @@ const program = new Command('svc-server').description('svc: SSO broker, token is
 program
   .command('serve', { isDefault: true })
   .description('start the server')
-  .option('--config <dir>', 'configuration directory (env SVC_CONFIG_DIR)', process.env['SVC_CONFIG_DIR'] ?? DEFAULT_CONFIG_DIR)
-  .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', process.env['SVC_LISTEN'] ?? DEFAULT_LISTEN)
-  .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', process.env['SVC_REDIS_URL'])
+  .option('--config <dir>', 'configuration directory (env SVC_CONFIG_DIR)', env('SVC_CONFIG_DIR') ?? DEFAULT_CONFIG_DIR)
+  .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', env('SVC_LISTEN') ?? DEFAULT_LISTEN)
+  .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers)
   .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number }) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
-    const workers = opts.workers ?? envWorkers() ?? (opts.redis !== undefined ? availableParallelism() : 1);
+    // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
+    // while the worker count assumed Redis.
+    const redis = opts.redis === '' || opts.redis === undefined ? undefined : checkedRedisUrl(opts.redis);
+    const workers = opts.workers ?? envWorkers() ?? (redis !== undefined ? availableParallelism() : 1);
     const listen = (() => {
       try {
         return parseListen(opts.listen);
       } catch (err: unknown) {
-        return fail(`--listen: ${(err as Error).message}`);
+        return fail(`--listen (or SVC_LISTEN): ${(err as Error).message}`);
       }
     })();
-    if (workers > 1 && opts.redis === undefined) {
+    if (workers > 1 && redis === undefined) {
       fail('--workers above 1 needs --redis: login throttling and token revocation must be shared by every worker');
     }
     const serve: ServeOptions = {
       configDir: opts.config,
       ...listen,
       workers,
-      ...(opts.redis !== undefined ? { redisUrl: opts.redis } : {}),
+      ...(redis !== undefined ? { redisUrl: redis } : {}),
       ...(opts.tlsCert !== undefined && opts.tlsKey !== undefined ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
     };
     await runServe(serve);
@@ -85,13 +88,38 @@ rbac
  * is defined, so a bad value would crash every subcommand (validate too) with a stack trace.
  */
 function envWorkers(): number | undefined {
-  const value = process.env['SVC_WORKERS'];
-  if (value === undefined || value === '') return undefined;
+  const value = env('SVC_WORKERS');
+  if (value === undefined) return undefined;
   try {
     return parseWorkers(value);
   } catch (err: unknown) {
     return fail(`SVC_WORKERS: ${(err as Error).message}`);
   }
+}
+
+/** An environment variable; set but empty counts as unset. */
+function env(name: string): string | undefined {
+  const value = process.env[name];
+  return value === '' ? undefined : value;
+}
+
+/**
+ * `redis://[user:password@]host[:port][/db]` or `rediss://` (TLS). Anything else is refused here,
+ * without echoing the value (it may hold the password): ioredis reads an unknown scheme as a
+ * Unix socket path and logs it whole, and a non-numeric db crashes it on connect.
+ */
+function checkedRedisUrl(value: string): string {
+  const problem = redisUrlProblem(value);
+  return problem === undefined ? value : fail(`--redis (or SVC_REDIS_URL): ${problem}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS`);
+}
+
+function redisUrlProblem(value: string): string | undefined {
+  if (!URL.canParse(value)) return 'not a URL';
+  const url = new URL(value);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return `the scheme is ${url.protocol.slice(0, 12)}, not redis: or rediss:`;
+  if (url.hostname === '') return 'no host';
+  if (!/^\/?(\d{1,2})?$/.test(url.pathname)) return 'the path must be a database number (/0 to /99) or nothing';
+  return undefined;
 }
 
 function fail(message: string): never {

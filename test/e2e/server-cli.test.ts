@@ -75,10 +75,16 @@ describe('svc-server', () => {
       expect(stdout).to.include('configuration is valid');
     });
 
-    it('exits 1 on a missing directory', async () => {
+    it('exits 1 on a missing directory, and on a file given as one', async () => {
       const { code, stderr } = await runTs(CLI, ['validate', '--config', '/nonexistent/svc']);
       expect(code).to.equal(1);
       expect(stderr).to.equal('/nonexistent/svc: no such directory\n');
+      const file = join(tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) }), 'secret.yaml');
+      for (const args of [['validate', '--config', file], ['rbac', 'can', '--config', file, 'admin', 'accounts', 'get', 'x']]) {
+        const result = await runTs(CLI, args);
+        expect(result.code, args[0]).to.equal(1);
+        expect(result.stderr, args[0]).to.equal(`${file}: not a directory\n`);
+      }
     });
   });
 
@@ -103,10 +109,45 @@ describe('svc-server', () => {
         expect(stdout).to.equal(expected === 0 ? 'yes\n' : 'no\n');
       });
     }
+
+    it('gives no answer (exit 1) when the policy may be in a file that does not parse', async () => {
+      const broken = tempConfigDir({
+        'rbac.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: svc-rbac-cm }\ndata:\n  policy.csv: "p, alice, accounts, update, *\n  policy.default: [unclosed\n',
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
+      const { code, stdout, stderr } = await runTs(CLI, ['rbac', 'can', '--config', broken, 'alice', 'accounts', 'update', 'x']);
+      expect(code).to.equal(1);
+      expect(stdout).to.equal('');
+      expect(stderr).to.match(/no answer: svc-rbac-cm may be in what could not be read \(.*rbac\.yaml\); fix it first\n$/);
+    });
   });
 
   describe('environment', () => {
     const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+
+    it('takes an empty SVC_REDIS_URL or --redis as none: one worker, and more need Redis', async () => {
+      for (const [args, env] of [
+        [['--workers', '2'], { ...process.env, SVC_REDIS_URL: '' }],
+        [['--workers', '2', '--redis', ''], { ...process.env, SVC_REDIS_URL: '' }],
+      ] as const) {
+        const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
+        expect(served.code, args.join(' ')).to.equal(1);
+        expect(served.stderr, args.join(' ')).to.equal('svc-server: --workers above 1 needs --redis: login throttling and token revocation must be shared by every worker\n');
+      }
+    });
+
+    it('refuses a Redis URL it cannot use, in one line that never repeats it', async () => {
+      const cases: [string, string][] = [
+        ['http://:s3cr3tpw@127.0.0.1:16399', 'the scheme is http:, not redis: or rediss:'],
+        ['notaurl-s3cr3tpw', 'not a URL'],
+        ['redis://:s3cr3tpw@127.0.0.1:16399/x', 'the path must be a database number (/0 to /99) or nothing'],
+      ];
+      for (const [url, problem] of cases) {
+        const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+        expect(served.code, url).to.equal(1);
+        expect(served.stderr, url).to.equal(`svc-server: --redis (or SVC_REDIS_URL): ${problem}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS\n`);
+      }
+    });
 
     it('rejects a bad SVC_WORKERS in one line when serving, and validate does not read it', async () => {
       const env = { ...process.env, SVC_WORKERS: 'four', SVC_REDIS_URL: '' };
