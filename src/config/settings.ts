@@ -77,11 +77,21 @@ const KEPT = 'the previous value stays in force';
 // silently move callbacks to 127.0.0.1 or stretch sessions to 24h on a typo.
 function parseUrl(value: string | undefined, sink: ScopedSink, previous: string | undefined): string {
   if (value === undefined || value === '') return DEFAULT_URL;
-  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
-    sink.add(['url'], `'${value}' is not an http(s) URL; ${previous === undefined ? `using ${DEFAULT_URL}` : KEPT}`);
+  const problem = urlProblem(value);
+  if (problem !== undefined) {
+    sink.add(['url'], `${problem}; ${previous === undefined ? `using ${DEFAULT_URL}` : KEPT}`);
     return previous ?? DEFAULT_URL;
   }
   return value.replace(/\/+$/, '');
+}
+
+/** svc's own address: callbacks are `<url>/api/...`, so a query, fragment or credentials would break them. */
+function urlProblem(value: string): string | undefined {
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) return `'${value}' is not an http(s) URL`;
+  const url = new URL(value);
+  if (url.username !== '' || url.password !== '') return 'must not carry a user name or password';
+  if (url.search !== '' || url.hash !== '' || value.includes('#') || value.includes('?')) return `'${value}' must not have a query or fragment`;
+  return undefined;
 }
 
 function parseSessionDuration(value: string | undefined, sink: ScopedSink, previous: number | undefined): number {

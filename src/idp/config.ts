@@ -12,7 +12,8 @@ import { parseWith } from '../config/zod-problems.js';
 export const CONNECTOR_TYPES = ['ldap', 'saml', 'github', 'gitlab', 'oidc'] as const;
 export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
 
-const url = z.string().refine((v) => URL.canParse(v), 'not a URL');
+// Connectors talk to these (or send browsers there): http(s) only, never javascript: or file:.
+const url = z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'not an http(s) URL');
 
 const oauthCommon = {
   clientID: z.string().min(1),

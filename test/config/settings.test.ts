@@ -132,6 +132,28 @@ describe('parseSettings', () => {
     expect(settings.idp?.connectors.map((c) => c.id)).to.deep.equal(['corp']);
   });
 
+  it('takes only http(s) URLs from a connector, never javascript: or file:', () => {
+    const { settings, problems } = parseSettings(snapshot({ cm: { 'idp.config': `connectors:
+  - type: gitlab
+    id: gitlab
+    name: GitLab
+    config: { clientID: a, clientSecret: b, baseURL: "javascript:alert(1)" }
+  - type: oidc
+    id: corp
+    name: Corp
+    config: { clientID: a, clientSecret: b, issuer: "file:///etc/passwd" }
+  - type: oidc
+    id: ok
+    name: OK
+    config: { clientID: a, clientSecret: b, issuer: "https://corp.example.com" }
+` } }));
+    expect(problems.map(formatProblem)).to.deep.equal([
+      'svc-cm: idp.config: connectors[0].config.baseURL: not an http(s) URL',
+      'svc-cm: idp.config: connectors[1].config.issuer: not an http(s) URL',
+    ]);
+    expect(settings.idp?.connectors.map((c) => c.id)).to.deep.equal(['ok']);
+  });
+
   it('parses accounts with capabilities, enabled flags and their secrets', () => {
     const { settings, problems } = parseSettings(snapshot({
       cm: { 'accounts.alice': 'apiKey, login', 'accounts.bob': 'apiKey', 'accounts.bob.enabled': 'false', 'admin.enabled': 'false' },
@@ -150,6 +172,10 @@ describe('parseSettings', () => {
       "svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); using 24h",
       `svc-cm: oidc.tls.insecure.skip.verify: must be "true" or "false", not 'yes'`,
     ]);
+    // svc's own address ends in /api/...: a query, a fragment or credentials would break every callback.
+    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/#x' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/#x' must not have a query or fragment; using http://127.0.0.1:8080"]);
+    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/?a=1' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/?a=1' must not have a query or fragment; using http://127.0.0.1:8080"]);
+    expect(messages(snapshot({ cm: { url: 'https://me:pw@svc.example.com' } }))).to.deep.equal(['svc-cm: url: must not carry a user name or password; using http://127.0.0.1:8080']);
   });
 
   it('reports a missing server.secretkey', () => {

@@ -136,6 +136,12 @@ describe('svc-server', () => {
       }
     });
 
+    it('names SVC_LOG_LEVEL when its value is not a level', async () => {
+      const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1'], { ...process.env, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'verbose' });
+      expect(served.code).to.equal(1);
+      expect(served.stderr).to.equal("svc-server: SVC_LOG_LEVEL: 'verbose' is not one of fatal, error, warn, info, debug, trace, silent\n");
+    });
+
     it('refuses a Redis URL it cannot use, in one line that never repeats it', async () => {
       const cases: [string, string][] = [
         ['http://:s3cr3tpw@127.0.0.1:16399', 'the scheme is http:, not redis: or rediss:'],
