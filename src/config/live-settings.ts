@@ -1,7 +1,7 @@
 /**
  * The Settings in force: parsed from the store at start and again on every store change.
  * Readers call current() and get one whole Settings value; a change that brings problems logs
- * each of them with its key path and keeps the last good version of every bad entry.
+ * each new one with its key path and keeps the last good version of every bad entry.
  */
 import type { Logger } from 'pino';
 import { formatProblem, type ConfigProblem } from './problems.js';
@@ -17,15 +17,15 @@ export interface LiveSettings {
 
 export function createLiveSettings(store: ConfigStore, log: Logger): LiveSettings {
   let { settings, problems } = parseSettings(store.current());
-  logProblems(problems, log);
+  logNewProblems(problems, [], log);
   const listeners = new Set<(settings: Settings, previous: Settings) => void>();
 
   const unsubscribe = store.onChange((snapshot) => {
     const previous = settings;
     const parsed = parseSettings(snapshot, previous);
     settings = parsed.settings;
+    logNewProblems(parsed.problems, problems, log);
     problems = parsed.problems;
-    logProblems(problems, log);
     log.info({ problems: problems.length }, 'configuration change applied');
     for (const listener of listeners) {
       try {
@@ -47,6 +47,15 @@ export function createLiveSettings(store: ConfigStore, log: Logger): LiveSetting
   };
 }
 
-function logProblems(problems: readonly ConfigProblem[], log: Logger): void {
-  for (const problem of problems) log.warn({ source: problem.source }, `configuration problem: ${formatProblem(problem)}`);
+/**
+ * Each problem once, when it appears: every token or password write reloads the store, and a
+ * standing problem repeated on each would bury the new ones. The count on every change says
+ * how many stand.
+ */
+function logNewProblems(problems: readonly ConfigProblem[], before: readonly ConfigProblem[], log: Logger): void {
+  const known = new Set(before.map(formatProblem));
+  for (const problem of problems) {
+    const text = formatProblem(problem);
+    if (!known.has(text)) log.warn({ source: problem.source }, `configuration problem: ${text}`);
+  }
 }
