@@ -30,7 +30,7 @@ describe('config/live-settings', () => {
       await store.updateSecret('svc-secret', () => ({ set: { 'webhook.token': 't' } }));
       expect(warnings()).to.have.length(1);
       writeFileSync(join(dir, 'cm.yaml'), configMap('svc-cm', { 'no.such.key': 'x', 'users.session.duration': 'forever' }));
-      await store.reload();
+      await store.updateSecret('svc-secret', () => ({ set: { 'webhook.token': 't2' } })); // reloads, cm.yaml included
       expect(warnings()).to.deep.equal([
         'configuration problem: svc-cm: no.such.key: unknown key',
         "configuration problem: svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); the previous value stays in force",
