@@ -18,8 +18,8 @@ export const APPLICATION_HEADER = 'svc-application-name';
 export const EXTENSION_RESOURCE = 'extensions';
 export const EXTENSION_ACTION = '*';
 
-/** `<namespace>/<name>`: a DNS-1123 label, then a DNS-1123 subdomain. */
-const APPLICATION_NAME = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/;
+/** `<namespace>/<name>`: a DNS-1123 label, then a DNS-1123 subdomain (dot-separated labels, as Kubernetes checks them). */
+const APPLICATION_NAME = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 export interface ExtensionRequest {
   readonly name: string;

@@ -254,9 +254,11 @@ describe('extension proxy (HTTP)', function () {
     });
 
     it('400 for a malformed application header, 403 for an unknown application', async () => {
-      const bad = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': 'no-slash' });
-      expect(bad.status).to.equal(400);
-      expect(bad.json()['error']).to.equal('invalid_request');
+      for (const name of ['no-slash', 'argocd/a..b', 'argocd/a.-b', 'argocd/-a', 'Argocd/a', `${'n'.repeat(64)}/a`]) {
+        const bad = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': name });
+        expect(bad.status, name).to.equal(400);
+        expect(bad.json()['error'], name).to.equal('invalid_request');
+      }
       const missing = await call('/api/v1/extensions/echo', 'alice', { 'svc-application-name': 'argocd/ghost' });
       expect(missing.status).to.equal(403);
       expect(missing.json()).to.deep.equal({ error: 'application_not_found', message: "application 'argocd/ghost' does not exist" });
