@@ -1,15 +1,15 @@
 /**
  * The subscriber side of the Redis backend: one extra connection (a Redis connection in
  * subscribe mode can run nothing else), opened on the first subscribe, with any number of
- * handlers per channel. Channels arrive here already prefixed. ioredis resubscribes every
- * channel after a reconnect (autoResubscribe), so handlers survive a Redis restart.
+ * handlers per channel. Channels arrive here already prefixed.
  *
  * It also tracks, per channel, whether the subscription is live (SubscriptionWatch in
- * state.ts): lost at once on the connection's 'close' event; live again after 'ready' once
- * a PING on this connection has answered. ioredis writes the resubscribing SUBSCRIBE before
- * it emits 'ready' (readyHandler, then the event on the next tick) and replies come in
- * order, so the PONG proves the SUBSCRIBE was acknowledged: a message published after that
- * is delivered.
+ * state.ts): lost at once on the connection's 'close' event; live again once, after a
+ * reconnect, Redis has acknowledged the SUBSCRIBE this module sends itself. ioredis's own
+ * resubscribe (autoResubscribe) is switched off on this connection (redis.ts): nothing catches
+ * its promise, so a reconnect that fails during it killed the process with an unhandled
+ * rejection; and a connection lost before the acknowledgement made ioredis forget the
+ * channels for good while a PING still answered, so revocations went unheard.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -17,7 +17,7 @@ import type { StateLog, SubscriptionWatch } from './state.js';
 
 type Handler = (message: string) => void;
 
-/** How long to wait before asking again when the PING after a reconnect failed. */
+/** How long to wait before subscribing again when the SUBSCRIBE after a reconnect failed. */
 export const LIVE_CHECK_RETRY_MS = 1_000;
 
 interface Subscription {
@@ -31,7 +31,7 @@ interface Channel {
   readonly subscriptions: Set<Subscription>;
   /** Settles when SUBSCRIBE was acknowledged; concurrent subscribers of a channel share it. */
   active: Promise<void>;
-  /** SUBSCRIBE acknowledged once: from then on ioredis resubscribes after every reconnect. */
+  /** SUBSCRIBE acknowledged once: from then on it is sent again after every reconnect. */
   subscribed: boolean;
   /** Subscribed on the current connection, and no 'close' since. */
   live: boolean;
@@ -94,17 +94,23 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
     return (client = opened);
   }
 
-  /** After a (re)connect: PING until it answers, then every channel subscribed before is live. */
+  /** After a (re)connect: SUBSCRIBE again until Redis acknowledges it; then those channels are live. */
   async function confirmLive(sub: Redis, gen: number): Promise<void> {
     while (client === sub && generation === gen) {
+      const names = [...channels].filter(([, entry]) => entry.subscribed).map(([name]) => name);
+      if (names.length === 0) return;
       try {
-        await sub.ping();
-      } catch {
+        await sub.subscribe(...names);
+      } catch (err: unknown) {
+        deps.log.warn({ err: deps.translate(err, 'subscribe') }, 'state subscriber: subscribing again after a reconnect failed; retrying');
         await sleep(LIVE_CHECK_RETRY_MS, undefined, { ref: false });
         continue;
       }
       if (client !== sub || generation !== gen) return;
-      for (const entry of channels.values()) if (entry.subscribed) setLive(entry, true);
+      for (const name of names) {
+        const entry = channels.get(name);
+        if (entry !== undefined) setLive(entry, true);
+      }
       return;
     }
   }

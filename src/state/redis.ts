@@ -80,7 +80,8 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
 
   const subscriber = createSubscriber({
     open() {
-      const sub = client.duplicate({ connectionName: 'svc-subscriber' });
+      // redis-subscriber.ts subscribes again itself after a reconnect, and says why.
+      const sub = client.duplicate({ connectionName: 'svc-subscriber', autoResubscribe: false });
       watchConnection(sub, 'redis subscriber', where, log);
       return sub;
     },

@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createRedisState } from '../../src/state/redis.js';
@@ -135,6 +136,55 @@ describe('state: redis', function () {
       // When onLive ran, the channel was subscribed again: a message published then arrives.
       expect(await Promise.all(receiversAtLive)).to.deep.equal([1, 1, 1]);
       await until(() => got.includes('at live 5'));
+    });
+
+    it('subscribes again after a reconnect whose first SUBSCRIBE was lost, and never rejects unhandled', async function () {
+      this.timeout(15_000);
+      // A relay in front of Redis that drops the subscriber's connection when it sends its first
+      // SUBSCRIBE after a reconnect: before the fix ioredis then forgot the channel for good, and
+      // its own resubscribe promise rejected with nobody to catch it.
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      const subscriberSockets: Socket[] = [];
+      let subscriberConnections = 0;
+      const relay = createServer((client) => {
+        const upstream = connect(Number(new URL(redis.url).port), '127.0.0.1');
+        let number = 0;
+        client.on('data', (data: Buffer) => {
+          const text = data.toString('latin1');
+          if (number === 0 && text.includes('svc-subscriber')) {
+            number = ++subscriberConnections;
+            subscriberSockets.push(client);
+          }
+          if (number === 2 && /\$9\r\nsubscribe\r\n/i.test(text)) { // the command, not the connection name
+            client.destroy();
+            return;
+          }
+          upstream.write(data);
+        });
+        upstream.on('data', (data: Buffer) => client.write(data));
+        for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+          a.on('error', () => b.destroy());
+          a.on('close', () => b.destroy());
+        }
+      });
+      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+      const viaRelay = createRedisState({ url: `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`, log });
+      try {
+        const calls: string[] = [];
+        const got: string[] = [];
+        await viaRelay.subscribe('relayed', (m) => got.push(m), { onLive: () => calls.push('live'), onLost: () => calls.push('lost') });
+        subscriberSockets[0]?.destroy();
+        await until(() => subscriberConnections >= 3 && calls.at(-1) === 'live', 10_000);
+        expect(await raw.publish('svc:relayed', 'after the lost SUBSCRIBE')).to.equal(1);
+        await until(() => got.includes('after the lost SUBSCRIBE'), 5_000);
+        expect(unhandled).to.deep.equal([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        await viaRelay.close();
+        await new Promise((resolve) => relay.close(resolve));
+      }
     });
 
     // Stops the shared redis-server: keep this the last test of the file.
