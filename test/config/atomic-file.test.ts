@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { writeFileAtomic } from '../../src/config/atomic-file.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
 
 /**
  * Records every fsync, with what `target` held at that moment. fs/promises is patched
@@ -35,12 +35,7 @@ async function recordSyncs(target: string, run: () => Promise<void>): Promise<{ 
 
 describe('config/atomic-file', () => {
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-atomic-file-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirEach('svc-atomic-file-', (made) => (dir = made));
 
   it('fsyncs the directory after the rename, so a power loss cannot bring the old file back', async () => {
     const target = path.join(dir, 's.yaml');

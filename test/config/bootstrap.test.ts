@@ -1,5 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
@@ -9,6 +8,7 @@ import { openDirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
 import { configMap, secret } from '../helpers/manifests.js';
 import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
 
 const NOW = new Date('2025-03-01T12:00:00.000Z');
 
@@ -42,12 +42,7 @@ data:
 
 describe('config/bootstrap', () => {
   let root: string;
-  beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'svc-bootstrap-'));
-  });
-  afterEach(async () => {
-    await rm(root, { recursive: true, force: true });
-  });
+  tempDirEach('svc-bootstrap-', (made) => (root = made));
 
   it('creates the three objects and the initial admin secret in a missing directory', async () => {
     const dir = path.join(root, 'config', 'nested');

@@ -1,11 +1,11 @@
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
 import { formatProblem } from '../../src/config/problems.js';
 import { clusterSecret, configMap } from '../helpers/manifests.js';
 import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
 
 /** Prints the problems of one load of argv[2] as JSON; run as a user that permissions apply to. */
 const LOAD_SCRIPT = `import { loadDirectory, EMPTY_MEMORY } from ${JSON.stringify(path.join(ROOT, 'src/config/load-dir.ts'))};
@@ -16,12 +16,7 @@ console.log(JSON.stringify({ problems: result.problems.map(formatProblem), confi
 
 describe('config/load-dir', () => {
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-load-dir-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirEach('svc-load-dir-', (made) => (dir = made));
 
   it('skips a subdirectory it cannot read (lost+found), reporting it, and loads the rest', async () => {
     const store = path.join(dir, 'store');

@@ -1,19 +1,14 @@
-import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { restoreSecretFile, updateSecretOnDisk } from '../../src/config/secret-writer.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
 
 const SECRET = 'apiVersion: v1\nkind: Secret\nmetadata: { name: svc-secret }\nstringData:\n  server.secretkey: abc\n';
 
 describe('config/secret-writer', () => {
   let root: string;
-  beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'svc-secret-writer-'));
-  });
-  afterEach(async () => {
-    await rm(root, { recursive: true, force: true });
-  });
+  tempDirEach('svc-secret-writer-', (made) => (root = made));
 
   it('writes a symlinked Secret file where it really is, keeping the link', async () => {
     const store = path.join(root, 'cfg');
