@@ -1,5 +1,19 @@
-# Sourced by the proxy benchmarks (bench/proxy.sh, bench/proxy-cpu.sh): what they share.
-# Needs ROOT (the repository) set by the caller.
+# Sourced by the proxy benchmarks (bench/proxy.sh, bench/proxy-cpu.sh, bench/proxy-alloc.sh):
+# what they share. Needs ROOT (the repository) set by the caller.
+
+require_wrk() { command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }; }
+
+# bench_workdir NAME: WORK, a temp dir removed on exit with every process whose pid is in PIDS.
+bench_workdir() {
+  WORK=$(mktemp -d "/tmp/svc-bench-$1-XXXXXX")
+  PIDS=()
+  trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+}
+
+wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+
+# check_proxies URL TOKEN: the bench extension answers "ok" through svc with the token.
+check_proxies() { [ "$(curl -fsS -H "Authorization: Bearer $2" "$1")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }; }
 
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 

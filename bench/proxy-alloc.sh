@@ -9,17 +9,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONNS=${1:-32}
 SAMPLE_S=4
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
-WORK=$(mktemp -d /tmp/svc-bench-alloc-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
 source "$ROOT/bench/bench-svc.sh"
-wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+require_wrk
+bench_workdir alloc
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 BACKEND_PORT=$(free_port); SVC_PORT=$(free_port); FLOOR_PORT=$(free_port)
@@ -31,7 +23,7 @@ export ALLOC_PROFILE_DIR=$WORK ALLOC_SAMPLE_MS=$((SAMPLE_S * 1000))
 wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
-[ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
+check_proxies "$SVC_URL" "$TOKEN"
 
 # sample <label> <pid> <url> [wrk args]
 sample() {

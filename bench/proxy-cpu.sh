@@ -13,17 +13,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${1:-3}
 DURATION=${2:-5s}
 CONNS=${3:-32}
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
-WORK=$(mktemp -d /tmp/svc-bench-cpu-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
 source "$ROOT/bench/bench-svc.sh"
-wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+require_wrk
+bench_workdir cpu
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
@@ -39,7 +31,7 @@ SVC_PORT=$(free_port); FLOOR_PORT=$(free_port); DISPATCH_PORT=$(free_port)
 wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"; wait_for "http://127.0.0.1:$DISPATCH_PORT/"
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
-[ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
+check_proxies "$SVC_URL" "$TOKEN"
 
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 # measure <label> <pid> <url> [wrk args]: prints "<label> <req/s> <p99 ms> <µs CPU per request>"

@@ -19,7 +19,8 @@ CONNS=${2:-64}
 WORKERS=${SVC_WORKERS:-$(nproc)}
 THREADS=${WRK_THREADS:-2}
 PACED_DELAY_MS=${PACED_DELAY_MS:-6}
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }
+source "$ROOT/bench/bench-svc.sh"
+require_wrk
 WORK=$(mktemp -d /tmp/svc-bench-proxy-XXXXXX)
 PIDFILES=()
 SVC_PID=""
@@ -34,7 +35,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-source "$ROOT/bench/bench-svc.sh"
 BACKEND_PORT=$(free_port); NGINX_PORT=$(free_port); REDIS_PORT=$(free_port); SVC_PORT=$(free_port)
 
 PIDFILES+=("$(bash "$PEERS/start-backend.sh" "$WORK/backend" "$BACKEND_PORT" | tail -1)")
@@ -52,7 +52,7 @@ for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/hea
 curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" || { cat "$WORK/svc.log" >&2; exit 1; }
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
-[ "$(curl -fsS -H "Authorization: Bearer $TOKEN" "$SVC_URL")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }
+check_proxies "$SVC_URL" "$TOKEN"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SVC_URL")" = 401 ] || { echo "svc proxies without a token" >&2; exit 1; }
 
 FLOOR_PORT=$(free_port)
