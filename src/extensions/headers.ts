@@ -78,12 +78,6 @@ export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHt
   return out;
 }
 
-/** Whether a request announces a body: a Content-Length other than 0, or any Transfer-Encoding. */
-export function declaresBody(headers: IncomingHttpHeaders): boolean {
-  const length = headers['content-length'];
-  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
-}
-
 /** Printable ASCII as is; anything else (non-ASCII names, control characters) percent-encoded. */
 function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) ? value : value.replace(/[^\x20-\x7e]/gu, encodeChar);

@@ -23,7 +23,7 @@ import type { AppState } from '../http/state.js';
 import type { ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { BAD_TARGET, requestTarget } from '../http/request-target.js';
-import { declaresBody } from './headers.js';
+import { declaresBody } from '../http/body.js';
 import { splitExtensionPath } from './target.js';
 import { refuse, relayWebSocket } from './websocket.js';
 

@@ -1,4 +1,5 @@
 /** Small JSON body reading for API routes (the proxy streams bodies and never uses this). */
+import type { IncomingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
 import { InvalidRequest } from '../errors.js';
 
@@ -7,7 +8,7 @@ const MAX_JSON_BYTES = 64 * 1024;
 export type JsonObject = Readonly<Record<string, unknown>>;
 
 export async function readJson(ctx: Koa.Context): Promise<JsonObject> {
-  if (declaresBody(ctx) && !ctx.is('application/json')) {
+  if (declaresBody(ctx.req.headers) && !ctx.is('application/json')) {
     throw new InvalidRequest('the body must be JSON (Content-Type: application/json)');
   }
   const chunks: Buffer[] = [];
@@ -30,13 +31,13 @@ export async function readJson(ctx: Koa.Context): Promise<JsonObject> {
 }
 
 /**
- * A body is coming if the request says so: a Content-Length other than 0, or any
- * Transfer-Encoding (a chunked body has no length to look at, so the length alone would let
- * any Content-Type through).
+ * Whether a request announces a body: a Content-Length other than 0, or any Transfer-Encoding
+ * (a chunked body has no length to look at, so the length alone would let any Content-Type
+ * through). Also what the extension proxy and the upgrade handler ask.
  */
-function declaresBody(ctx: Koa.Context): boolean {
-  const length = ctx.get('content-length');
-  return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
+export function declaresBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length'];
+  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
 }
 
 export function requireString(body: JsonObject, field: string): string {
