@@ -35,8 +35,7 @@ export interface UpdateSecretRequest {
 export interface UpdateSecretResult {
   readonly file: string;
   readonly created: boolean;
-  readonly changed: boolean;
-  /** What the write replaced, when it wrote: to undo it if it does not take effect. */
+  /** What the write replaced; undefined when nothing was written (the patch changed nothing). */
   readonly change?: SecretFileChange;
 }
 
@@ -87,7 +86,7 @@ async function writeUnderLock(
     for (const key of patch.delete ?? []) delete values[key];
     const after = newSecretText(request.name, values);
     await writeFileAtomic(target, after, { mode: SECRET_FILE_MODE, exclusive: true });
-    return { file: target, created: true, changed: true, change: { target, before: undefined, after } };
+    return { file: target, created: true, change: { target, before: undefined, after } };
   }
   const parsed = parseYamlFile(text);
   if (!parsed.ok) {
@@ -98,9 +97,9 @@ async function writeUnderLock(
   if (doc === undefined) return creating ? appendSecret(target, text, request) : 'moved';
   applySecretPatch(doc, request.mutate(secretValues(doc)));
   const next = replaceDocument(text, parsed.docs, index);
-  if (next === text) return { file: target, created: false, changed: false };
+  if (next === text) return { file: target, created: false };
   await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: false, changed: true, change: { target, before: text, after: next } };
+  return { file: target, created: false, change: { target, before: text, after: next } };
 }
 
 /** `<name>.yaml` exists but holds other objects: add the Secret as a new document at its end. */
@@ -111,7 +110,7 @@ async function appendSecret(target: string, text: string, request: UpdateSecretR
   const separator = text === '' || text.endsWith('\n') ? '' : '\n';
   const next = `${text}${separator}---\n${newSecretText(request.name, values)}`;
   await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: true, changed: true, change: { target, before: text, after: next } };
+  return { file: target, created: true, change: { target, before: text, after: next } };
 }
 
 /**
