@@ -10,8 +10,11 @@ import { canOffline } from './rbac/offline.js';
 async function loadProblemsAndSettings(dir: string) {
   const loaded = await loadDirectory(dir, EMPTY_MEMORY);
   const { settings, problems } = parseSettings(loaded.snapshot);
-  // What the store could not read at all: a file that does not parse may hold any object.
-  const unread = [...loaded.rejectedFiles, ...loaded.rejectedObjects.filter((r) => r.key === `ConfigMap/${RBAC_CM}`).map((r) => r.key)];
+  // What could hold the policy but was not read: any file that does not parse, and a rejected svc-rbac-cm.
+  const unread = [
+    ...loaded.rejectedFiles.map((file) => ({ what: file, problems: loaded.problems.filter((p) => p.source === file) })),
+    ...loaded.rejectedObjects.filter((r) => r.key === `ConfigMap/${RBAC_CM}`).map((r) => ({ what: r.key, problems: r.problems })),
+  ];
   return { settings, problems: [...loaded.problems, ...problems], unread };
 }
 
@@ -57,8 +60,8 @@ export async function runRbacCan(dir: string, q: RbacQuestion, out: Writable, er
   const { settings, problems, unread } = await loadProblemsAndSettings(dir);
   if (unread.length > 0) {
     // A gate that reads "no" (or "yes") from half a policy is worse than no answer.
-    for (const problem of problems.filter((p) => unread.includes(p.source) || p.source === RBAC_CM)) err.write(`${formatProblem(problem)}\n`);
-    err.write(`no answer: ${RBAC_CM} may be in what could not be read (${unread.join(', ')}); fix it first\n`);
+    for (const problem of unread.flatMap((u) => u.problems)) err.write(`${formatProblem(problem)}\n`);
+    err.write(`no answer: ${RBAC_CM} may be in what could not be read (${unread.map((u) => u.what).join(', ')}); fix it first\n`);
     return 1;
   }
   for (const problem of problems.filter((p) => p.source === RBAC_CM)) err.write(`warning: ${formatProblem(problem)}\n`);
