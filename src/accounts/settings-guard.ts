@@ -9,7 +9,7 @@
  */
 import { SETTINGS_CM } from '../config/manifests.js';
 import { formatProblem, type ConfigProblem } from '../config/problems.js';
-import type { ConfigStore, SecretPatch } from '../config/store.js';
+import { patchedValues, type ConfigStore, type SecretPatch } from '../config/store.js';
 import { Unavailable } from '../errors.js';
 import { accountProblems } from './config.js';
 
@@ -26,8 +26,7 @@ export function unreadableAccount(name: string, problems: readonly ConfigProblem
  * now) with svc-cm as the store holds it; throws unreadableAccount otherwise.
  */
 export function patchThatTakesEffect(store: ConfigStore, name: string, secret: Readonly<Record<string, string>>, patch: SecretPatch): SecretPatch {
-  const after: Record<string, string> = { ...secret, ...patch.set };
-  for (const key of patch.delete ?? []) delete after[key];
+  const after = patchedValues(secret, patch);
   const cm = store.current().configMaps.get(SETTINGS_CM)?.data ?? {};
   const problems = accountProblems(name, cm, after);
   if (problems.length > 0) throw unreadableAccount(name, problems);

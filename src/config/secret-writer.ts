@@ -11,7 +11,7 @@ import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
 import { listYamlFiles } from './load-dir.js';
-import type { SecretPatch } from './store.js';
+import { patchedValues, type SecretPatch } from './store.js';
 import {
   applySecretPatch,
   findSecretDoc,
@@ -81,10 +81,7 @@ async function writeUnderLock(
   const text = await readIfExists(target);
   if (text === undefined) {
     if (!creating) return 'moved';
-    const patch = request.mutate({});
-    const values = { ...(patch.set ?? {}) };
-    for (const key of patch.delete ?? []) delete values[key];
-    const after = newSecretText(request.name, values);
+    const after = newSecretText(request.name, patchedValues({}, request.mutate({})));
     await writeFileAtomic(target, after, { mode: SECRET_FILE_MODE, exclusive: true });
     return { file: target, created: true, change: { target, before: undefined, after } };
   }
@@ -104,11 +101,8 @@ async function writeUnderLock(
 
 /** `<name>.yaml` exists but holds other objects: add the Secret as a new document at its end. */
 async function appendSecret(target: string, text: string, request: UpdateSecretRequest): Promise<UpdateSecretResult> {
-  const patch = request.mutate({});
-  const values = { ...(patch.set ?? {}) };
-  for (const key of patch.delete ?? []) delete values[key];
   const separator = text === '' || text.endsWith('\n') ? '' : '\n';
-  const next = `${text}${separator}---\n${newSecretText(request.name, values)}`;
+  const next = `${text}${separator}---\n${newSecretText(request.name, patchedValues({}, request.mutate({})))}`;
   await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
   return { file: target, created: true, change: { target, before: text, after: next } };
 }

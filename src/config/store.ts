@@ -10,6 +10,13 @@ export interface SecretPatch {
   readonly delete?: readonly string[];
 }
 
+/** `current` with `patch` applied: what the Secret's keys will be once it is written. */
+export function patchedValues(current: Readonly<Record<string, string>>, patch: SecretPatch): Record<string, string> {
+  const values: Record<string, string> = { ...current, ...(patch.set ?? {}) };
+  for (const key of patch.delete ?? []) delete values[key];
+  return values;
+}
+
 export type SnapshotListener = (snapshot: StoreSnapshot) => void;
 
 export interface ConfigStore {
