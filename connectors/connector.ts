@@ -1,0 +1,90 @@
+/**
+ * The contract between the bundled identity provider and the sources it signs users in from.
+ * A connector turns a login at its upstream into one `Identity`; it never sees sessions, tokens,
+ * clients, Koa or the raw HTTP request. Two kinds, as Dex has them:
+ *
+ * - `password`: svc renders its own form and hands the connector a username and a password (LDAP);
+ * - `browser`: the browser leaves for the upstream and comes back to `<url>/api/idp/callback`
+ *   (OAuth2/OIDC by redirect, SAML by HTTP-POST). The callback URL is svc's, never configuration.
+ *
+ * Parsing is apart from opening: `ConnectorType.parse` checks a config and opens nothing, so
+ * `svc-server validate` can run it; the factory it returns is called by the registry with the
+ * dependencies (fetch with the TLS policy applied, clock, scoped logger).
+ */
+import type { Logger } from 'pino';
+import type { ScopedSink } from '../src/config/problems.js';
+import type { SecretLookup } from '../src/config/secret-ref.js';
+
+/** All the identity provider learns about a login. */
+export interface Identity {
+  /** Stable upstream id: `federated_claims.user_id`, and with the connector id the source of `sub`. */
+  readonly userId: string;
+  readonly username: string;
+  readonly preferredUsername?: string;
+  readonly email?: string;
+  readonly emailVerified: boolean;
+  /** Read at login only (SPEC rule 2). */
+  readonly groups: readonly string[];
+  /** Opaque state the connector needs to refresh this identity later (an LDAP DN, a refresh token). */
+  readonly connectorData?: string;
+}
+
+export interface LoginContext {
+  /** Always `<url>/api/idp/callback`. */
+  readonly callbackUrl: string;
+  readonly wantGroups: boolean;
+  readonly signal: AbortSignal;
+}
+
+/** The form svc renders; `null` from login means wrong credentials, a throw means trouble upstream. */
+export interface PasswordConnector {
+  readonly kind: 'password';
+  /** The label of the username field ("Username", "Email", as `usernamePrompt` says). */
+  readonly prompt: string;
+  login(username: string, password: string, ctx: LoginContext): Promise<Identity | null>;
+  refresh?(identity: Identity, ctx: LoginContext): Promise<Identity | null>;
+  close?(): Promise<void>;
+}
+
+export type BrowserStart = { readonly saved?: string } &
+  (
+    | { readonly via: 'redirect'; readonly url: string }
+    | { readonly via: 'post'; readonly action: string; readonly fields: Readonly<Record<string, string>> }
+  );
+
+/** OAuth2/OIDC (redirect) and SAML (POST binding): the browser leaves and comes back. */
+export interface BrowserConnector {
+  readonly kind: 'browser';
+  /** `state` goes upstream and comes back; `saved` is kept server-side for complete() (PKCE verifier, request id). */
+  begin(state: string, ctx: LoginContext): Promise<BrowserStart>;
+  complete(params: URLSearchParams, saved: string | undefined, ctx: LoginContext): Promise<Identity>;
+  refresh?(identity: Identity, ctx: LoginContext): Promise<Identity | null>;
+  close?(): Promise<void>;
+}
+
+export type Connector = PasswordConnector | BrowserConnector;
+
+export interface ConnectorDeps {
+  /** TLS policy (system roots plus rootCA, or the insecure switch) already applied. */
+  readonly fetch: typeof globalThis.fetch;
+  readonly now: () => Date;
+  /** Already scoped with the connector's type and id. */
+  readonly log: Logger;
+}
+
+export interface ParseInput {
+  /** The connector's `config` map as written, secret references not yet resolved. */
+  readonly raw: unknown;
+  readonly secrets: SecretLookup;
+  /** Scoped at `svc-cm: idp.config: connectors[i].config`. */
+  readonly at: ScopedSink;
+}
+
+export type ConnectorFactory = (deps: ConnectorDeps) => Connector;
+
+/** Exported by each connectors/<type>/index.ts. */
+export interface ConnectorType {
+  readonly type: string;
+  /** The factory, or undefined after reporting every problem to `at`. Opens nothing. */
+  parse(input: ParseInput): ConnectorFactory | undefined;
+}
