@@ -69,7 +69,7 @@ stringData:
   admin.password: '${hash}'
 `);
 const svcPort = await freePort();
-const svc = spawn(process.execPath, ['--import', 'tsx', 'src/server-cli.ts', '--config', dir, '--listen', `127.0.0.1:${svcPort}`, '--workers', '1'], {
+const svc = spawn(process.execPath, ['--import', 'tsx', 'src/commands/svc-server.ts', '--config', dir, '--listen', `127.0.0.1:${svcPort}`, '--workers', '1'], {
   cwd: root,
   env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   stdio: ['ignore', 'ignore', 'inherit'],

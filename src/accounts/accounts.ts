@@ -6,7 +6,7 @@
  */
 import { AccountNotFound, PermissionDenied } from '../errors.js';
 import type { Rights } from '../rbac/rights.js';
-import { subjectsOf, type Principal } from '../session/principal.js';
+import { subjectsOf, type Principal } from '../principal.js';
 import type { AccountSettings, Capability } from './config.js';
 
 export type AccountAction = 'get' | 'update';

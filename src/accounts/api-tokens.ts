@@ -15,11 +15,23 @@ import { SETTINGS_SECRET } from '../config/manifests.js';
 import { ProblemSink } from '../config/problems.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from '../errors.js';
-import type { TokenSigner } from '../session/tokens.js';
 import type { Accounts } from './accounts.js';
 import { patchThatTakesEffect, unreadableAccount } from './settings-guard.js';
 
 /** Starts with a letter or digit: the id is a path segment of DELETE …/token/{id}, where `.` and `..` are dot segments. */
+/** The claims of an API token; the session module signs them (accounts knows nothing of JWTs). */
+export interface ApiTokenClaims {
+  readonly username: string;
+  readonly kind: 'apiKey';
+  readonly jti: string;
+  readonly iat: number;
+  readonly exp: number | undefined;
+}
+
+export interface ApiTokenSigner {
+  sign(claims: ApiTokenClaims): Promise<string>;
+}
+
 const TOKEN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Past this, `exp` stops being a plain date (and near 2^53 s, a safe integer); 0 means "never". */
 const MAX_EXPIRES_IN_SECONDS = 100 * 365.25 * 24 * 3600;
@@ -38,7 +50,7 @@ export interface ApiTokens {
 export interface ApiTokensDeps {
   readonly store: ConfigStore;
   readonly accounts: Pick<Accounts, 'find'>;
-  readonly signer: TokenSigner;
+  readonly signer: ApiTokenSigner;
   readonly now: () => number;
 }
 

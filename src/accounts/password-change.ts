@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, PermissionDenied } from '../errors.js';
-import type { Principal } from '../session/principal.js';
+import type { Principal } from '../principal.js';
 import type { Accounts } from './accounts.js';
 import { checkNewPassword, hashPassword, passwordKeys } from './passwords.js';
 import { patchThatTakesEffect } from './settings-guard.js';

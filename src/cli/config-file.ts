@@ -16,8 +16,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { writeFileAtomic } from '../config/atomic-file.js';
-import { errorCode, withFileLock } from '../config/file-lock.js';
+import { writeFileAtomic } from '../lib/atomic-file.js';
+import { errorCode, withFileLock } from '../lib/file-lock.js';
 import { CliError } from './errors.js';
 
 export const CONFIG_FILE_MODE = 0o600;

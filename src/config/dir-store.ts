@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { createSerialQueue } from './file-lock.js';
+import { createSerialQueue } from '../lib/file-lock.js';
 import { EMPTY_MEMORY, loadDirectory, snapshotFingerprint, type LoadMemory, type LoadResult } from './load-dir.js';
 import { EMPTY_SNAPSHOT, type StoreSnapshot } from './manifests.js';
 import { formatProblem, type ConfigProblem } from './problems.js';

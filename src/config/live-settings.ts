@@ -5,20 +5,20 @@
  */
 import type { Logger } from 'pino';
 import { formatProblem, type ConfigProblem } from './problems.js';
-import { parseSettings, type Settings } from './settings.js';
+import type { SettingsParser } from './settings.js';
 import type { ConfigStore } from './store.js';
 
-export interface LiveSettings {
-  current(): Settings;
+export interface LiveSettings<S> {
+  current(): S;
   problems(): readonly ConfigProblem[];
-  onChange(listener: (settings: Settings, previous: Settings) => void): () => void;
+  onChange(listener: (settings: S, previous: S) => void): () => void;
   close(): void;
 }
 
-export function createLiveSettings(store: ConfigStore, log: Logger): LiveSettings {
+export function createLiveSettings<S>(store: ConfigStore, parseSettings: SettingsParser<S>, log: Logger): LiveSettings<S> {
   let { settings, problems } = parseSettings(store.current());
   logNewProblems(problems, [], log);
-  const listeners = new Set<(settings: Settings, previous: Settings) => void>();
+  const listeners = new Set<(settings: S, previous: S) => void>();
 
   const unsubscribe = store.onChange((snapshot) => {
     const previous = settings;

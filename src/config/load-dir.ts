@@ -10,7 +10,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationObject, ConfigMapObject, SecretObject, StoreSnapshot } from './manifests.js';
 import { readManifest } from './manifests.js';
-import { errorCode } from './file-lock.js';
+import { errorCode } from '../lib/file-lock.js';
 import { ProblemSink, type ConfigProblem } from './problems.js';
 import { documentsToJS, parseYamlFile } from './yaml-edit.js';
 

@@ -8,8 +8,8 @@
  */
 import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from './atomic-file.js';
-import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
+import { writeFileAtomic } from '../lib/atomic-file.js';
+import { errorCode, withFileLock, type LockOptions } from '../lib/file-lock.js';
 import { listYamlFiles } from './load-dir.js';
 import { patchedValues, type SecretPatch } from './store.js';
 import {

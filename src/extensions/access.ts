@@ -5,12 +5,11 @@
  * backend for the cluster (404 no_backend). Pure and synchronous: no HTTP, no await, so the
  * settings read here and the connection pool picked right after belong to one configuration.
  */
-import type { Application } from '../apps/catalog.js';
-import type { Settings } from '../config/settings.js';
+import type { AppCatalog, Application } from '../apps/catalog.js';
 import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
 import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
-import { subjectsOf, type Principal } from '../session/principal.js';
+import { subjectsOf, type Principal } from '../principal.js';
 import type { BackendService, ExtensionConfig } from './config.js';
 import { selectBackend } from './select-backend.js';
 
@@ -20,6 +19,12 @@ export const EXTENSION_ACTION = '*';
 
 /** `<namespace>/<name>`: a DNS-1123 label, then a DNS-1123 subdomain (dot-separated labels, as Kubernetes checks them). */
 const APPLICATION_NAME = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The settings these checks read. */
+export interface AccessSettings {
+  readonly extensions: readonly ExtensionConfig[];
+  readonly catalog: AppCatalog;
+}
 
 export interface ExtensionRequest {
   readonly name: string;
@@ -43,7 +48,7 @@ export interface ExtensionRoute {
 const byName = new WeakMap<readonly ExtensionConfig[], ReadonlyMap<string, ExtensionConfig>>();
 
 /** The configured extension by name (enabled or not), indexed once per configuration. */
-export function findExtension(settings: Settings, name: string): ExtensionConfig | undefined {
+export function findExtension(settings: AccessSettings, name: string): ExtensionConfig | undefined {
   let index = byName.get(settings.extensions);
   if (index === undefined) {
     index = new Map(settings.extensions.map((e) => [e.name, e]));
@@ -52,7 +57,7 @@ export function findExtension(settings: Settings, name: string): ExtensionConfig
   return index.get(name);
 }
 
-export function routeExtensionRequest(request: ExtensionRequest, settings: Settings, rights: Pick<Rights, 'can'>): ExtensionRoute {
+export function routeExtensionRequest(request: ExtensionRequest, settings: AccessSettings, rights: Pick<Rights, 'can'>): ExtensionRoute {
   const extension = enabledExtension(settings, request.name);
   const principal = request.principal;
   if (principal === undefined) throw request.authError ?? new Unauthenticated();
@@ -64,14 +69,14 @@ export function routeExtensionRequest(request: ExtensionRequest, settings: Setti
   return { extension, principal, application, backend: selectBackend(extension, application, settings.catalog) };
 }
 
-function enabledExtension(settings: Settings, name: string): ExtensionConfig {
+function enabledExtension(settings: AccessSettings, name: string): ExtensionConfig {
   const extension = findExtension(settings, name);
   if (extension === undefined) throw new ExtensionNotFound(`extension '${printable(name)}' is not configured`);
   if (!extension.enabled) throw new ExtensionNotFound(`extension '${extension.name}' is not enabled`);
   return extension;
 }
 
-function namedApplication(header: string | InvalidRequest | undefined, settings: Settings): Application | undefined {
+function namedApplication(header: string | InvalidRequest | undefined, settings: AccessSettings): Application | undefined {
   if (header instanceof InvalidRequest) throw header;
   if (header === undefined || header === '') return undefined;
   if (!APPLICATION_NAME.test(header)) {

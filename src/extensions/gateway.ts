@@ -17,20 +17,16 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { LiveSettings } from '../config/live-settings.js';
-import { ExtensionNotFound, SvcError, Unauthenticated } from '../errors.js';
-import { bearerToken } from '../http/auth.js';
-import { sessionCookieOf } from '../http/cookies.js';
+import { ExtensionNotFound } from '../errors.js';
+import { hostOf, protocolOf, type Caller, type ReadCaller } from '../http/caller.js';
 import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import { requestIdFrom } from '../http/request-id.js';
-import { cookieRefusal, isSafeMethod } from '../http/same-origin.js';
 import type { Rights } from '../rbac/rights.js';
-import type { Authenticator } from '../session/authenticate.js';
-import type { Principal } from '../session/principal.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
 import { declaresBody } from '../http/body.js';
+import type { ProxySettingsSource } from './deps.js';
 import { forwardHeaders } from './headers.js';
 import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
@@ -40,9 +36,9 @@ import { backendTarget, forwardContextOf } from './target.js';
 export const GATEWAY_ROUTE = '/api/v1/extensions/:name';
 
 export interface GatewayDeps {
-  readonly settings: Pick<LiveSettings, 'current'>;
+  readonly settings: Pick<ProxySettingsSource, 'current'>;
   readonly rights: Pick<Rights, 'can'>;
-  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known'>;
+  readonly readCaller: ReadCaller;
   readonly pools: BackendPools;
   readonly metrics: ExtensionMetrics;
   readonly httpMetrics: Pick<HttpMetrics, 'record'>;
@@ -56,14 +52,6 @@ export interface GatewayRequest {
   readonly query: string;
   readonly path: string;
 }
-
-/** Who is asking, as far as the token tells: a principal, the reason a sent token was refused, or neither. */
-interface Caller {
-  readonly principal: Principal | undefined;
-  readonly authError: SvcError | undefined;
-}
-
-const ANONYMOUS: Caller = { principal: undefined, authError: undefined };
 
 export type Gateway = (req: IncomingMessage, res: ServerResponse, request: GatewayRequest) => void;
 
@@ -105,24 +93,13 @@ class Exchange {
     this.res.on('close', () => this.observe(extension?.name));
     if (this.request.name === '') throw new ExtensionNotFound('name an extension: /api/v1/extensions/<name>[/<path>]');
     const req = this.req;
-    const bearer = bearerToken(req.headers.authorization);
-    const token = bearer ?? sessionCookieOf(req.headers.cookie);
-    if (token === undefined) return this.proceed(ANONYMOUS);
-    if (bearer === undefined && !isSafeMethod(req.method)) {
-      const refusal = cookieRefusal(req.method, req.headers.origin, { host: hostOf(req), protocol: protocolOf(req) }, this.deps.settings.current().url);
-      if (refusal !== undefined) return this.proceed({ principal: undefined, authError: refusal });
-    }
-    let principal: Principal | undefined;
-    try {
-      principal = this.deps.authenticator.known(token);
-    } catch (err: unknown) {
-      return this.proceed(refused(err));
-    }
-    if (principal !== undefined) return this.proceed({ principal, authError: undefined });
-    this.deps.authenticator.authenticate(token).then(
-      (found) => this.guarded(() => this.proceed({ principal: found, authError: undefined })),
-      (err: unknown) => this.guarded(() => this.proceed(refused(err))),
-    );
+    const caller = this.deps.readCaller({ method: req.method, headers: req.headers, protocol: protocolOf(req.socket) }, 'request');
+    if (caller instanceof Promise) {
+      caller.then(
+        (found) => this.guarded(() => this.proceed(found)),
+        (err: unknown) => this.guarded(() => this.fail(err)),
+      );
+    } else this.proceed(caller);
   }
 
   /** After an await nothing above catches: a failure becomes the error reply here. */
@@ -153,7 +130,7 @@ class Exchange {
         origin: url.origin,
         method: req.method ?? 'GET',
         path,
-        headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req), req.socket.remoteAddress ?? '', protocolOf(req))),
+        headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocolOf(req.socket))),
         body: declaresBody(req.headers) ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
         idleMs: route.extension.idleConnTimeoutMs,
         queueMs: QUEUE_WAIT_MS,
@@ -191,20 +168,4 @@ class Exchange {
       this.deps.log.debug({ requestId: this.requestId, method, path: this.request.path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
     }
   }
-}
-
-function refused(err: unknown): Caller {
-  if (err instanceof Unauthenticated) return { principal: undefined, authError: err };
-  throw err;
-}
-
-/** As Koa reads ctx.host without a trusted proxy: the Host header (HTTP/2's :authority first). */
-function hostOf(req: IncomingMessage): string {
-  const host = (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
-  const comma = host.indexOf(',');
-  return comma === -1 ? host : host.slice(0, comma).trim();
-}
-
-function protocolOf(req: IncomingMessage): string {
-  return (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
 }

@@ -1,52 +1,38 @@
 /**
- * The extension proxy wired onto the server: `handle` answers `/api/v1/extensions/*` on the raw
- * HTTP request (gateway.ts, before Koa), `attach` answers the WebSocket upgrades (upgrade.ts).
- * Both share the backend pools, which follow the configuration, and the per-extension metrics.
- * The server reads the path once (http/request-target.ts, as Koa reads ctx.path), so an
+ * The extension proxy: `handle` answers `/api/v1/extensions/*` on the raw HTTP request
+ * (gateway.ts, before Koa), `upgrade` answers WebSocket handshakes there (websocket.ts). Both
+ * share the backend pools, which follow the configuration, and the per-extension metrics. The
+ * server reads the path once (http/request-target.ts, as Koa reads ctx.path), so an
  * absolute-form request target is routed the same way on both sides.
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type Koa from 'koa';
-import type { Logger } from 'pino';
-import type { LiveSettings } from '../config/live-settings.js';
-import type { HttpMetrics } from '../http/metrics.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { RequestTarget } from '../http/request-target.js';
-import type { AppState } from '../http/state.js';
-import type { Rights } from '../rbac/rights.js';
-import type { Authenticator } from '../session/authenticate.js';
+import type { ExtensionProxyDeps } from './deps.js';
 import { createGateway } from './gateway.js';
 import { createExtensionMetrics } from './metrics.js';
 import { createBackendPools } from './pools.js';
 import { splitExtensionPath } from './target.js';
-import { createUpgradeHandler, type UpgradeHandler } from './upgrade.js';
-
-export interface ExtensionProxyDeps {
-  readonly settings: Pick<LiveSettings, 'current' | 'onChange'>;
-  readonly rights: Pick<Rights, 'can'>;
-  readonly log: Logger;
-  readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
-  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known'>;
-}
+import { relayWebSocket } from './websocket.js';
 
 export interface ExtensionProxy {
   /** Answers the request when it is an extension request (true); false leaves it to the app. */
   handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): boolean;
-  /** Answers the server's upgrades (upgrade.ts); `authenticate` is the app's auth middleware. */
-  attach(server: Server, authenticate: Koa.Middleware<AppState>): void;
-  /** Cuts the connections the HTTP server no longer tracks (WebSocket relays, handshakes): shutdown's deadline. */
-  closeConnections(): void;
+  /**
+   * Relays a WebSocket handshake under /api/v1/extensions/ (true); false leaves it to the
+   * server's upgrade handling. `track` keeps the backend socket for shutdown.
+   */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer, target: RequestTarget, track: (socket: Socket) => void): boolean;
   close(): Promise<void>;
 }
 
-export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
+export function createExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const pools = createBackendPools(deps.log);
   const metrics = createExtensionMetrics(deps.httpMetrics.registry);
   const unsubscribe = deps.settings.onChange((next, previous) => {
     if (next.extensions !== previous.extensions) pools.retain(next.extensions);
   });
   const gateway = createGateway({ ...deps, pools, metrics });
-  const upgrades: UpgradeHandler[] = [];
-  const closeConnections = (): void => upgrades.forEach((u) => u.destroyAll());
   return {
     handle(req, res, { path, query }) {
       const extension = splitExtensionPath(path);
@@ -56,15 +42,14 @@ export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
       gateway(req, res, { name: extension.name, rest: extension.rest, query, path });
       return true;
     },
-    attach(server, authenticate) {
-      const upgrade = createUpgradeHandler({ ...deps, metrics, authenticate, serveHttp: (req, res) => server.emit('request', req, res) });
-      upgrades.push(upgrade);
-      server.on('upgrade', upgrade.listener);
+    upgrade(req, socket, head, { path, query }, track) {
+      const extension = splitExtensionPath(path);
+      if (extension === undefined) return false;
+      relayWebSocket({ ...deps, metrics, track }, req, { name: extension.name, rest: extension.rest, path, query }, head, socket);
+      return true;
     },
-    closeConnections,
     async close() {
       unsubscribe();
-      closeConnections();
       await pools.close();
     },
   };

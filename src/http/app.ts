@@ -1,5 +1,6 @@
 /**
- * Assembles the Koa app from middleware and routers built elsewhere (src/server.ts wires them).
+ * Assembles the Koa app from middleware, routers and mounted sub-apps built elsewhere (src/main/
+ * wires them).
  * Extension requests never get here: the server hands them to src/extensions/gateway.ts first.
  * No X-Forwarded-* header is trusted (Koa's `proxy` stays off), as in the gateway.
  */
@@ -18,6 +19,8 @@ export interface AppDeps {
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
   readonly routers: readonly Router<AppState>[];
+  /** Sub-applications under a path prefix (koa-mount), after the routers. */
+  readonly mounts?: readonly Koa.Middleware<AppState>[];
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -33,6 +36,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  for (const mounted of deps.mounts ?? []) app.use(mounted);
   app.use(noRoute);
   // Koa logs errors itself unless told otherwise; ours are already logged with the request id.
   app.silent = true;

@@ -1,7 +1,7 @@
 /** What middleware leaves on `ctx.state` for later middleware and routes. Typed once, never cast. */
 import type { Logger } from 'pino';
 import type { SvcError } from '../errors.js';
-import type { Principal } from '../session/principal.js';
+import type { Principal } from '../principal.js';
 
 export interface AppState {
   requestId: string;

@@ -4,7 +4,7 @@
  * rejected unless skipAudienceCheckWhenTokenHasNoAudience is true.
  */
 import { z } from 'zod';
-import { parseDuration } from '../config/duration.js';
+import { parseDuration } from '../lib/duration.js';
 import type { ScopedSink } from '../config/problems.js';
 import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
 import { parseYamlValue } from '../config/yaml-value.js';

@@ -1,28 +1,25 @@
 /**
- * Token -> Principal. svc's own tokens are checked here (signature, then every validity rule);
- * tokens of another issuer (SSO) go to the verifiers registered for it, so the SSO feature can
- * plug in without this file knowing about OIDC.
+ * Token -> Principal, for every issuer alike. The verifier of the token's issuer (verifier.ts)
+ * checks signature, time and its own rules; then the same revocation check applies to every
+ * token, svc's own and SSO ones, so a logout holds whoever issued the token.
  *
- * Two entry points: `authenticate` (any token, may await the signature check, an SSO verifier or
- * a state-backend look-up) and `known` (synchronous, for the proxy's hot path: a token already
- * verified whose revocation this replica can answer from memory; undefined when it cannot, and
- * the caller then awaits `authenticate`). Both apply the same rules in the same order.
+ * Two entry points: `authenticate` (any token, may await a signature check, a verifier's key
+ * fetch or a state-backend look-up) and `known` (synchronous, for the proxy's hot path: a token
+ * a verifier has already accepted, whose revocation this replica can answer from memory;
+ * undefined when it cannot, and the caller then awaits `authenticate`). Both apply the same
+ * rules in the same order.
  */
-import type { AccountSettings } from '../accounts/config.js';
 import { Unauthenticated } from '../errors.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../principal.js';
 import type { Revocation } from './revocation.js';
-import { ISSUER, unverifiedIssuer, type TokenClaims, type TokenSigner } from './tokens.js';
-import { checkAccount, checkValidity, REVOKED } from './validity.js';
-
-/** Verifies a token of a foreign issuer; undefined means "not mine". Throws Unauthenticated. */
-export type ExternalVerifier = (token: string, issuer: string) => Promise<Principal | undefined>;
+import { unverifiedIssuer } from './tokens.js';
+import { REVOKED } from './validity.js';
+import type { TokenVerifier } from './verifier.js';
 
 export interface AuthenticatorDeps {
-  readonly signer: TokenSigner;
-  readonly accounts: () => ReadonlyMap<string, AccountSettings>;
-  readonly revocation: Revocation;
-  readonly external?: readonly ExternalVerifier[];
+  /** svc's own first: it answers most requests, and `known` asks each in order. */
+  readonly verifiers: readonly TokenVerifier[];
+  readonly revocation: Pick<Revocation, 'isRevoked' | 'revokedNow'>;
 }
 
 export type Authenticate = (token: string) => Promise<Principal>;
@@ -34,55 +31,43 @@ export interface Authenticator {
 }
 
 export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
-  /** One principal per verified claims object (the signer caches those per token), not one per request. */
-  const principals = new WeakMap<TokenClaims, Principal>();
-  function principalOf(claims: TokenClaims): Principal {
-    let principal = principals.get(claims);
-    if (principal === undefined) {
-      principal = {
-        username: claims.username,
-        groups: [],
-        issuer: ISSUER,
-        kind: claims.kind === 'login' ? 'session' : 'apiKey',
-        tokenId: claims.jti,
-        expiresAt: claims.exp,
-      };
-      principals.set(claims, principal);
+  const verifiers = deps.verifiers;
+  const byIssuer = new Map<string, TokenVerifier>();
+  for (const verifier of verifiers) {
+    if (byIssuer.has(verifier.issuer)) throw new Error(`two token verifiers for issuer '${verifier.issuer}'`);
+    byIssuer.set(verifier.issuer, verifier);
+  }
+
+  /** A token some verifier accepted before: no issuer decoding (it costs as much as the rest of a cached check). */
+  function knownPrincipal(token: string): Principal | undefined {
+    for (let i = 0; i < verifiers.length; i++) {
+      const principal = (verifiers[i] as TokenVerifier).known(token);
+      if (principal !== undefined) return principal;
     }
-    return principal;
+    return undefined;
   }
 
   return {
     async authenticate(token) {
-      // A token verified before under the current key is ours: no issuer decoding (it costs as
-      // much as the rest of a cached check) and one cache look-up, not two.
-      const known = deps.signer.knownClaims(token);
-      if (known === undefined) {
+      let principal = knownPrincipal(token);
+      if (principal === undefined) {
         const issuer = unverifiedIssuer(token);
         if (issuer === undefined) throw new Unauthenticated('token is invalid');
-        if (issuer !== ISSUER) return authenticateExternal(token, issuer, deps.external ?? []);
+        const verifier = byIssuer.get(issuer);
+        if (verifier === undefined) throw new Unauthenticated('token issuer is not accepted');
+        principal = await verifier.verify(token);
       }
-      const claims = known ?? (await deps.signer.verify(token));
-      await checkValidity(claims, deps);
-      return principalOf(claims);
+      if (await deps.revocation.isRevoked(principal.tokenId)) throw new Unauthenticated(REVOKED);
+      return principal;
     },
 
     known(token) {
-      const claims = deps.signer.knownClaims(token);
-      if (claims === undefined) return undefined;
-      checkAccount(claims, deps);
-      const revoked = deps.revocation.revokedNow(claims.jti);
+      const principal = knownPrincipal(token);
+      if (principal === undefined) return undefined;
+      const revoked = deps.revocation.revokedNow(principal.tokenId);
       if (revoked === undefined) return undefined;
       if (revoked) throw new Unauthenticated(REVOKED);
-      return principalOf(claims);
+      return principal;
     },
   };
-}
-
-async function authenticateExternal(token: string, issuer: string, verifiers: readonly ExternalVerifier[]): Promise<Principal> {
-  for (const verify of verifiers) {
-    const principal = await verify(token, issuer);
-    if (principal !== undefined) return principal;
-  }
-  throw new Unauthenticated('token issuer is not accepted');
 }

@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { openDirStore } from '../../src/config/dir-store.js';
 import { createLiveSettings } from '../../src/config/live-settings.js';
+import { parseSettings } from '../../src/main/settings.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 
 describe('config/live-settings', () => {
@@ -22,7 +23,7 @@ describe('config/live-settings', () => {
     });
     const log = pino({ level: 'warn' }, sink);
     const store = await openDirStore({ dir, log, watch: false });
-    const live = createLiveSettings(store, log);
+    const live = createLiveSettings(store, parseSettings, log);
     const warnings = () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg).filter((m) => m.startsWith('configuration problem'));
     try {
       expect(warnings()).to.deep.equal(['configuration problem: svc-cm: no.such.key: unknown key']);

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 
-const CLI = 'src/server-cli.ts';
+const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server', () => {
   describe('first start', () => {

@@ -9,6 +9,8 @@ import { expect } from 'chai';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { echoExtension, mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
 
 interface Replica {
   readonly url: string;
@@ -47,15 +49,18 @@ describe('two replicas sharing Redis and a config dir', function () {
   let dir: string;
   let a: Replica;
   let b: Replica;
+  let backend: Backend;
 
   before(async function () {
     redis = await startRedis();
-    dir = accountsConfigDir();
+    backend = await echoBackend('echo');
+    dir = accountsConfigDir({ cm: { 'extension.config': echoExtension(backend.url) }, rbac: { 'policy.csv': SSO_POLICY } });
     [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
   });
   after(async function () {
     await Promise.all([stopReplica(a), stopReplica(b)]);
     await redis?.stop();
+    await backend?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -89,5 +94,19 @@ describe('two replicas sharing Redis and a config dir', function () {
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
     expect(status).to.equal(200);
+  });
+
+  it('revokes a registered issuer\'s token on both replicas, on the API and the proxy, after a logout on one', async function () {
+    const token = await mintTestToken('sso-replicated', ['sso-team']);
+    for (const replica of [a, b]) {
+      expect((await call(replica.url, 'GET', '/api/v1/session/userinfo', { token })).body['username']).to.equal('sso-replicated');
+      expect((await call(replica.url, 'GET', '/api/v1/extensions/echo/x', { token })).status).to.equal(200);
+    }
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).body).to.deep.equal({ revoked: true });
+    for (const replica of [a, b]) {
+      expect((await call(replica.url, 'GET', '/api/v1/session/userinfo', { token })).body).to.deep.equal({ loggedIn: false });
+      const proxied = await call(replica.url, 'GET', '/api/v1/extensions/echo/x', { token });
+      expect(proxied.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+    }
   });
 });

@@ -1,7 +1,7 @@
 /** Starts a real svc server in this process on a free loopback port, with logs kept in memory. */
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
-import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/main/server.js';
 
 export interface TestServer extends RunningServer {
   /** Every log line so far, as text (to prove what never appears in logs). */

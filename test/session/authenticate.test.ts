@@ -8,6 +8,7 @@ import pino from 'pino';
 import type { AccountSettings } from '../../src/accounts/config.js';
 import { Unauthenticated } from '../../src/errors.js';
 import { createAuthenticator } from '../../src/session/authenticate.js';
+import { createLocalVerifier } from '../../src/session/local-verifier.js';
 import { createRevocation, type Revocation } from '../../src/session/revocation.js';
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { createMemoryState } from '../../src/state/memory.js';
@@ -27,7 +28,7 @@ describe('session/authenticate: known() and authenticate()', () => {
   });
 
   function authenticator(rev: Revocation = revocation) {
-    return createAuthenticator({ signer, accounts: () => new Map([['alice', account]]), revocation: rev });
+    return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]) })], revocation: rev });
   }
 
   async function refusal(run: () => unknown): Promise<string | undefined> {

@@ -7,7 +7,7 @@ import type { Accounts } from '../../accounts/accounts.js';
 import { isSelf } from '../../accounts/accounts.js';
 import type { ApiTokens } from '../../accounts/api-tokens.js';
 import type { ChangePassword } from '../../accounts/password-change.js';
-import { parseDuration } from '../../config/duration.js';
+import { parseDuration } from '../../lib/duration.js';
 import { InvalidRequest } from '../../errors.js';
 import type { LoginService } from '../../session/login.js';
 import { requirePrincipal } from '../auth.js';

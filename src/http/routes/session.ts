@@ -4,7 +4,7 @@
  */
 import Router from '@koa/router';
 import type { LoginService } from '../../session/login.js';
-import type { Principal } from '../../session/principal.js';
+import type { Principal } from '../../principal.js';
 import type { Revocation } from '../../session/revocation.js';
 import { StateUnavailable } from '../../state/state.js';
 import { Unavailable } from '../../errors.js';

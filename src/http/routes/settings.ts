@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import type { Settings } from '../../config/settings.js';
-import { publicSettings } from '../../settings-view.js';
+import { publicSettings, type PublicSettingsSource } from '../public-settings.js';
 import type { AppState } from '../state.js';
 
-export function settingsRoutes(settings: () => Settings): Router<AppState> {
+export function settingsRoutes(settings: () => PublicSettingsSource): Router<AppState> {
   const router = new Router<AppState>();
   router.get('/api/v1/settings', function showSettings(ctx) {
     ctx.body = publicSettings(settings());

@@ -1,11 +1,11 @@
 /** `svc-server validate` and `svc-server rbac can`: read a config dir once, open nothing else. */
 import { statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { EMPTY_MEMORY, loadDirectory } from './config/load-dir.js';
-import { RBAC_CM } from './config/manifests.js';
-import { formatProblem } from './config/problems.js';
-import { parseSettings } from './config/settings.js';
-import { canOffline } from './rbac/offline.js';
+import { EMPTY_MEMORY, loadDirectory } from '../config/load-dir.js';
+import { RBAC_CM } from '../config/manifests.js';
+import { formatProblem } from '../config/problems.js';
+import { parseSettings } from '../main/settings.js';
+import { canOffline } from '../rbac/offline.js';
 
 async function loadProblemsAndSettings(dir: string) {
   const loaded = await loadDirectory(dir, EMPTY_MEMORY);

@@ -1,5 +1,15 @@
 /** The settings anyone may read: no secret, no password, no key. Pure, so it is unit-tested alone. */
-import type { Settings } from './config/settings.js';
+import type { AccountSettings } from '../accounts/config.js';
+import type { IdpConfig } from '../idp/config.js';
+import type { OidcConfig } from '../oidc/config.js';
+
+/** The settings this view reads. */
+export interface PublicSettingsSource {
+  readonly url: string;
+  readonly oidc: OidcConfig | undefined;
+  readonly idp: IdpConfig | undefined;
+  readonly accounts: ReadonlyMap<string, AccountSettings>;
+}
 
 export interface PublicSettings {
   readonly url: string;
@@ -14,7 +24,7 @@ export interface PublicSettings {
   readonly userLoginsDisabled: boolean;
 }
 
-export function publicSettings(settings: Settings): PublicSettings {
+export function publicSettings(settings: PublicSettingsSource): PublicSettings {
   const oidc = settings.oidc;
   const userLoginsDisabled = ![...settings.accounts.values()].some((a) => a.enabled && a.capabilities.includes('login'));
   return {

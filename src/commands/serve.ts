@@ -8,11 +8,11 @@
  * growing delay; one that keeps dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { ensureInitialConfig } from './config/bootstrap.js';
-import { createLogger } from './log.js';
-import { startServer, type RunningServer, type ServerOptions } from './server.js';
+import { ensureInitialConfig } from '../config/bootstrap.js';
+import { createLogger } from '../main/log.js';
+import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 
-export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env'> {
+export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers'> {
   readonly workers: number;
 }
 

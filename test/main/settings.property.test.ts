@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import YAML from 'yaml';
 import { readManifest, type ConfigMapObject, type SecretObject, type StoreSnapshot } from '../../src/config/manifests.js';
 import { ConfigProblems, ProblemSink } from '../../src/config/problems.js';
-import { parseSettings, parseSettingsStrict } from '../../src/config/settings.js';
+import { parseSettings, parseSettingsStrict } from '../../src/main/settings.js';
 
 const KEYS = [
   'url', 'admin.enabled', 'accounts.alice', 'accounts.alice.enabled', 'accounts.Bad Name', 'extension.config', 'idp.config',

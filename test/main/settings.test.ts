@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { formatProblem } from '../../src/config/problems.js';
-import { parseSettings, DEFAULT_SESSION_DURATION_MS } from '../../src/config/settings.js';
+import { parseSettings } from '../../src/main/settings.js';
+import { DEFAULT_SESSION_DURATION_MS } from '../../src/session/settings-section.js';
 import type { ConfigMapObject, SecretObject, StoreSnapshot } from '../../src/config/manifests.js';
 import { createEnforcer } from '../../src/rbac/enforcer.js';
 

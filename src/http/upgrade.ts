@@ -4,8 +4,8 @@
  * the HTTP app, its header/request timeouts and the server's connection tracking. An upgrade left
  * unanswered therefore hangs forever and holds `server.close()`. So every one is answered here:
  *
- * - `Upgrade: websocket` under /api/v1/extensions/ (by the parsed pathname, as Koa's ctx.path
- *   reads it for HTTP, so absolute-form targets agree) → websocket.ts relays it;
+ * - `Upgrade: websocket` that a feature takes (the extension proxy, under /api/v1/extensions/,
+ *   by the parsed pathname as Koa's ctx.path reads it for HTTP) → that feature relays it;
  * - any other upgrade without a body (h2c from `curl --http2`, a WebSocket elsewhere) → served by
  *   the HTTP app as a plain request, the Upgrade ignored (RFC 9110 §7.8 allows it), on a
  *   connection closed after the response, since Node's parser has let go of it;
@@ -17,22 +17,19 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import Koa from 'koa';
 import { InvalidRequest } from '../errors.js';
-import type { AppState } from '../http/state.js';
-import type { ExtensionMetrics } from './metrics.js';
-import type { ExtensionProxyDeps } from './proxy.js';
-import { BAD_TARGET, requestTarget } from '../http/request-target.js';
-import { declaresBody } from '../http/body.js';
-import { splitExtensionPath } from './target.js';
-import { refuse, relayWebSocket } from './websocket.js';
+import { declaresBody } from './body.js';
+import { BAD_TARGET, requestTarget, type RequestTarget } from './request-target.js';
+import { refuse } from './socket-reply.js';
 
 /** Authentication and the checks: a client that says nothing for this long is let go. */
 export const HANDSHAKE_TIMEOUT_MS = 30_000;
 
-export interface UpgradeDeps extends ExtensionProxyDeps {
-  readonly metrics: ExtensionMetrics;
-  readonly authenticate: Koa.Middleware<AppState>;
+/** A feature's WebSocket relay: true when it took the handshake. `track` keeps a socket for shutdown. */
+export type WebSocketRoute = (req: IncomingMessage, socket: Socket, head: Buffer, target: RequestTarget, track: (socket: Socket) => void) => boolean;
+
+export interface UpgradeDeps {
+  readonly webSockets: readonly WebSocketRoute[];
   /** The HTTP app, for upgrades served as plain requests. */
   readonly serveHttp: (req: IncomingMessage, res: ServerResponse) => void;
 }
@@ -44,7 +41,6 @@ export interface UpgradeHandler {
 }
 
 export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
-  const koa = new Koa<AppState>();
   const open = new Set<Socket>();
   let closed = false;
   function track(socket: Socket): void {
@@ -53,7 +49,6 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
   }
-  const relayDeps = { ...deps, track };
   return {
     listener: function upgradeRequest(req, duplex, head) {
       // http.Server hands over the connection's net.Socket (a TLSSocket over https), typed as Duplex.
@@ -64,11 +59,10 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy());
       // The path the HTTP side routes by (as Koa's ctx.path, absolute-form included); a target
       // Node cannot parse is refused here, where a throw would take the process down.
-      const parsed = requestTarget(req);
-      if (parsed === undefined) return void refuse(socket, new InvalidRequest(BAD_TARGET));
-      const target = isWebSocket(req) ? splitExtensionPath(parsed.path) : undefined;
-      if (target !== undefined) relayWebSocket(relayDeps, koa.createContext(req, new ServerResponse(req)), target, head, socket);
-      else if (!declaresBody(req.headers)) serveAsHttp(deps.serveHttp, req, socket);
+      const target = requestTarget(req);
+      if (target === undefined) return void refuse(socket, new InvalidRequest(BAD_TARGET));
+      if (isWebSocket(req) && deps.webSockets.some((route) => route(req, socket, head, target, track))) return;
+      if (!declaresBody(req.headers)) serveAsHttp(deps.serveHttp, req, socket);
       else refuse(socket, new InvalidRequest('Upgrade is only supported for WebSockets under /api/v1/extensions/; send this request without it'));
     },
     destroyAll() {

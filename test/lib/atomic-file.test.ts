@@ -3,7 +3,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { expect } from 'chai';
-import { writeFileAtomic } from '../../src/config/atomic-file.js';
+import { writeFileAtomic } from '../../src/lib/atomic-file.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
 /**

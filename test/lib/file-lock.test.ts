@@ -3,7 +3,7 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withFileLock } from '../../src/config/file-lock.js';
+import { withFileLock } from '../../src/lib/file-lock.js';
 
 describe('config/file-lock', () => {
   /** Runs `writers` lock holders at once on `target`; returns the most that held it together. */

@@ -1,0 +1,27 @@
+/** What the extension proxy takes from the server, shared by its HTTP and WebSocket sides. */
+import type { Logger } from 'pino';
+import type { AppCatalog } from '../apps/catalog.js';
+import type { ReadCaller } from '../http/caller.js';
+import type { HttpMetrics } from '../http/metrics.js';
+import type { Rights } from '../rbac/rights.js';
+import type { ExtensionConfig } from './config.js';
+
+/** The part of the settings the proxy reads. */
+export interface ProxySettings {
+  readonly url: string;
+  readonly extensions: readonly ExtensionConfig[];
+  readonly catalog: AppCatalog;
+}
+
+export interface ProxySettingsSource {
+  current(): ProxySettings;
+  onChange(listener: (settings: ProxySettings, previous: ProxySettings) => void): () => void;
+}
+
+export interface ExtensionProxyDeps {
+  readonly settings: ProxySettingsSource;
+  readonly rights: Pick<Rights, 'can'>;
+  readonly log: Logger;
+  readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
+  readonly readCaller: ReadCaller;
+}

@@ -1,0 +1,109 @@
+/**
+ * Who is calling: the one reading of the caller, used by the Koa app (auth.ts), the proxy
+ * gateway (extensions/gateway.ts) and WebSocket handshakes (extensions/websocket.ts). It knows
+ * no transport: it takes a method, the request headers and the protocol the connection came
+ * over, and gives the principal, the token it came from, or the reason a sent token was refused.
+ *
+ * - The token: `Authorization: Bearer <token>`, else the `svc.token` cookie.
+ * - The cookie's origin rule (same-origin.ts): on a plain request it signs in a method that may
+ *   change something only from svc's own origin (else 401); on a WebSocket handshake, always
+ *   only from svc's own origin (else 403), since browsers send cookies on cross-site handshakes
+ *   and the Same-Origin Policy does not cover them. A bearer token cannot be planted by another
+ *   page, so it needs no check.
+ *
+ * Synchronous when the authenticator already knows the token (the proxy's fast path makes no
+ * promise then); a promise otherwise. A refusal is data (authError), not a throw: public routes
+ * still work with a stale cookie, and routes that need a caller answer with the reason. Any
+ * other failure (the state backend is down) is thrown or rejects, for a 503.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
+import { printable } from '../lib/printable.js';
+import type { Principal } from '../principal.js';
+import type { Authenticator } from '../session/authenticate.js';
+import { sessionCookieOf } from './cookies.js';
+import { cookieRefusal, isOwnOrigin, type RequestOrigin } from './same-origin.js';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token of a well-formed `Authorization: Bearer <token>` header. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return authorization === undefined || authorization === '' ? undefined : BEARER.exec(authorization)?.[1];
+}
+
+export interface CallerRequest {
+  readonly method: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  /** 'http' or 'https', as the connection came (no X-Forwarded-Proto is trusted). */
+  readonly protocol: string;
+}
+
+/** 'request' for plain HTTP; 'handshake' for a WebSocket upgrade, whose cookie rule is stricter. */
+export type CallerKind = 'request' | 'handshake';
+
+export interface Caller {
+  readonly principal: Principal | undefined;
+  /** The token the principal came from (for logout); undefined when none was accepted. */
+  readonly token: string | undefined;
+  /** Why a token that was sent gives no principal; undefined when none was sent or it was accepted. */
+  readonly authError: SvcError | undefined;
+}
+
+export type ReadCaller = (request: CallerRequest, kind: CallerKind) => Caller | Promise<Caller>;
+
+export interface CallerDeps {
+  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known'>;
+  /** svc's configured `url`, read per request: its origin is svc's own. */
+  readonly configuredUrl: () => string;
+}
+
+const ANONYMOUS: Caller = { principal: undefined, token: undefined, authError: undefined };
+
+export function createReadCaller(deps: CallerDeps): ReadCaller {
+  return function readCaller(request, kind) {
+    const headers = request.headers;
+    const bearer = bearerToken(headers.authorization);
+    const token = bearer ?? sessionCookieOf(headers.cookie);
+    if (token === undefined) return ANONYMOUS;
+    if (bearer === undefined) {
+      const refusal = cookieOriginRefusal(request, kind, deps.configuredUrl());
+      if (refusal !== undefined) return { principal: undefined, token: undefined, authError: refusal };
+    }
+    let principal: Principal | undefined;
+    try {
+      principal = deps.authenticator.known(token);
+    } catch (err: unknown) {
+      return refused(err);
+    }
+    if (principal !== undefined) return { principal, token, authError: undefined };
+    return deps.authenticator.authenticate(token).then(
+      (found): Caller => ({ principal: found, token, authError: undefined }),
+      refused,
+    );
+  };
+}
+
+function cookieOriginRefusal(request: CallerRequest, kind: CallerKind, configuredUrl: string): SvcError | undefined {
+  const origin = request.headers.origin;
+  const where: RequestOrigin = { host: hostOf(request.headers), protocol: request.protocol };
+  if (kind === 'request') return cookieRefusal(request.method, origin, where, configuredUrl);
+  if (isOwnOrigin(origin, where, configuredUrl)) return undefined;
+  return new PermissionDenied(`a WebSocket signed in with the svc.token cookie must come from svc's own origin, not '${printable(origin ?? '')}'`);
+}
+
+function refused(err: unknown): Caller {
+  if (err instanceof Unauthenticated) return { principal: undefined, token: undefined, authError: err };
+  throw err;
+}
+
+/** As Koa reads ctx.host without a trusted proxy: the Host header (HTTP/2's :authority first), up to a comma. */
+export function hostOf(headers: IncomingHttpHeaders): string {
+  const host = (headers[':authority'] as string | undefined) ?? headers.host ?? '';
+  const comma = host.indexOf(',');
+  return comma === -1 ? host : host.slice(0, comma).trim();
+}
+
+/** As Koa reads ctx.protocol without a trusted proxy: the connection's own. */
+export function protocolOf(socket: unknown): string {
+  return (socket as { encrypted?: boolean } | null)?.encrypted === true ? 'https' : 'http';
+}

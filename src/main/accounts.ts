@@ -1,0 +1,46 @@
+/**
+ * The accounts and sessions feature: login throttle and concurrency cap, login service,
+ * account queries and writes, and their two routers.
+ */
+import { createAccounts } from '../accounts/accounts.js';
+import { createApiTokens } from '../accounts/api-tokens.js';
+import { createPasswordChange } from '../accounts/password-change.js';
+import { accountRoutes } from '../http/routes/account.js';
+import { sessionRoutes } from '../http/routes/session.js';
+import { createLoginConcurrency } from '../session/concurrency.js';
+import { readLoginLimits } from '../session/limits.js';
+import { createLoginService } from '../session/login.js';
+import { createLoginThrottle } from '../session/throttle.js';
+import type { Feature } from './feature.js';
+import type { Identity } from './identity.js';
+import type { Services } from './services.js';
+
+export function buildAccounts(services: Services, identity: Identity): Feature {
+  const { settings, state, log, store, rights, now } = services;
+  const accountMap = () => settings.current().accounts;
+  const limits = readLoginLimits(services.env, log);
+  const throttle = createLoginThrottle({ state, limits, log, registry: services.metrics.registry, now });
+  const login = createLoginService({
+    accounts: accountMap,
+    throttle,
+    concurrency: createLoginConcurrency(limits.maxConcurrentLogins),
+    signer: identity.signer,
+    sessionDurationMs: () => settings.current().sessionDurationMs,
+    log,
+    now,
+  });
+  const accounts = createAccounts({ accounts: accountMap, rights });
+  return {
+    name: 'accounts',
+    routers: [
+      sessionRoutes({ login, revocation: identity.revocation }),
+      accountRoutes({
+        accounts,
+        apiTokens: createApiTokens({ store, accounts, signer: identity.signer, now }),
+        changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
+        login,
+      }),
+    ],
+    close: () => throttle.close(),
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The one contract every feature of the server fulfils towards the composition root
+ * (server.ts): what it adds to the Koa app, what it answers before Koa, and how it stops.
+ * Features are built in one order (see server.ts) from the Services and what earlier stages
+ * made; none reaches for another's internals.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestTarget } from '../http/request-target.js';
+import type { AppState } from '../http/state.js';
+import type { WebSocketRoute } from '../http/upgrade.js';
+
+/** A sub-application served under a path prefix (oidc-provider under /api/idp, through koa-mount). */
+export interface Mount {
+  readonly prefix: string;
+  readonly app: Koa.Middleware<AppState>;
+}
+
+/** Answers a request on the raw server before Koa (true), or leaves it to the app (false). */
+export type RawHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean;
+
+export interface Feature {
+  /** For logs and errors at start. */
+  readonly name: string;
+  readonly routers?: readonly Router<AppState>[];
+  readonly mounts?: readonly Mount[];
+  readonly handle?: RawHandler;
+  /** WebSocket handshakes this feature relays (http/upgrade.ts answers every other upgrade). */
+  readonly webSocket?: WebSocketRoute;
+  /** Stops what the feature opened; called after the server stopped accepting requests. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,141 @@
+/**
+ * The composition root: options -> stores -> services -> features -> app -> listening server.
+ * Every dependency is built here, in one order, and passed down by hand:
+ *
+ *   store, settings, state, rights  (Services)
+ *   → token verifiers and the caller reading (identity.ts)
+ *   → accounts and sessions (accounts.ts)
+ *   → the extension proxy (extensions.ts)
+ *   → the Koa app with every feature's routers and mounts, and the raw server around it.
+ */
+import mount from 'koa-mount';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { ensureInitialConfig } from '../config/bootstrap.js';
+import { openDirStore } from '../config/dir-store.js';
+import { createLiveSettings } from '../config/live-settings.js';
+import { createApp } from '../http/app.js';
+import { authMiddleware } from '../http/auth.js';
+import { createHttpMetrics } from '../http/metrics.js';
+import { refuseTarget, requestTarget } from '../http/request-target.js';
+import { healthRoutes } from '../http/routes/health.js';
+import { settingsRoutes } from '../http/routes/settings.js';
+import { createUpgradeHandler } from '../http/upgrade.js';
+import { createRights } from '../rbac/rights.js';
+import type { TokenVerifier } from '../session/verifier.js';
+import { openState } from '../state/index.js';
+import { buildAccounts } from './accounts.js';
+import { buildExtensions } from './extensions.js';
+import type { Feature } from './feature.js';
+import { buildIdentity } from './identity.js';
+import { createLogger } from './log.js';
+import type { Services } from './services.js';
+import { parseSettings } from './settings.js';
+
+export interface ServerOptions {
+  readonly configDir: string;
+  readonly host: string;
+  /** 0 picks a free port (tests). */
+  readonly port: number;
+  readonly redisUrl?: string;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  readonly log?: Logger;
+  /** Extra environment read by features (throttle limits); defaults to process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Verifiers of further token issuers, beside svc's own and the SSO features' (tests). */
+  readonly verifiers?: (services: Services) => readonly TokenVerifier[];
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  readonly services: Services;
+  /**
+   * Stops accepting, lets in-flight requests finish (up to graceMs), then closes the stores.
+   * Upgraded connections (WebSocket relays) are cut at the deadline too: closeAllConnections()
+   * does not see them, yet server.close() waits for them.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
+  await ensureInitialConfig({ dir: options.configDir, log });
+  const store = await openDirStore({ dir: options.configDir, log });
+  const settings = createLiveSettings(store, parseSettings, log);
+  const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
+  const rights = await createRights(settings.current().policy);
+  settings.onChange((next, previous) => {
+    if (next.policy === previous.policy) return;
+    rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
+  });
+  return { log, store, settings, state, rights, metrics: createHttpMetrics(), env: options.env ?? process.env, now: Date.now };
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? createLogger();
+  const services = await buildServices(options, log);
+  const identity = await buildIdentity(services, options.verifiers?.(services) ?? []);
+  const features: readonly Feature[] = [buildAccounts(services, identity), buildExtensions(services, identity)];
+
+  const app = createApp({
+    log,
+    metrics: services.metrics,
+    authenticate: authMiddleware(identity.readCaller),
+    routers: [healthRoutes(services.metrics.registry), settingsRoutes(services.settings.current), ...features.flatMap((f) => f.routers ?? [])],
+    mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
+  });
+  const koa = app.callback();
+  const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    const target = requestTarget(req);
+    if (target === undefined) return refuseTarget(req, res, log);
+    for (let i = 0; i < handlers.length; i++) if ((handlers[i] as (typeof handlers)[number])(req, res, target)) return;
+    void koa(req, res);
+  };
+  const server: Server = options.tls
+    ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
+    : createHttpServer(listener);
+  // Above the usual 5 s of load balancers, so they close idle connections first, not us.
+  server.keepAliveTimeout = 65_000;
+  const upgrades = createUpgradeHandler({
+    webSockets: features.flatMap((f) => (f.webSocket !== undefined ? [f.webSocket] : [])),
+    serveHttp: listener,
+  });
+  server.on('upgrade', upgrades.listener);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `${options.tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  log.info({ url, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+
+  return {
+    url,
+    port,
+    services,
+    async close(graceMs = 10_000) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() drops the connections idle at this moment; a keep-alive connection whose
+      // request finishes later would otherwise hold shutdown until the grace deadline.
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const timer = setTimeout(() => {
+        server.closeAllConnections();
+        upgrades.destroyAll();
+      }, graceMs);
+      await closed;
+      clearInterval(sweep);
+      clearTimeout(timer);
+      upgrades.destroyAll();
+      for (const feature of [...features].reverse()) await feature.close?.();
+      await identity.close();
+      services.settings.close();
+      await services.store.close();
+      await services.state.close();
+    },
+  };
+}

@@ -1,0 +1,21 @@
+/** What every feature is built from: created once per server by server.ts, in this order. */
+import type { Logger } from 'pino';
+import type { LiveSettings } from '../config/live-settings.js';
+import type { ConfigStore } from '../config/store.js';
+import type { HttpMetrics } from '../http/metrics.js';
+import type { Rights } from '../rbac/rights.js';
+import type { StateBackend } from '../state/state.js';
+import type { Settings } from './settings.js';
+
+export interface Services {
+  readonly log: Logger;
+  readonly store: ConfigStore;
+  readonly settings: LiveSettings<Settings>;
+  readonly state: StateBackend;
+  readonly rights: Rights;
+  readonly metrics: HttpMetrics;
+  /** Extra environment read by features (throttle limits); process.env in production. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Milliseconds since the epoch; injected so tests can move time. */
+  readonly now: () => number;
+}

@@ -1,0 +1,50 @@
+/**
+ * svc's own tokens (iss "svc", DESIGN §3) as a TokenVerifier: the signature and time rules of
+ * tokens.ts, then the account rules of validity.ts, on every use. Revocation is the
+ * authenticator's, as for every issuer.
+ */
+import type { AccountSettings } from '../accounts/config.js';
+import type { Principal } from '../principal.js';
+import { ISSUER, type TokenClaims, type TokenSigner } from './tokens.js';
+import { checkAccount } from './validity.js';
+import type { TokenVerifier } from './verifier.js';
+
+export interface LocalVerifierDeps {
+  readonly signer: TokenSigner;
+  readonly accounts: () => ReadonlyMap<string, AccountSettings>;
+}
+
+export function createLocalVerifier(deps: LocalVerifierDeps): TokenVerifier {
+  /** One principal per verified claims object (the signer caches those per token), not one per request. */
+  const principals = new WeakMap<TokenClaims, Principal>();
+  function principalOf(claims: TokenClaims): Principal {
+    let principal = principals.get(claims);
+    if (principal === undefined) {
+      principal = {
+        username: claims.username,
+        groups: [],
+        issuer: ISSUER,
+        kind: claims.kind === 'login' ? 'session' : 'apiKey',
+        tokenId: claims.jti,
+        expiresAt: claims.exp,
+      };
+      principals.set(claims, principal);
+    }
+    return principal;
+  }
+
+  return {
+    issuer: ISSUER,
+    known(token) {
+      const claims = deps.signer.knownClaims(token);
+      if (claims === undefined) return undefined;
+      checkAccount(claims, deps);
+      return principalOf(claims);
+    },
+    async verify(token) {
+      const claims = await deps.signer.verify(token);
+      checkAccount(claims, deps);
+      return principalOf(claims);
+    },
+  };
+}
