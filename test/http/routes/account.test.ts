@@ -4,9 +4,9 @@ import { decodeJwt } from 'jose';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SETTINGS_SECRET } from '../../src/config/manifests.js';
-import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { SETTINGS_SECRET } from '../../../src/config/manifests.js';
+import { accountsConfigDir, call, login, PASSWORDS } from '../../helpers/accounts-fixture.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
 
 describe('HTTP /api/v1/account', function () {
   this.timeout(30_000);

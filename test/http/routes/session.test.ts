@@ -4,8 +4,8 @@ import { decodeJwt, SignJWT } from 'jose';
 import { rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
-import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, SECRET_KEY, waitFor } from '../../helpers/accounts-fixture.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
 
 describe('HTTP /api/v1/session', function () {
   this.timeout(20_000);

@@ -1,0 +1,67 @@
+/**
+ * routeExtensionRequest: the checks in DESIGN §6 order, as a table. Each row changes one thing
+ * from a request that passes, and names the error (and its first words) that must come first.
+ */
+import { expect } from 'chai';
+import type { AppCatalog } from '../../src/apps/catalog.js';
+import { InvalidRequest, Unauthenticated } from '../../src/errors.js';
+import { routeExtensionRequest, type AccessSettings, type ExtensionRequest } from '../../src/extensions/access.js';
+import type { ExtensionConfig } from '../../src/extensions/config.js';
+import type { Principal } from '../../src/principal.js';
+
+const alice: Principal = { username: 'alice', groups: ['team-a'], issuer: 'svc', kind: 'session', tokenId: 't', expiresAt: undefined };
+const extensions: ExtensionConfig[] = [
+  { name: 'metrics', enabled: true, idleConnTimeoutMs: 60_000, services: [{ url: 'http://metrics' }] },
+  { name: 'off', enabled: false, idleConnTimeoutMs: 60_000, services: [{ url: 'http://off' }] },
+  { name: 'split', enabled: true, idleConnTimeoutMs: 60_000, services: [{ url: 'http://a', clusterName: 'a' }, { url: 'http://b', clusterName: 'b' }] },
+];
+const catalog: AppCatalog = {
+  applications: new Map([
+    ['ns/app-a', { namespace: 'ns', name: 'app-a', project: 'team-a', destination: { name: 'a' } }],
+    ['ns/app-z', { namespace: 'ns', name: 'app-z', project: 'team-z', destination: { name: 'z' } }],
+  ]),
+  clusters: [{ name: 'a', server: 'https://a' }],
+};
+const settings: AccessSettings = { extensions, catalog };
+/** Rights: team-a may use every extension of project team-a, and `metrics` of every project. */
+const rights = {
+  can: (subjects: readonly string[], resource: string, action: string, object: string) =>
+    subjects.includes('team-a') && resource === 'extensions' && action === '*' && (object.startsWith('team-a/') || object === '*/metrics'),
+};
+
+const ok: ExtensionRequest = { name: 'metrics', principal: alice, authError: undefined, application: 'ns/app-a' };
+
+const TABLE: readonly (readonly [string, Partial<ExtensionRequest>, string | undefined, string])[] = [
+  ['passes with a known application the rights allow', {}, undefined, 'http://metrics'],
+  ['passes without an application when an every-project rule allows it', { application: undefined }, undefined, 'http://metrics'],
+  ['404 for an unknown extension, even without a caller', { name: 'nope', principal: undefined }, 'extension_not_found', "extension 'nope' is not configured"],
+  ['404 for a disabled extension, before authentication', { name: 'off', principal: undefined }, 'extension_not_found', "extension 'off' is not enabled"],
+  ['401 without a caller', { principal: undefined }, 'unauthenticated', 'no valid token'],
+  ['401 with the reason a sent token was refused', { principal: undefined, authError: new Unauthenticated('token is revoked; log in again') }, 'unauthenticated', 'token is revoked'],
+  ['400 for a malformed application, after authentication', { application: 'Not/A/Name' }, 'invalid_request', 'Svc-Application-Name must be'],
+  ['400 raised at the application step for a refused way of naming it', { application: new InvalidRequest('conflict') }, 'invalid_request', 'conflict'],
+  ['403 for an application that does not exist', { application: 'ns/nope' }, 'application_not_found', "application 'ns/nope' does not exist"],
+  ['403 naming the rule the rights lack', { name: 'split', application: 'ns/app-z' }, 'permission_denied', "'alice' may not use extension 'split'"],
+  ['403 before the backend step: without an application the object is */split', { name: 'split', application: undefined }, 'permission_denied', "no rights rule allows extensions, *, */split"],
+  ['the backend of the application\'s cluster', { name: 'split' }, undefined, 'http://a'],
+];
+
+describe('extensions/access: the checks in order', () => {
+  for (const [what, change, code, expected] of TABLE) {
+    it(what, () => {
+      const run = () => routeExtensionRequest({ ...ok, ...change }, settings, rights);
+      if (code === undefined) {
+        expect(run().backend.url).to.equal(expected);
+        return;
+      }
+      let thrown: unknown;
+      try {
+        run();
+      } catch (err: unknown) {
+        thrown = err;
+      }
+      expect(thrown, 'must refuse').to.have.property('code', code);
+      expect((thrown as Error).message).to.contain(expected);
+    });
+  }
+});
