@@ -140,6 +140,8 @@ for (const backend of backends) {
     let replicas: Replica[] = [];
     let states: StateBackend[] = [];
     let rp: client.Configuration;
+    /** The same relying party, its back-channel calls sent to the first replica. */
+    let rpFirst: client.Configuration;
     let issuer = '';
 
     before(async function () {
@@ -155,6 +157,11 @@ for (const backend of backends) {
       rp = await client.discovery(new URL(issuer), CLIENT_ID, undefined, client.ClientSecretBasic(CLIENT_SECRET), {
         execute: [client.allowInsecureRequests],
         [client.customFetch]: viaSecond,
+      });
+      const viaFirst: client.CustomFetch = (url, options) => fetch(on(replicas[0] as Replica, url), options as RequestInit);
+      rpFirst = await client.discovery(new URL(issuer), CLIENT_ID, undefined, client.ClientSecretBasic(CLIENT_SECRET), {
+        execute: [client.allowInsecureRequests],
+        [client.customFetch]: viaFirst,
       });
     });
 
@@ -223,6 +230,18 @@ for (const backend of backends) {
       expect(await new (createStateAdapterClass(states[1] as StateBackend))('AccessToken').find(tokens.access_token)).to.equal(undefined);
       const info = await client.fetchUserInfo(rp, tokens.access_token, 'bob').catch((e: unknown) => e);
       expect(String((info as { response?: Response }).response?.status)).to.equal('401');
+    });
+
+    it('gives tokens to exactly one of two redemptions of one code sent to both replicas at once', async function () {
+      for (let round = 0; round < 5; round++) {
+        const { callback, verifier, state } = await authorize(`carol${round}`, 'openid');
+        const checks = { pkceCodeVerifier: verifier, expectedState: state };
+        const results = await Promise.allSettled([
+          client.authorizationCodeGrant(rp, callback, checks), client.authorizationCodeGrant(rpFirst, callback, checks),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled'), `round ${round}`).to.have.length(1);
+        expect(results.find((r) => r.status === 'rejected')?.reason).to.have.property('error', 'invalid_grant');
+      }
     });
   });
 }
