@@ -7,6 +7,7 @@
  */
 import {
   checkTtl,
+  checkTtlMs,
   type StateBackend,
   type StateLog,
   type TtlOptions,
@@ -24,7 +25,7 @@ export interface MemoryStateOptions {
 
 type Entry =
   | { readonly kind: 'string'; value: string; expiresAt: number | null }
-  | { readonly kind: 'hash'; readonly fields: Map<string, string>; expiresAt: null };
+  | { readonly kind: 'hash'; readonly fields: Map<string, string>; expiresAt: number | null };
 
 type Handler = (message: string) => void;
 
@@ -102,6 +103,21 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return true;
     },
 
+    async take(key) {
+      const entry = stringEntry(key);
+      if (entry === undefined) return null;
+      entries.delete(key);
+      return entry.value;
+    },
+
+    async expire(key, ttlMs) {
+      const expiresAt = now() + checkTtlMs(ttlMs, 'ttlMs');
+      const entry = live(key);
+      if (entry === undefined) return false;
+      entry.expiresAt = expiresAt;
+      return true;
+    },
+
     async delete(key) {
       live(key);
       entries.delete(key);
@@ -132,13 +148,17 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return hashEntry(key)?.fields.get(field) ?? null;
     },
 
-    async hashSet(key, field, value) {
+    async hashSet(key, field, value, opts) {
+      const extend = opts?.extendTtlMs;
+      const until = extend === undefined ? null : now() + checkTtlMs(extend, 'extendTtlMs');
       const entry = hashEntry(key);
       if (entry === undefined) {
-        entries.set(key, { kind: 'hash', fields: new Map([[field, value]]), expiresAt: null });
-      } else {
-        entry.fields.set(field, value);
+        entries.set(key, { kind: 'hash', fields: new Map([[field, value]]), expiresAt: until });
+        return;
       }
+      entry.fields.set(field, value);
+      // Raise a TTL, never lower one, and leave a hash without TTL without (as redis.ts does).
+      if (until !== null && entry.expiresAt !== null && entry.expiresAt < until) entry.expiresAt = until;
     },
 
     async hashDelete(key, ...fields) {

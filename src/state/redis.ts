@@ -16,6 +16,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import {
   checkTtl,
+  checkTtlMs,
   KEY_PREFIX,
   StateUnavailable,
   type StateBackend,
@@ -43,6 +44,22 @@ local created = redis.call('EXISTS', KEYS[1]) == 0
 local value = redis.call('INCR', KEYS[1])
 if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return value`;
+
+// HSET, then make the hash live at least ARGV[3] ms: a new hash gets that TTL, a shorter TTL
+// is raised, a longer one kept, and a hash that existed without TTL keeps none (PTTL -1).
+// One script, so no caller ever sees (or leaves behind, by dying in between) a hash without
+// the TTL it asked for. PEXPIRE's GT flag would treat the new hash as persistent, hence Lua.
+const HSET_EXTEND_TTL = `
+local existed = redis.call('EXISTS', KEYS[1]) == 1
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local ttl = tonumber(ARGV[3])
+if not existed then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+else
+  local left = redis.call('PTTL', KEYS[1])
+  if left >= 0 and left < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+end
+return 1`;
 
 // Server replies that mean "not available right now", not "you made a mistake".
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
@@ -108,6 +125,14 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
       return reply === 'OK';
     },
 
+    // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.
+    take: (key) => run('take', (c) => c.getdel(key)),
+
+    async expire(key, ttlMs) {
+      const ttl = checkTtlMs(ttlMs, 'ttlMs');
+      return (await run('expire', (c) => c.pexpire(key, ttl))) === 1;
+    },
+
     async delete(key) {
       await run('delete', (c) => c.del(key));
     },
@@ -126,8 +151,14 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
 
     hashGet: (key, field) => run('hashGet', (c) => c.hget(key, field)),
 
-    async hashSet(key, field, value) {
-      await run('hashSet', (c) => c.hset(key, field, value));
+    async hashSet(key, field, value, opts) {
+      const extend = opts?.extendTtlMs;
+      if (extend === undefined) {
+        await run('hashSet', (c) => c.hset(key, field, value));
+        return;
+      }
+      const ttl = checkTtlMs(extend, 'extendTtlMs');
+      await run('hashSet', (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl));
     },
 
     async hashDelete(key, ...fields) {

@@ -20,6 +20,11 @@ export interface TtlOptions {
   readonly ttlMs?: number;
 }
 
+export interface HashSetOptions {
+  /** Positive integer: the hash lives at least this long from now (see hashSet). */
+  readonly extendTtlMs?: number;
+}
+
 export type StateKind = 'memory' | 'redis';
 
 /** The logger the backends need: pino's, or anything with the same two methods. */
@@ -37,6 +42,19 @@ export interface StateBackend {
   /** Stores the value only if the key is absent; true when this call stored it (SET NX). */
   setIfAbsent(key: string, value: string, opts?: TtlOptions): Promise<boolean>;
 
+  /**
+   * Reads and removes a string key in one atomic step (GETDEL): of any number of concurrent
+   * calls, from any replica, exactly one gets the value and the others null. For single-use
+   * values (authorization transactions, one-time codes). Null when absent or expired.
+   */
+  take(key: string): Promise<string | null>;
+
+  /**
+   * Sets the TTL of an existing key of either kind, replacing any earlier TTL (PEXPIRE).
+   * True when the key exists; an absent key is left absent (false).
+   */
+  expire(key: string, ttlMs: number): Promise<boolean>;
+
   /** Removes a key of either kind; removing an absent key is not an error. */
   delete(key: string): Promise<void>;
 
@@ -53,8 +71,14 @@ export interface StateBackend {
   /** One field of a hash, or null when the field or the hash is absent. */
   hashGet(key: string, field: string): Promise<string | null>;
 
-  /** Sets one field, creating the hash if needed. Hashes have no TTL of their own. */
-  hashSet(key: string, field: string, value: string): Promise<void>;
+  /**
+   * Sets one field, creating the hash if needed, in one atomic step with its TTL rule:
+   * without `extendTtlMs` the hash keeps the TTL it has (a new hash gets none); with it the
+   * hash expires no sooner than that many ms from now (a shorter TTL is raised, a longer one
+   * kept; a hash that already existed without a TTL keeps none). An index whose members each
+   * live a while stays as long as its longest-lived member, and never lives forever.
+   */
+  hashSet(key: string, field: string, value: string, opts?: HashSetOptions): Promise<void>;
 
   /** Removes fields; removing the last field removes the hash. Absent fields are ignored. */
   hashDelete(key: string, ...fields: readonly string[]): Promise<void>;
@@ -126,9 +150,13 @@ export class StateUnavailable extends Error {
 /** Rejects a TTL that Redis would reject too, so both backends behave the same. */
 export function checkTtl(opts: TtlOptions | undefined): number | undefined {
   const ttl = opts?.ttlMs;
-  if (ttl === undefined) return undefined;
+  return ttl === undefined ? undefined : checkTtlMs(ttl, 'ttlMs');
+}
+
+/** The same rule for a TTL given on its own (expire) or under another name (extendTtlMs). */
+export function checkTtlMs(ttl: number, name: string): number {
   if (!Number.isSafeInteger(ttl) || ttl <= 0) {
-    throw new RangeError(`ttlMs must be a positive integer, got ${String(ttl)}`);
+    throw new RangeError(`${name} must be a positive integer, got ${String(ttl)}`);
   }
   return ttl;
 }

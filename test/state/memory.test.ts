@@ -32,6 +32,23 @@ describe('state: memory', function () {
       await state.close();
     });
 
+    it('expires hashes exactly by the clock, after expire() or extendTtlMs', async function () {
+      const state = createMemoryState({ now: clock, log });
+      await state.hashSet('h', 'a', '1', { extendTtlMs: 1_000 });
+      await state.hashSet('g', 'a', '1');
+      expect(await state.expire('g', 500)).to.equal(true);
+      now += 400;
+      await state.hashSet('h', 'b', '2', { extendTtlMs: 1_000 }); // raised to 1400 from the start
+      expect(await state.ttlMs('h')).to.equal(1_000);
+      now += 100;
+      expect(await state.hashLength('g')).to.equal(0);
+      now += 899;
+      expect(await state.hashGetAll('h')).to.deep.equal({ a: '1', b: '2' });
+      now += 1;
+      expect(await state.hashLength('h')).to.equal(0);
+      await state.close();
+    });
+
     it('sweeps expired keys nobody reads', async function () {
       const state = createMemoryState({ now: clock, log, sweepIntervalMs: 10 });
       await state.set('k', 'v', { ttlMs: 5 });

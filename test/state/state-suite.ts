@@ -97,6 +97,123 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
       });
     });
 
+    describe('take', function () {
+      it('returns the value once and removes it; null when absent or expired', async function () {
+        expect(await state.take(key('absent'))).to.equal(null);
+        await state.set(key('once'), 'v', { ttlMs: 10_000 });
+        expect(await state.take(key('once'))).to.equal('v');
+        expect(await state.take(key('once'))).to.equal(null);
+        expect(await state.get(key('once'))).to.equal(null);
+        expect(await state.ttlMs(key('once'))).to.equal(null);
+        await state.set(key('old'), 'v', { ttlMs: TTL });
+        await sleep(PAST_TTL);
+        expect(await state.take(key('old'))).to.equal(null);
+      });
+
+      it('gives the value to exactly one of two clients taking at the same time', async function () {
+        const other = await open();
+        for (let round = 0; round < 20; round++) {
+          await state.set(key(`code${round}`), `value ${round}`);
+          const got = await Promise.all([state.take(key(`code${round}`)), other.take(key(`code${round}`))]);
+          expect(got.filter((v) => v !== null), `round ${round}`).to.deep.equal([`value ${round}`]);
+        }
+      });
+
+      it('gives the value to exactly one of many concurrent calls', async function () {
+        await state.set(key('many'), 'v');
+        const got = await Promise.all(Array.from({ length: 30 }, () => state.take(key('many'))));
+        expect(got.filter((v) => v === 'v')).to.have.length(1);
+        expect(got.filter((v) => v === null)).to.have.length(29);
+      });
+
+      it('rejects a hash key as any string operation does, and leaves the hash', async function () {
+        await state.hashSet(key('h'), 'a', '1');
+        const err = await state.take(key('h')).catch((e: unknown) => e);
+        expect((err as Error).message).to.match(/^WRONGTYPE/);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ a: '1' });
+      });
+    });
+
+    describe('expire', function () {
+      it('replaces the TTL of a string, a longer one too, and the key expires by it', async function () {
+        await state.set(key('s'), 'v', { ttlMs: 10_000 });
+        expect(await state.expire(key('s'), TTL)).to.equal(true);
+        expect(await state.ttlMs(key('s'))).to.be.a('number').within(1, TTL);
+        await sleep(PAST_TTL);
+        expect(await state.get(key('s'))).to.equal(null);
+      });
+
+      it('gives a TTL to a hash, which then expires whole', async function () {
+        await state.hashSet(key('h'), 'a', '1');
+        await state.hashSet(key('h'), 'b', '2');
+        expect(await state.ttlMs(key('h'))).to.equal(null);
+        expect(await state.expire(key('h'), TTL)).to.equal(true);
+        expect(await state.ttlMs(key('h'))).to.be.a('number').within(1, TTL);
+        expect(await state.hashLength(key('h'))).to.equal(2);
+        await sleep(PAST_TTL);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({});
+        expect(await state.hashLength(key('h'))).to.equal(0);
+      });
+
+      it('returns false for an absent key and does not create it', async function () {
+        expect(await state.expire(key('absent'), 10_000)).to.equal(false);
+        expect(await state.get(key('absent'))).to.equal(null);
+        expect(await state.ttlMs(key('absent'))).to.equal(null);
+      });
+
+      it('rejects a TTL that is not a positive integer', async function () {
+        await state.set(key('s'), 'v');
+        for (const ttlMs of [0, -1, 1.5, Number.NaN]) {
+          const err = await state.expire(key('s'), ttlMs).catch((e: unknown) => e);
+          expect(err, String(ttlMs)).to.be.instanceOf(RangeError);
+        }
+        expect(await state.ttlMs(key('s'))).to.equal(null);
+      });
+    });
+
+    describe('hashSet with extendTtlMs', function () {
+      it('gives a new hash that TTL, and the hash expires whole', async function () {
+        await state.hashSet(key('h'), 'a', '1', { extendTtlMs: TTL });
+        expect(await state.ttlMs(key('h'))).to.be.a('number').within(1, TTL);
+        await sleep(PAST_TTL);
+        expect(await state.hashLength(key('h'))).to.equal(0);
+      });
+
+      it('raises a shorter TTL and keeps a longer one', async function () {
+        await state.hashSet(key('h'), 'a', '1', { extendTtlMs: TTL });
+        await state.hashSet(key('h'), 'b', '2', { extendTtlMs: 10_000 });
+        expect(await state.ttlMs(key('h'))).to.be.a('number').above(5_000);
+        await state.hashSet(key('h'), 'c', '3', { extendTtlMs: TTL });
+        await sleep(PAST_TTL);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ a: '1', b: '2', c: '3' });
+        expect(await state.ttlMs(key('h'))).to.be.a('number').above(5_000);
+      });
+
+      it('leaves a hash that exists without TTL without, and a plain hashSet keeps the TTL', async function () {
+        await state.hashSet(key('forever'), 'a', '1');
+        await state.hashSet(key('forever'), 'b', '2', { extendTtlMs: TTL });
+        expect(await state.ttlMs(key('forever'))).to.equal(null);
+        await state.hashSet(key('timed'), 'a', '1', { extendTtlMs: 10_000 });
+        await state.hashSet(key('timed'), 'b', '2');
+        expect(await state.ttlMs(key('timed'))).to.be.a('number').above(5_000);
+      });
+
+      it('rejects a TTL that is not a positive integer, and writes nothing', async function () {
+        for (const extendTtlMs of [0, -1, 1.5, Number.NaN]) {
+          const err = await state.hashSet(key('h'), 'a', '1', { extendTtlMs }).catch((e: unknown) => e);
+          expect(err, String(extendTtlMs)).to.be.instanceOf(RangeError);
+        }
+        expect(await state.hashLength(key('h'))).to.equal(0);
+      });
+
+      it('rejects a string key as plain hashSet does', async function () {
+        await state.set(key('s'), 'v');
+        const err = await state.hashSet(key('s'), 'a', '1', { extendTtlMs: 10_000 }).catch((e: unknown) => e);
+        expect((err as Error).message).to.match(/WRONGTYPE/);
+        expect(await state.get(key('s'))).to.equal('v');
+      });
+    });
+
     describe('incr', function () {
       it('counts from 1 without TTL', async function () {
         expect(await state.incr(key('c'))).to.equal(1);
@@ -261,8 +378,11 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
         await state.set(key('s'), 'v');
         await state.incr(key('c'), { ttlMs: 10_000 });
         await state.hashSet(key('h'), 'f', 'v');
+        await state.hashSet(key('i'), 'f', 'v', { extendTtlMs: 10_000 });
+        await state.set(key('t'), 'v');
+        await state.take(key('t'));
         const mine = (await rawKeys()).filter((k) => k.includes(ns)).sort();
-        expect(mine).to.deep.equal([key('c'), key('h'), key('s')].map((k) => KEY_PREFIX + k));
+        expect(mine).to.deep.equal([key('c'), key('h'), key('i'), key('s')].map((k) => KEY_PREFIX + k));
       });
     }
   });

@@ -1,0 +1,310 @@
+/**
+ * What oidc-provider needs from its storage adapter, run against the adapter over each state
+ * backend (adapter.test.ts: memory, and a real Redis). Every test uses its own ids, so a shared
+ * Redis needs no flush. "Replicas" are two adapter classes over two clients of one backend.
+ */
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AdapterConstructor, AdapterPayload } from 'oidc-provider';
+import { createStateAdapterClass, type StateAdapterOptions } from '../../src/idp/adapter.js';
+import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../src/idp/adapter-payload.js';
+import { GrantIndexFull } from '../../src/idp/grant-index.js';
+import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+
+export interface AdapterSuiteFactory {
+  /** A client of the backend; every client opened in one test sees the same data. */
+  open(): Promise<StateBackend>;
+  /** The raw keys as the backend stores them, when it has such a notion (Redis). */
+  rawKeys?(): Promise<string[]>;
+}
+
+/** What a rejected promise rejected with (fails the test if it resolved). */
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  const result = await promise.then(() => undefined, (err: unknown) => err);
+  expect(result, 'expected a rejection').to.be.instanceOf(Error);
+  return result as Error;
+}
+
+export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): void {
+  describe(`idp adapter over state: ${name}`, function () {
+    let opened: StateBackend[] = [];
+    let ns = '';
+    let state: StateBackend;
+    let Adapter: AdapterConstructor;
+    /** Ids unique to this test. */
+    const id = (k: string) => `${k}-${ns}`;
+
+    async function open(): Promise<StateBackend> {
+      const s = await factory.open();
+      opened.push(s);
+      return s;
+    }
+
+    async function replica(options: StateAdapterOptions = {}): Promise<AdapterConstructor> {
+      return createStateAdapterClass(await open(), options);
+    }
+
+    beforeEach(async function () {
+      ns = randomUUID();
+      state = await open();
+      Adapter = createStateAdapterClass(state);
+    });
+
+    afterEach(async function () {
+      await Promise.all(opened.map((s) => s.close()));
+      opened = [];
+    });
+
+    describe('upsert and find', function () {
+      it('finds what was stored, per model, and nothing else', async function () {
+        const tokens = new Adapter('AccessToken');
+        const payload = { jti: id('at'), kind: 'AccessToken', accountId: 'alice', scope: 'openid', exp: 1 };
+        await tokens.upsert(id('at'), payload, 60);
+        expect(await tokens.find(id('at'))).to.deep.equal(payload);
+        expect(await tokens.find(id('other'))).to.equal(undefined);
+        expect(await new Adapter('RefreshToken').find(id('at'))).to.equal(undefined);
+        const replaced = { ...payload, scope: 'openid email' };
+        await tokens.upsert(id('at'), replaced, 60);
+        expect(await tokens.find(id('at'))).to.deep.equal(replaced);
+      });
+
+      it('keeps a record for expiresIn seconds', async function () {
+        await new Adapter('AuthorizationCode').upsert(id('c'), { jti: id('c') }, 600);
+        expect(await state.ttlMs(`idp:AuthorizationCode:${id('c')}`)).to.be.a('number').within(590_000, 600_000);
+        await new Adapter('Client').upsert(id('forever'), { client_id: id('forever') });
+        expect(await state.ttlMs(`idp:Client:${id('forever')}`)).to.equal(null);
+        expect(await new Adapter('Client').find(id('forever'))).to.deep.equal({ client_id: id('forever') });
+      });
+
+      it('forgets a record, and its uid and user-code indexes, once expiresIn has passed', async function () {
+        this.timeout(5_000);
+        await new Adapter('Session').upsert(id('s'), { jti: id('s'), uid: id('uid') }, 1);
+        await new Adapter('DeviceCode').upsert(id('d'), { jti: id('d'), userCode: id('UC') }, 1);
+        expect(await new Adapter('Session').findByUid(id('uid'))).to.include({ jti: id('s') });
+        await sleep(1_300);
+        expect(await new Adapter('Session').find(id('s'))).to.equal(undefined);
+        expect(await new Adapter('Session').findByUid(id('uid'))).to.equal(undefined);
+        expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.equal(undefined);
+        expect(await state.get(`idp:uid:Session:${id('uid')}`)).to.equal(null);
+        expect(await state.get(`idp:user-code:DeviceCode:${id('UC')}`)).to.equal(null);
+      });
+    });
+
+    describe('findByUid and findByUserCode', function () {
+      it('finds a session and an interaction by uid, and a device code by user code', async function () {
+        const session = { jti: id('s'), uid: id('su'), accountId: 'alice' };
+        const interaction = { jti: id('i'), uid: id('iu'), returnTo: '/api/idp/auth/x' };
+        const device = { jti: id('d'), userCode: id('ABCD'), grantId: id('g') };
+        await new Adapter('Session').upsert(id('s'), session, 60);
+        await new Adapter('Interaction').upsert(id('i'), interaction, 60);
+        await new Adapter('DeviceCode').upsert(id('d'), device, 60);
+        expect(await new Adapter('Session').findByUid(id('su'))).to.deep.equal(session);
+        expect(await new Adapter('Interaction').findByUid(id('iu'))).to.deep.equal(interaction);
+        expect(await new Adapter('DeviceCode').findByUserCode(id('ABCD'))).to.deep.equal(device);
+        expect(await new Adapter('Session').findByUid(id('iu'))).to.equal(undefined);
+        expect(await new Adapter('Session').findByUid(id('nope'))).to.equal(undefined);
+        expect(await new Adapter('DeviceCode').findByUserCode(id('nope'))).to.equal(undefined);
+      });
+
+      it('does not find a session by a uid it no longer has', async function () {
+        const sessions = new Adapter('Session');
+        await sessions.upsert(id('s'), { jti: id('s'), uid: id('old') }, 60);
+        await sessions.upsert(id('s'), { jti: id('s'), uid: id('new') }, 60);
+        expect(await sessions.findByUid(id('old'))).to.equal(undefined);
+        expect(await sessions.findByUid(id('new'))).to.deep.equal({ jti: id('s'), uid: id('new') });
+      });
+    });
+
+    describe('consume', function () {
+      it('marks the record consumed at the current time, and the mark survives a new upsert', async function () {
+        const now = 1_700_000_000_500;
+        const codes = new (createStateAdapterClass(state, { now: () => now }))('AuthorizationCode');
+        await codes.upsert(id('c'), { jti: id('c'), grantId: id('g') }, 60);
+        expect(await codes.find(id('c'))).not.to.have.property('consumed');
+        await codes.consume(id('c'));
+        expect(await codes.find(id('c'))).to.deep.equal({ jti: id('c'), grantId: id('g'), consumed: 1_700_000_000 });
+        await codes.upsert(id('c'), { jti: id('c'), grantId: id('g') }, 600);
+        expect(await codes.find(id('c'))).to.have.property('consumed', 1_700_000_000);
+        expect(await state.ttlMs(`idp:consumed:AuthorizationCode:${id('c')}`)).to.be.a('number').above(590_000);
+      });
+
+      it('lets exactly one of two replicas consume a code; the other gets invalid_grant', async function () {
+        const [A, B] = [await replica(), await replica()];
+        for (let round = 0; round < 10; round++) {
+          const code = id(`c${round}`);
+          await new A('AuthorizationCode').upsert(code, { jti: code }, 60);
+          const results = await Promise.allSettled([
+            new A('AuthorizationCode').consume(code), new B('AuthorizationCode').consume(code),
+          ]);
+          expect(results.filter((r) => r.status === 'fulfilled'), `round ${round}`).to.have.length(1);
+          const lost = results.find((r) => r.status === 'rejected');
+          expect((lost?.reason as { error?: string }).error).to.equal('invalid_grant');
+          expect(await new B('AuthorizationCode').find(code)).to.have.property('consumed').that.is.a('number');
+        }
+      });
+
+      it('answers a second consume of a pushed request with invalid_request_uri', async function () {
+        const par = new Adapter('PushedAuthorizationRequest');
+        await par.upsert(id('p'), { jti: id('p') }, 60);
+        await par.consume(id('p'));
+        expect((await rejection(par.consume(id('p'))) as Error & { error?: string }).error).to.equal('invalid_request_uri');
+      });
+
+      it('does nothing for an absent record, which stays absent', async function () {
+        const codes = new Adapter('AuthorizationCode');
+        await codes.consume(id('none'));
+        expect(await codes.find(id('none'))).to.equal(undefined);
+        expect(await state.get(`idp:consumed:AuthorizationCode:${id('none')}`)).to.equal(null);
+      });
+    });
+
+    describe('destroy', function () {
+      it('removes the record, its consumed mark, its indexes and its grant listing', async function () {
+        const devices = new Adapter('DeviceCode');
+        await devices.upsert(id('d'), { jti: id('d'), userCode: id('UC'), grantId: id('g') }, 60);
+        await new Adapter('AccessToken').upsert(id('at'), { jti: id('at'), grantId: id('g') }, 60);
+        await devices.consume(id('d'));
+        await devices.destroy(id('d'));
+        await devices.destroy(id('d'));
+        expect(await devices.find(id('d'))).to.equal(undefined);
+        expect(await devices.findByUserCode(id('UC'))).to.equal(undefined);
+        expect(await state.get(`idp:consumed:DeviceCode:${id('d')}`)).to.equal(null);
+        expect(await state.get(`idp:user-code:DeviceCode:${id('UC')}`)).to.equal(null);
+        expect(Object.keys(await state.hashGetAll(`idp:grant:${id('g')}`))).to.deep.equal([`AccessToken:${id('at')}`]);
+        const sessions = new Adapter('Session');
+        await sessions.upsert(id('s'), { jti: id('s'), uid: id('su') }, 60);
+        await sessions.destroy(id('s'));
+        expect(await sessions.findByUid(id('su'))).to.equal(undefined);
+        expect(await state.get(`idp:uid:Session:${id('su')}`)).to.equal(null);
+      });
+    });
+
+    describe('revokeByGrantId', function () {
+      it('removes every token of the grant, of every model, and nothing of other grants', async function () {
+        const g = id('g');
+        await new Adapter('AccessToken').upsert(id('at1'), { jti: id('at1'), grantId: g }, 3600);
+        await new Adapter('AccessToken').upsert(id('at2'), { jti: id('at2'), grantId: g }, 3600);
+        await new Adapter('RefreshToken').upsert(id('rt'), { jti: id('rt'), grantId: g }, 86_400);
+        await new Adapter('AuthorizationCode').upsert(id('c'), { jti: id('c'), grantId: g }, 60);
+        await new Adapter('AuthorizationCode').consume(id('c'));
+        await new Adapter('DeviceCode').upsert(id('d'), { jti: id('d'), grantId: g, userCode: id('UC') }, 600);
+        await new Adapter('AccessToken').upsert(id('keep'), { jti: id('keep'), grantId: id('other') }, 3600);
+        await new Adapter('Grant').upsert(g, { jti: g, accountId: 'alice' }, 86_400);
+
+        await new Adapter('RefreshToken').revokeByGrantId(g);
+
+        for (const [model, tokenId] of [['AccessToken', 'at1'], ['AccessToken', 'at2'], ['RefreshToken', 'rt'],
+          ['AuthorizationCode', 'c'], ['DeviceCode', 'd']] as const) {
+          expect(await new Adapter(model).find(id(tokenId)), `${model} ${tokenId}`).to.equal(undefined);
+        }
+        expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.equal(undefined);
+        expect(await state.get(`idp:consumed:AuthorizationCode:${id('c')}`)).to.equal(null);
+        expect(await state.hashLength(`idp:grant:${g}`)).to.equal(0);
+        expect(await new Adapter('AccessToken').find(id('keep'))).to.include({ grantId: id('other') });
+        // The Grant itself is the provider's to destroy (revokeGrantPolicy), not the token index's.
+        expect(await new Adapter('Grant').find(g)).to.include({ accountId: 'alice' });
+        await new Adapter('AccessToken').revokeByGrantId(id('never-issued'));
+      });
+
+      it('keeps the grant index as long as its longest-lived token', async function () {
+        const key = `idp:grant:${id('g')}`;
+        await new Adapter('AccessToken').upsert(id('at'), { jti: id('at'), grantId: id('g') }, 60);
+        expect(await state.ttlMs(key)).to.be.a('number').within(50_000, 60_000);
+        await new Adapter('RefreshToken').upsert(id('rt'), { jti: id('rt'), grantId: id('g') }, 86_400);
+        await new Adapter('AccessToken').upsert(id('at2'), { jti: id('at2'), grantId: id('g') }, 60);
+        expect(await state.ttlMs(key)).to.be.a('number').above(86_000_000);
+        // Sessions and interactions carry grant ids too, but are not tokens of the grant.
+        await new Adapter('Interaction').upsert(id('i'), { jti: id('i'), grantId: id('g') }, 60);
+        expect(await state.hashLength(key)).to.equal(3);
+      });
+
+      it('refuses a token past the bound of live tokens per grant, and makes room as they expire', async function () {
+        let now = Date.now();
+        const tokens = new (createStateAdapterClass(state, { now: () => now, maxGrantMembers: 3 }))('AccessToken');
+        for (const n of [1, 2, 3]) await tokens.upsert(id(`at${n}`), { jti: id(`at${n}`), grantId: id('g') }, 60);
+        const err = await rejection(tokens.upsert(id('at4'), { jti: id('at4'), grantId: id('g') }, 60));
+        expect(err).to.be.instanceOf(GrantIndexFull);
+        expect(err.message).to.equal('a grant has 3 unexpired tokens already; refusing to issue more');
+        expect(await tokens.find(id('at4')), 'a refused token is not written').to.equal(undefined);
+        now += 61_000; // the three listed tokens are past their expiry by the index's clock
+        await tokens.upsert(id('at4'), { jti: id('at4'), grantId: id('g') }, 60);
+        expect(Object.keys(await state.hashGetAll(`idp:grant:${id('g')}`))).to.deep.equal([`AccessToken:${id('at4')}`]);
+      });
+    });
+
+    describe('bounds', function () {
+      it('refuses a payload over the size limit and writes nothing', async function () {
+        const sessions = new Adapter('Session');
+        const big = { jti: id('s'), uid: id('su'), accountId: 'x'.repeat(MAX_PAYLOAD_BYTES) };
+        const err = await rejection(sessions.upsert(id('s'), big, 60));
+        expect(err).to.be.instanceOf(IdpPayloadTooLarge);
+        expect(err.message).to.match(/^identity provider Session payload of \d+ bytes is over the 131072-byte limit$/);
+        expect(err.message).not.to.include('xxxx');
+        expect(await sessions.find(id('s'))).to.equal(undefined);
+        expect(await sessions.findByUid(id('su'))).to.equal(undefined);
+        await sessions.upsert(id('s'), { ...big, accountId: 'x'.repeat(MAX_PAYLOAD_BYTES - 200) }, 60);
+      });
+
+      it('answers look-ups with an absurd id as not found, and refuses to store under one', async function () {
+        const tokens = new Adapter('AccessToken');
+        const long = 'a'.repeat(MAX_ID_LENGTH + 1);
+        expect(await tokens.find(long)).to.equal(undefined);
+        expect(await tokens.find('')).to.equal(undefined);
+        expect(await tokens.findByUid(long)).to.equal(undefined);
+        expect(await tokens.findByUserCode(long)).to.equal(undefined);
+        await tokens.consume(long);
+        await tokens.destroy(long);
+        await tokens.revokeByGrantId(long);
+        expect(await rejection(tokens.upsert(long, { jti: long }, 60))).to.be.instanceOf(RangeError);
+      });
+
+      it('accepts only model names, which can never collide with an index', function () {
+        for (const bad of ['uid', 'grant', 'consumed', 'Access:Token', '']) {
+          expect(() => new Adapter(bad), bad).to.throw(TypeError);
+        }
+      });
+
+      it('keeps ids with colons apart from index keys', async function () {
+        const tokens = new Adapter('AccessToken');
+        await tokens.upsert('consumed:x', { jti: 'consumed:x' }, 60);
+        await tokens.upsert(id('x'), { jti: id('x') }, 60);
+        await tokens.consume(id('x'));
+        expect(await tokens.find('consumed:x')).to.deep.equal({ jti: 'consumed:x' });
+        await tokens.destroy('consumed:x');
+      });
+    });
+
+    describe('two replicas sharing the backend', function () {
+      it('see each other\'s sessions, codes, consumption, destruction and revocations', async function () {
+        const [A, B] = [await replica(), await replica()];
+        await new A('Session').upsert(id('s'), { jti: id('s'), uid: id('su'), accountId: 'alice' }, 60);
+        expect(await new B('Session').findByUid(id('su'))).to.include({ accountId: 'alice' });
+        await new A('AuthorizationCode').upsert(id('c'), { jti: id('c'), grantId: id('g') }, 60);
+        await new B('AuthorizationCode').consume(id('c'));
+        expect(await new A('AuthorizationCode').find(id('c'))).to.have.property('consumed');
+        await new A('RefreshToken').upsert(id('rt'), { jti: id('rt'), grantId: id('g') }, 600);
+        await new B('AccessToken').upsert(id('at'), { jti: id('at'), grantId: id('g') }, 60);
+        await new B('RefreshToken').revokeByGrantId(id('g'));
+        expect(await new A('RefreshToken').find(id('rt'))).to.equal(undefined);
+        expect(await new A('AccessToken').find(id('at'))).to.equal(undefined);
+        await new B('Session').destroy(id('s'));
+        expect(await new A('Session').findByUid(id('su'))).to.equal(undefined);
+      });
+    });
+
+    if (factory.rawKeys !== undefined) {
+      const rawKeys = factory.rawKeys.bind(factory);
+      it(`stores every key under ${KEY_PREFIX}idp:`, async function () {
+        const payload: AdapterPayload = { jti: id('d'), uid: id('u'), userCode: id('UC'), grantId: id('g') };
+        await new Adapter('DeviceCode').upsert(id('d'), payload, 60);
+        await new Adapter('DeviceCode').consume(id('d'));
+        const mine = (await rawKeys()).filter((k) => k.includes(ns)).sort();
+        expect(mine).to.deep.equal([
+          `idp:DeviceCode:${id('d')}`, `idp:consumed:DeviceCode:${id('d')}`, `idp:grant:${id('g')}`,
+          `idp:uid:DeviceCode:${id('u')}`, `idp:user-code:DeviceCode:${id('UC')}`,
+        ].map((k) => KEY_PREFIX + k).sort());
+      });
+    }
+  });
+}
