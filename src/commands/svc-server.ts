@@ -7,7 +7,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';
-import { runRbacCan, runValidate } from './offline.js';
+import { runRbacCan } from './rbac-can.js';
+import { runValidate } from './validate.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
