@@ -14,10 +14,11 @@ import type { AppState } from './state.js';
 export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState> {
   return async function readToken(ctx, next) {
     const caller = await readCaller({ method: ctx.method, headers: ctx.req.headers, protocol: ctx.protocol }, 'request');
-    const { principal, token, authError } = caller;
+    const { principal, token, via, authError } = caller;
     if (principal !== undefined && token !== undefined) {
       ctx.state.principal = principal;
       ctx.state.token = token;
+      ctx.state.tokenFromCookie = via === 'cookie';
     } else if (authError !== undefined) {
       ctx.state.authError = authError;
     }

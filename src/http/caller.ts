@@ -45,6 +45,8 @@ export interface Caller {
   readonly principal: Principal | undefined;
   /** The token the principal came from (for logout); undefined when none was accepted. */
   readonly token: string | undefined;
+  /** Where that token came from: a replaced session is set as a cookie only when it came as one. */
+  readonly via: 'bearer' | 'cookie' | undefined;
   /** Why a token that was sent gives no principal; undefined when none was sent or it was accepted. */
   readonly authError: SvcError | undefined;
 }
@@ -57,7 +59,7 @@ export interface CallerDeps {
   readonly configuredUrl: () => string;
 }
 
-const ANONYMOUS: Caller = { principal: undefined, token: undefined, authError: undefined };
+const ANONYMOUS: Caller = { principal: undefined, token: undefined, via: undefined, authError: undefined };
 
 export function createReadCaller(deps: CallerDeps): ReadCaller {
   return function readCaller(request, kind) {
@@ -65,9 +67,10 @@ export function createReadCaller(deps: CallerDeps): ReadCaller {
     const bearer = bearerToken(headers.authorization);
     const token = bearer ?? sessionCookieOf(headers.cookie);
     if (token === undefined) return ANONYMOUS;
-    if (bearer === undefined) {
+    const via = bearer === undefined ? 'cookie' : 'bearer';
+    if (via === 'cookie') {
       const refusal = cookieOriginRefusal(request, kind, deps.configuredUrl());
-      if (refusal !== undefined) return { principal: undefined, token: undefined, authError: refusal };
+      if (refusal !== undefined) return { principal: undefined, token: undefined, via: undefined, authError: refusal };
     }
     let principal: Principal | undefined;
     try {
@@ -75,9 +78,9 @@ export function createReadCaller(deps: CallerDeps): ReadCaller {
     } catch (err: unknown) {
       return refused(err);
     }
-    if (principal !== undefined) return { principal, token, authError: undefined };
+    if (principal !== undefined) return { principal, token, via, authError: undefined };
     return deps.authenticator.authenticate(token).then(
-      (found): Caller => ({ principal: found, token, authError: undefined }),
+      (found): Caller => ({ principal: found, token, via, authError: undefined }),
       refused,
     );
   };
@@ -92,7 +95,7 @@ function cookieOriginRefusal(request: CallerRequest, kind: CallerKind, configure
 }
 
 function refused(err: unknown): Caller {
-  if (err instanceof Unauthenticated) return { principal: undefined, token: undefined, authError: err };
+  if (err instanceof Unauthenticated) return { principal: undefined, token: undefined, via: undefined, authError: err };
   throw err;
 }
 

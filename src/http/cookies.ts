@@ -30,10 +30,6 @@ export function clearSessionCookie(ctx: Koa.Context): void {
   });
 }
 
-export function sessionCookie(ctx: Koa.Context): string | undefined {
-  return sessionCookieOf(ctx.get('cookie'));
-}
-
 /** As the `cookies` module reads an unsigned cookie (Koa's ctx.cookies), so both paths agree. */
 const SESSION_COOKIE_PATTERN = /(?:^|;) *svc\.token=([^;]*)/;
 

@@ -10,6 +10,8 @@ export interface AppState {
   principal?: Principal;
   /** The raw token the principal came from, for logout. */
   token?: string;
+  /** Whether that token came in the svc.token cookie (not a bearer header). */
+  tokenFromCookie?: boolean;
   /** Why a token that was sent is not accepted; routes that need a principal answer with it. */
   authError?: SvcError;
 }
@@ -23,6 +25,7 @@ export interface AppState {
 export class RequestState implements AppState {
   principal?: Principal;
   token?: string;
+  tokenFromCookie?: boolean;
   authError?: SvcError;
   #log: Logger | undefined;
 

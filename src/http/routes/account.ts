@@ -12,7 +12,7 @@ import { InvalidRequest } from '../../errors.js';
 import type { LoginService } from '../../session/login.js';
 import { requirePrincipal } from '../auth.js';
 import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
-import { sessionCookie, setSessionCookie } from '../cookies.js';
+import { setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
 
 export interface AccountRouteDeps {
@@ -51,7 +51,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
       return;
     }
     const { token, expiresAt } = await deps.login.issueSession(name, changed.passwordHash);
-    if (sessionCookie(ctx) === ctx.state.token) setSessionCookie(ctx, token, expiresAt);
+    if (ctx.state.tokenFromCookie === true) setSessionCookie(ctx, token, expiresAt);
     ctx.body = { token };
   });
 
