@@ -6,7 +6,7 @@
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import { createAccounts } from '../accounts/accounts.js';
-import { createApiTokens } from '../accounts/api-tokens.js';
+import { createApiTokens, readMaxApiTokens } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import type { Services } from '../server.js';
 import { createAuthenticator, type Authenticator, type ExternalVerifier } from '../session/authenticate.js';
@@ -61,7 +61,7 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
       sessionRoutes({ login, revocation }),
       accountRoutes({
         accounts,
-        apiTokens: createApiTokens({ store, accounts, signer, now }),
+        apiTokens: createApiTokens({ store, accounts, signer, now, maxTokens: readMaxApiTokens(services.env, log) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
       }),
