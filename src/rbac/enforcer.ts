@@ -62,14 +62,23 @@ export interface EnforcerOptions {
 }
 
 export async function createEnforcer(policy: Policy, options: EnforcerOptions = {}): Promise<RbacEnforcer> {
-  const rules = [...BUILTIN_RULES, ...policy.lines];
-  const outcome =
-    (options.engine ?? DEFAULT_ENGINE) === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
-  const decide = combineSubjects(outcome, policy.defaultRole);
+  const engine = options.engine ?? DEFAULT_ENGINE;
+  const inForce = await decider(policy.lines, policy.defaultRole, engine);
+  const restrictTo = policy.restrictTo;
+  // A bad change in force: yes only where the kept lines AND the readable new lines say yes (policy.ts).
+  const narrowing = restrictTo === undefined ? undefined : await decider(restrictTo, policy.defaultRole, engine);
+  const decide: Decide = narrowing === undefined ? inForce : (subjects, res, act, obj) => inForce(subjects, res, act, obj) && narrowing(subjects, res, act, obj);
   const cacheEntries = options.decisionCacheEntries ?? DECISION_CACHE_ENTRIES;
   if (cacheEntries === 0) return { policy, can: decide, cached: () => ({ entries: 0, bytes: 0 }) };
   const cache = new BoundedCache<string, boolean>(cacheEntries, { maxWeight: options.decisionCacheBytes ?? DECISION_CACHE_BYTES, weigh: decisionKeyBytes });
   return { policy, can: cachedDecide(decide, cache), cached: () => ({ entries: cache.size, bytes: cache.weight }) };
+}
+
+/** The operator's lines after the built-in ones, in an engine, combined across subjects. */
+async function decider(lines: readonly PolicyRule[], defaultRole: string | undefined, engine: Engine): Promise<Decide> {
+  const rules = [...BUILTIN_RULES, ...lines];
+  const outcome = engine === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
+  return combineSubjects(outcome, defaultRole);
 }
 
 /** The rules in the casbin model; `[false, []]` from enforceExSync means no rule matched. */
