@@ -19,8 +19,8 @@
  *   login-failures:<name>   attempts not cleared by a success, TTL = the window from the first
  *   login-locked:<name>     set when an attempt numbered `maxFailCount` or later fails, TTL = the
  *                           window: a lockout lasts a whole window from the failure that caused it
- *   login-failures-index    hash name -> first failure (ms): the bounded "cache" of names,
- *                           failure-index.ts
+ *   login-failures-index    hash name -> `<first failure (ms)>:<failures>`: the bounded
+ *                           "cache" of names, failure-index.ts
  * With a window of 0 nothing expires: 10 consecutive failures lock the name until the state is
  * cleared (a restart for memory, deleting the keys in Redis).
  *
@@ -132,7 +132,7 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     // The count now ends with the lock (see the header). Increments lost to this write were
     // past the limit anyway: the value stays >= the limit, so every later attempt is refused.
     if (lockedNow && windowMs > 0) await state.set(COUNT_PREFIX + username, String(attempt), ttl);
-    await index.track(state, username);
+    await index.track(state, username, attempt);
     return lockedNow;
   }
 

@@ -33,7 +33,7 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
     let tag: string;
     const n = (name: string) => `${name}-${tag}`;
 
-    function throttle(limits: Partial<LoginLimits> = {}, options: { maxWaitMs?: number } = {}): LoginThrottle {
+    function throttle(limits: Partial<LoginLimits> = {}, options: { maxWaitMs?: number; now?: () => number } = {}): LoginThrottle {
       const t = createLoginThrottle({ state: backend(), limits: { ...LIMITS, ...limits }, log: pino({ level: 'silent' }), registry: new Registry(), now: Date.now, ...options });
       opened.push(t);
       return t;
@@ -186,27 +186,42 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
       expect(await rejection(b.admit(n('hank')))).to.be.instanceOf(TooManyAttempts);
     });
 
-    it('when the name cache is full, evicts the oldest entry that is neither admin nor the current name', async function () {
+    it('when the name cache is full, evicts the entry with the fewest failures, never admin nor the current name', async function () {
       const state = backend();
       await state.delete('login-failures-index');
       await state.delete('login-failures:admin');
       const t = throttle({ maxFailCount: 3, maxCacheSize: 3 });
       await fail(t, 'admin');
-      await fail(t, 'admin');
       await fail(t, n('x'));
       await fail(t, n('x'));
       await fail(t, n('y'));
-      await fail(t, n('z')); // full: x is the oldest that is not admin
-      expect(Object.keys(await state.hashGetAll('login-failures-index')).sort()).to.deep.equal(['admin', n('y'), n('z')].sort());
-      await fail(t, n('x')); // x starts over at 1 (y evicted now)
-      await fail(t, n('x'));
-      expect(await t.admit(n('x'))).to.equal(3);
+      await fail(t, n('z')); // full: y has the fewest failures (admin's one does not count)
+      expect(Object.keys(await state.hashGetAll('login-failures-index')).sort()).to.deep.equal(['admin', n('x'), n('z')].sort());
+      expect(await t.admit(n('x'))).to.equal(3); // x kept its two failures
       await t.recordSuccess(n('x'));
-      await fail(t, 'admin'); // admin kept its 2 failures: the third locks
+      await fail(t, 'admin');
+      await fail(t, 'admin'); // admin kept its first failure: the third locks
       expect(await rejection(t.admit('admin'))).to.be.instanceOf(TooManyAttempts);
       await state.delete('login-failures-index');
       await state.delete('login-failures:admin');
       await state.delete('login-locked:admin');
+    });
+
+    it('a stream of junk names cannot flush a guessed name\'s count, not even one guess', async function () {
+      const state = backend();
+      await state.delete('login-failures-index');
+      let clock = Date.now();
+      const t = throttle({ maxFailCount: 5, maxCacheSize: 4 }, { now: () => (clock += 2) }); // each failure in its own millisecond, as real ones are
+      await fail(t, n('victim')); // one guess
+      await fail(t, n('guessed'));
+      await fail(t, n('guessed')); // two guesses
+      for (let i = 0; i < 30; i++) await fail(t, n(`junk${i}`));
+      const listed = Object.keys(await state.hashGetAll('login-failures-index'));
+      expect(listed).to.include.members([n('victim'), n('guessed')]);
+      expect(listed).to.have.length(4);
+      expect(await t.admit(n('victim'))).to.equal(2);
+      expect(await t.admit(n('guessed'))).to.equal(3);
+      await state.delete('login-failures-index');
     });
 
     it('never evicts a locked name: flooding other names does not lift a lockout', async function () {
