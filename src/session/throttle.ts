@@ -108,7 +108,10 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     if (lock !== null) return lockedError(state, username);
     if (attempt <= limits.maxFailCount) return attempt;
     // Past the limit but not locked (yet): the attempts in flight take the allowance. Hand the
-    // reservation back so that waiting attempts are not counted as failures, and wait.
+    // reservation back so that waiting attempts are not counted as failures, and wait. The
+    // decrement skips a count a success deleted meanwhile; one that lands after a success
+    // cleared the count and a new attempt recreated it undercounts by one. Only a success with
+    // the right password opens that gap, and a success forgets the count anyway.
     await state.decrement(COUNT_PREFIX + username);
     return 'wait';
   }
