@@ -35,6 +35,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<T> {
 }
 const throttle: LoginThrottle = {
   admit: (u) => timed(() => real.admit(u)),
+  release: (u) => timed(() => real.release(u)),
   recordFailure: (u, attempt) => timed(() => real.recordFailure(u, attempt)),
   recordSuccess: (u) => timed(() => real.recordSuccess(u)),
   get degraded() {

@@ -4,10 +4,11 @@
  * `accounts, get|update, <name>` (an account with no rule gets `policy.default`, which the
  * rights module applies). Knows nothing of HTTP.
  */
-import { AccountNotFound, PermissionDenied } from '../errors.js';
+import { AccountNotFound, InvalidRequest, PermissionDenied } from '../errors.js';
+import { RESOURCES } from '../rbac/builtin.js';
 import type { Rights } from '../rbac/rights.js';
 import { subjectsOf, type Principal } from '../principal.js';
-import type { AccountSettings, Capability } from './config.js';
+import { usernameProblem, type AccountSettings, type Capability } from './config.js';
 
 export type AccountAction = 'get' | 'update';
 const ACCOUNT_ACTIONS: readonly string[] = ['get', 'update'] satisfies AccountAction[];
@@ -61,8 +62,33 @@ export function isSelf(caller: Principal, name: string): boolean {
   return caller.kind !== 'sso' && caller.username === name;
 }
 
+/** How much of a refused name or resource a message quotes: the caller chose its length. */
+const QUOTED_CHARS = 40;
+
+function quoted(value: string): string {
+  return value.length > QUOTED_CHARS ? `'${value.slice(0, QUOTED_CHARS)}…'` : `'${value}'`;
+}
+
+/**
+ * A name no account can have is refused before the rights are asked: every question asked is a
+ * decision-cache entry, and any logged-in caller could otherwise fill it with 16 KB names.
+ */
+function checkName(name: string): void {
+  if (usernameProblem(name) !== undefined) {
+    throw new InvalidRequest(`${quoted(name)} is not an account name (at most 32 lower-case letters, digits, '-', '.' or '_', starting and ending with a letter or digit)`);
+  }
+}
+
+/** can-i about a resource this product never checks is refused rather than asked (and cached). */
+function checkResource(resource: string): void {
+  if (!Object.hasOwn(RESOURCES, resource)) {
+    throw new InvalidRequest(`unknown resource ${quoted(resource)} (want one of ${Object.keys(RESOURCES).join(', ')})`);
+  }
+}
+
 export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
   function allowed(caller: Principal, action: AccountAction, name: string): boolean {
+    checkName(name);
     return isSelf(caller, name) || rights.can(subjectsOf(caller), ACCOUNTS_RESOURCE, action, name);
   }
 
@@ -89,6 +115,8 @@ export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
     },
     find,
     canI(caller, resource, action, object) {
+      checkResource(resource);
+      if (resource === ACCOUNTS_RESOURCE) checkName(object);
       if (resource === ACCOUNTS_RESOURCE && ACCOUNT_ACTIONS.includes(action) && isSelf(caller, object)) return true;
       return rights.can(subjectsOf(caller), resource, action, object);
     },

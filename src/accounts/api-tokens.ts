@@ -8,6 +8,10 @@
  * read-modify-write of the Secret that changes only that one key, so concurrent calls never
  * lose a token and the rest of the file stays as the operator wrote it. A write the settings
  * would ignore (the account's stored values do not parse) is refused: settings-guard.ts.
+ *
+ * An account holds at most `maxTokens` (SVC_MAX_API_TOKENS_PER_ACCOUNT, default 100) records,
+ * expired ones included: every token's record sits in the Secret and in memory, and a caller
+ * allowed to make tokens must not be able to grow both without end.
  */
 import { randomUUID } from 'node:crypto';
 import { parseTokens, type ApiTokenRecord } from './config.js';
@@ -33,6 +37,9 @@ export interface ApiTokenSigner {
 }
 
 const TOKEN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const DEFAULT_MAX_API_TOKENS = 100;
+export const MAX_API_TOKENS_ENV = 'SVC_MAX_API_TOKENS_PER_ACCOUNT';
+
 /** Past this, `exp` stops being a plain date (and near 2^53 s, a safe integer); 0 means "never". */
 const MAX_EXPIRES_IN_SECONDS = 100 * 365.25 * 24 * 3600;
 
@@ -52,13 +59,15 @@ export interface ApiTokensDeps {
   readonly accounts: Pick<Accounts, 'find'>;
   readonly signer: ApiTokenSigner;
   readonly now: () => number;
+  /** The most token records one account may hold (DEFAULT_MAX_API_TOKENS). */
+  readonly maxTokens?: number;
 }
 
 export function tokensKey(name: string): string {
   return `accounts.${name}.tokens`;
 }
 
-export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps): ApiTokens {
+export function createApiTokens({ store, accounts, signer, now, maxTokens = DEFAULT_MAX_API_TOKENS }: ApiTokensDeps): ApiTokens {
   return {
     async generate(name, request) {
       const account = accounts.find(name);
@@ -75,6 +84,9 @@ export function createApiTokens({ store, accounts, signer, now }: ApiTokensDeps)
       await store.updateSecret(SETTINGS_SECRET, (current) => {
         const list = storedTokens(current, name);
         if (list.some((t) => t.id === id)) throw new Conflict(`account '${name}' already has a token with id '${id}'`);
+        if (list.length >= maxTokens) {
+          throw new Conflict(`account '${name}' already has ${list.length} API tokens, the most allowed (${MAX_API_TOKENS_ENV}=${maxTokens}); delete one first (expired ones count until deleted)`);
+        }
         return patchThatTakesEffect(store, name, current, { set: { [tokensKey(name)]: JSON.stringify([...list, record]) } });
       });
       return { token, id };

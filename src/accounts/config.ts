@@ -3,39 +3,21 @@
  * admin is left out when `admin.enabled` is "false" and disabled when `accounts.admin.enabled` is)
  * joined with their secrets in svc-secret (`accounts.<name>.password`, `.passwordMtime`,
  * `.tokens`; `admin.password`, `admin.passwordMtime`). Each account stands alone: a bad one is
- * reported and left out (or keeps its last good version), the others apply.
+ * reported and left out (or keeps its last good version, narrowed by whatever of the new text
+ * takes access away: restrict.ts), the others apply.
  */
 import { SETTINGS_CM, SETTINGS_SECRET } from '../config/manifests.js';
 import { ProblemSink, type ConfigProblem, type ScopedSink } from '../config/problems.js';
+import type { AccountSettings, ApiTokenRecord, Capability } from './account.js';
+import { restrictAccount, type AccountReading } from './restrict.js';
 
 export const ADMIN = 'admin';
 export const MAX_USERNAME_LENGTH = 32;
 const USERNAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
 
-export type Capability = 'apiKey' | 'login';
+export type { AccountSettings, ApiTokenRecord, Capability };
+
 const CAPABILITIES: readonly Capability[] = ['apiKey', 'login'];
-
-export interface ApiTokenRecord {
-  /** The name the owner chose; DELETE …/token/{id} removes by it. */
-  readonly id: string;
-  /**
-   * The random JWT id the token was signed with. Absent in records written before tokens had
-   * one (their jti was the id): those match on id, iat and exp, see session/validity.ts.
-   */
-  readonly jti?: string;
-  /** Seconds since the epoch, as in the JWT. */
-  readonly iat: number;
-  readonly exp?: number;
-}
-
-export interface AccountSettings {
-  readonly name: string;
-  readonly enabled: boolean;
-  readonly capabilities: readonly Capability[];
-  readonly passwordHash?: string;
-  readonly passwordMtime?: Date;
-  readonly tokens: readonly ApiTokenRecord[];
-}
 
 export function usernameProblem(name: string): string | undefined {
   if (name.length > MAX_USERNAME_LENGTH) return `username '${name}' is longer than ${MAX_USERNAME_LENGTH} characters`;
@@ -50,14 +32,13 @@ function parseBoolean(value: string, sink: ScopedSink, key: string): boolean | u
   return undefined;
 }
 
-function parseCapabilities(value: string, sink: ScopedSink, key: string): Capability[] | undefined {
+/** The known capabilities named; `ok` is false (and a problem reported) when others are named too. */
+function parseCapabilities(value: string, sink: ScopedSink, key: string): { known: Capability[]; ok: boolean } {
   const parts = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   const bad = parts.filter((p) => !CAPABILITIES.includes(p as Capability));
-  if (bad.length > 0) {
-    sink.add([key], `unknown capability ${bad.map((b) => `'${b}'`).join(', ')} (want apiKey, login)`);
-    return undefined;
-  }
-  return [...new Set(parts as Capability[])];
+  if (bad.length > 0) sink.add([key], `unknown capability ${bad.map((b) => `'${b}'`).join(', ')} (want apiKey, login)`);
+  const known = parts.filter((p): p is Capability => CAPABILITIES.includes(p as Capability));
+  return { known: [...new Set(known)], ok: bad.length === 0 };
 }
 
 export function parseTokens(text: string | undefined, sink: ScopedSink, key: string): ApiTokenRecord[] | undefined {
@@ -142,11 +123,13 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
     // Still parsed when admin.enabled is unreadable, so that its other problems are reported too.
     const admin = parseOne(ADMIN, input, true);
     // An unreadable admin.enabled ("flase") is a bad admin, like a typo in accounts.<name>.enabled:
-    // admin keeps its last good version (present if it was enabled, absent if it was not) and,
-    // with none (first load), stays out. Taking the typo for "enabled" would bring back an
-    // admin the operator meant to remove.
-    if (admin !== undefined && adminEnabled === true) accounts.set(ADMIN, admin);
-    else if (previous?.get(ADMIN) !== undefined) accounts.set(ADMIN, previous.get(ADMIN)!);
+    // admin keeps its last good version (present if it was enabled, absent if it was not),
+    // narrowed by what the rest of its new settings take away (restrict.ts), and with none
+    // (first load) stays out. Taking the typo for "enabled" would bring back an admin the
+    // operator meant to remove.
+    const kept = previous?.get(ADMIN);
+    if (admin.account !== undefined && adminEnabled === true) accounts.set(ADMIN, admin.account);
+    else if (kept !== undefined) accounts.set(ADMIN, restrictAccount(kept, admin.reading));
   }
   for (const name of [...names].sort()) {
     if (name === ADMIN) continue;
@@ -156,9 +139,11 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
       cmSink.add([`accounts.${name}`], problem);
       continue;
     }
-    const account = parseOne(name, input, false);
+    const { account, reading } = parseOne(name, input, false);
+    const kept = previous?.get(name);
     if (account !== undefined && cmSink.count + secretSink.count === before) accounts.set(name, account);
-    else if (previous?.get(name) !== undefined) accounts.set(name, previous.get(name)!);
+    // A bad change keeps the last good version, but only ever takes access away (restrict.ts).
+    else if (kept !== undefined) accounts.set(name, restrictAccount(kept, reading));
   }
   return accounts;
 }
@@ -175,26 +160,31 @@ export function accountProblems(name: string, cm: Readonly<Record<string, string
   return sink.problems;
 }
 
-function parseOne(name: string, input: AccountsInput, isAdmin: boolean): AccountSettings | undefined {
+/** The account as its settings now say, or undefined with any problem; and what could be read. */
+function parseOne(name: string, input: AccountsInput, isAdmin: boolean): { account: AccountSettings | undefined; reading: AccountReading } {
   const { cm, secret, cmSink, secretSink } = input;
   const before = cmSink.count + secretSink.count;
   const capsKey = `accounts.${name}`;
-  const capabilities = cm[capsKey] !== undefined ? parseCapabilities(cm[capsKey], cmSink, capsKey) : isAdmin ? (['login'] as Capability[]) : undefined;
+  const caps = cm[capsKey] !== undefined ? parseCapabilities(cm[capsKey], cmSink, capsKey) : isAdmin ? { known: ['login'] as Capability[], ok: true } : undefined;
   const enabledKey = `accounts.${name}.enabled`;
   // admin too: `accounts.admin.enabled: "false"` disables it as it would any other account.
   const enabled = cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey);
   const prefix = isAdmin ? 'admin' : `accounts.${name}`;
-  const passwordHash = secret[`${prefix}.password`];
+  const storedHash = secret[`${prefix}.password`];
+  const passwordHash = storedHash !== undefined && storedHash !== '' ? storedHash : undefined;
   const mtime = parseMtime(secret[`${prefix}.passwordMtime`], secretSink, `${prefix}.passwordMtime`);
-  const tokens = parseTokens(secret[`accounts.${name}.tokens`], secretSink, `accounts.${name}.tokens`);
-  if (capabilities === undefined || enabled === undefined || tokens === undefined || mtime === null) return undefined;
-  if (cmSink.count + secretSink.count !== before) return undefined;
-  return {
+  const tokensText = secret[`accounts.${name}.tokens`];
+  const tokens = parseTokens(tokensText, secretSink, `accounts.${name}.tokens`);
+  const reading: AccountReading = { enabled, capabilities: caps?.known, passwordHash, passwordMtime: mtime, tokens, tokensText };
+  if (caps === undefined || !caps.ok || enabled === undefined || tokens === undefined || mtime === null) return { account: undefined, reading };
+  if (cmSink.count + secretSink.count !== before) return { account: undefined, reading };
+  const account: AccountSettings = {
     name,
     enabled,
-    capabilities,
+    capabilities: caps.known,
     tokens,
-    ...(passwordHash !== undefined && passwordHash !== '' ? { passwordHash } : {}),
+    ...(passwordHash !== undefined ? { passwordHash } : {}),
     ...(mtime !== undefined ? { passwordMtime: mtime } : {}),
   };
+  return { account, reading };
 }

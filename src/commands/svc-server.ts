@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
- * `svc-server`: starts the server (default), or answers offline questions about a config dir
- * (`validate`, `rbac can`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
+ * `svc-server`: starts the server (default), answers offline questions about a config dir
+ * (`validate`, `rbac can`), or lifts a login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_WORKERS).
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';
+import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runValidate } from './validate.js';
 
@@ -82,6 +83,17 @@ rbac
   .argument('<object>')
   .action(async (subject: string, resource: string, action: string, object: string, opts: { config: string }) => {
     process.exitCode = await runRbacCan(opts.config, { subject, resource, action, object }, process.stdout, process.stderr);
+  });
+
+const loginCommand = program.command('login').description('break-glass for password logins');
+loginCommand
+  .command('unlock')
+  .description("forget a name's failed logins and lift its lockout in Redis (anyone can lock admin with a few wrong passwords)")
+  .option('--redis <url>', 'Redis URL of the shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+  .argument('<username>')
+  .action(async (username: string, opts: { redis?: string }) => {
+    const redis = opts.redis === '' || opts.redis === undefined ? undefined : checkedRedisUrl(opts.redis);
+    process.exitCode = await runLoginUnlock(redis, username, process.stdout, process.stderr);
   });
 
 /**

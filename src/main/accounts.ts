@@ -3,12 +3,12 @@
  * account queries and writes, and their two routers.
  */
 import { createAccounts } from '../accounts/accounts.js';
-import { createApiTokens } from '../accounts/api-tokens.js';
+import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { sessionRoutes } from '../http/routes/session.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
-import { readLoginLimits } from '../session/limits.js';
+import { readInt, readLoginLimits } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
 import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
@@ -36,7 +36,7 @@ export function buildAccounts(services: Services, identity: Identity): Feature {
       sessionRoutes({ login, revocation: identity.revocation }),
       accountRoutes({
         accounts,
-        apiTokens: createApiTokens({ store, accounts, signer: identity.signer, now }),
+        apiTokens: createApiTokens({ store, accounts, signer: identity.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
       }),

@@ -25,6 +25,16 @@ import { GLOB_FUNCTION, newRbacModel } from './model.js';
 import type { Policy, PolicyRule } from './policy.js';
 
 export const DECISION_CACHE_ENTRIES = 100_000;
+/**
+ * The decision cache is also bounded by the size of its keys (UTF-16: 2 bytes a character, plus
+ * DECISION_ENTRY_OVERHEAD_BYTES for the entry), because callers choose them: the object of a
+ * can-i or an account read is whatever the URL says. 32 MiB holds the 100,000 entries of
+ * ordinary requests (subjects, resource, action and a name of some dozens of characters).
+ */
+export const DECISION_CACHE_BYTES = 32 * 1024 * 1024;
+const DECISION_ENTRY_OVERHEAD_BYTES = 64;
+/** A longer key is not cached: no real subject list and object come near it, and one would fill a generation. */
+export const MAX_CACHED_KEY_CHARS = 2048;
 
 /**
  * `indexed` (default): ./indexed.ts, same answers, cost independent of the policy size.
@@ -37,6 +47,8 @@ export const DEFAULT_ENGINE: Engine = 'indexed';
 export interface RbacEnforcer {
   can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
   readonly policy: Policy;
+  /** What the decision cache holds now: entries, and bytes as counted by decisionKeyBytes. */
+  cached(): { readonly entries: number; readonly bytes: number };
 }
 
 type Decide = RbacEnforcer['can'];
@@ -45,18 +57,28 @@ export interface EnforcerOptions {
   readonly engine?: Engine;
   /** Bound of the decision cache; 0 turns it off (the bench and `canOffline` use that). */
   readonly decisionCacheEntries?: number;
+  /** Bound of the decision cache's keys, in bytes (DECISION_CACHE_BYTES). */
+  readonly decisionCacheBytes?: number;
 }
 
 export async function createEnforcer(policy: Policy, options: EnforcerOptions = {}): Promise<RbacEnforcer> {
-  const rules = [...BUILTIN_RULES, ...policy.lines];
-  const outcome =
-    (options.engine ?? DEFAULT_ENGINE) === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
-  const decide = combineSubjects(outcome, policy.defaultRole);
+  const engine = options.engine ?? DEFAULT_ENGINE;
+  const inForce = await decider(policy.lines, policy.defaultRole, engine);
+  const restrictTo = policy.restrictTo;
+  // A bad change in force: yes only where the kept lines AND the readable new lines say yes (policy.ts).
+  const narrowing = restrictTo === undefined ? undefined : await decider(restrictTo, policy.defaultRole, engine);
+  const decide: Decide = narrowing === undefined ? inForce : (subjects, res, act, obj) => inForce(subjects, res, act, obj) && narrowing(subjects, res, act, obj);
   const cacheEntries = options.decisionCacheEntries ?? DECISION_CACHE_ENTRIES;
-  return {
-    policy,
-    can: cacheEntries > 0 ? cachedDecide(decide, cacheEntries) : decide,
-  };
+  if (cacheEntries === 0) return { policy, can: decide, cached: () => ({ entries: 0, bytes: 0 }) };
+  const cache = new BoundedCache<string, boolean>(cacheEntries, { maxWeight: options.decisionCacheBytes ?? DECISION_CACHE_BYTES, weigh: decisionKeyBytes });
+  return { policy, can: cachedDecide(decide, cache), cached: () => ({ entries: cache.size, bytes: cache.weight }) };
+}
+
+/** The operator's lines after the built-in ones, in an engine, combined across subjects. */
+async function decider(lines: readonly PolicyRule[], defaultRole: string | undefined, engine: Engine): Promise<Decide> {
+  const rules = [...BUILTIN_RULES, ...lines];
+  const outcome = engine === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
+  return combineSubjects(outcome, defaultRole);
 }
 
 /** The rules in the casbin model; `[false, []]` from enforceExSync means no rule matched. */
@@ -85,8 +107,7 @@ function combineSubjects(outcome: SubjectOutcome, defaultRole: string | undefine
 }
 
 
-function cachedDecide(decide: Decide, maxEntries: number): Decide {
-  const cache = new BoundedCache<string, boolean>(maxEntries);
+function cachedDecide(decide: Decide, cache: BoundedCache<string, boolean>): Decide {
   return function can(subjects, resource, action, object) {
     const key = decisionKey(subjects, resource, action, object);
     if (key === undefined) return decide(subjects, resource, action, object);
@@ -98,11 +119,19 @@ function cachedDecide(decide: Decide, maxEntries: number): Decide {
   };
 }
 
+export function decisionKeyBytes(key: string): number {
+  return key.length * 2 + DECISION_ENTRY_OVERHEAD_BYTES;
+}
+
 /**
  * Fields joined by NUL. A field holding a NUL itself (an object taken from a URL can) would let
- * two different requests share a key, so such a request is not cached at all.
+ * two different requests share a key, so such a request is not cached at all; nor is one whose
+ * key would be longer than MAX_CACHED_KEY_CHARS.
  */
 function decisionKey(subjects: readonly string[], res: string, act: string, obj: string): string | undefined {
+  let length = res.length + act.length + obj.length;
+  for (const field of subjects) length += field.length;
+  if (length > MAX_CACHED_KEY_CHARS) return undefined;
   for (const field of subjects) if (field.includes('\0')) return undefined;
   if (res.includes('\0') || act.includes('\0') || obj.includes('\0')) return undefined;
   return `${subjects.length}\0${subjects.join('\0')}\0${res}\0${act}\0${obj}`;

@@ -4,8 +4,8 @@
  *
  * Lines come from `policy.csv`, then every `policy.<x>.csv` overlay in sorted key order (as Argo
  * CD). A malformed line is one problem naming its key and line number. A key with a bad line
- * keeps its last good version whole; on first load, when it has none, only the bad lines are
- * dropped. Argo CD instead fails the whole policy, so one typo denies everything to everyone
+ * keeps its last good version, and the readable new lines may only take access away from it
+ * (Policy.restrictTo); on first load, when it has none, only the bad lines are dropped. Argo CD instead fails the whole policy, so one typo denies everything to everyone
  * (reference/argocd.md §8.8); here the other keys and lines keep working and the operator sees
  * every bad line.
  */
@@ -42,6 +42,13 @@ export interface Policy {
    * not here: it has no good version yet.
    */
   readonly goodKeys?: ReadonlyMap<string, readonly PolicyRule[]>;
+  /**
+   * Present when a key kept its previous version because its new text has malformed lines: the
+   * readable lines of every key's NEW text (malformed lines dropped). A request is allowed only
+   * if `lines` and these lines both allow it, so a bad change can take access away (a removed
+   * allow or g line, a new deny line) but never give any (see parseCsvKey).
+   */
+  readonly restrictTo?: readonly PolicyRule[];
 }
 
 export interface PolicyInput {
@@ -75,16 +82,21 @@ export function parsePolicy(input: PolicyInput, sink: ScopedSink, previous?: Pol
     .sort();
   for (const key of overlayKeys) texts.push([key, input.overlays?.[key] ?? '']);
   const lines: PolicyRule[] = [];
+  const readable: PolicyRule[] = [];
+  let keptAny = false;
   const goodKeys = new Map<string, readonly PolicyRule[]>();
   for (const [key, text] of texts) {
     const kept = previous?.goodKeys?.get(key);
     const rules = parseCsvKey(text, sink.at(key), key, kept);
     lines.push(...rules.rules);
+    readable.push(...rules.readable);
+    keptAny ||= rules.rules !== rules.readable;
     if (rules.good) goodKeys.set(key, rules.rules);
   }
   const defaultRole = input.defaultRole?.trim() ?? '';
   const scopes = input.scopes === undefined ? DEFAULT_SCOPES : parseScopes(input.scopes, sink.at('scopes'), previous?.scopes);
-  return defaultRole === '' ? { lines, scopes, goodKeys } : { lines, defaultRole, scopes, goodKeys };
+  const policy: Policy = defaultRole === '' ? { lines, scopes, goodKeys } : { lines, defaultRole, scopes, goodKeys };
+  return keptAny ? { ...policy, restrictTo: readable } : policy;
 }
 
 interface MalformedLine {
@@ -109,21 +121,28 @@ export function parsePolicyCsv(text: string): { rules: PolicyRule[]; malformed: 
 
 /**
  * One data key is one entry (DESIGN §2): with a malformed line, its last good version stays
- * whole, because dropping just that line can open access (a typo in a deny line would remove
- * the deny). Without a good version (first load) only the bad lines are dropped: failing the
- * whole key would take away every other rule in it instead.
+ * in force, because dropping just that line can open access (a typo in a deny line would remove
+ * the deny). But keeping it whole would also keep what the operator just took away (`g, bob,
+ * role:all` replaced by a deny line, beside a typo elsewhere), so the readable lines of the new
+ * text are returned too, and the enforcer allows only what both allow (Policy.restrictTo): an
+ * intersection of grants, which holds whatever the lines do, g chains, denies inherited through a
+ * role and `policy.default` included. Rejected: editing the old lines (minus removed allow and g
+ * lines, plus new deny lines): a removed g line can carry a deny, and a removed allow line can
+ * hand a subject to `policy.default`, so neither is always a restriction. Without a good
+ * version (first load) only the bad lines are dropped: failing the whole key would take away
+ * every other rule in it instead.
  */
 function parseCsvKey(
   text: string,
   sink: ScopedSink,
   key: string,
   kept: readonly PolicyRule[] | undefined,
-): { rules: readonly PolicyRule[]; good: boolean } {
+): { rules: readonly PolicyRule[]; readable: readonly PolicyRule[]; good: boolean } {
   const { rules, malformed } = parsePolicyCsv(text);
   const outcome = kept === undefined ? 'line ignored' : `the previous version of ${key} stays in force`;
   for (const bad of malformed) sink.add([`line ${bad.number}`], `${bad.reason}, ${outcome}: ${JSON.stringify(bad.text)}`);
-  if (malformed.length === 0) return { rules, good: true };
-  return kept === undefined ? { rules, good: false } : { rules: kept, good: true };
+  if (malformed.length === 0) return { rules, readable: rules, good: true };
+  return kept === undefined ? { rules, readable: rules, good: false } : { rules: kept, readable: rules, good: true };
 }
 
 /** A rule, or a sentence saying what is wrong with the line. */

@@ -53,11 +53,11 @@ export async function createRights(initialPolicy: Policy, options: EnforcerOptio
 
 const fingerprints = new WeakMap<Policy, string>();
 
-/** What decides answers: the lines, the default role and the scopes (not where lines came from). */
+/** What decides answers: the lines, the default role, the scopes and the narrowing lines (not where lines came from). */
 export function policyFingerprint(policy: Policy): string {
   let found = fingerprints.get(policy);
   if (found === undefined) {
-    found = JSON.stringify([policy.lines, policy.defaultRole ?? null, policy.scopes]);
+    found = JSON.stringify([policy.lines, policy.defaultRole ?? null, policy.scopes, policy.restrictTo ?? null]);
     fingerprints.set(policy, found);
   }
   return found;

@@ -19,10 +19,11 @@ export interface LoginLimits {
   readonly maxConcurrentLogins: number;
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
-type WarnLog = { warn(obj: object, msg: string): void };
+export type Env = Readonly<Record<string, string | undefined>>;
+export type WarnLog = { warn(obj: object, msg: string): void };
 
-function readInt(env: Env, log: WarnLog, name: string, fallback: number, min: number): number {
+/** An integer >= min from the environment; a bad value warns, naming the variable, and gives the default. */
+export function readInt(env: Env, log: WarnLog, name: string, fallback: number, min: number): number {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const value = Number(raw.trim());

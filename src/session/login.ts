@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { MAX_USERNAME_LENGTH, type AccountSettings } from '../accounts/config.js';
 import { verifyPassword } from '../accounts/passwords.js';
 import { InvalidCredentials, InvalidRequest } from '../errors.js';
-import type { LoginConcurrency } from './concurrency.js';
+import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
 
@@ -75,9 +75,10 @@ export function createLoginService(deps: LoginDeps): LoginService {
       // No account can have such a name; not counted, so junk cannot fill the failure cache.
       throw new InvalidRequest(`username is longer than ${MAX_USERNAME_LENGTH} characters`);
     }
-    const release = deps.concurrency.acquire();
+    // Admitted first: an attempt waiting its turn (throttle.ts) must not hold a bcrypt slot.
+    const attempt = await deps.throttle.admit(username);
+    const release = await bcryptSlot(username);
     try {
-      const attempt = await deps.throttle.admit(username);
       // Read once: the token is bound to exactly the hash this bcrypt checks.
       const account = deps.accounts().get(username);
       const matches = await verifyPassword(password, account?.passwordHash);
@@ -87,6 +88,16 @@ export function createLoginService(deps: LoginDeps): LoginService {
       return verdict;
     } finally {
       release();
+    }
+  }
+
+  /** A concurrency slot; without one (503), the admitted attempt is uncounted, as it checks nothing. */
+  async function bcryptSlot(username: string): Promise<Release> {
+    try {
+      return deps.concurrency.acquire();
+    } catch (err: unknown) {
+      await deps.throttle.release(username);
+      throw err;
     }
   }
 

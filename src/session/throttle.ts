@@ -8,16 +8,19 @@
  * attempt whose number is past the limit is refused without a bcrypt, so N parallel guesses
  * check at most `maxFailCount` passwords, on one replica or many. (Rejected: check, then
  * bcrypt, then count the failure — parallel guesses all pass the check before any is counted.)
- * A success clears the count, so only failures and attempts still in flight add up. The cost:
- * more than `maxFailCount` logins of one name in flight at the same instant refuse the extra
- * ones (429, Retry-After 1 s) even if all would succeed.
+ * A success clears the count, so only failures and attempts still in flight add up. An attempt
+ * past the limit while the name is not locked hands its reservation back (decrement) and waits
+ * its turn, polling, for up to `maxWaitMs`: the attempts in flight may all succeed (a CI system
+ * logging in from ten jobs at once) and then clear the count. So 429 comes only when recorded
+ * failures lock the name, or after the bounded wait (Retry-After 1 s); the bound on passwords
+ * checked at once (at most the remaining allowance) is unchanged.
  *
  * Keys (the backend adds `svc:`):
  *   login-failures:<name>   attempts not cleared by a success, TTL = the window from the first
  *   login-locked:<name>     set when an attempt numbered `maxFailCount` or later fails, TTL = the
  *                           window: a lockout lasts a whole window from the failure that caused it
- *   login-failures-index    hash name -> first failure (ms): the bounded "cache" of names,
- *                           failure-index.ts
+ *   login-failures-index    hash name -> `<first failure (ms)>:<failures>`: the bounded
+ *                           "cache" of names, failure-index.ts
  * With a window of 0 nothing expires: 10 consecutive failures lock the name until the state is
  * cleared (a restart for memory, deleting the keys in Redis).
  *
@@ -26,6 +29,8 @@
  * lock also resets the count's TTL to the window, so count and lock expire together and a
  * lockout neither extends itself nor leaves a count behind.
  */
+import { randomInt } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { TooManyAttempts } from '../errors.js';
@@ -39,14 +44,22 @@ import { COUNT_PREFIX, LOCK_PREFIX } from './throttle-keys.js';
 export const PERMANENT_RETRY_AFTER_SECONDS = 86_400;
 /** Retry-After for an attempt refused because the attempts in flight already reach the limit. */
 export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
+/** How long an attempt waits for the attempts in flight before it (not locked) is refused. */
+export const DEFAULT_ADMIT_WAIT_MS = 10_000;
+/** Polling while waiting: from the first to the last interval, doubling, with jitter. */
+const FIRST_POLL_MS = 20;
+const LAST_POLL_MS = 250;
 
 export interface LoginThrottle {
   /**
-   * Counts one attempt for the name before its password is checked. Throws TooManyAttempts
-   * while the name is locked (nothing counted) or when this attempt is past the limit; else
-   * resolves with the attempt's number, to hand to recordFailure.
+   * Counts one attempt for the name before its password is checked, waiting (up to maxWaitMs)
+   * while the attempts in flight take the whole remaining allowance. Throws TooManyAttempts
+   * while the name is locked, or when the wait ends; else resolves with the attempt's number,
+   * to hand to recordFailure or release.
    */
   admit(username: string): Promise<number>;
+  /** An admitted attempt whose password was never checked (no slot to check it): uncount it. */
+  release(username: string): Promise<void>;
   /** The admitted attempt failed: an attempt numbered at the limit or later locks the name. */
   recordFailure(username: string, attempt: number): Promise<void>;
   /** A success clears the count, and a lock that attempts in flight beside it may have set. */
@@ -62,6 +75,10 @@ export interface ThrottleDeps {
   readonly log: Pick<Logger, 'warn' | 'info'>;
   readonly registry: Registry;
   readonly now: () => number;
+  /** DEFAULT_ADMIT_WAIT_MS; tests shorten it. */
+  readonly maxWaitMs?: number;
+  /** Injected so tests can count polls; the default sleeps. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** The lockout without an end (window 0) says so instead of naming a time. */
@@ -85,12 +102,32 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     return new TooManyAttempts(Math.max(1, Math.ceil((left ?? windowMs) / 1000)));
   }
 
-  async function admit(state: StateBackend, username: string): Promise<TooManyAttempts | number> {
+  /** The attempt's number, the lock's error, or 'wait' (the reservation handed back). */
+  async function admit(state: StateBackend, username: string): Promise<TooManyAttempts | number | 'wait'> {
     const [lock, attempt] = await Promise.all([state.get(LOCK_PREFIX + username), state.incr(COUNT_PREFIX + username, ttl)]);
     if (lock !== null) return lockedError(state, username);
     if (attempt <= limits.maxFailCount) return attempt;
-    // Past the limit but not locked (yet): enough attempts are in flight to lock it.
-    return new TooManyAttempts(IN_FLIGHT_RETRY_AFTER_SECONDS);
+    // Past the limit but not locked (yet): the attempts in flight take the allowance. Hand the
+    // reservation back so that waiting attempts are not counted as failures, and wait. The
+    // decrement skips a count a success deleted meanwhile; one that lands after a success
+    // cleared the count and a new attempt recreated it undercounts by one. Only a success with
+    // the right password opens that gap, and a success forgets the count anyway.
+    await state.decrement(COUNT_PREFIX + username);
+    return 'wait';
+  }
+
+  const maxWaitMs = deps.maxWaitMs ?? DEFAULT_ADMIT_WAIT_MS;
+  const pause = deps.sleep ?? sleep;
+
+  async function admitInTurn(username: string): Promise<number> {
+    const started = now();
+    for (let poll = FIRST_POLL_MS; ; poll = Math.min(LAST_POLL_MS, poll * 2)) {
+      const admitted = await runner.run((state) => admit(state, username));
+      if (admitted instanceof TooManyAttempts) throw admitted;
+      if (admitted !== 'wait') return admitted;
+      if (now() - started >= maxWaitMs) throw new TooManyAttempts(IN_FLIGHT_RETRY_AFTER_SECONDS);
+      await pause(poll / 2 + randomInt(Math.max(1, poll / 2)));
+    }
   }
 
   async function failure(state: StateBackend, username: string, attempt: number): Promise<boolean> {
@@ -98,15 +135,15 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     // The count now ends with the lock (see the header). Increments lost to this write were
     // past the limit anyway: the value stays >= the limit, so every later attempt is refused.
     if (lockedNow && windowMs > 0) await state.set(COUNT_PREFIX + username, String(attempt), ttl);
-    await index.track(state, username);
+    await index.track(state, username, attempt);
     return lockedNow;
   }
 
   return {
-    async admit(username) {
-      const admitted = await runner.run((state) => admit(state, username));
-      if (admitted instanceof TooManyAttempts) throw admitted;
-      return admitted;
+    admit: admitInTurn,
+
+    async release(username) {
+      await runner.run((state) => state.decrement(COUNT_PREFIX + username));
     },
 
     async recordFailure(username, attempt) {

@@ -36,11 +36,36 @@ function signedFor(record: ApiTokenRecord, claims: TokenClaims): boolean {
   return record.id === claims.jti && record.iat === claims.iat && record.exp === claims.exp;
 }
 
+/**
+ * Each settings version's token list, indexed by jti (by id for records without one), built the
+ * first time a token of that version is checked: every API request checks its token, and a
+ * scan of the list would cost in proportion to the tokens an account holds. Keyed by the list
+ * itself, so a new settings version gets a new index and the old one goes with its list.
+ */
+const tokenIndexes = new WeakMap<readonly ApiTokenRecord[], ReadonlyMap<string, readonly ApiTokenRecord[]>>();
+
+function tokenIndex(tokens: readonly ApiTokenRecord[]): ReadonlyMap<string, readonly ApiTokenRecord[]> {
+  let index = tokenIndexes.get(tokens);
+  if (index === undefined) {
+    const built = new Map<string, ApiTokenRecord[]>();
+    for (const record of tokens) {
+      const key = record.jti ?? record.id;
+      const same = built.get(key);
+      if (same === undefined) built.set(key, [record]);
+      else same.push(record);
+    }
+    index = built;
+    tokenIndexes.set(tokens, index);
+  }
+  return index;
+}
+
 /** API tokens are revoked by deleting their record: the record must still be listed. */
 function apiTokenListed(claims: TokenClaims, account: AccountSettings): string | undefined {
   if (claims.kind !== 'apiKey') return undefined;
+  const candidates = tokenIndex(account.tokens).get(claims.jti) ?? [];
   // The message names no id: the jti is random, and the record that had the id is gone.
-  return account.tokens.some((t) => signedFor(t, claims)) ? undefined : `this API token of account '${claims.username}' was deleted`;
+  return candidates.some((t) => signedFor(t, claims)) ? undefined : `this API token of account '${claims.username}' was deleted`;
 }
 
 const PASSWORD_CHANGED = (name: string) => `the password of account '${name}' changed after this token was issued; log in again`;

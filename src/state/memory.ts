@@ -138,6 +138,18 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return next;
     },
 
+    async decrement(key) {
+      const entry = stringEntry(key);
+      if (entry === undefined) return null;
+      if (!/^-?\d+$/.test(entry.value) || !Number.isSafeInteger(Number(entry.value))) {
+        throw new Error('ERR value is not an integer or out of range');
+      }
+      const value = Number(entry.value);
+      if (value <= 0) return value;
+      entry.value = String(value - 1);
+      return value - 1;
+    },
+
     async ttlMs(key) {
       const entry = live(key);
       if (entry?.expiresAt == null) return null;

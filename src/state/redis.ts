@@ -61,6 +61,14 @@ else
 end
 return 1`;
 
+/** DECR only an existing key above 0: DECR on an absent key would make -1 with no TTL. */
+const DECREMENT_IF_POSITIVE = `
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+if tonumber(value) == nil then return redis.error_reply('ERR value is not an integer or out of range') end
+if tonumber(value) <= 0 then return tonumber(value) end
+return redis.call('DECR', KEYS[1])`;
+
 // Server replies that mean "not available right now", not "you made a mistake".
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
 
@@ -142,6 +150,11 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
       if (ttl === undefined) return run('incr', (c) => c.incr(key));
       const reply = await run('incr', (c) => c.eval(INCR_WITH_TTL, 1, key, ttl));
       return Number(reply);
+    },
+
+    async decrement(key) {
+      const reply = await run('decrement', (c) => c.eval(DECREMENT_IF_POSITIVE, 1, key));
+      return reply === null ? null : Number(reply);
     },
 
     async ttlMs(key) {

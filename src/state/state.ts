@@ -65,6 +65,14 @@ export interface StateBackend {
    */
   incr(key: string, opts?: TtlOptions): Promise<number>;
 
+  /**
+   * Subtracts 1 atomically from a key holding an integer above 0 and returns the new value,
+   * keeping its TTL. An absent key stays absent (null), and 0 or less is left as it is: a
+   * count deleted meanwhile must not come back negative and without a TTL. Rejects with a
+   * plain Error when the value is not an integer.
+   */
+  decrement(key: string): Promise<number | null>;
+
   /** Milliseconds left before the key expires; null when absent OR when it has no TTL. */
   ttlMs(key: string): Promise<number | null>;
 

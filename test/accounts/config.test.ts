@@ -25,9 +25,9 @@ describe('accounts/config', () => {
   it('an unreadable admin.enabled keeps the last good admin: present if it was enabled, absent if not or on first load', () => {
     const problem = `svc-cm: admin.enabled: must be "true" or "false", not 'flase'`;
     const enabled = parse({}, { 'admin.password': 'x' }).accounts;
-    const kept = parse({ 'admin.enabled': 'flase' }, { 'admin.password': 'y' }, enabled);
+    const kept = parse({ 'admin.enabled': 'flase' }, { 'admin.password': 'x' }, enabled);
     expect(kept.problems).to.deep.equal([problem]);
-    expect(kept.accounts.get('admin')).to.equal(enabled.get('admin'));
+    expect(kept.accounts.get('admin')).to.deep.equal(enabled.get('admin'));
     const disabled = parse({ 'admin.enabled': 'false' }).accounts;
     const stillOff = parse({ 'admin.enabled': 'flase' }, {}, disabled);
     expect(stillOff.problems).to.deep.equal([problem]);
@@ -82,11 +82,47 @@ describe('accounts/config', () => {
     ]);
   });
 
-  it('keeps the last good version of an account whose tokens no longer parse', () => {
-    const first = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1}]' }).accounts;
-    const { accounts, problems } = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":1}]' }, first);
-    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens[0]: must be {id: string, jti?: string, iat: number, exp?: number}']);
+  it('keeps the last good version of an account whose tokens no longer parse, with only the tokens still in the text', () => {
+    const first = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1},{"id":"b","iat":2}]' }).accounts;
+    const { accounts, problems } = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"a","iat":1},{"id":1}]' }, first);
+    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens[1]: must be {id: string, jti?: string, iat: number, exp?: number}']);
     expect(accounts.get('ci')?.tokens).to.deep.equal([{ id: 'a', iat: 1 }]);
+  });
+
+  it('a leaked token removed by hand from a list left unparsable stops at once', () => {
+    const leaked = '{"id":"ci","jti":"1111-leaked","iat":1}';
+    const kept = '{"id":"deploy","jti":"2222-kept","iat":2}';
+    const first = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': `[${leaked},${kept}]` }).accounts;
+    const { accounts, problems } = parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': `[${kept},]` }, first);
+    expect(problems).to.deep.equal(['svc-secret: accounts.ci.tokens: is not JSON']);
+    expect(accounts.get('ci')?.tokens).to.deep.equal([{ id: 'deploy', jti: '2222-kept', iat: 2 }]);
+    expect(parse({ 'accounts.ci': 'apiKey' }, { 'accounts.ci.tokens': '[{"id":"x",' }, first).accounts.get('ci')?.tokens).to.deep.equal([]);
+  });
+
+  it('a bad change never keeps access it takes away: enabled "false" beside a typo in the capabilities', () => {
+    const secret = { 'accounts.bob.password': '$2b$10$x' };
+    const first = parse({ 'accounts.bob': 'login, apiKey' }, secret).accounts;
+    const { accounts, problems } = parse({ 'accounts.bob': 'login, apikey', 'accounts.bob.enabled': 'false' }, secret, first);
+    expect(problems).to.deep.equal(["svc-cm: accounts.bob: unknown capability 'apikey' (want apiKey, login)"]);
+    expect(accounts.get('bob')).to.deep.equal({ name: 'bob', enabled: false, capabilities: ['login'], tokens: [], passwordHash: '$2b$10$x' });
+    // Nor does it grant what the old text did not: enabling again beside a typo stays disabled.
+    const again = parse({ 'accounts.bob': 'login, apikey', 'accounts.bob.enabled': 'true' }, secret, accounts).accounts;
+    expect(again.get('bob')?.enabled).to.equal(false);
+  });
+
+  it('the admin path too: accounts.admin.enabled "false" beside a typo, or beside an unreadable admin.enabled', () => {
+    const first = parse({ 'accounts.admin': 'login' }, { 'admin.password': 'h' }).accounts;
+    const typo = parse({ 'accounts.admin': 'login, apikey', 'accounts.admin.enabled': 'false' }, { 'admin.password': 'h' }, first);
+    expect(typo.problems).to.have.length(1);
+    expect(typo.accounts.get('admin')?.enabled).to.equal(false);
+    const flase = parse({ 'admin.enabled': 'flase', 'accounts.admin.enabled': 'false' }, { 'admin.password': 'h' }, first);
+    expect(flase.accounts.get('admin')?.enabled).to.equal(false);
+  });
+
+  it('a changed password hash beside a problem leaves no password in force, and the later change time', () => {
+    const first = parse({ 'accounts.alice': 'login' }, { 'accounts.alice.password': 'old', 'accounts.alice.passwordMtime': '2026-01-01T00:00:00Z' }).accounts;
+    const changed = parse({ 'accounts.alice': 'login, typo' }, { 'accounts.alice.password': 'new', 'accounts.alice.passwordMtime': '2026-02-01T00:00:00Z' }, first).accounts.get('alice');
+    expect(changed).to.deep.equal({ name: 'alice', enabled: true, capabilities: ['login'], tokens: [], passwordMtime: new Date('2026-02-01T00:00:00Z') });
   });
 
   it('reads password hash, change time and enabled flag', () => {

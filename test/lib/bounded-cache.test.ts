@@ -35,6 +35,17 @@ describe('BoundedCache', () => {
     expect(cache.size).to.be.at.most(100);
   });
 
+  it('with a weight bound, holds no more than that weight however long the keys', () => {
+    const cache = new BoundedCache<string, number>(100_000, { maxWeight: 10_000, weigh: (key) => key.length });
+    for (let i = 0; i < 1000; i++) {
+      cache.set(`${i}:`.padEnd(1000, 'x'), i);
+      expect(cache.size, `after ${i + 1} keys`).to.be.at.most(10);
+      expect(cache.weight).to.be.at.most(10_000);
+    }
+    cache.set('short', 1);
+    expect(cache.get('short')).to.equal(1);
+  });
+
   it('refuses a bound that is not a positive integer', () => {
     expect(() => new BoundedCache(0)).to.throw(RangeError, /positive integer/);
     expect(() => new BoundedCache(1.5)).to.throw(RangeError);

@@ -48,6 +48,17 @@ describe('rbac/enforcer', () => {
     expect(e.can(['u'], 'logs\0get', '', 'a')).to.equal(false);
   });
 
+  it('bounds the decision cache by bytes and does not cache oversized keys', async () => {
+    const e = await createEnforcer(policyOf('p, u, logs, get, *'), { decisionCacheBytes: 1024 * 1024 });
+    for (let i = 0; i < 200; i++) expect(e.can(['u'], 'logs', 'get', `${i}-`.padEnd(16 * 1024, 'x'))).to.equal(true);
+    expect(e.cached().entries).to.equal(0);
+    for (let i = 0; i < 5000; i++) e.can(['u'], 'logs', 'get', `${i}-`.padEnd(1000, 'x'));
+    expect(e.cached().bytes).to.be.at.most(1024 * 1024);
+    expect(e.cached().entries).to.be.at.most(600).and.above(0);
+    e.can(['u'], 'logs', 'get', 'a');
+    expect(e.cached().entries).to.be.above(0);
+  });
+
   it('keeps the policy it was built from', async () => {
     const policy = policyOf('g, a, role:admin', { defaultRole: 'role:readonly' });
     const e = await createEnforcer(policy);

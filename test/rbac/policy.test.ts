@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
+import { createEnforcer } from '../../src/rbac/enforcer.js';
 import { DEFAULT_SCOPES, parsePolicy } from '../../src/rbac/policy.js';
 import type { Policy, PolicyInput } from '../../src/rbac/policy.js';
 
@@ -135,6 +136,36 @@ describe('rbac/policy', () => {
     expect(fixed.problems).to.deep.equal([]);
     expect(fixed.policy.lines).to.have.length(1);
   });
+
+  for (const engine of ['indexed', 'casbin'] as const) {
+    it(`a bad change takes access away at once but never gives any (${engine})`, async () => {
+      const first = parse({
+        csv: 'p, role:all, applications, *, *\ng, bob, role:all\ng, carol, role:all\np, dan, logs, get, *',
+        overlays: { 'policy.team.csv': 'p, erin, logs, get, *' },
+        defaultRole: 'role:readonly',
+      });
+      // bob's g line becomes a deny; carol's g line goes and dan's allow too; a typo elsewhere.
+      const next = parse(
+        {
+          csv: 'p, role:all, applications, *, *\np, bob, applications, *, *, deny\np, frank, applications, *, *\np, dan, logs\ng, erin, role:all',
+          overlays: { 'policy.team.csv': 'p, erin, logs, get, *' },
+          defaultRole: 'role:readonly',
+        },
+        first.policy,
+      );
+      expect(next.problems).to.have.length(1);
+      const e = await createEnforcer(next.policy, { engine });
+      expect(e.can(['bob'], 'applications', 'sync', 'p/a'), 'bob: the new deny line').to.equal(false);
+      expect(e.can(['carol'], 'applications', 'sync', 'p/a'), 'carol: her g line was removed').to.equal(false);
+      expect(e.can(['carol'], 'applications', 'get', 'p/a'), 'carol: the default role still reads').to.equal(true);
+      expect(e.can(['frank'], 'applications', 'sync', 'p/a'), 'frank: a new allow line waits for a clean text').to.equal(false);
+      expect(e.can(['erin'], 'applications', 'sync', 'p/a'), 'erin: a new g line too').to.equal(false);
+      expect(e.can(['erin'], 'logs', 'get', 'x'), 'erin: the good overlay applies').to.equal(true);
+      const fixed = parse({ csv: 'p, role:all, applications, *, *\np, frank, applications, *, *', defaultRole: 'role:readonly' }, next.policy);
+      expect(fixed.policy.restrictTo).to.equal(undefined);
+      expect((await createEnforcer(fixed.policy, { engine })).can(['frank'], 'applications', 'sync', 'p/a')).to.equal(true);
+    });
+  }
 
   it('drops only the bad lines of a key that has no good version yet, and keeps them out on the next change', () => {
     const first = parse({ csv: 'p, a, logs, get, *\np, a, logs' });

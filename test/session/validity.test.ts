@@ -46,6 +46,21 @@ describe('session/validity', () => {
     expect(await reason(apiKey('other', 100, 900), { tokens })).to.equal(DELETED);
   });
 
+  it('does not scan the token list per request: a settings version is indexed once', async () => {
+    const records: ApiTokenRecord[] = Array.from({ length: 5000 }, (_, i) => ({ id: `t${i}`, jti: `uuid-${i}`, iat: 100 }));
+    let reads = 0;
+    const tokens = new Proxy(records, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const account = deps({ tokens });
+    for (let i = 0; i < 100; i++) await checkValidity(apiKey('uuid-4999', 100), account);
+    expect(reads).to.be.at.most(2 * records.length);
+    expect(await reason(apiKey('uuid-5000', 100), { tokens })).to.equal(DELETED);
+  });
+
   it('refuses a session bound to another password hash than the current one', async () => {
     const session = (pwh?: string): TokenClaims => ({ username: 'alice', kind: 'login', jti: 'j', iat: 100, exp: 200, ...(pwh !== undefined ? { pwh } : {}) });
     const bound = signer.passwordBinding(HASH);

@@ -249,6 +249,23 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
       });
     });
 
+    describe('decrement', function () {
+      it('subtracts 1 from a positive count, keeps its TTL, and leaves absent keys and 0 alone', async function () {
+        await state.incr(key('d'), { ttlMs: 10_000 });
+        await state.incr(key('d'), { ttlMs: 10_000 });
+        expect(await state.decrement(key('d'))).to.equal(1);
+        expect(await state.ttlMs(key('d'))).to.be.a('number').above(5_000);
+        expect(await state.decrement(key('d'))).to.equal(0);
+        expect(await state.decrement(key('d'))).to.equal(0);
+        expect(await state.get(key('d'))).to.equal('0');
+        expect(await state.decrement(key('absent'))).to.equal(null);
+        expect(await state.get(key('absent'))).to.equal(null);
+        await state.set(key('txt'), 'abc');
+        const err = await state.decrement(key('txt')).catch((e: unknown) => e);
+        expect((err as Error).message).to.match(/not an integer/);
+      });
+    });
+
     describe('hashes', function () {
       it('sets, reads, counts and deletes fields', async function () {
         expect(await state.hashGetAll(key('h'))).to.deep.equal({});

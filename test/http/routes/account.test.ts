@@ -59,6 +59,19 @@ describe('HTTP /api/v1/account', function () {
     expect((await call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice')).status).to.equal(401);
   });
 
+  it('refuses names no account can have and unknown can-i resources with 400, before any rights are asked', async function () {
+    const long = 'a'.repeat(8 * 1024); // Node refuses request heads past 16 KB itself (431)
+    const name = await call(base, 'GET', `/api/v1/account/${long}`, { token: alice });
+    expect(name.status).to.equal(400);
+    expect(name.body).to.deep.equal({
+      error: 'invalid_request',
+      message: `'${'a'.repeat(40)}…' is not an account name (at most 32 lower-case letters, digits, '-', '.' or '_', starting and ending with a letter or digit)`,
+    });
+    const resource = await call(base, 'GET', `/api/v1/account/can-i/${long}/get/x`, { token: alice });
+    expect(resource.status).to.equal(400);
+    expect(resource.body['error']).to.equal('invalid_request');
+  });
+
   it('can-i applies the self rules: a user may always get and update itself, and nothing more', async function () {
     const canI = async (path: string) => (await call(base, 'GET', `/api/v1/account/can-i/${path}`, { token: alice })).body;
     expect(await canI('accounts/get/alice')).to.deep.equal({ value: 'yes' });
