@@ -82,7 +82,8 @@ export async function withConnection<T>(config: LdapConfig, timeouts: Timeouts, 
     url: serverUrl(config),
     connectTimeout: timeouts.connectMs,
     timeout: timeouts.operationMs,
-    tlsOptions: tlsOptions(config),
+    // Only for ldaps: ldapts takes any tlsOptions as "connect with TLS", which StartTLS must not do.
+    ...(config.transport === 'ldaps' ? { tlsOptions: tlsOptions(config) } : {}),
   });
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
@@ -120,9 +121,15 @@ async function closeQuietly(client: Client): Promise<void> {
   clearTimeout(timer);
 }
 
+/** A reason for the log: the socket or TLS error with its code, or the LDAP result by name and number. */
 export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const code = (err as { code?: unknown }).code;
+  if (typeof code === 'number') {
+    // ldapts appends " Code: 0x31" to the server's diagnostic message, which is often empty.
+    const diagnostic = err.message.replace(/\s*Code: 0x[0-9a-f]+$/i, '').trim();
+    return `${err.name} (LDAP result ${code})${diagnostic === '' ? '' : `: ${diagnostic}`}`;
+  }
   return typeof code === 'string' && !err.message.includes(code) ? `${err.message} (${code})` : err.message;
 }
 
