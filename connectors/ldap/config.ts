@@ -36,6 +36,8 @@ export interface UserMatcher {
   readonly userAttr: string;
   /** The group attribute that holds that value (`member`, `memberUid`). */
   readonly groupAttr: string;
+  /** Nested groups: the group attribute holding a member group's DN; parents are followed breadth-first. */
+  readonly recursionGroupAttr: string | undefined;
 }
 
 export interface UserSearch {
@@ -94,7 +96,7 @@ const userSearchSchema = z.strictObject({
   emailSuffix: z.string().optional(),
 });
 
-const userMatcherSchema = z.strictObject({ userAttr: text, groupAttr: text });
+const userMatcherSchema = z.strictObject({ userAttr: text, groupAttr: text, recursionGroupAttr: z.string().optional() });
 
 const groupSearchSchema = z.strictObject({
   baseDN: z.string().optional(),
@@ -103,6 +105,7 @@ const groupSearchSchema = z.strictObject({
   userMatchers: z.array(userMatcherSchema).optional(),
   userAttr: z.string().optional(),
   groupAttr: z.string().optional(),
+  recursionGroupAttr: z.string().optional(),
   nameAttr: z.string().optional(),
 });
 
@@ -306,14 +309,16 @@ function checkFilter(filter: string | undefined, at: ScopedSink): void {
 function parseGroupSearch(g: Raw['groupSearch'], at: ScopedSink): { search: GroupSearch; legacy: boolean } | undefined | false {
   if (g === undefined) return undefined;
   const before = at.count;
-  const matchers: UserMatcher[] = [...(g.userMatchers ?? [])];
+  const matchers: UserMatcher[] = (g.userMatchers ?? []).map((m) => ({ userAttr: m.userAttr, groupAttr: m.groupAttr, recursionGroupAttr: nonEmpty(m.recursionGroupAttr) }));
   const legacyAttr = nonEmpty(g.userAttr);
   const legacyGroup = nonEmpty(g.groupAttr);
+  const legacyRecursion = nonEmpty(g.recursionGroupAttr);
   const legacy = legacyAttr !== undefined || legacyGroup !== undefined;
+  if (legacyRecursion !== undefined && !legacy) at.add(['recursionGroupAttr'], 'belongs to a matcher: put it in userMatchers');
   if (legacy && matchers.length > 0) at.add(['userMatchers'], 'cannot be used with the older userAttr/groupAttr pair: move that pair into userMatchers');
   else if (legacy && (legacyAttr === undefined || legacyGroup === undefined)) {
     at.add([legacyAttr === undefined ? 'userAttr' : 'groupAttr'], 'is required with its pair (userAttr and groupAttr); better, use userMatchers');
-  } else if (legacyAttr !== undefined && legacyGroup !== undefined) matchers.push({ userAttr: legacyAttr, groupAttr: legacyGroup });
+  } else if (legacyAttr !== undefined && legacyGroup !== undefined) matchers.push({ userAttr: legacyAttr, groupAttr: legacyGroup, recursionGroupAttr: legacyRecursion });
   const baseDN = nonEmpty(g.baseDN);
   if (baseDN !== undefined) {
     if (nonEmpty(g.nameAttr) === undefined) at.add(['nameAttr'], 'is required with baseDN: the group attribute that names a group (e.g. cn)');

@@ -196,39 +196,45 @@ export class DirectoryConnection {
     }
   }
 
-  /** Group names for the user by every matcher, each once, in the order found. */
+  /**
+   * Group names for the user by every matcher, each once, in the order found. With
+   * `recursionGroupAttr`, the groups holding a found group's DN in that attribute are followed
+   * breadth-first (Dex); a group already seen is not searched again, so cycles end.
+   */
   async groupsOf(user: DirectoryEntry): Promise<string[]> {
     const groupSearch = this.config.groupSearch;
     if (groupSearch === undefined) return [];
     const names: string[] = [];
     for (const matcher of groupSearch.userMatchers) {
-      for (const value of attributeValues(user, matcher.userAttr)) {
-        for (const name of await this.groupsMatching(groupSearch, matcher.groupAttr, value)) {
-          if (!names.includes(name)) names.push(name);
-        }
+      const queue: DirectoryEntry[] = [];
+      for (const value of attributeValues(user, matcher.userAttr)) queue.push(...(await this.groupsMatching(groupSearch, matcher.groupAttr, value)));
+      const seen = new Set<string>();
+      for (let group = queue.shift(); group !== undefined; group = queue.shift()) {
+        const key = group.dn.toLowerCase();
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const name = firstValue(group, groupSearch.nameAttr);
+        if (name === undefined) throw new UnnamedGroup(group.dn, groupSearch.nameAttr);
+        if (!names.includes(name)) names.push(name);
+        if (matcher.recursionGroupAttr !== undefined) queue.push(...(await this.groupsMatching(groupSearch, matcher.recursionGroupAttr, group.dn)));
       }
     }
     return names;
   }
 
-  private async groupsMatching(groupSearch: GroupSearch, groupAttr: string, value: string): Promise<string[]> {
-    let entries: Entry[];
+  private async groupsMatching(groupSearch: GroupSearch, groupAttr: string, value: string): Promise<Entry[]> {
     try {
-      ({ searchEntries: entries } = await this.client.search(groupSearch.baseDN, {
+      const { searchEntries } = await this.client.search(groupSearch.baseDN, {
         scope: groupSearch.scope,
         filter: matchFilter(groupSearch.filter, groupAttr, value),
         attributes: [groupSearch.nameAttr],
         timeLimit: SEARCH_TIME_LIMIT_S,
-      }));
+      });
+      return searchEntries;
     } catch (err: unknown) {
       // Dex: a missing group base means no groups, not a failed login.
       if (err instanceof NoSuchObjectError) return [];
       throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'group-search', `the group search failed: ${describe(err)}`, { cause: err });
     }
-    return entries.map((entry) => {
-      const name = firstValue(entry, groupSearch.nameAttr);
-      if (name === undefined) throw new UnnamedGroup(entry.dn, groupSearch.nameAttr);
-      return name;
-    });
   }
 }

@@ -79,7 +79,7 @@ describe('ldap connector config', () => {
       userSearch: { ...minimal.userSearch, filter: '(objectClass=person)', scope: 'one', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid', emailSuffix: 'example.org' },
       groupSearch: {
         baseDN: 'ou=groups,dc=example,dc=org', filter: '(objectClass=groupOfNames)', scope: 'one', nameAttr: 'cn',
-        userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }],
+        userMatchers: [{ userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }],
       },
     });
     expect(problems).to.deep.equal([]);
@@ -89,13 +89,13 @@ describe('ldap connector config', () => {
     expect(config?.userSearch).to.include({ filter: '(objectClass=person)', scope: 'one', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid', emailSuffix: 'example.org' });
     expect(config?.groupSearch).to.deep.equal({
       baseDN: 'ou=groups,dc=example,dc=org', filter: '(objectClass=groupOfNames)', scope: 'one', nameAttr: 'cn',
-      userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }],
+      userMatchers: [{ userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid', recursionGroupAttr: undefined }],
     });
   });
 
   it('reads the legacy groupSearch.userAttr/groupAttr pair as one matcher, flagged for a warning', () => {
-    const { config } = check({ ...minimal, groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', userAttr: 'DN', groupAttr: 'member', nameAttr: 'cn' } });
-    expect(config?.groupSearch?.userMatchers).to.deep.equal([{ userAttr: 'DN', groupAttr: 'member' }]);
+    const { config } = check({ ...minimal, groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'member', nameAttr: 'cn' } });
+    expect(config?.groupSearch?.userMatchers).to.deep.equal([{ userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'member' }]);
     expect(config?.legacyGroupMatcher).to.equal(true);
   });
 
@@ -107,12 +107,12 @@ describe('ldap connector config', () => {
     expect(problemsOf({
       ...minimal, hostname: 'x', kerberos: {},
       userSearch: { ...minimal.userSearch, usernameAttr: 'uid' },
-      groupSearch: { baseDN: 'ou=groups', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'memberOf' }] },
+      groupSearch: { baseDN: 'ou=groups', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member', nested: true }] },
     })).to.have.members([
       `${PREFIX}.hostname: unknown key`,
       `${PREFIX}.kerberos: unknown key`,
       `${PREFIX}.userSearch.usernameAttr: unknown key`,
-      `${PREFIX}.groupSearch.userMatchers[0].recursionGroupAttr: unknown key`,
+      `${PREFIX}.groupSearch.userMatchers[0].nested: unknown key`,
     ]);
   });
 
@@ -212,6 +212,9 @@ describe('ldap connector config', () => {
     ]);
     expect(problemsOf({ ...minimal, groupSearch: { baseDN: base, nameAttr: 'cn', userAttr: 'DN', groupAttr: 'member', userMatchers: [{ userAttr: 'uid', groupAttr: 'memberUid' }] } })).to.deep.equal([
       `${PREFIX}.groupSearch.userMatchers: cannot be used with the older userAttr/groupAttr pair: move that pair into userMatchers`,
+    ]);
+    expect(problemsOf({ ...minimal, groupSearch: { baseDN: base, nameAttr: 'cn', recursionGroupAttr: 'member', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }] } })).to.deep.equal([
+      `${PREFIX}.groupSearch.recursionGroupAttr: belongs to a matcher: put it in userMatchers`,
     ]);
     expect(problemsOf({ ...minimal, groupSearch: { baseDN: base, nameAttr: 'cn', userMatchers: [{ userAttr: '', groupAttr: 'member' }] } })).to.deep.equal([
       `${PREFIX}.groupSearch.userMatchers[0].userAttr: must not be empty`,

@@ -181,6 +181,14 @@ describe('ldap connector against slapd', function () {
       expect((await connector.login('bob', 'bob123', ctx(false)))?.groups).to.deep.equal([]);
     });
 
+    it('follows nested groups with recursionGroupAttr, ending the devs/engineering cycle', async () => {
+      const config = baseConfig();
+      const groupSearch = { ...(config['groupSearch'] as object), userMatchers: [{ userAttr: 'DN', groupAttr: 'member', recursionGroupAttr: 'member' }] };
+      const { connector } = connectorFor({ ...config, groupSearch });
+      expect((await connector.login('bob', 'bob123', ctx()))?.groups).to.deep.equal(['devs', 'engineering']);
+      expect((await connector.login('alice', 'alice123', ctx()))?.groups).to.have.members(['admins', 'devs', 'engineering']);
+    });
+
     it('binds anonymously when no service account is configured', async () => {
       const { bindDN: _dn, bindPW: _pw, ...anonymous } = baseConfig();
       const { connector } = connectorFor(anonymous);
