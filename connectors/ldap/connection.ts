@@ -9,7 +9,7 @@
  */
 import { rootCertificates, type ConnectionOptions } from 'node:tls';
 import { isIP } from 'node:net';
-import { Client, ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, SizeLimitExceededError, type Entry } from 'ldapts';
+import { Client, ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, type Entry } from 'ldapts';
 import type { GroupSearch, LdapConfig } from './config.js';
 import { attributeValues, firstValue, requestedAttributes, type DirectoryEntry } from './entry.js';
 import { matchFilter } from './filter.js';
@@ -100,11 +100,15 @@ export async function withConnection<T>(config: LdapConfig, timeouts: Timeouts, 
         throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
       }
     }
-    return work(new DirectoryConnection(client, config));
+    return work(conn);
   };
+  const conn = new DirectoryConnection(client, config);
   try {
     return await Promise.race([run(), deadline]);
   } finally {
+    // Before the unbind: work still running after the deadline must not reopen the connection,
+    // which ldapts does for an operation on a closed client.
+    conn.closed = true;
     clearTimeout(timer);
     if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
     await closeQuietly(client);
@@ -139,13 +143,21 @@ function isConnectionError(err: unknown): boolean {
 }
 
 export class DirectoryConnection {
+  /** Set when the session ends; every operation checks it first. */
+  closed = false;
+
   constructor(
     private readonly client: Client,
     private readonly config: LdapConfig,
   ) {}
 
+  private ensureOpen(): void {
+    if (this.closed) throw new DirectoryFailure('timeout', 'the session ended before this operation');
+  }
+
   /** As the service account, or anonymously when none is configured (a simple bind with an empty name). */
   async serviceBind(): Promise<void> {
+    this.ensureOpen();
     const bind = this.config.bind;
     try {
       if (bind === undefined) await this.client.bind('', '');
@@ -164,19 +176,19 @@ export class DirectoryConnection {
       search.idAttr, search.emailAttr, search.username, search.nameAttr, search.preferredUsernameAttr,
       ...(this.config.groupSearch?.userMatchers.map((m) => m.userAttr) ?? []),
     ]);
+    this.ensureOpen();
     let entries: Entry[];
     try {
       ({ searchEntries: entries } = await this.client.search(search.baseDN, {
         scope: search.scope,
         filter: matchFilter(search.filter, search.username, username),
         attributes,
+        // Two are enough to know it is ambiguous; ldapts returns them with the size-limit result.
         sizeLimit: 2,
         timeLimit: SEARCH_TIME_LIMIT_S,
       }));
     } catch (err: unknown) {
       if (err instanceof NoSuchObjectError) return undefined;
-      // More entries than sizeLimit: the server says so instead of sending them.
-      if (err instanceof SizeLimitExceededError) throw new AmbiguousUser();
       throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'user-search', `the user search failed: ${describe(err)}`, { cause: err });
     }
     if (entries.length > 1) throw new AmbiguousUser();
@@ -187,6 +199,7 @@ export class DirectoryConnection {
   async userBind(dn: string, password: string): Promise<boolean> {
     // An LDAP simple bind with a name and an empty password is an unauthenticated bind that succeeds.
     if (password === '') return false;
+    this.ensureOpen();
     try {
       await this.client.bind(dn, password);
       return true;
@@ -223,6 +236,7 @@ export class DirectoryConnection {
   }
 
   private async groupsMatching(groupSearch: GroupSearch, groupAttr: string, value: string): Promise<Entry[]> {
+    this.ensureOpen();
     try {
       const { searchEntries } = await this.client.search(groupSearch.baseDN, {
         scope: groupSearch.scope,

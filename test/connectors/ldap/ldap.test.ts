@@ -229,7 +229,8 @@ describe('ldap connector against slapd', function () {
 
     it('signs in a user whose uid holds ( ) * \\ (escaped once, unlike Dex) and a non-ASCII uid', async () => {
       const { connector } = connectorFor(baseConfig());
-      expect(await connector.login('we(ird)*\\', 'weird123', ctx())).to.deep.include({ userId: 'we(ird)*\\', email: 'weird@example.org' });
+      const weird = await connector.login('we(ird)*\\', 'weird123', ctx());
+      expect(weird).to.deep.include({ userId: 'we(ird)*\\', email: 'weird@example.org', groups: ['odd'] });
       expect(await connector.login('zoë', 'zoe123', ctx())).to.deep.include({ userId: 'zoë', email: 'zoe@example.org' });
       expect(await connector.login('we(ird)*', 'weird123', ctx())).to.equal(null);
     });
@@ -247,6 +248,9 @@ describe('ldap connector against slapd', function () {
       const err = await rejection(connector.login('Twin', 'dave123', ctx()));
       expectUpstream(err, UpstreamMisconfigured, MISCONFIGURED);
       expect(errorsIn(lines)).to.deep.equal(['ldap: login failed: the user search matched more than one entry; make userSearch.filter or userSearch.username narrower']);
+      // Many more than two: the search stops at two (sizeLimit) and says the same.
+      const { connector: wide } = connectorFor({ ...config, userSearch: { ...(config['userSearch'] as object), username: 'objectClass' } });
+      expectUpstream(await rejection(wide.login('inetOrgPerson', 'alice123', ctx())), UpstreamMisconfigured, MISCONFIGURED);
     });
 
     it('a configured attribute missing from the entry is an error naming it', async () => {
