@@ -103,15 +103,20 @@ export async function withConnection<T>(config: LdapConfig, timeouts: Timeouts, 
     return work(conn);
   };
   const conn = new DirectoryConnection(client, config);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= closeQuietly(client));
+  const running = run();
+  // Work that outlives the deadline (a connect or StartTLS still pending) is closed when it ends.
+  void running.catch(() => undefined).then(close);
   try {
-    return await Promise.race([run(), deadline]);
+    return await Promise.race([running, deadline]);
   } finally {
     // Before the unbind: work still running after the deadline must not reopen the connection,
     // which ldapts does for an operation on a closed client.
     conn.closed = true;
     clearTimeout(timer);
     if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-    await closeQuietly(client);
+    await close();
   }
 }
 

@@ -115,7 +115,7 @@ async function asAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
 }
 
 /** A server that accepts and counts connections and never answers (a blackhole). */
-async function silentServer(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+async function silentServer(): Promise<{ port: number; connections: () => number; open: () => number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   let count = 0;
   const server: Server = createServer((socket) => {
@@ -123,6 +123,8 @@ async function silentServer(): Promise<{ port: number; connections: () => number
     sockets.add(socket);
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
+    // Read and drop: a socket nobody reads never sees the peer's FIN, so never closes.
+    socket.resume();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -130,11 +132,18 @@ async function silentServer(): Promise<{ port: number; connections: () => number
   return {
     port: address.port,
     connections: () => count,
+    open: () => sockets.size,
     close: () => new Promise<void>((resolve) => {
       for (const socket of sockets) socket.destroy();
       server.close(() => resolve());
     }),
   };
+}
+
+/** The connector closed its side: the server sees every socket close, soon. */
+async function expectAllClosed(server: { open: () => number }): Promise<void> {
+  for (let i = 0; i < 50 && server.open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(server.open(), 'sockets still open').to.equal(0);
 }
 
 function errorsIn(lines: readonly LogLine[]): string[] {
@@ -348,6 +357,7 @@ describe('ldap connector against slapd', function () {
           expect(err).to.be.instanceOf(UpstreamUnavailable);
           expect(errorsIn(lines)).to.have.length(1);
           expect(server.connections()).to.equal(1);
+          await expectAllClosed(server);
         } finally {
           await server.close();
         }
@@ -365,6 +375,7 @@ describe('ldap connector against slapd', function () {
         const err = await rejection(pending);
         expect(err.message).to.equal('client went away');
         expect(Date.now() - started).to.be.below(QUICK.operationMs);
+        await expectAllClosed(server);
       } finally {
         await server.close();
       }
