@@ -261,6 +261,19 @@ describe('ldap connector config', () => {
     });
   });
 
+  it('warns once at start about each insecure switch and the older group matcher', () => {
+    const sink = new ProblemSink();
+    const raw = { ...minimal, insecureNoSSL: true, groupSearch: { baseDN: 'ou=groups', nameAttr: 'cn', userAttr: 'uid', groupAttr: 'memberUid' } };
+    const factory = ldap.parse({ raw, secrets: new Map(), at: sink.scoped('svc-cm') });
+    const warnings: string[] = [];
+    const log = { warn: (msg: string) => warnings.push(msg) } as unknown as Parameters<NonNullable<typeof factory>>[0]['log'];
+    factory?.({ fetch: globalThis.fetch, now: () => new Date(), log });
+    expect(warnings).to.deep.equal([
+      'ldap: insecureNoSSL: passwords cross the network in clear text',
+      'ldap: groupSearch.userAttr/groupAttr are deprecated (as in Dex): use groupSearch.userMatchers',
+    ]);
+  });
+
   it('the parse path never loads ldapts: index, config and what they import statically', () => {
     const root = resolve(HERE, '../../../connectors/ldap');
     const seen = new Set<string>();
