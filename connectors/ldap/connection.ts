@@ -1,8 +1,9 @@
 /**
  * One connection to the directory for one login or refresh, over ldapts: TLS as configured,
  * the service (or anonymous) bind, the user and group searches, the user's bind, and a close
- * that always runs. Per-operation connections, as Dex has them: a login is rare enough, and no
- * pooled connection is ever left bound as a user.
+ * that always runs. No pool: a login is rare enough to pay for a connection, and a pooled one
+ * could be handed on still bound as the last user. (Dex opens one per operation, a search or
+ * a group query each; one per login is as safe and cheaper.)
  *
  * Every failure that is not "wrong credentials" becomes a `DirectoryFailure` naming its stage,
  * for the connector to log and turn into a user-safe error.
