@@ -4,6 +4,8 @@
 #   env: ADMIN_PASSWORD (default adminpw), ALICE_PASSWORD (alice123), BOB_PASSWORD (bob123)
 #        USERS_LDIF: another users/groups LDIF (placeholders @ALICE_PW@ and @BOB_PW@ are filled in)
 #        LDAPS=0 to skip the ldaps listener / certificate generation.
+#        TLS_FILES: a dir with cert.pem and key.pem to serve instead of a generated self-signed pair
+#        (scripts/peers/make-test-ca.sh makes one signed by a test CA).
 # Result: suffix dc=example,dc=org, rootdn cn=admin,dc=example,dc=org, mdb in <dir>/db,
 #   ou=people (alice, bob), ou=groups (groupOfNames admins, devs), memberOf overlay on.
 #   CA/server cert for ldaps: <dir>/tls/cert.pem (self-signed, SAN IP:127.0.0.1, DNS:localhost).
@@ -32,6 +34,7 @@ TLSCONF=""
 URLS="ldap://127.0.0.1:$PORT/"
 if [ "$LDAPS" = 1 ]; then
   mkdir -p "$DIR/tls"
+  [ -n "${TLS_FILES:-}" ] && cp "$TLS_FILES/cert.pem" "$TLS_FILES/key.pem" "$DIR/tls/"
   if [ ! -s "$DIR/tls/cert.pem" ]; then
     openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=127.0.0.1" \
       -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \

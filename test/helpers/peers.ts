@@ -39,15 +39,16 @@ export interface Peer {
 }
 
 /**
- * Runs scripts/peers/<script> with a fresh temp dir as first argument, then `args`.
+ * Runs scripts/peers/<script> with a fresh temp dir as first argument, then `args`, with `env`
+ * added to the environment (the scripts' own knobs, e.g. start-slapd.sh's USERS_LDIF).
  * Rejects with the script's stderr when it fails, and with an install hint when the peer's
  * binary is missing.
  */
-export async function startPeer(script: string, args: readonly string[] = []): Promise<Peer> {
+export async function startPeer(script: string, args: readonly string[] = [], env: Readonly<Record<string, string>> = {}): Promise<Peer> {
   const dir = await mkdtemp(join(tmpdir(), `svc-${script.replace(/\.sh$/, '')}-`));
   let stdout: string;
   try {
-    stdout = await runScript(script, [dir, ...args], START_TIMEOUT_MS);
+    stdout = await runScript(script, [dir, ...args], START_TIMEOUT_MS, env);
   } catch (err: unknown) {
     await rm(dir, { recursive: true, force: true });
     throw err;
@@ -68,9 +69,9 @@ export async function startPeer(script: string, args: readonly string[] = []): P
   };
 }
 
-function runScript(script: string, args: readonly string[], timeout: number): Promise<string> {
+function runScript(script: string, args: readonly string[], timeout: number, env: Readonly<Record<string, string>> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('bash', [join(PEERS_DIR, script), ...args], { timeout }, (err, stdout, stderr) => {
+    execFile('bash', [join(PEERS_DIR, script), ...args], { timeout, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       if (err === null) return resolve(stdout);
       const detail = stderr.trim() || err.message;
       if (err.code === MISSING_BINARY) {

@@ -1,0 +1,260 @@
+/**
+ * One connection to the directory for one login or refresh, over ldapts: TLS as configured,
+ * the service (or anonymous) bind, the user and group searches, the user's bind, and a close
+ * that always runs. No pool: a login is rare enough to pay for a connection, and a pooled one
+ * could be handed on still bound as the last user. (Dex opens one per operation, a search or
+ * a group query each; one per login is as safe and cheaper.)
+ *
+ * Every failure that is not "wrong credentials" becomes a `DirectoryFailure` naming its stage,
+ * for the connector to log and turn into a user-safe error.
+ */
+import { rootCertificates, type ConnectionOptions } from 'node:tls';
+import { isIP } from 'node:net';
+import { Client, ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, type Entry } from 'ldapts';
+import type { GroupSearch, LdapConfig } from './config.js';
+import { attributeValues, firstValue, requestedAttributes, type DirectoryEntry } from './entry.js';
+import { matchFilter } from './filter.js';
+
+/** TCP connect plus, for ldaps, the TLS handshake. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** Each LDAP operation (bind, search, StartTLS). */
+export const OPERATION_TIMEOUT_MS = 10_000;
+/** A whole login or refresh, whatever hangs (a StartTLS handshake has no timeout of its own). */
+export const SESSION_TIMEOUT_MS = 30_000;
+/** The server gives up a search after this many seconds too. */
+const SEARCH_TIME_LIMIT_S = 10;
+
+export interface Timeouts {
+  readonly connectMs: number;
+  readonly operationMs: number;
+  readonly sessionMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: CONNECT_TIMEOUT_MS, operationMs: OPERATION_TIMEOUT_MS, sessionMs: SESSION_TIMEOUT_MS };
+
+export type FailureStage = 'connect' | 'service-bind' | 'user-search' | 'user-bind' | 'group-search' | 'timeout';
+
+export class DirectoryFailure extends Error {
+  constructor(readonly stage: FailureStage, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'DirectoryFailure';
+  }
+}
+
+/** The user search found more than one entry: the filter is too wide. */
+export class AmbiguousUser extends Error {
+  constructor() {
+    super('the user search matched more than one entry; make userSearch.filter or userSearch.username narrower');
+    this.name = 'AmbiguousUser';
+  }
+}
+
+/** A group entry without groupSearch.nameAttr. */
+export class UnnamedGroup extends Error {
+  constructor(readonly dn: string, readonly attribute: string) {
+    super(`group ${dn} has no ${attribute} (groupSearch.nameAttr)`);
+    this.name = 'UnnamedGroup';
+  }
+}
+
+export function tlsOptions(config: LdapConfig): ConnectionOptions {
+  return {
+    host: config.host,
+    // SNI takes names only; Node warns when given an IP address.
+    ...(isIP(config.host) === 0 ? { servername: config.host } : {}),
+    rejectUnauthorized: !config.insecureSkipVerify,
+    ...(config.rootCAs.length > 0 ? { ca: [...rootCertificates, ...config.rootCAs] } : {}),
+    ...(config.clientCert !== undefined && config.clientKey !== undefined ? { cert: config.clientCert, key: config.clientKey } : {}),
+  };
+}
+
+function serverUrl(config: LdapConfig): string {
+  const host = isIP(config.host) === 6 ? `[${config.host}]` : config.host;
+  return `${config.transport === 'ldaps' ? 'ldaps' : 'ldap'}://${host}:${config.port}`;
+}
+
+/**
+ * Opens a connection, runs `work` on it, closes it. The session deadline and `signal` end a
+ * hung exchange: the promise settles then even if the library's would not.
+ */
+export async function withConnection<T>(config: LdapConfig, timeouts: Timeouts, signal: AbortSignal, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
+  signal.throwIfAborted();
+  const client = new Client({
+    url: serverUrl(config),
+    connectTimeout: timeouts.connectMs,
+    timeout: timeouts.operationMs,
+    // Only for ldaps: ldapts takes any tlsOptions as "connect with TLS", which StartTLS must not do.
+    ...(config.transport === 'ldaps' ? { tlsOptions: tlsOptions(config) } : {}),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DirectoryFailure('timeout', `no answer within ${timeouts.sessionMs} ms`)), timeouts.sessionMs);
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const run = async (): Promise<T> => {
+    if (config.transport === 'startTLS') {
+      try {
+        await client.startTLS(tlsOptions(config));
+      } catch (err: unknown) {
+        throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
+      }
+    }
+    return work(conn);
+  };
+  const conn = new DirectoryConnection(client, config);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= closeQuietly(client));
+  const running = run();
+  // Work that outlives the deadline (a connect or StartTLS still pending) is closed when it ends.
+  void running.catch(() => undefined).then(close);
+  try {
+    return await Promise.race([running, deadline]);
+  } finally {
+    // Before the unbind: work still running after the deadline must not reopen the connection,
+    // which ldapts does for an operation on a closed client.
+    conn.closed = true;
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+    await close();
+  }
+}
+
+/** Unbind and drop the socket; a peer that never reads must not hold the login up. */
+async function closeQuietly(client: Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const cap = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, 1_000);
+  });
+  await Promise.race([client.unbind().catch(() => undefined), cap]);
+  clearTimeout(timer);
+}
+
+/** A reason for the log: the socket or TLS error with its code, or the LDAP result by name and number. */
+export function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'number') {
+    // ldapts appends " Code: 0x31" to the server's diagnostic message, which is often empty.
+    const diagnostic = err.message.replace(/\s*Code: 0x[0-9a-f]+$/i, '').trim();
+    return `${err.name} (LDAP result ${code})${diagnostic === '' ? '' : `: ${diagnostic}`}`;
+  }
+  return typeof code === 'string' && !err.message.includes(code) ? `${err.message} (${code})` : err.message;
+}
+
+function isConnectionError(err: unknown): boolean {
+  // ldapts result-code errors carry a numeric `code`; socket and TLS errors a string one or none.
+  return !(err instanceof Error && typeof (err as { code?: unknown }).code === 'number');
+}
+
+export class DirectoryConnection {
+  /** Set when the session ends; every operation checks it first. */
+  closed = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly config: LdapConfig,
+  ) {}
+
+  private ensureOpen(): void {
+    if (this.closed) throw new DirectoryFailure('timeout', 'the session ended before this operation');
+  }
+
+  /** As the service account, or anonymously when none is configured (a simple bind with an empty name). */
+  async serviceBind(): Promise<void> {
+    this.ensureOpen();
+    const bind = this.config.bind;
+    try {
+      if (bind === undefined) await this.client.bind('', '');
+      else await this.client.bind(bind.dn, bind.password);
+    } catch (err: unknown) {
+      const stage = isConnectionError(err) ? 'connect' : 'service-bind';
+      const who = bind === undefined ? 'the anonymous bind' : `the bind as ${bind.dn}`;
+      throw new DirectoryFailure(stage, `${stage === 'connect' ? 'cannot reach the directory' : `${who} was refused`}: ${describe(err)}`, { cause: err });
+    }
+  }
+
+  /** The one entry for `username`, undefined when none; AmbiguousUser when several. */
+  async findUser(username: string): Promise<DirectoryEntry | undefined> {
+    const search = this.config.userSearch;
+    const attributes = requestedAttributes([
+      search.idAttr, search.emailAttr, search.username, search.nameAttr, search.preferredUsernameAttr,
+      ...(this.config.groupSearch?.userMatchers.map((m) => m.userAttr) ?? []),
+    ]);
+    this.ensureOpen();
+    let entries: Entry[];
+    try {
+      ({ searchEntries: entries } = await this.client.search(search.baseDN, {
+        scope: search.scope,
+        filter: matchFilter(search.filter, search.username, username),
+        attributes,
+        // Two are enough to know it is ambiguous; ldapts returns them with the size-limit result.
+        sizeLimit: 2,
+        timeLimit: SEARCH_TIME_LIMIT_S,
+      }));
+    } catch (err: unknown) {
+      if (err instanceof NoSuchObjectError) return undefined;
+      throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'user-search', `the user search failed: ${describe(err)}`, { cause: err });
+    }
+    if (entries.length > 1) throw new AmbiguousUser();
+    return entries[0];
+  }
+
+  /** True when the directory accepts the password; false for a wrong one. Never binds with an empty password. */
+  async userBind(dn: string, password: string): Promise<boolean> {
+    // An LDAP simple bind with a name and an empty password is an unauthenticated bind that succeeds.
+    if (password === '') return false;
+    this.ensureOpen();
+    try {
+      await this.client.bind(dn, password);
+      return true;
+    } catch (err: unknown) {
+      if (err instanceof InvalidCredentialsError || err instanceof ConstraintViolationError) return false;
+      throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'user-bind', `the user's bind failed: ${describe(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * Group names for the user by every matcher, each once, in the order found. With
+   * `recursionGroupAttr`, the groups holding a found group's DN in that attribute are followed
+   * breadth-first (Dex); a group already seen is not searched again, so cycles end.
+   */
+  async groupsOf(user: DirectoryEntry): Promise<string[]> {
+    const groupSearch = this.config.groupSearch;
+    if (groupSearch === undefined) return [];
+    const names: string[] = [];
+    for (const matcher of groupSearch.userMatchers) {
+      const queue: DirectoryEntry[] = [];
+      for (const value of attributeValues(user, matcher.userAttr)) queue.push(...(await this.groupsMatching(groupSearch, matcher.groupAttr, value)));
+      const seen = new Set<string>();
+      for (let group = queue.shift(); group !== undefined; group = queue.shift()) {
+        const key = group.dn.toLowerCase();
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const name = firstValue(group, groupSearch.nameAttr);
+        if (name === undefined) throw new UnnamedGroup(group.dn, groupSearch.nameAttr);
+        if (!names.includes(name)) names.push(name);
+        if (matcher.recursionGroupAttr !== undefined) queue.push(...(await this.groupsMatching(groupSearch, matcher.recursionGroupAttr, group.dn)));
+      }
+    }
+    return names;
+  }
+
+  private async groupsMatching(groupSearch: GroupSearch, groupAttr: string, value: string): Promise<Entry[]> {
+    this.ensureOpen();
+    try {
+      const { searchEntries } = await this.client.search(groupSearch.baseDN, {
+        scope: groupSearch.scope,
+        filter: matchFilter(groupSearch.filter, groupAttr, value),
+        attributes: [groupSearch.nameAttr],
+        timeLimit: SEARCH_TIME_LIMIT_S,
+      });
+      return searchEntries;
+    } catch (err: unknown) {
+      // Dex: a missing group base means no groups, not a failed login.
+      if (err instanceof NoSuchObjectError) return [];
+      throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'group-search', `the group search failed: ${describe(err)}`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The LDAP password connector (Dex's connector/ldap, escaping the username once). A login:
+ * refuse an empty password before any connection, bind as the service account (or
+ * anonymously), find exactly one user by `(&<filter>(<username>=<escaped>))`, bind as that
+ * user's DN with the password, bind back as the service account and read the groups.
+ *
+ * Wrong password and unknown user both answer null, so nothing tells one from the other.
+ * Anything else is logged with its reason (never a password) and thrown as a user-safe
+ * `UpstreamUnavailable` or `UpstreamMisconfigured`.
+ */
+import type { Identity, LoginContext, PasswordConnector } from '../connector.js';
+import type { ConnectorDeps } from '../connector.js';
+import { UpstreamMisconfigured, UpstreamUnavailable } from '../errors.js';
+import type { LdapConfig } from './config.js';
+import { AmbiguousUser, DEFAULT_TIMEOUTS, DirectoryFailure, UnnamedGroup, describe, withConnection, type DirectoryConnection, type Timeouts } from './connection.js';
+import { MissingAttribute, identityFromEntry, readConnectorData } from './identity.js';
+
+const UNREACHABLE = 'the directory is unreachable; try again later';
+const MISCONFIGURED = 'the directory could not complete the login; the server log says why';
+
+export interface LdapConnectorOptions {
+  readonly timeouts?: Timeouts;
+}
+
+export class LdapConnector implements PasswordConnector {
+  readonly kind = 'password';
+  readonly prompt: string;
+  private readonly timeouts: Timeouts;
+
+  constructor(
+    private readonly config: LdapConfig,
+    private readonly deps: ConnectorDeps,
+    options: LdapConnectorOptions = {},
+  ) {
+    this.prompt = config.usernamePrompt;
+    this.timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
+  }
+
+  async login(username: string, password: string, ctx: LoginContext): Promise<Identity | null> {
+    // Before any connection: a simple bind with an empty password is an unauthenticated bind, which succeeds.
+    if (password === '' || username === '') return null;
+    return this.session('login', ctx, async (conn) => {
+      await conn.serviceBind();
+      const user = await conn.findUser(username);
+      if (user === undefined) return null;
+      if (!(await conn.userBind(user.dn, password))) return null;
+      // Groups are read with the service account's rights, as Dex does, not the user's.
+      if (!ctx.wantGroups || this.config.groupSearch === undefined) return identityFromEntry(user, this.config.userSearch, username, []);
+      await conn.serviceBind();
+      return identityFromEntry(user, this.config.userSearch, username, await conn.groupsOf(user));
+    });
+  }
+
+  /** The user and groups read again; null when the user is gone or the name is now another entry's. */
+  async refresh(identity: Identity, ctx: LoginContext): Promise<Identity | null> {
+    const data = readConnectorData(identity.connectorData);
+    if (data === undefined) return null;
+    return this.session('refresh', ctx, async (conn) => {
+      await conn.serviceBind();
+      const user = await conn.findUser(data.username);
+      if (user === undefined) return null;
+      if (user.dn.toLowerCase() !== data.dn.toLowerCase()) {
+        this.deps.log.info({ dn: data.dn, now: user.dn }, 'ldap: refresh refused: the username now names another entry');
+        return null;
+      }
+      const groups = ctx.wantGroups ? await conn.groupsOf(user) : [];
+      return identityFromEntry(user, this.config.userSearch, data.username, groups);
+    });
+  }
+
+  private async session(action: 'login' | 'refresh', ctx: LoginContext, work: (conn: DirectoryConnection) => Promise<Identity | null>): Promise<Identity | null> {
+    try {
+      return await withConnection(this.config, this.timeouts, ctx.signal, work);
+    } catch (err: unknown) {
+      throw this.userSafe(action, err, ctx.signal);
+    }
+  }
+
+  /** Logs why, and returns what a person may see. */
+  private userSafe(action: string, err: unknown, signal: AbortSignal): unknown {
+    const server = `${this.config.host}:${this.config.port}`;
+    if (signal.aborted) return err;
+    if (err instanceof DirectoryFailure) {
+      this.deps.log.error({ server, stage: err.stage }, `ldap: ${action} failed: ${err.message}`);
+      return new UpstreamUnavailable(UNREACHABLE, { cause: err });
+    }
+    if (err instanceof AmbiguousUser || err instanceof MissingAttribute || err instanceof UnnamedGroup) {
+      this.deps.log.error({ server }, `ldap: ${action} failed: ${err.message}`);
+      return new UpstreamMisconfigured(MISCONFIGURED, { cause: err });
+    }
+    this.deps.log.error({ server }, `ldap: ${action} failed: ${describe(err)}`);
+    return new UpstreamUnavailable(UNREACHABLE, { cause: err });
+  }
+}
