@@ -31,12 +31,12 @@ async function timeToHealthy(args: string[], configDir: string): Promise<number>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-if (!existsSync('dist/server-cli.js')) {
+if (!existsSync('dist/src/server-cli.js')) {
   console.error('run `npm run build` first');
   process.exit(1);
 }
 const variants: [string, string[]][] = [
-  ['compiled (npm start)', ['dist/server-cli.js']],
+  ['compiled (npm start)', ['dist/src/server-cli.js']],
   ['tsx (source)', ['--import', 'tsx', 'src/server-cli.ts']],
 ];
 console.log(`time to first /healthz 200, median of ${RUNS} runs (${process.version}, load ${(await import('node:os')).loadavg()[0]!.toFixed(2)})`);
