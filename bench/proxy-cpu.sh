@@ -20,7 +20,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 BACKEND_PORT=$(free_port)
-node "$ROOT/scripts/peers/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
+node "$ROOT/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 
 write_bench_config "$WORK/config" "$BACKEND_PORT"
 
