@@ -7,6 +7,7 @@
  * the configuration lives in manifests, not on the server's disk (DESIGN §7). Where Dex takes
  * base64 PEM (`rootCAData`, `caData`), svc takes it too and decodes it here.
  */
+import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
 import type { ScopedSink } from '../src/config/problems.js';
 import { resolveAllReferences } from '../src/config/secret-ref.js';
@@ -29,10 +30,18 @@ export function isHttpUrl(value: string): boolean {
 /** Connectors talk to these (or send browsers there): http(s) only, never javascript: or file:. */
 export const httpUrl = z.string({ error: required('a string') }).refine(isHttpUrl, 'not an http(s) URL');
 
-const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
+/** One or more PEM certificates, each of which parses (a truncated paste fails `validate`, not a login). */
 export function isPemCertificates(value: string): boolean {
-  return PEM_CERTIFICATE.test(value);
+  const blocks = value.match(PEM_CERTIFICATE);
+  if (blocks === null) return false;
+  try {
+    for (const block of blocks) new X509Certificate(block);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Decoded base64 PEM, or undefined when the value is not base64 of a PEM certificate. */
