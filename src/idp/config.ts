@@ -25,7 +25,7 @@ function entrySchema(types: ConnectorTypes) {
     id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, "-" and "_" only'),
     name: z.string().min(1),
     // Checked by its type (parseConnectorConfig), with paths under config.
-    config: z.unknown(),
+    config: z.unknown().optional(),
   });
 }
 
