@@ -9,6 +9,7 @@
  *   the ones it replaces or drops. Everything it needs comes in `deps`; there is no module state.
  */
 import type { Logger } from 'pino';
+import { resolveAllReferences } from '../src/config/secret-ref.js';
 import type { Connector, ConnectorDeps, ConnectorFactory, ConnectorType, ParseInput } from './connector.js';
 import { isMap, REDIRECT_URI_PROBLEM } from './config-schema.js';
 import { github } from './github/index.js';
@@ -21,15 +22,18 @@ export type ConnectorTypes = ReadonlyMap<string, ConnectorType>;
 
 /**
  * `ldap` until connectors/ldap/ lands: accepted with its config taken as an unchecked map (so
- * existing configurations keep loading), and a connector that cannot sign anyone in.
+ * existing configurations keep loading; only its secret references are checked), and a
+ * connector that cannot sign anyone in.
  */
 const ldapUnchecked = {
   type: 'ldap',
-  parse({ raw, at }) {
+  parse({ raw, secrets, at }) {
     if (!isMap(raw)) {
       at.add([], 'must be a map');
       return undefined;
     }
+    // Secret references are still resolved, so that a broken one (a bindPW) is named today.
+    if (resolveAllReferences(raw, secrets, at) === undefined) return undefined;
     return () => ({
       kind: 'password',
       prompt: 'Username',

@@ -80,6 +80,14 @@ describe('connector registry', () => {
       }
     });
 
+    it('resolves the secret references of an ldap config, naming one that does not resolve', () => {
+      const sink = new ProblemSink();
+      const at = sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']);
+      expect(parseConnectorConfig('ldap', { raw: { host: 'ldap.example.com', bindPW: '$dex.clientSecret' }, secrets: SECRETS, at })).to.be.a('function');
+      expect(parseConnectorConfig('ldap', { raw: { host: 'ldap.example.com', bindPW: '$ldap.bindPW' }, secrets: SECRETS, at })).to.equal(undefined);
+      expect(sink.problems.map(formatProblem)).to.deep.equal([`${AT}.bindPW: references a key of secret 'svc-secret' that does not exist ('ld…', 11 characters)`]);
+    });
+
     it('refuses a config that is not a map, and throws on a type it does not know', () => {
       const sink = new ProblemSink();
       expect(parseConnectorConfig('oidc', { raw: ['x'], secrets: SECRETS, at: sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']) })).to.equal(undefined);
