@@ -51,9 +51,10 @@ export function parseIdpConfig(
     return previous;
   }
   const connectors: ParsedConnector[] = [];
+  const schema = entrySchema(types);
   doc.connectors.forEach((raw: unknown, index) => {
     const at = sink.at('connectors', index);
-    const parsed = parseConnector(raw, secrets, at, types);
+    const parsed = parseConnector(raw, { schema, secrets, types }, at);
     const id = isMap(raw) ? raw['id'] : undefined;
     const connector = parsed ?? previous?.connectors.find((c) => c.id === id);
     if (connector === undefined) return;
@@ -67,13 +68,19 @@ export function parseIdpConfig(
 }
 
 /** Every problem of the entry and of its config, in one pass; undefined when there is any. */
-function parseConnector(raw: unknown, secrets: SecretLookup, at: ScopedSink, types: ConnectorTypes): ParsedConnector | undefined {
+interface EntryContext {
+  readonly schema: ReturnType<typeof entrySchema>;
+  readonly secrets: SecretLookup;
+  readonly types: ConnectorTypes;
+}
+
+function parseConnector(raw: unknown, { schema, secrets, types }: EntryContext, at: ScopedSink): ParsedConnector | undefined {
   if (!isMap(raw)) {
     at.add([], 'must be a map with type, id, name and config');
     return undefined;
   }
   const before = at.count;
-  const entry = parseWith(entrySchema(types), raw, at);
+  const entry = parseWith(schema, raw, at);
   const type = raw['type'];
   let open;
   if (typeof type === 'string' && types.has(type)) {

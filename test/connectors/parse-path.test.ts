@@ -8,7 +8,7 @@ import { runTs } from '../helpers/run.js';
 
 describe('the connector parse path', () => {
   it('parses a connector of every type without loading ldapts or @node-saml/node-saml', async () => {
-    const { code, stdout, stderr } = await runTs('test/connectors/parse-every-type.ts', [], process.env, undefined, {}, ['--import', './test/connectors/refuse-connector-libraries.ts']);
+    const { code, stdout, stderr } = await runTs('test/helpers/parse-every-connector-type.ts', [], process.env, undefined, {}, ['--import', './test/helpers/refuse-connector-libraries.ts']);
     expect(stderr).to.equal('');
     expect(code).to.equal(0);
     expect(stdout).to.equal('parsed 5\nrefused\n');

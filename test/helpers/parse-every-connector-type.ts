@@ -1,7 +1,7 @@
 /**
  * Parses settings with a connector of every type, as `svc-server validate` does, and prints
  * `parsed <n>` and then `refused` once the libraries are shown to be refused (the hook works).
- * Usage: node --import tsx --import ./test/connectors/refuse-connector-libraries.ts test/connectors/parse-every-type.ts
+ * Usage: node --import tsx --import ./test/helpers/refuse-connector-libraries.ts test/helpers/parse-every-connector-type.ts
  */
 import { CONNECTOR_TYPES } from '../../connectors/registry.js';
 import { SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../../src/config/manifests.js';
