@@ -19,7 +19,7 @@ let total = 0;
 function originOf(url: string): string {
   if (url.includes('/node_modules/undici/')) return 'undici';
   if (url.includes('/node_modules/')) return 'other packages';
-  if (url.includes('/dist/') || url.includes('/src/') || url.includes('/bench/')) return 'own code';
+  if (url.includes('/dist/') || url.includes('/src/') || url.includes('/connectors/') || url.includes('/bench/')) return 'own code';
   if (url.startsWith('node:')) return 'node internals';
   return 'native (V8, C++)';
 }
@@ -27,7 +27,7 @@ function originOf(url: string): string {
 (function walk(node: ProfileNode): void {
   const { functionName, url, lineNumber } = node.callFrame;
   total += node.selfSize;
-  const site = `${functionName || '(anonymous)'} ${url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(dist|src|bench)\//, '$1/')}:${lineNumber + 1}`;
+  const site = `${functionName || '(anonymous)'} ${url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(dist|src|connectors|bench)\//, '$1/')}:${lineNumber + 1}`;
   sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
   const origin = originOf(url);
   origins.set(origin, (origins.get(origin) ?? 0) + node.selfSize);

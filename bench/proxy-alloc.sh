@@ -15,10 +15,10 @@ bench_workdir alloc
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 BACKEND_PORT=$(free_port); SVC_PORT=$(free_port); FLOOR_PORT=$(free_port)
-node "$ROOT/scripts/peers/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
+node "$ROOT/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 write_bench_config "$WORK/config" "$BACKEND_PORT"
 export ALLOC_PROFILE_DIR=$WORK ALLOC_SAMPLE_MS=$((SAMPLE_S * 1000))
-(cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --import tsx --import ./bench/alloc-sampler.ts dist/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --import tsx --import ./bench/alloc-sampler.ts dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
 (cd "$ROOT" && exec node --import tsx --import ./bench/alloc-sampler.ts bench/node-floor-dispatch.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" >"$WORK/floor.log" 2>&1) & FLOOR_PID=$!; PIDS+=("$FLOOR_PID")
 wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")

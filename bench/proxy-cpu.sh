@@ -20,12 +20,12 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 BACKEND_PORT=$(free_port)
-node "$ROOT/scripts/peers/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
+node "$ROOT/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 
 write_bench_config "$WORK/config" "$BACKEND_PORT"
 
 SVC_PORT=$(free_port); FLOOR_PORT=$(free_port); DISPATCH_PORT=$(free_port)
-(cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --trace-gc-nvp dist/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --trace-gc-nvp dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
 (cd "$ROOT" && exec node --import tsx bench/node-floor-proxy.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" 1 >/dev/null 2>&1) & FLOOR_PID=$!; PIDS+=("$FLOOR_PID")
 (cd "$ROOT" && exec node --import tsx bench/node-floor-dispatch.ts "$DISPATCH_PORT" "http://127.0.0.1:$BACKEND_PORT" >/dev/null 2>&1) & DISPATCH_PID=$!; PIDS+=("$DISPATCH_PID")
 wait_for "http://127.0.0.1:$SVC_PORT/healthz"; wait_for "http://127.0.0.1:$FLOOR_PORT/"; wait_for "http://127.0.0.1:$DISPATCH_PORT/"

@@ -45,7 +45,7 @@ write_bench_config "$WORK/config" "$BACKEND_PORT"
 
 # The compiled server, as `npm start` runs it.
 (cd "$ROOT" && node scripts/ensure-built.mjs)
-(cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node dist/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
+(cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
   --redis "redis://127.0.0.1:$REDIS_PORT" --workers "$WORKERS" >"$WORK/svc.log" 2>&1) &
 SVC_PID=$!
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" 2>/dev/null && break; sleep 0.1; done

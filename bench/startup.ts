@@ -31,12 +31,12 @@ async function timeToHealthy(args: string[], configDir: string): Promise<number>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-if (!existsSync('dist/commands/svc-server.js')) {
+if (!existsSync('dist/src/commands/svc-server.js')) {
   console.error('run `npm run build` first');
   process.exit(1);
 }
 const variants: [string, string[]][] = [
-  ['compiled (npm start)', ['dist/commands/svc-server.js']],
+  ['compiled (npm start)', ['dist/src/commands/svc-server.js']],
   ['tsx (source)', ['--import', 'tsx', 'src/commands/svc-server.ts']],
 ];
 console.log(`time to first /healthz 200, median of ${RUNS} runs (${process.version}, load ${(await import('node:os')).loadavg()[0]!.toFixed(2)})`);

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // `npm start` runs the compiled server (it answers /healthz in about half the time the sources
-// through tsx take). This rebuilds dist/ only when a source file is newer than the last build, so
-// a fresh `npm ci` (whose `prepare` already built) starts at once and an edited tree never runs
-// stale code.
+// through tsx take). This rebuilds dist/ only when a source file (src/ or connectors/) is newer
+// than the last build, or the entry point is missing (a dist/ built before the sources moved under
+// dist/src/), so a fresh `npm ci` (whose `prepare` already built) starts at once and an edited
+// tree never runs stale code.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 function newestMtime(dir) {
@@ -24,7 +25,15 @@ function builtAt() {
   }
 }
 
-if (newestMtime('src') > builtAt() || statSync('tsconfig.json').mtimeMs > builtAt()) {
+const SOURCES = ['src', 'connectors', 'tsconfig.json'];
+const ENTRY = 'dist/src/commands/svc-server.js';
+
+function stale() {
+  const built = builtAt();
+  return !existsSync(ENTRY) || SOURCES.some((path) => (statSync(path).isDirectory() ? newestMtime(path) : statSync(path).mtimeMs) > built);
+}
+
+if (stale()) {
   const result = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
   writeFileSync('dist/.built', new Date().toISOString());

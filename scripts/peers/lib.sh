@@ -2,6 +2,9 @@
 # A missing binary exits 127 with the Debian package to install: test/helpers/peers.ts turns
 # that into a failed test with the same hint, never a skip.
 
+# The repository's fixtures/ (LDIF, the trivial backend), shared with the tests.
+FIXTURES=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../fixtures" && pwd)
+
 # need <binary> <debian-package>
 need() {
   command -v "$1" >/dev/null 2>&1 && return 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start the trivial node backend (fixtures/backend.cjs: "ok", and /…/echo-headers) on 127.0.0.1.
+# Start the trivial node backend (fixtures/backend.cjs at the top level: "ok", and /…/echo-headers) on 127.0.0.1.
 # Usage: start-backend.sh <dir> [port=9000]
 # Prints: the pid file path as the last line of stdout. Stop: stop-peer.sh <pidfile>
 set -euo pipefail
@@ -14,7 +14,7 @@ mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
 PIDFILE="$DIR/backend.pid"
 T0=$(date +%s%N)
 # setsid: the pid leads its own process group, which stop-peer.sh signals.
-setsid node "$HERE/fixtures/backend.cjs" "$PORT" 127.0.0.1 >"$DIR/backend.log" 2>&1 < /dev/null &
+setsid node "$FIXTURES/backend.cjs" "$PORT" 127.0.0.1 >"$DIR/backend.log" 2>&1 < /dev/null &
 echo $! > "$PIDFILE"
 for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null && break; sleep 0.05; done
 curl -fsS -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null || { echo "backend did not start, see $DIR/backend.log" >&2; exit 1; }

@@ -86,7 +86,7 @@ access to *
 CONF
 
 # Offline load of the base entries (fast, no server needed).
-slapadd -q -f "$DIR/slapd.conf" -l "$HERE/fixtures/ldap-base.ldif"
+slapadd -q -f "$DIR/slapd.conf" -l "$FIXTURES/ldap/base.ldif"
 
 # Start slapd; it daemonizes and writes the pid file.
 slapd -f "$DIR/slapd.conf" -h "$URLS" -s 0
@@ -101,7 +101,7 @@ ldapsearch -x -H "ldap://127.0.0.1:$PORT" -b "" -s base -LLL namingContexts >/de
 # Online load of users and groups so memberOf gets maintained by the overlay.
 APW=$(slappasswd -h '{SSHA}' -s "$ALICE_PASSWORD")
 BPW=$(slappasswd -h '{SSHA}' -s "$BOB_PASSWORD")
-sed -e "s|@ALICE_PW@|$APW|" -e "s|@BOB_PW@|$BPW|" "${USERS_LDIF:-$HERE/fixtures/ldap-users.ldif}" > "$DIR/users.ldif"
+sed -e "s|@ALICE_PW@|$APW|" -e "s|@BOB_PW@|$BPW|" "${USERS_LDIF:-$FIXTURES/ldap/users.ldif}" > "$DIR/users.ldif"
 ldapadd -x -H "ldap://127.0.0.1:$PORT" -D "cn=admin,dc=example,dc=org" -w "$ADMIN_PASSWORD" \
   -f "$DIR/users.ldif" >/dev/null
 

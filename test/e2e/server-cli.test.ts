@@ -64,6 +64,29 @@ describe('svc-server', () => {
       expect(lines.at(-1)).to.equal('5 problems found');
     });
 
+    it('names connector problems of idp.config with their key paths, all in one run, opening nothing', async () => {
+      const dir = tempConfigDir({
+        'cm.yaml': configMap('svc-cm', {
+          'idp.config': [
+            'connectors:',
+            '  - { type: saml, id: corp, name: Corp, config: { ssoURL: "idp.example.com/sso", usernameAttr: name, emailAttr: email, insecureSkipSignatureValidation: true } }',
+            '  - { type: github, id: github, name: GitHub, config: { clientID: a, clientSecret: $github.secret, redirectURI: "https://svc.example.com/api/dex/callback" } }',
+            '  - { type: ldap, id: ldap, name: LDAP, config: { host: "ldap.example.com", userSearch: { baseDN: "ou=people", username: uid, idAttr: uid, usernameAttr: uid } } }',
+            '',
+          ].join('\n'),
+        }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'github.secret': 's' }),
+      });
+      const { code, stderr } = await runTs(CLI, ['validate', '--config', dir]);
+      expect(code).to.equal(1);
+      expect(stderr.trim().split('\n')).to.deep.equal([
+        'svc-cm: idp.config: connectors[0].config.ssoURL: not an http(s) URL',
+        'svc-cm: idp.config: connectors[1].config.redirectURI: must not be set: svc sets the callback URL itself',
+        'svc-cm: idp.config: connectors[2].config.userSearch.usernameAttr: unknown key',
+        '3 problems found',
+      ]);
+    });
+
     it('exits 0 on a clean config dir', async () => {
       const dir = tempConfigDir({
         'cm.yaml': configMap('svc-cm', { url: 'https://svc.example.com', 'accounts.alice': 'apiKey' }),

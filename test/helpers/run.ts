@@ -22,9 +22,11 @@ export function runTs(
   env: NodeJS.ProcessEnv = process.env,
   stdin?: string,
   user: { readonly uid?: number; readonly gid?: number } = {},
+  /** More node options after `--import tsx` (another `--import`, say). */
+  nodeOptions: readonly string[] = [],
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], ...user });
+    const child = spawn(process.execPath, ['--import', 'tsx', ...nodeOptions, entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], ...user });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

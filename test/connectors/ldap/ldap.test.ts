@@ -1,6 +1,6 @@
 /**
  * The LDAP connector against a real slapd (scripts/peers/start-slapd.sh, started once for the
- * file) holding scripts/peers/fixtures/ldap-connector.ldif and serving a certificate for
+ * file) holding fixtures/ldap/ldap-connector.ldif and serving a certificate for
  * IP:127.0.0.1 only, signed by a test CA made by scripts/peers/make-test-ca.sh. Connecting by
  * `localhost` is therefore a name the certificate does not carry.
  */
@@ -23,6 +23,7 @@ import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
 
 const PEERS = fileURLToPath(new URL('../../../scripts/peers/', import.meta.url));
+const ROOT_FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
 const ADMIN = { dn: 'cn=admin,dc=example,dc=org', password: 'adminpw' };
 const UNREACHABLE = 'the directory is unreachable; try again later';
 const MISCONFIGURED = 'the directory could not complete the login; the server log says why';
@@ -161,7 +162,7 @@ describe('ldap connector against slapd', function () {
     ldapPort = await freePort();
     ldapsPort = await freePort();
     peer = await startPeer('start-slapd.sh', [String(ldapPort), String(ldapsPort)], {
-      USERS_LDIF: join(PEERS, 'fixtures', 'ldap-connector.ldif'),
+      USERS_LDIF: join(ROOT_FIXTURES, 'ldap', 'ldap-connector.ldif'),
       TLS_FILES: tlsDir,
     });
   });
