@@ -199,7 +199,7 @@ describe('config/bootstrap', () => {
     const dir = path.join(root, 'store');
     await mkdir(dir);
     await writeFile(path.join(root, 'boot.mts'), `import { ensureInitialConfig } from ${JSON.stringify(path.join(ROOT, 'src/config/bootstrap.ts'))};
-import { createLogger } from ${JSON.stringify(path.join(ROOT, 'src/log.ts'))};
+import { createLogger } from ${JSON.stringify(path.join(ROOT, 'src/main/log.ts'))};
 await ensureInitialConfig({ dir: process.argv[2], log: createLogger({ level: 'silent' }) }).catch((err) => console.log(err.message));
 `);
     await chmod(root, 0o755);
