@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
  * `svc-server`: starts the server (default), or answers offline questions about a config dir
- * (`validate`, `rbac can`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
+ * (`validate`, `rbac can`, `idp rotate-keys`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_WORKERS).
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';
+import { runRotateKeys } from './idp.js';
 import { runRbacCan, runValidate } from './offline.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
@@ -81,6 +82,15 @@ rbac
   .argument('<object>')
   .action(async (subject: string, resource: string, action: string, object: string, opts: { config: string }) => {
     process.exitCode = await runRbacCan(opts.config, { subject, resource, action, object }, process.stdout, process.stderr);
+  });
+
+const idp = program.command('idp').description('the bundled identity provider');
+idp
+  .command('rotate-keys')
+  .description('add a new signing key and make it current; old keys stay published until their tokens expire')
+  .requiredOption('--config <dir>', 'configuration directory')
+  .action(async (opts: { config: string }) => {
+    process.exitCode = await runRotateKeys(opts.config, process.stdout, process.stderr);
   });
 
 /**
