@@ -73,7 +73,8 @@ export function createProvider(deps: ProviderDeps): Provider {
           ctx.body = deviceDonePage();
         },
       },
-      revocation: { enabled: true },
+      // A client revokes only its own tokens; anything else is answered as RFC 7009 says, 200 and no effect.
+      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
       rpInitiatedLogout: { enabled: true },
       userinfo: { enabled: true },
     },
