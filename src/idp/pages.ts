@@ -94,3 +94,15 @@ ${form}
 export function deviceDonePage(): string {
   return layout('Device logged in', '<p>You are logged in on your device. You can close this window.</p>');
 }
+
+/** End session: confirm (oidc-provider's form with its CSRF field), then done. */
+export function logoutPage(form: string): string {
+  return layout('Log out', `<p>Log out of svc's identity provider?</p>
+${form}
+<button type="submit" form="op.logoutForm" name="logout" value="yes">Log out</button>
+<button type="submit" form="op.logoutForm">Stay logged in</button>`);
+}
+
+export function loggedOutPage(): string {
+  return layout('Logged out', '<p>You are logged out. You can close this window.</p>');
+}

@@ -21,7 +21,7 @@ import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
   INTERACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S,
 } from './lifetimes.js';
-import { deviceConfirmPage, deviceDonePage, deviceInputPage } from './pages.js';
+import { deviceConfirmPage, deviceDonePage, deviceInputPage, loggedOutPage, logoutPage } from './pages.js';
 
 export const MOUNT_PATH = '/api/idp';
 
@@ -75,7 +75,15 @@ export function createProvider(deps: ProviderDeps): Provider {
       },
       // A client revokes only its own tokens; anything else is answered as RFC 7009 says, 200 and no effect.
       revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx, form) => {
+          ctx.body = logoutPage(form);
+        },
+        postLogoutSuccessSource: (ctx) => {
+          ctx.body = loggedOutPage();
+        },
+      },
       userinfo: { enabled: true },
     },
     ttl: {

@@ -72,7 +72,7 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     if (!isPage(form)) throw new Error('expected the password form');
     expect(form.html).to.include('Email or username');
     const done = await browser.submit(form, { username: 'alice', password }, redirectUri);
-    return { done, verifier, state };
+    return { done, verifier, state, browser };
   }
 
   it('publishes discovery with the endpoints under /api/idp, and the scopes', async function () {
@@ -143,6 +143,20 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     expect((failed as Page).status).to.equal(503);
     expect((failed as Page).html).to.include('The directory is unreachable').and.not.include('ECONNREFUSED');
     expect(server.logs()).to.include('password connector failed');
+  });
+
+  it('ends the session (RP-initiated logout) after the user confirms, then asks for the password again', async function () {
+    const { done, verifier, state, browser } = await login(rp, `${url}/auth/callback`);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    const end = client.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token as string, post_logout_redirect_uri: url });
+    const confirm = (await browser.go(end.href, `${url}/`)) as Page;
+    expect(confirm.html).to.include('Log out of svc');
+    const back = await browser.submit(confirm, { logout: 'yes' }, url);
+    expect((back as URL).href).to.equal(`${url}/`);
+    const again = await browser.go(client.buildAuthorizationUrl(rp, {
+      redirect_uri: `${url}/auth/callback`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).href, `${url}/auth/callback`);
+    expect(isPage(again) && again.html).to.include('name="password"');
   });
 
   it('refuses the password form without its CSRF token', async function () {
