@@ -127,6 +127,24 @@ describe('idp/provider: login pages and connectors', function () {
     expect(failed.html).to.include('did not confirm the login').and.not.include('upstream said no');
   });
 
+  it('with an https url behind an ingress, links use that url whatever forwarded headers a client sends', async function () {
+    const state = createMemoryState({ log });
+    const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state), connectors, log });
+    const port = await freePort();
+    const behind = createServer((req, res) => void app.handle(req, res));
+    await new Promise<void>((resolve) => behind.listen(port, '127.0.0.1', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/api/idp/.well-known/openid-configuration`, {
+        headers: { 'x-forwarded-proto': 'http', 'x-forwarded-host': 'evil.example' },
+      });
+      const meta = (await res.json()) as Record<string, string>;
+      expect(meta['issuer']).to.equal('https://svc.example.com/api/idp');
+      expect(meta['token_endpoint']).to.equal('https://svc.example.com/api/idp/token');
+    } finally {
+      await new Promise((resolve) => behind.close(resolve));
+    }
+  });
+
   it('verifies its ID tokens, and refuses another audience, an expired token and another key', async function () {
     const issuer = `${url}/api/idp`;
     let now = Date.now();
