@@ -2,7 +2,8 @@
  * The identity behind each `sub` the provider issued, in the state backend so that any replica
  * can answer findAccount (token, userinfo, refresh). Written at login and at each refresh.
  * It lives as long as the longest-lived token that may name it: the session's lifetime, or the
- * refresh token's when the login asked for offline access (a refresh must find it).
+ * refresh token's when the login asked for offline access (a refresh must find it). A save never
+ * shortens what an earlier login of the same user still needs.
  */
 import type { Identity } from '../../connectors/connector.js';
 import type { StateBackend } from '../state/state.js';
@@ -22,7 +23,8 @@ const accountKey = (sub: string): string => `idp:account:${sub}`;
 export function createAccountStore(state: StateBackend): AccountStore {
   return {
     async save(sub, account, ttlS) {
-      await state.set(accountKey(sub), JSON.stringify(account), { ttlMs: ttlS * 1000 });
+      const left = (await state.ttlMs(accountKey(sub))) ?? 0;
+      await state.set(accountKey(sub), JSON.stringify(account), { ttlMs: Math.max(ttlS * 1000, left) });
     },
     async find(sub) {
       const text = await state.get(accountKey(sub));

@@ -207,3 +207,20 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     expect(await me.json()).to.include({ loggedIn: true });
   });
 });
+
+describe('e2e: svc without idp.config', function () {
+  it('serves no identity provider', async function () {
+    const dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', {}),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    const server = await startTestServer(dir);
+    try {
+      const res = await fetch(`${server.url}/api/idp/.well-known/openid-configuration`);
+      expect(res.status).to.equal(404);
+    } finally {
+      await server.close();
+    }
+  });
+});
