@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
  * `svc-server`: starts the server (default), answers offline questions about a config dir
- * (`validate`, `rbac can`), or lifts a login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
+ * (`validate`, `rbac can`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
+ * login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_WORKERS).
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';
+import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runValidate } from './validate.js';
@@ -94,6 +96,15 @@ loginCommand
   .action(async (username: string, opts: { redis?: string }) => {
     const redis = opts.redis === '' || opts.redis === undefined ? undefined : checkedRedisUrl(opts.redis);
     process.exitCode = await runLoginUnlock(redis, username, process.stdout, process.stderr);
+  });
+
+const idp = program.command('idp').description('the bundled identity provider');
+idp
+  .command('rotate-keys')
+  .description('add a new signing key and make it current; old keys stay published until their tokens expire')
+  .requiredOption('--config <dir>', 'configuration directory')
+  .action(async (opts: { config: string }) => {
+    process.exitCode = await runRotateKeys(opts.config, process.stdout, process.stderr);
   });
 
 /**

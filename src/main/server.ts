@@ -30,6 +30,7 @@ import { openState } from '../state/index.js';
 import { buildAccounts } from './accounts.js';
 import { buildExtensions } from './extensions.js';
 import type { Feature } from './feature.js';
+import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildIdentity } from './identity.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
@@ -47,6 +48,8 @@ export interface ServerOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Verifiers of further token issuers, beside svc's own and the SSO features' (tests). */
   readonly verifiers?: (services: Services) => readonly TokenVerifier[];
+  /** The bundled identity provider's options (tests: its connector source). */
+  readonly idp?: IdpOptions;
 }
 
 export interface RunningServer {
@@ -74,11 +77,24 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   return { log, store, settings, state, rights, metrics: createHttpMetrics(), env: options.env ?? process.env, now: Date.now };
 }
 
+/**
+ * The bundled identity provider, when idp.config has connectors at start (turning it on or off
+ * needs a restart). Imported only then: oidc-provider prints a runtime warning at import on Node 20.
+ */
+async function buildIdpIfConfigured(services: Services, options: IdpOptions | undefined): Promise<IdpFeature | undefined> {
+  if ((services.settings.current().idp?.connectors.length ?? 0) === 0) return undefined;
+  const { buildIdp } = await import('./idp.js');
+  return buildIdp(services, options);
+}
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
-  const identity = await buildIdentity(services, options.verifiers?.(services) ?? []);
-  const features: readonly Feature[] = [buildAccounts(services, identity), buildExtensions(services, identity)];
+  const idp = await buildIdpIfConfigured(services, options.idp);
+  const identity = await buildIdentity(services, [...(idp !== undefined ? [idp.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
+  const features: readonly Feature[] = [
+    buildAccounts(services, identity), buildExtensions(services, identity), ...(idp !== undefined ? [idp] : []),
+  ];
 
   const app = createApp({
     log,

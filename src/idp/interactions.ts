@@ -1,0 +1,173 @@
+/**
+ * The provider's login pages (oidc-provider "interactions"), thin over ./login-flow.ts:
+ *
+ *   GET  /api/idp/interaction/:uid                   one connector: straight to it; several: a chooser
+ *   GET  /api/idp/interaction/:uid/connector/:id     password form, or off to the upstream
+ *   POST /api/idp/interaction/:uid/connector/:id     the password form
+ *   GET|POST /api/idp/callback                        the upstream's return (SAML posts)
+ *   GET  /api/idp/interaction/:uid/finish            back on the provider, finish the login
+ *
+ * The callback gets no `_interaction` cookie (its path is the interaction's), so it only finds
+ * the transaction by `state`/`RelayState`; the browser then comes to /finish, under the
+ * interaction's path, where interactionDetails proves it is the browser that started.
+ * Consent is implied for svc's first-party clients.
+ */
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type Provider from 'oidc-provider';
+import type { Interaction } from 'oidc-provider';
+import type { Logger } from 'pino';
+import type { Connector } from '../../connectors/connector.js';
+import type { ConnectorSource } from './connector-source.js';
+import { readForm } from './form-body.js';
+import type { LoginFlow, LoginRequest } from './login-flow.js';
+import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
+import { MOUNT_PATH } from './provider.js';
+
+export interface InteractionDeps {
+  /** The provider in force (it is rebuilt when the signing keys change). */
+  readonly provider: () => Provider;
+  readonly flow: LoginFlow;
+  readonly connectors: ConnectorSource;
+  readonly log: Logger;
+}
+
+const EXPIRED = 'This login has expired or was started in another browser. Go back to the application and log in again.';
+const UNAVAILABLE = 'The directory is unreachable right now. Try again in a few minutes; if it keeps happening, tell your administrator.';
+const WRONG = 'Wrong username or password.';
+
+const interactionPath = (uid: string): string => `${MOUNT_PATH}/interaction/${encodeURIComponent(uid)}`;
+const connectorPath = (uid: string, id: string): string => `${interactionPath(uid)}/connector/${encodeURIComponent(id)}`;
+
+function page(ctx: Koa.Context, status: number, html: string): void {
+  ctx.status = status;
+  ctx.type = 'html';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = html;
+}
+
+export function interactionRoutes(deps: InteractionDeps): Router {
+  const router = new Router({ prefix: MOUNT_PATH });
+
+  /** The interaction of this browser, or an "expired" page (undefined). */
+  async function details(ctx: Koa.Context): Promise<Interaction | undefined> {
+    try {
+      const found = await deps.provider().interactionDetails(ctx.req, ctx.res);
+      if (found.uid === ctx.params['uid']) return found;
+    } catch {
+      // SessionNotFound: no cookie, another browser, or the interaction expired.
+    }
+    page(ctx, 400, errorPage('Login expired', EXPIRED));
+    return undefined;
+  }
+
+  async function finish(ctx: Koa.Context, result: Parameters<Provider['interactionFinished']>[2], merge: boolean): Promise<void> {
+    ctx.respond = false;
+    await deps.provider().interactionFinished(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
+  }
+
+  function requestOf(interaction: Interaction, connectorId: string): LoginRequest {
+    return { uid: interaction.uid, connectorId, scope: String(interaction.params['scope'] ?? '') };
+  }
+
+  function amr(connectorId: string): string[] {
+    return [deps.connectors.list().find((c) => c.id === connectorId)?.type ?? 'pwd'];
+  }
+
+  router.get('/interaction/:uid', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction === undefined) return;
+    if (interaction.prompt.name === 'consent') return finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
+    const list = deps.connectors.list();
+    const asked = interaction.params['connector_id'];
+    const chosen = list.find((c) => c.id === asked) ?? (list.length === 1 ? list[0] : undefined);
+    if (chosen !== undefined) return ctx.redirect(connectorPath(interaction.uid, chosen.id));
+    if (list.length === 0) return page(ctx, 503, errorPage('Login unavailable', 'No login method is configured. Tell your administrator.'));
+    page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id)));
+  });
+
+  router.get('/interaction/:uid/connector/:id', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction === undefined) return;
+    const id = ctx.params['id'] ?? '';
+    const connector = connectorOr404(ctx, id);
+    if (connector === undefined) return;
+    if (connector.kind === 'password') return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt));
+    let start;
+    try {
+      start = await deps.flow.begin(connector, requestOf(interaction, id));
+    } catch (err: unknown) {
+      deps.log.error({ err, connector: id }, 'identity provider: a connector could not start a login');
+      return page(ctx, 503, errorPage('Login unavailable', 'The identity provider cannot be reached right now. Try again in a few minutes.'));
+    }
+    if (start.via === 'redirect') return ctx.redirect(start.url);
+    page(ctx, 200, autoPostPage(start.action, start.fields));
+  });
+
+  router.post('/interaction/:uid/connector/:id', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction === undefined) return;
+    const id = ctx.params['id'] ?? '';
+    const connector = connectorOr404(ctx, id);
+    if (connector === undefined) return;
+    if (connector.kind !== 'password') return page(ctx, 405, errorPage('Login failed', 'This login method does not take a password here.'));
+    const form = await readForm(ctx.req);
+    if (!deps.flow.csrfValid(interaction.uid, form.get('csrf') ?? '')) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    const username = form.get('username') ?? '';
+    const outcome = await deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? '');
+    if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
+    const error = outcome.kind === 'wrong' ? WRONG : UNAVAILABLE;
+    page(ctx, outcome.kind === 'wrong' ? 401 : 503, passwordForm(interaction.uid, id, connector.prompt, username, error));
+  });
+
+  router.get('/interaction/:uid/finish', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction === undefined) return;
+    const sub = await deps.flow.takePending(interaction.uid);
+    if (sub === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    await finish(ctx, { login: { accountId: sub } }, false);
+  });
+
+  const callback = async (ctx: Koa.Context): Promise<void> => {
+    const params = ctx.method === 'POST' ? await readForm(ctx.req) : new URLSearchParams(ctx.querystring);
+    const state = params.get('state') ?? params.get('RelayState') ?? '';
+    const outcome = await deps.flow.complete(state, params, (id) => deps.connectors.get(id));
+    if (outcome.kind === 'ok') {
+      // 303: a SAML POST must become a GET; the browser sends the interaction cookie there.
+      ctx.status = 303;
+      return ctx.redirect(`${interactionPath(outcome.uid)}/finish`);
+    }
+    if (outcome.kind === 'expired') return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    page(ctx, 401, errorPage('Login failed', 'Your identity provider did not confirm the login. Go back to the application and try again.'));
+  };
+  router.get('/callback', callback);
+  router.post('/callback', callback);
+
+  function connectorOr404(ctx: Koa.Context, id: string): Connector | undefined {
+    const connector = deps.connectors.get(id);
+    if (connector === undefined) page(ctx, 404, errorPage('Login unavailable', 'This login method is not available. Go back and choose another one.'));
+    return connector;
+  }
+
+  function passwordForm(uid: string, id: string, prompt: string, username?: string, error?: string): string {
+    const name = deps.connectors.list().find((c) => c.id === id)?.name ?? id;
+    return passwordPage({
+      connectorName: name, usernameLabel: prompt, action: connectorPath(uid, id), csrf: deps.flow.csrfToken(uid),
+      ...(username !== undefined ? { username } : {}), ...(error !== undefined ? { error } : {}),
+    });
+  }
+
+  return router;
+}
+
+/** The consent prompt (asked for by offline_access): grant what is missing, as the user would. */
+async function impliedConsent(provider: Provider, interaction: Interaction): Promise<string> {
+  const { prompt, params, session, grantId } = interaction;
+  const grant = (grantId !== undefined ? await provider.Grant.find(grantId) : undefined)
+    ?? new provider.Grant({ accountId: session?.accountId ?? '', clientId: String(params['client_id']) });
+  const details = prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  if (details.missingOIDCScope !== undefined) grant.addOIDCScope(details.missingOIDCScope.join(' '));
+  if (details.missingOIDCClaims !== undefined) grant.addOIDCClaims(details.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(details.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
+  return grant.save();
+}

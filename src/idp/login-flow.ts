@@ -1,0 +1,131 @@
+/**
+ * The connector side of a login, apart from HTTP: the CSRF token of the password form, a
+ * password login, a browser connector's round trip (its transaction kept single-use in the state
+ * backend under the `state`/`RelayState` it sent upstream), and the identity kept for the
+ * interaction until the browser is back on the provider's pages. The routes (interactions.ts)
+ * turn these outcomes into pages and redirects.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BrowserStart, Connector, Identity, LoginContext } from '../../connectors/connector.js';
+import type { StateBackend } from '../state/state.js';
+import type { AccountStore } from './accounts.js';
+import { subjectOf } from './claims.js';
+import { CONNECTOR_TRANSACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S } from './lifetimes.js';
+
+export interface LoginFlowDeps {
+  readonly state: StateBackend;
+  readonly accounts: AccountStore;
+  /** `<url>/api/idp/callback`. */
+  readonly callbackUrl: string;
+  /** Keys the CSRF tokens; never leaves the server. */
+  readonly csrfKey: string;
+  readonly log: Logger;
+}
+
+/** What the request asked, as connectors and the account store need it. */
+export interface LoginRequest {
+  readonly uid: string;
+  readonly connectorId: string;
+  readonly scope: string;
+}
+
+export type PasswordOutcome =
+  | { readonly kind: 'ok'; readonly sub: string }
+  | { readonly kind: 'wrong' }
+  | { readonly kind: 'unavailable' };
+
+export type CallbackOutcome =
+  | { readonly kind: 'ok'; readonly uid: string }
+  | { readonly kind: 'expired' }
+  | { readonly kind: 'failed' };
+
+interface Transaction {
+  readonly uid: string;
+  readonly connectorId: string;
+  readonly scope: string;
+  readonly saved?: string;
+}
+
+/** Time a connector may take for one login step (a directory bind, a token exchange). */
+const CONNECTOR_TIMEOUT_MS = 30_000;
+const txnKey = (id: string): string => `idp:txn:${id}`;
+const pendingKey = (uid: string): string => `idp:pending:${uid}`;
+const hasScope = (scope: string, name: string): boolean => scope.split(' ').includes(name);
+
+export interface LoginFlow {
+  csrfToken(uid: string): string;
+  csrfValid(uid: string, token: string): boolean;
+  password(connector: Connector & { kind: 'password' }, req: LoginRequest, username: string, password: string): Promise<PasswordOutcome>;
+  begin(connector: Connector & { kind: 'browser' }, req: LoginRequest): Promise<BrowserStart>;
+  /** Finds the transaction by `state` (single use) and completes it with its connector. */
+  complete(stateParam: string, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined): Promise<CallbackOutcome>;
+  /** The sub a callback logged in for this interaction, once. */
+  takePending(uid: string): Promise<string | undefined>;
+}
+
+export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
+  const contextFor = (scope: string): LoginContext => ({
+    callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
+  });
+
+  /** Keeps the identity for findAccount; as long as the longest token the login may get. */
+  async function remember(req: LoginRequest, identity: Identity): Promise<string> {
+    const sub = subjectOf(identity.userId, req.connectorId);
+    const ttlS = hasScope(req.scope, 'offline_access') ? REFRESH_TOKEN_TTL_S : SESSION_TTL_S;
+    await deps.accounts.save(sub, { connectorId: req.connectorId, identity }, ttlS);
+    return sub;
+  }
+
+  return {
+    csrfToken: (uid) => createHmac('sha256', deps.csrfKey).update(`idp csrf:${uid}`).digest('base64url'),
+    csrfValid(uid, token) {
+      const expected = Buffer.from(this.csrfToken(uid));
+      const given = Buffer.from(token);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+
+    async password(connector, req, username, password) {
+      let identity: Identity | null;
+      try {
+        identity = await connector.login(username, password, contextFor(req.scope));
+      } catch (err: unknown) {
+        deps.log.error({ err, connector: req.connectorId }, 'identity provider: password connector failed');
+        return { kind: 'unavailable' };
+      }
+      if (identity === null) return { kind: 'wrong' };
+      return { kind: 'ok', sub: await remember(req, identity) };
+    },
+
+    async begin(connector, req) {
+      const id = randomBytes(24).toString('base64url');
+      const start = await connector.begin(id, contextFor(req.scope));
+      const txn: Transaction = { uid: req.uid, connectorId: req.connectorId, scope: req.scope, ...(start.saved !== undefined ? { saved: start.saved } : {}) };
+      await deps.state.set(txnKey(id), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      return start;
+    },
+
+    async complete(stateParam, params, connectorOf) {
+      if (stateParam === '' || stateParam.length > 200) return { kind: 'expired' };
+      const text = await deps.state.take(txnKey(stateParam));
+      if (text === null) return { kind: 'expired' };
+      const txn = JSON.parse(text) as Transaction;
+      const connector = connectorOf(txn.connectorId);
+      if (connector?.kind !== 'browser') return { kind: 'expired' };
+      let identity: Identity;
+      try {
+        identity = await connector.complete(params, txn.saved, contextFor(txn.scope));
+      } catch (err: unknown) {
+        deps.log.warn({ err, connector: txn.connectorId }, 'identity provider: a connector refused or failed a login callback');
+        return { kind: 'failed' };
+      }
+      const sub = await remember(txn, identity);
+      await deps.state.set(pendingKey(txn.uid), sub, { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      return { kind: 'ok', uid: txn.uid };
+    },
+
+    async takePending(uid) {
+      return (await deps.state.take(pendingKey(uid))) ?? undefined;
+    },
+  };
+}

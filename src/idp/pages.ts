@@ -1,0 +1,108 @@
+/**
+ * The provider's HTML pages: connector chooser, password form, auto-posting form (SAML),
+ * and the error page. Server-rendered, usable without JavaScript, every value escaped. Texts
+ * are for the person at the browser: what happened and what to do, never internals.
+ */
+import type { ConnectorInfo } from './connector-source.js';
+
+const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem}
+label,input,button,a.choice{display:block;width:100%;box-sizing:border-box;margin:.4rem 0}
+input,button,a.choice{padding:.5rem}.error{color:#a00}</style>
+</head><body><h1>${escapeHtml(title)}</h1>
+${body}
+</body></html>`;
+}
+
+export function chooserPage(connectors: readonly ConnectorInfo[], hrefOf: (id: string) => string): string {
+  const items = connectors.map((c) => `<li><a class="choice" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
+  return layout('Log in', `<ul style="list-style:none;padding:0">${items.join('\n')}</ul>`);
+}
+
+export interface PasswordForm {
+  readonly connectorName: string;
+  readonly usernameLabel: string;
+  readonly action: string;
+  readonly csrf: string;
+  readonly username?: string;
+  readonly error?: string;
+}
+
+export function passwordPage(form: PasswordForm): string {
+  const error = form.error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(form.error)}</p>`;
+  return layout(`Log in with ${form.connectorName}`, `${error}
+<form method="post" action="${escapeHtml(form.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(form.csrf)}">
+<label for="username">${escapeHtml(form.usernameLabel)}</label>
+<input id="username" name="username" autocomplete="username" required value="${escapeHtml(form.username ?? '')}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Log in</button>
+</form>`);
+}
+
+/** Sends the browser on with a POST (SAML HTTP-POST binding); the button is there for browsers without JavaScript. */
+export function autoPostPage(action: string, fields: Readonly<Record<string, string>>): string {
+  const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`);
+  return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}">
+${inputs.join('\n')}
+<p>Your identity provider is next.</p><button type="submit">Continue</button>
+</form>
+<script>document.forms[0].submit()</script>`);
+}
+
+export function errorPage(title: string, message: string): string {
+  return layout(title, `<p class="error">${escapeHtml(message)}</p>`);
+}
+
+/**
+ * The device flow's pages (RFC 8628), in place of oidc-provider's defaults (which load web
+ * fonts from a third party). `form` is the provider's own form opening with its CSRF field.
+ */
+export function deviceInputPage(form: string, error: 'wrong_code' | 'aborted' | 'failed' | undefined): string {
+  const messages = {
+    wrong_code: 'That code is not right, or has expired. Check the code on your device and try again.',
+    aborted: 'The login was cancelled.',
+    failed: 'Something went wrong. Start again on your device.',
+  } as const;
+  const message = error === undefined ? '<p>Enter the code your device shows.</p>' : `<p class="error" role="alert">${escapeHtml(messages[error])}</p>`;
+  return layout('Log in a device', `${message}
+${form}
+<label for="user_code">Code</label>
+<input id="user_code" name="user_code" form="op.deviceInputForm" autocomplete="off" required>
+<button type="submit" form="op.deviceInputForm">Continue</button>`);
+}
+
+export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
+  return layout('Confirm the device', `<p>${escapeHtml(clientName)} asks to log in. Your device should show this code:</p>
+<p><code>${escapeHtml(userCode)}</code></p>
+<p>If it does not, or you did not start this, cancel.</p>
+${form}
+<button type="submit" form="op.deviceConfirmForm">Continue</button>
+<button type="submit" form="op.deviceConfirmForm" name="abort" value="yes">Cancel</button>`);
+}
+
+export function deviceDonePage(): string {
+  return layout('Device logged in', '<p>You are logged in on your device. You can close this window.</p>');
+}
+
+/** End session: confirm (oidc-provider's form with its CSRF field), then done. */
+export function logoutPage(form: string): string {
+  return layout('Log out', `<p>Log out of svc's identity provider?</p>
+${form}
+<button type="submit" form="op.logoutForm" name="logout" value="yes">Log out</button>
+<button type="submit" form="op.logoutForm">Stay logged in</button>`);
+}
+
+export function loggedOutPage(): string {
+  return layout('Logged out', '<p>You are logged out. You can close this window.</p>');
+}

@@ -1,0 +1,180 @@
+/**
+ * The bundled identity provider: oidc-provider configured as DESIGN §7 and docs/idp.md say
+ * (issuer `<url>/api/idp`, the two static clients, Dex's scopes, claims and lifetimes, the
+ * device flow), storing everything in the state backend through ./adapter.ts. Users log in
+ * through ./interactions.ts; this module only builds the provider and answers its callbacks
+ * (findAccount, the implied consent of first-party clients, refresh through the connector).
+ *
+ * Imported lazily (oidc-provider prints a runtime warning on Node 20 at import).
+ */
+import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Logger } from 'pino';
+import type { Identity } from '../../connectors/connector.js';
+import type { StateBackend } from '../state/state.js';
+import type { AccountStore } from './accounts.js';
+import { createStateAdapterClass } from './adapter.js';
+import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
+import { staticClients } from './clients.js';
+import type { ConnectorSource } from './connector-source.js';
+import type { IdpKeys } from './keys.js';
+import {
+  ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
+  INTERACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S,
+} from './lifetimes.js';
+import { deviceConfirmPage, deviceDonePage, deviceInputPage, loggedOutPage, logoutPage } from './pages.js';
+
+export const MOUNT_PATH = '/api/idp';
+
+export interface ProviderDeps {
+  /** svc's `url`; the issuer is `<url>/api/idp`. */
+  readonly url: string;
+  readonly keys: IdpKeys;
+  readonly serverSecretKey: string;
+  readonly state: StateBackend;
+  readonly accounts: AccountStore;
+  readonly connectors: ConnectorSource;
+  readonly log: Logger;
+}
+
+export const issuerOf = (url: string): string => `${url}${MOUNT_PATH}`;
+
+/** The signal connectors get for a refresh: long enough for a slow directory, bounded. */
+const REFRESH_TIMEOUT_MS = 15_000;
+
+export function createProvider(deps: ProviderDeps): Provider {
+  const config: Configuration = {
+    adapter: createStateAdapterClass(deps.state),
+    clients: staticClients(deps.url, deps.serverSecretKey),
+    cookies: { keys: [...deps.keys.cookie] },
+    jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
+    scopes: [...SCOPES],
+    claims: Object.fromEntries(Object.entries(CLAIMS_BY_SCOPE).map(([scope, claims]) => [scope, [...claims]])),
+    // Dex puts the scope claims in the ID token too; svc reads groups from it.
+    conformIdTokenClaims: false,
+    extraParams: ['connector_id'],
+    findAccount: findAccount(deps),
+    loadExistingGrant: impliedGrant,
+    issueRefreshToken: async (_ctx, client, code) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access') && code.accountId !== undefined && (await canRefresh(deps, code.accountId)),
+    interactions: { url: (_ctx, interaction) => `${MOUNT_PATH}/interaction/${interaction.uid}` },
+    pkce: { required: () => true },
+    rotateRefreshToken: true,
+    features: {
+      devInteractions: { enabled: false },
+      deviceFlow: {
+        enabled: true,
+        userCodeInputSource: (ctx, form, _out, err) => {
+          ctx.body = deviceInputPage(form, err === undefined ? undefined : deviceErrorOf(err));
+        },
+        userCodeConfirmSource: (ctx, form, client, _info, userCode) => {
+          ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
+        },
+        successSource: (ctx) => {
+          ctx.body = deviceDonePage();
+        },
+      },
+      // A client revokes only its own tokens; anything else is answered as RFC 7009 says, 200 and no effect.
+      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx, form) => {
+          ctx.body = logoutPage(form);
+        },
+        postLogoutSuccessSource: (ctx) => {
+          ctx.body = loggedOutPage();
+        },
+      },
+      userinfo: { enabled: true },
+    },
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL_S,
+      AuthorizationCode: AUTHORIZATION_CODE_TTL_S,
+      IdToken: ID_TOKEN_TTL_S,
+      DeviceCode: DEVICE_CODE_TTL_S,
+      Interaction: INTERACTION_TTL_S,
+      Session: SESSION_TTL_S,
+      Grant: GRANT_TTL_S,
+      RefreshToken: REFRESH_TOKEN_TTL_S,
+    },
+    renderError: (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><meta charset="utf-8"><title>Login failed</title><h1>Login failed</h1><p>${escapeText(out.error_description ?? out.error)}</p>`;
+    },
+  };
+  const provider = new Provider(issuerOf(deps.url), config);
+  provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
+  // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
+  // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
+  // that, so the prompt is added here and the consent is implied in interactions.ts.
+  provider.use(async function offlineNeedsConsent(ctx, next) {
+    if (ctx.path === '/auth' && ctx.method === 'GET' && ctx.query['prompt'] === undefined && /(^| )offline_access( |$)/.test(String(ctx.query['scope'] ?? ''))) {
+      ctx.query = { ...ctx.query, prompt: 'consent' };
+    }
+    await next();
+  });
+  return provider;
+}
+
+function escapeText(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function deviceErrorOf(err: Error): 'wrong_code' | 'aborted' | 'failed' {
+  if ('userCode' in err || err.name === 'NoCodeError') return 'wrong_code';
+  return err.name === 'AbortedError' ? 'aborted' : 'failed';
+}
+
+function findAccount(deps: ProviderDeps): FindAccount {
+  return async (_ctx, sub, token) => {
+    const account = await deps.accounts.find(sub);
+    if (account === undefined) return undefined;
+    let identity = account.identity;
+    if (token?.kind === 'RefreshToken') {
+      const fresh = await refreshed(deps, account.connectorId, identity);
+      if (fresh === null) return undefined;   // invalid_grant: the upstream no longer vouches for the user
+      identity = fresh;
+      await deps.accounts.save(sub, { connectorId: account.connectorId, identity }, REFRESH_TOKEN_TTL_S);
+    }
+    const claims = claimsOf(sub, account.connectorId, identity);
+    return { accountId: sub, claims: () => claims };
+  };
+}
+
+/** The connector's fresh view of the user, or null when it refuses, cannot refresh, or fails. */
+async function refreshed(deps: ProviderDeps, connectorId: string, identity: Identity): Promise<Identity | null> {
+  const connector = deps.connectors.get(connectorId);
+  if (connector?.refresh === undefined) return null;
+  try {
+    return await connector.refresh(identity, {
+      callbackUrl: `${issuerOf(deps.url)}/callback`,
+      wantGroups: true,
+      signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS),
+    });
+  } catch (err: unknown) {
+    deps.log.warn({ err, connector: connectorId }, 'identity provider: refreshing a login at its connector failed; no new tokens');
+    return null;
+  }
+}
+
+async function canRefresh(deps: ProviderDeps, sub: string): Promise<boolean> {
+  const account = await deps.accounts.find(sub);
+  return account !== undefined && deps.connectors.get(account.connectorId)?.refresh !== undefined;
+}
+
+/**
+ * svc's clients are first-party: consent is implied (Dex's skipApprovalScreen, as under Argo CD).
+ * The grant holds whatever the request asks of the scopes the provider knows.
+ */
+async function impliedGrant(ctx: KoaContextWithOIDC) {
+  const { oidc } = ctx;
+  const client = oidc.client;
+  const accountId = oidc.session?.accountId;
+  if (client === undefined || accountId === undefined) return undefined;
+  const grantId = oidc.result?.['consent']?.grantId ?? oidc.session?.grantIdFor(client.clientId);
+  const existing = grantId === undefined ? undefined : await oidc.provider.Grant.find(grantId);
+  const grant = existing ?? new oidc.provider.Grant({ clientId: client.clientId, accountId });
+  const scope = String(oidc.params?.['scope'] ?? 'openid');
+  grant.addOIDCScope(scope.split(' ').filter((s) => (SCOPES as readonly string[]).includes(s)));
+  await grant.save();
+  return grant;
+}

@@ -1,0 +1,85 @@
+/**
+ * The bundled identity provider as a Feature: built only when idp.config has connectors at start
+ * (server.ts imports this module lazily, since oidc-provider warns at import on Node 20).
+ * Turning the provider on or off needs a restart; connector changes and key rotations apply live.
+ *
+ * Test seam: `connectors` replaces the connector source (tests give a fake PasswordConnector,
+ * a double of the Connector contract). Without it, connectors are built from idp.config by
+ * `buildConnector`, which the connector registry provides.
+ */
+import { SETTINGS_SECRET } from '../config/manifests.js';
+import { createAccountStore } from '../idp/accounts.js';
+import { createIdpApp } from '../idp/app.js';
+import { createConfiguredConnectors, type BuildConnector } from '../idp/configured-connectors.js';
+import type { ConnectorSource } from '../idp/connector-source.js';
+import { ensureIdpKeys, parseIdpKeys, type IdpKeys } from '../idp/keys.js';
+import { issuerOf, MOUNT_PATH } from '../idp/provider.js';
+import { createIdpVerifier } from '../idp/verifier.js';
+import type { TokenVerifier } from '../session/verifier.js';
+import type { Feature } from './feature.js';
+import type { Services } from './services.js';
+
+export interface IdpOptions {
+  /** Replaces the connectors built from idp.config (tests). */
+  readonly connectors?: (services: Services) => ConnectorSource;
+}
+
+export interface IdpFeature extends Feature {
+  readonly verifier: TokenVerifier;
+}
+
+/** Until the connector registry is wired in, no type can be built here. */
+
+export async function buildIdp(services: Services, options: IdpOptions = {}): Promise<IdpFeature> {
+  const { settings, store, state, log } = services;
+  const url = settings.current().url;
+  const secretKey = settings.current().serverSecretKey;
+  if (secretKey === undefined) throw new Error('identity provider: svc-secret has no server.secretkey');
+  let keys: IdpKeys = await ensureIdpKeys(store, () => new Date(services.now()));
+  const configured = options.connectors === undefined
+    ? createConfiguredConnectors(() => settings.current().idp, openConnector(services), log.child({ feature: 'idp' }))
+    : undefined;
+  const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
+  const app = createIdpApp({ url, keys, serverSecretKey: secretKey, state, accounts: createAccountStore(state), connectors, log: log.child({ feature: 'idp' }) });
+  if (url.startsWith('http:')) log.warn({ issuer: issuerOf(url) }, 'identity provider: the issuer is plain http; use an https url outside local setups');
+
+  const unsubscribe = store.onChange((snapshot) => {
+    let next: IdpKeys | undefined;
+    try {
+      next = parseIdpKeys(snapshot.secrets.get(SETTINGS_SECRET)?.data ?? {});
+    } catch (err: unknown) {
+      log.error({ err }, 'identity provider: the keys in svc-secret cannot be read; the previous keys stay in force');
+      return;
+    }
+    if (next === undefined || JSON.stringify(next) === JSON.stringify(keys)) return;
+    keys = next;
+    app.reload(keys);
+  });
+
+  return {
+    name: 'idp',
+    verifier: createIdpVerifier({ issuer: issuerOf(url), keys: () => keys.signing, now: services.now }),
+    mounts: [{
+      prefix: MOUNT_PATH,
+      // The provider builds its links from the full path; koa-mount stripped the prefix off req.url.
+      app: async (ctx) => {
+        ctx.respond = false;
+        ctx.req.url = ctx.originalUrl;
+        await app.handle(ctx.req, ctx.res);
+      },
+    }],
+    async close() {
+      unsubscribe();
+      await configured?.close();
+    },
+  };
+}
+
+/**
+ * Opens a parsed idp.config entry with what every connector gets: fetch, the clock and a logger
+ * scoped to it. Upstream TLS (system roots plus a connector's rootCA) is each connector's own for
+ * now: LDAP applies it on its connections; the HTTP connectors, when they come, take it here.
+ */
+function openConnector(services: Services): BuildConnector {
+  return (entry) => entry.open({ fetch: globalThis.fetch, now: () => new Date(services.now()), log: services.log.child({ connector: entry.id, type: entry.type }) });
+}

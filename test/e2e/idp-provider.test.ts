@@ -1,0 +1,226 @@
+/**
+ * The bundled identity provider inside a real svc, driven by openid-client as an independent
+ * relying party and by a form-posting browser without JavaScript: discovery, code + PKCE through
+ * the password form, the ID token against the published JWKS (before and after rotate-keys),
+ * userinfo, refresh through the connector, revocation, the device flow, and the ID token as a
+ * bearer token on svc's own API. The connector is a fake PasswordConnector (a double of the
+ * Connector contract), injected through the server's idp test seam.
+ */
+import { expect } from 'chai';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { Writable } from 'node:stream';
+import * as client from 'openid-client';
+import YAML from 'yaml';
+import { runRotateKeys } from '../../src/commands/idp.js';
+import { subjectOf } from '../../src/idp/claims.js';
+import { webClientSecret } from '../../src/idp/clients.js';
+import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
+import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev', 'ops'] };
+const SCOPE = 'openid profile email groups offline_access federated:id';
+
+function sink(): Writable & { text: () => string } {
+  const chunks: string[] = [];
+  return Object.assign(new Writable({ write(c: Buffer, _e, done) { chunks.push(c.toString()); done(); } }), { text: () => chunks.join('') });
+}
+
+describe('e2e: the bundled identity provider at /api/idp', function () {
+  this.timeout(30_000);
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+  let issuer: string;
+  let rp: client.Configuration;
+  let cli: client.Configuration;
+  const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
+
+  before(async function () {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    issuer = `${url}/api/idp`;
+    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: {} }] });
+    dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
+    const insecure = { execute: [client.allowInsecureRequests] };
+    rp = await client.discovery(new URL(issuer), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), insecure);
+    cli = await client.discovery(new URL(issuer), 'svc-cli', undefined, client.None(), insecure);
+  });
+
+  after(async function () {
+    await server?.close();
+  });
+
+  /** Code + PKCE for `config`; the redirect the client gets, after the password form. */
+  async function login(config: client.Configuration, redirectUri: string, password = 'alice-pw') {
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const start = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri, scope: SCOPE, state,
+      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    const browser = new FormBrowser();
+    const form = await browser.go(start.href, redirectUri);
+    if (!isPage(form)) throw new Error('expected the password form');
+    expect(form.html).to.include('Email or username');
+    const done = await browser.submit(form, { username: 'alice', password }, redirectUri);
+    return { done, verifier, state, browser };
+  }
+
+  it('publishes discovery with the endpoints under /api/idp, and the scopes', async function () {
+    const meta = rp.serverMetadata();
+    expect(meta.issuer).to.equal(issuer);
+    for (const endpoint of ['authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri', 'revocation_endpoint', 'end_session_endpoint', 'device_authorization_endpoint'] as const) {
+      expect(String(meta[endpoint]), endpoint).to.match(new RegExp(`^${issuer}/`));
+    }
+    expect(meta.scopes_supported).to.include.members(['openid', 'profile', 'email', 'groups', 'offline_access', 'federated:id']);
+  });
+
+  it('logs in with code + PKCE through the password form; the ID token verifies against the JWKS and works on svc', async function () {
+    const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+    expect(done).to.be.instanceOf(URL);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    const sub = subjectOf('u-alice', 'directory');
+    expect(tokens.claims()).to.deep.include({
+      iss: issuer, sub, aud: 'svc', email: 'alice@example.com', email_verified: true, name: 'Alice Example',
+      preferred_username: 'alice', groups: ['dev', 'ops'], federated_claims: { connector_id: 'directory', user_id: 'u-alice' },
+    });
+    expect(tokens.refresh_token).to.be.a('string');
+    const jwks = createRemoteJWKSet(new URL(String(rp.serverMetadata().jwks_uri)));
+    await jwtVerify(tokens.id_token as string, jwks, { issuer, audience: 'svc' });
+
+    const info = await client.fetchUserInfo(rp, tokens.access_token, sub);
+    expect(info).to.deep.include({ sub, groups: ['dev', 'ops'], email: 'alice@example.com' });
+
+    const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${tokens.id_token}` } });
+    expect(await me.json()).to.deep.include({ loggedIn: true, username: sub, iss: issuer, groups: ['dev', 'ops'] });
+  });
+
+  it('refreshes through the connector, and gives no tokens once the connector no longer knows the user', async function () {
+    const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    const before = connector.refreshes();
+    const refreshed = await client.refreshTokenGrant(rp, tokens.refresh_token as string);
+    expect(connector.refreshes()).to.equal(before + 1);
+    expect(refreshed.claims()).to.include({ sub: subjectOf('u-alice', 'directory') });
+
+    const saved = connector.users.get('alice');
+    connector.users.delete('alice');
+    try {
+      const refused = await client.refreshTokenGrant(rp, refreshed.refresh_token as string).catch((e: unknown) => e);
+      expect(refused).to.have.property('error', 'invalid_grant');
+    } finally {
+      if (saved !== undefined) connector.users.set('alice', saved);
+    }
+  });
+
+  it('revokes an access token', async function () {
+    const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    await client.tokenRevocation(rp, tokens.access_token);
+    const after = await client.fetchUserInfo(rp, tokens.access_token, client.skipSubjectCheck).catch((e: unknown) => e);
+    expect(String((after as { response?: Response }).response?.status)).to.equal('401');
+  });
+
+  it('says "wrong username or password", and a user-safe sentence when the directory fails', async function () {
+    const { done } = await login(rp, `${url}/auth/callback`, 'not-the-password');
+    expect(isPage(done) && done.status).to.equal(401);
+    expect((done as Page).html).to.include('Wrong username or password.').and.include('value="alice"');
+
+    const browser = new FormBrowser();
+    const form = await browser.go(client.buildAuthorizationUrl(rp, {
+      redirect_uri: `${url}/auth/callback`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).href, `${url}/auth/callback`);
+    const failed = await browser.submit(form as Page, { username: 'unreachable', password: 'x' }, `${url}/auth/callback`);
+    expect((failed as Page).status).to.equal(503);
+    expect((failed as Page).html).to.include('The directory is unreachable').and.not.include('ECONNREFUSED');
+    expect(server.logs()).to.include('password connector failed');
+  });
+
+  it('ends the session (RP-initiated logout) after the user confirms, then asks for the password again', async function () {
+    const { done, verifier, state, browser } = await login(rp, `${url}/auth/callback`);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    const end = client.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token as string, post_logout_redirect_uri: url });
+    const confirm = (await browser.go(end.href, `${url}/`)) as Page;
+    expect(confirm.html).to.include('Log out of svc');
+    const back = await browser.submit(confirm, { logout: 'yes' }, url);
+    expect((back as URL).href).to.equal(`${url}/`);
+    const again = await browser.go(client.buildAuthorizationUrl(rp, {
+      redirect_uri: `${url}/auth/callback`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).href, `${url}/auth/callback`);
+    expect(isPage(again) && again.html).to.include('name="password"');
+  });
+
+  it('refuses the password form without its CSRF token', async function () {
+    const browser = new FormBrowser();
+    const form = (await browser.go(client.buildAuthorizationUrl(rp, {
+      redirect_uri: `${url}/auth/callback`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).href, `${url}/auth/callback`)) as Page;
+    const failed = await browser.submit(form, { csrf: 'forged', username: 'alice', password: 'alice-pw' }, `${url}/auth/callback`);
+    expect((failed as Page).status).to.equal(400);
+  });
+
+  it('lets svc-cli log in with PKCE on any loopback port', async function () {
+    const redirect = 'http://127.0.0.1:53117/auth/callback';
+    const { done, verifier, state } = await login(cli, redirect);
+    const tokens = await client.authorizationCodeGrant(cli, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    expect(tokens.claims()).to.include({ aud: 'svc-cli' });
+  });
+
+  it('runs the device flow: the user approves the code on the device page', async function () {
+    const device = await client.initiateDeviceAuthorization(cli, { scope: 'openid groups' });
+    const browser = new FormBrowser();
+    const input = (await browser.go(String(device.verification_uri), 'about:')) as Page;
+    const confirm = (await browser.submit(input, { user_code: device.user_code }, 'about:')) as Page;
+    expect(confirm.html).to.include('Confirm the device');
+    const form = (await browser.submit(confirm, {}, 'about:')) as Page;
+    const done = (await browser.submit(form, { username: 'alice', password: 'alice-pw' }, 'about:')) as Page;
+    expect(done.html).to.include('You are logged in on your device');
+    const tokens = await client.pollDeviceAuthorizationGrant(cli, device);
+    expect(tokens.claims()).to.deep.include({ aud: 'svc-cli', groups: ['dev', 'ops'] });
+  });
+
+  it('rotate-keys: new tokens are signed with the new key; tokens of the old key still verify', async function () {
+    const jwks = () => createRemoteJWKSet(new URL(String(rp.serverMetadata().jwks_uri)));
+    const first = await login(rp, `${url}/auth/callback`);
+    const old = await client.authorizationCodeGrant(rp, first.done as URL, { pkceCodeVerifier: first.verifier, expectedState: first.state });
+    const out = sink();
+    expect(await runRotateKeys(dir, out, sink())).to.equal(0);
+    expect(out.text()).to.match(/^added signing key \S+; it signs from now on\nretired signing key \S+; still published/);
+    const keyCount = async () => ((await (await fetch(String(rp.serverMetadata().jwks_uri))).json()) as { keys: unknown[] }).keys.length;
+    await waitFor(async () => (await keyCount()) === 2, 'the new key to be published');
+
+    const second = await login(rp, `${url}/auth/callback`);
+    const fresh = await client.authorizationCodeGrant(rp, second.done as URL, { pkceCodeVerifier: second.verifier, expectedState: second.state });
+    expect(decodeProtectedHeader(fresh.id_token as string).kid).to.not.equal(decodeProtectedHeader(old.id_token as string).kid);
+    await jwtVerify(old.id_token as string, jwks(), { issuer, audience: 'svc' });
+    await jwtVerify(fresh.id_token as string, jwks(), { issuer, audience: 'svc' });
+    const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${fresh.id_token}` } });
+    expect(await me.json()).to.include({ loggedIn: true });
+  });
+});
+
+describe('e2e: svc without idp.config', function () {
+  it('serves no identity provider', async function () {
+    const dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', {}),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    const server = await startTestServer(dir);
+    try {
+      const res = await fetch(`${server.url}/api/idp/.well-known/openid-configuration`);
+      expect(res.status).to.equal(404);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * Just enough browser for the identity provider's pages, without JavaScript: a cookie jar
+ * (paths ignored), redirects followed by hand until one leaves for `stopAt`, and forms read
+ * from the HTML and posted as a person would fill them.
+ */
+export interface Page {
+  readonly url: string;
+  readonly status: number;
+  readonly html: string;
+}
+
+export class FormBrowser {
+  readonly #jar = new Map<string, string>();
+
+  async request(url: string, form?: URLSearchParams): Promise<Response> {
+    const res = await fetch(url, {
+      redirect: 'manual',
+      headers: { cookie: [...this.#jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+      ...(form === undefined ? {} : { method: 'POST', body: form }),
+    });
+    for (const cookie of res.headers.getSetCookie()) {
+      const [pair = ''] = cookie.split(';');
+      const at = pair.indexOf('=');
+      const name = pair.slice(0, at);
+      const value = pair.slice(at + 1);
+      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(cookie)) this.#jar.delete(name); else this.#jar.set(name, value);
+    }
+    return res;
+  }
+
+  /** Follows redirects from `url`; returns the redirect to `stopAt`, or the page reached. */
+  async go(url: string, stopAt: string, form?: URLSearchParams): Promise<URL | Page> {
+    let next: { url: string; form?: URLSearchParams } = form === undefined ? { url } : { url, form };
+    for (let hop = 0; hop < 20; hop++) {
+      const res = await this.request(next.url, next.form);
+      const location = res.headers.get('location');
+      if (location === null) return { url: next.url, status: res.status, html: await res.text() };
+      await res.arrayBuffer();
+      const target = new URL(location, next.url);
+      if (target.href.startsWith(stopAt)) return target;
+      next = { url: target.href };
+    }
+    throw new Error('more than 20 redirects');
+  }
+
+  /** Submits the page's first form with `fields` over its hidden inputs. */
+  submit(page: Page, fields: Record<string, string>, stopAt: string, formIndex = 0): Promise<URL | Page> {
+    const forms = [...page.html.matchAll(/<form[^>]*>[\s\S]*?<\/form>/g)].map((m) => m[0]);
+    const form = forms[formIndex];
+    if (form === undefined) throw new Error(`no form on the page (${page.status}): ${page.html.slice(0, 400)}`);
+    const action = /action="([^"]*)"/.exec(form)?.[1] ?? page.url;
+    const body = new URLSearchParams();
+    for (const m of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) body.set(m[1] as string, unescape(m[2] as string));
+    for (const [k, v] of Object.entries(fields)) body.set(k, v);
+    return this.go(new URL(unescape(action), page.url).href, stopAt, body);
+  }
+}
+
+function unescape(value: string): string {
+  return value.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+export function isPage(value: URL | Page): value is Page {
+  return !(value instanceof URL);
+}
