@@ -43,7 +43,7 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     issuer = `${url}/api/idp`;
-    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: {} }] });
+    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
     dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
