@@ -1,0 +1,111 @@
+/**
+ * The bundled identity provider with a real LDAP connector against a real slapd, end to end: a
+ * relying party (openid-client, the `svc` client) logs users in through svc's own password form
+ * with a plain HTTP client that follows redirects and posts forms; the ID token carries the
+ * directory's groups, and a `g, <ldap-group>, role:x` rule lets it through the extension proxy
+ * for one extension and not for another. A wrong password is answered on the form, in words.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import * as client from 'openid-client';
+import YAML from 'yaml';
+import { webClientSecret } from '../../src/idp/clients.js';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { FormBrowser, isPage } from '../helpers/form-browser.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort, startPeer, type Peer } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
+const SECRET_KEY = 'idp-ldap-e2e-secret-key-0123456789';
+const POLICY = [
+  'p, role:dev-tools, extensions, *, */tools, allow',
+  'g, devs, role:dev-tools',
+  'p, role:admin-tools, extensions, *, */secret, allow',
+  'g, admins, role:admin-tools',
+].join('\n');
+
+describe('e2e: the bundled identity provider with the LDAP connector (real slapd)', function () {
+  this.timeout(60_000);
+  let slapd: Peer;
+  let backend: Backend;
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+  let rp: client.Configuration;
+
+  before(async function () {
+    const ldapPort = await freePort();
+    slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
+    backend = await echoBackend('tools');
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    const ldap = {
+      host: `127.0.0.1:${ldapPort}`, insecureNoSSL: true, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap.bindPW',
+      userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
+      groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
+    };
+    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
+    dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', {
+        url,
+        'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }),
+        'extension.config': YAML.stringify({ extensions }),
+      }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }),
+    });
+    server = await startTestServer(dir, { port });
+    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+  });
+
+  after(async function () {
+    await server?.close(1000);
+    await backend?.close();
+    await slapd?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function logIn(username: string, password: string) {
+    const redirectUri = `${url}/auth/callback`;
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const start = client.buildAuthorizationUrl(rp, {
+      redirect_uri: redirectUri, scope: 'openid profile email groups', state,
+      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    const browser = new FormBrowser();
+    const form = await browser.go(start.href, redirectUri);
+    if (!isPage(form)) throw new Error('expected the password form');
+    const done = await browser.submit(form, { username, password }, redirectUri);
+    if (isPage(done)) return { page: done };
+    return { tokens: await client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: verifier, expectedState: state }) };
+  }
+
+  const proxied = async (token: string, extension: string) => (await fetch(`${url}/api/v1/extensions/${extension}/x`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+  it('logs a directory user in; the groups from LDAP allow one extension and not another', async function () {
+    const { tokens } = await logIn('bob', 'bob123');
+    expect(tokens?.claims()).to.deep.include({ preferred_username: 'bob', email: 'bob@example.org' });
+    const idToken = String(tokens?.id_token);
+    expect((tokens?.claims()?.['groups'] as string[]).sort()).to.deep.equal(['devs', 'qa']);
+    expect(await proxied(idToken, 'tools')).to.equal(200);
+    expect(await proxied(idToken, 'secret')).to.equal(403);
+  });
+
+  it('lets a member of the admins group through to the other extension too', async function () {
+    const { tokens } = await logIn('alice', 'alice123');
+    const idToken = String(tokens?.id_token);
+    expect(await proxied(idToken, 'tools')).to.equal(200);
+    expect(await proxied(idToken, 'secret')).to.equal(200);
+  });
+
+  it('answers a wrong password and an injected filter on the form, in words, without a code', async function () {
+    for (const [username, password] of [['bob', 'wrong'], ['*)(uid=*', 'bob123'], ['*', 'x']] as const) {
+      const { page } = await logIn(username, password);
+      expect(page?.html, username).to.contain('Wrong username or password');
+    }
+  });
+});
