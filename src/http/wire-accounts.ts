@@ -53,17 +53,19 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
     now,
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
+  const configuredUrl = () => settings.current().url;
   const authenticator = createAuthenticator({ signer, accounts: accountMap, revocation, external: options.external ?? [] });
   return {
-    authenticate: authMiddleware(authenticator.authenticate, () => settings.current().url),
+    authenticate: authMiddleware(authenticator.authenticate, configuredUrl),
     authenticator,
     routers: [
-      sessionRoutes({ login, revocation }),
+      sessionRoutes({ login, revocation, configuredUrl }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer, now }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
+        configuredUrl,
       }),
     ],
     async close() {

@@ -189,6 +189,25 @@ describe('HTTP /api/v1/session', function () {
   });
 });
 
+describe('HTTP /api/v1/session behind an ingress that ends TLS', function () {
+  this.timeout(20_000);
+
+  it('sets and clears the cookie with Secure when the configured url is https, though svc itself speaks http', async function () {
+    const dir = accountsConfigDir({ cm: { url: 'https://svc.example.com' } });
+    const server = await startTestServer(dir);
+    try {
+      const reply = await call(server.url, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } });
+      expect(reply.status).to.equal(200);
+      expect(reply.headers.get('set-cookie')).to.match(/^svc\.token=[^;]+; path=\/; expires=[^;]+; samesite=lax; secure; httponly$/);
+      const logout = await call(server.url, 'DELETE', '/api/v1/session', { token: String(reply.body['token']) });
+      expect(logout.headers.get('set-cookie')).to.match(/^svc\.token=; path=\/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; secure; httponly$/);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('HTTP DELETE /api/v1/session while the state backend is unreachable', function () {
   this.timeout(20_000);
 
