@@ -114,7 +114,7 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
     });
     outgoing.on('response', (res) => {
       // The backend declined the upgrade: relay its answer, then close.
-      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close', 'X-Request-Id', ctx.state.requestId]).list));
+      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close', 'X-Request-Id', ctx.state.requestId], false, route.extension.contentSecurityPolicy).list));
       socket.once('finish', () => socket.destroy());
       res.pipe(socket);
       res.on('error', () => socket.destroy());

@@ -38,8 +38,9 @@ describe('extension proxy (HTTP)', function () {
       res.once('close', () => idleWaiting--);
     });
     idle.server.on('connection', (s: Socket) => idleSockets.add(s));
-    leaky = await startBackend((_req, res) => {
-      res.writeHead(200, { connection: 'keep-alive, X-Internal-Addr', 'x-internal-addr': '10.1.2.3:8080', 'x-public': 'yes' });
+    leaky = await startBackend((req, res) => {
+      const csp = req.headers['x-csp'];
+      res.writeHead(200, { connection: 'keep-alive, X-Internal-Addr', 'x-internal-addr': '10.1.2.3:8080', 'x-public': 'yes', ...(typeof csp === 'string' ? { 'content-security-policy': csp } : {}) });
       res.end('ok');
     });
     reset = await startBackend((_req, res) => {
@@ -87,6 +88,8 @@ describe('extension proxy (HTTP)', function () {
       extensions: [
         { name: 'echo', enabled: true, backend: { services: [{ url: overrides.echoUrl ?? `${echo.url}/base` }] } },
         { name: 'off', enabled: false, backend: { services: [{ url: echo.url }] } },
+        { name: 'ui', enabled: true, contentSecurityPolicy: 'sandbox allow-scripts', backend: { services: [{ url: leaky.url }] } },
+        { name: 'trusted', enabled: true, contentSecurityPolicy: false, backend: { services: [{ url: echo.url }] } },
         { name: 'multi', enabled: true, backend: { services: [{ url: inCluster.url, clusterName: 'in-cluster' }, { url: `${prod.url}/p/`, clusterName: 'prod' }] } },
         { name: 'idle', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: idle.url }] } },
         { name: 'idle-long', enabled: true, backend: { idleConnTimeout: '30s', services: [{ url: idle.url }] } },
@@ -200,6 +203,34 @@ describe('extension proxy (HTTP)', function () {
       expect(seen['svc-username']).to.equal('carol');
       expect(seen['x-custom']).to.equal('kept');
       expect(seen['host']).to.equal(`127.0.0.1:${echo.port}`);
+    });
+
+    it('never forwards X-Remote-User, True-Client-IP, X-Client-IP, X-Original-URL or X-Rewrite-URL, in either spelling', async () => {
+      const res = await raw('/api/v1/extensions/echo/h', 'carol', {
+        'X-Remote-User': 'admin',
+        'True-Client-IP': '6.6.6.6',
+        'X-Client-IP': '6.6.6.6',
+        'X-Original-URL': '/admin',
+        'X-Rewrite-URL': '/admin',
+        X_Remote_User: 'admin',
+        X_Original_URL: '/admin',
+      });
+      const seen = (JSON.parse(res.text) as Echo).headers;
+      expect(seen).to.not.have.any.keys('x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x_remote_user', 'x_original_url');
+      expect(seen['svc-username']).to.equal('carol');
+    });
+
+    it('answers with Content-Security-Policy: sandbox, the entry\'s own policy beside the backend\'s, or none when turned off', async () => {
+      const sandboxed = await call('/api/v1/extensions/echo/h', 'admin');
+      expect(sandboxed.status).to.equal(200);
+      expect(sandboxed.headers['content-security-policy']).to.equal('sandbox');
+      const withBackends = await request(`${server.url}/api/v1/extensions/ui/x`, { headers: { authorization: `Bearer ${token['admin']}`, 'x-csp': 'default-src none' } });
+      await withBackends.body.text();
+      // Both policies reach the browser, which enforces each: the backend's cannot loosen ours.
+      expect(withBackends.headers['content-security-policy']).to.deep.equal(['default-src none', 'sandbox allow-scripts']);
+      const off = await call('/api/v1/extensions/trusted/h', 'admin');
+      expect(off.status).to.equal(200);
+      expect(off.headers).to.not.have.any.keys('content-security-policy');
     });
 
     it('drops the headers the Connection header names', async () => {
