@@ -9,9 +9,13 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Unavailable } from '../errors.js';
 
 export const LOCK_STALE_MS = 10_000;
 export const LOCK_TIMEOUT_MS = 30_000;
+
+/** Another writer kept the lock past the timeout: the write did not happen (503, not a bug). */
+export class LockTimeout extends Unavailable {}
 
 export interface LockOptions {
   readonly staleMs?: number;
@@ -36,7 +40,7 @@ async function acquire(lockPath: string, staleMs: number, timeoutMs: number): Pr
     if (await tryCreate(lockPath, token)) return token;
     await breakIfStale(lockPath, staleMs);
     if (Date.now() - started > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for the lock file ${lockPath}`);
+      throw new LockTimeout(`timed out after ${timeoutMs} ms waiting for the lock file ${lockPath}, which another writer holds; try again`);
     }
     // Short first waits (writers hold the lock for a few ms), growing to 50 ms, with jitter so
     // that two waiters do not retry in lockstep.

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
 import { listYamlFiles } from './load-dir.js';
+import { asSecretWriteFailure, SecretWriteFailed } from './write-failure.js';
 import { patchedValues, type SecretPatch } from './store.js';
 import {
   applySecretPatch,
@@ -51,8 +52,17 @@ export interface SecretFileChange {
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const SECRET_FILE_MODE = 0o600;
 
+/** Rejects with an `Unavailable` (503) when the write cannot land, saying why (write-failure.ts). */
 export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
   if (!OBJECT_NAME.test(request.name)) throw new Error(`"${request.name}" is not a valid Secret name`);
+  try {
+    return await updateUnchecked(request);
+  } catch (err: unknown) {
+    throw asSecretWriteFailure(request.name, err);
+  }
+}
+
+async function updateUnchecked(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
   let candidate = request.hint ?? (await locateSecret(request.dir, request.name));
   // A Secret can move between files while we wait for the lock; three tries is plenty.
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -65,7 +75,7 @@ export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<
     if (outcome !== 'moved') return { ...outcome, file: shown };
     candidate = await locateSecret(request.dir, request.name);
   }
-  throw new Error(`Secret ${request.name} keeps moving between files; not written`);
+  throw new SecretWriteFailed(`Secret ${request.name} keeps moving between files; not written`);
 }
 
 async function writeUnderLock(
@@ -87,7 +97,7 @@ async function writeUnderLock(
   }
   const parsed = parseYamlFile(text);
   if (!parsed.ok) {
-    throw new Error(`cannot update Secret ${request.name}: ${target} does not parse (${parsed.message}); fix the file first`);
+    throw new SecretWriteFailed(`cannot update Secret ${request.name}: ${target} does not parse (${parsed.message}); fix the file first`);
   }
   const index = findSecretDoc(parsed.docs, request.name);
   const doc = parsed.docs[index];
@@ -140,7 +150,7 @@ async function locateSecret(dir: string, name: string): Promise<string | undefin
     else if (findSecretDoc(parsed.docs, name) >= 0) return file;
   }
   if (broken.length > 0) {
-    throw new Error(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
+    throw new SecretWriteFailed(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
   }
   return undefined;
 }
