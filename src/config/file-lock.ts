@@ -7,9 +7,10 @@
  * read-modify-write of a small file), so 10 s is far beyond any honest holder.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readFile, stat, unlink } from 'node:fs/promises';
+import { open, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Unavailable } from '../errors.js';
+import { NotReadableFile, readRegularFile } from './regular-file.js';
 
 export const LOCK_STALE_MS = 10_000;
 export const LOCK_TIMEOUT_MS = 30_000;
@@ -104,8 +105,10 @@ async function unlinkIfPresent(path: string): Promise<void> {
 async function release(lockPath: string, token: string): Promise<void> {
   try {
     // If we overran staleMs and someone broke our lock, the file is theirs now: leave it.
-    if ((await readFile(lockPath, 'utf8')) === token) await unlinkIfPresent(lockPath);
+    // Ours is a regular file of a few bytes; whatever else sits there (a FIFO) is not read, nor ours.
+    if ((await readRegularFile(lockPath, 1024)) === token) await unlinkIfPresent(lockPath);
   } catch (err: unknown) {
+    if (err instanceof NotReadableFile) return;
     if (errorCode(err) !== 'ENOENT') throw err;
   }
 }

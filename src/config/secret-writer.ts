@@ -6,11 +6,12 @@
  * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
  * files do not wait on each other.
  */
-import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises';
+import { mkdir, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from './file-lock.js';
 import { listYamlFiles } from './load-dir.js';
+import { NotReadableFile, readRegularFile } from './regular-file.js';
 import { asSecretWriteFailure, SecretWriteFailed } from './write-failure.js';
 import { patchedValues, type SecretPatch } from './store.js';
 import {
@@ -143,16 +144,27 @@ export async function restoreSecretFile(change: SecretFileChange, lock?: LockOpt
 async function locateSecret(dir: string, name: string): Promise<string | undefined> {
   const broken: string[] = [];
   for (const file of await listYamlFiles(dir)) {
-    const text = await readIfExists(file);
-    if (text === undefined) continue;
-    const parsed = parseYamlFile(text);
-    if (!parsed.ok) broken.push(file);
+    const text = await readManifestText(file);
+    // A FIFO or device is no manifest (the loader reports it); a file too large may be meant to hold it.
+    if (text === undefined || text === 'not-regular') continue;
+    const parsed = text === 'too-large' ? undefined : parseYamlFile(text);
+    if (parsed === undefined || !parsed.ok) broken.push(file);
     else if (findSecretDoc(parsed.docs, name) >= 0) return file;
   }
   if (broken.length > 0) {
     throw new SecretWriteFailed(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
   }
   return undefined;
+}
+
+/** A listed file's text; undefined if it is gone, else why the loader would not read it either. */
+async function readManifestText(file: string): Promise<string | undefined | NotReadableFile['reason']> {
+  try {
+    return await readIfExists(file);
+  } catch (err: unknown) {
+    if (err instanceof NotReadableFile) return err.reason;
+    throw err;
+  }
 }
 
 /** The file's real path, following symlinks; the path itself when it does not exist (yet). */
@@ -165,9 +177,10 @@ async function realPath(file: string): Promise<string> {
   }
 }
 
+/** Refuses (NotReadableFile) what the loader would not read either: a FIFO, a device, a huge file. */
 async function readIfExists(file: string): Promise<string | undefined> {
   try {
-    return await readFile(file, 'utf8');
+    return await readRegularFile(file);
   } catch (err: unknown) {
     if (errorCode(err) === 'ENOENT') return undefined;
     throw err;

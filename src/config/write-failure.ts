@@ -1,12 +1,13 @@
 /**
  * A Secret write that cannot land is the store's trouble, not a bug: a 503 (`Unavailable`) whose
  * message says why, never a bare 500. Three causes: the file does not parse (an operator's edit),
- * another writer holds the lock too long (file-lock.ts), and the filesystem refuses (full disk,
- * read-only mount, permissions). Errors of the caller's own mutation (a `Conflict`) and other
+ * another writer holds the lock too long (file-lock.ts), the file is no regular file or too large
+ * (regular-file.ts), and the filesystem refuses (full disk, read-only mount, permissions). Errors of the caller's own mutation (a `Conflict`) and other
  * domain errors pass through as they are; an error without a filesystem code stays a bug (500).
  */
 import { SvcError, Unavailable } from '../errors.js';
 import { errorCode } from './file-lock.js';
+import { NotReadableFile } from './regular-file.js';
 
 export class SecretWriteFailed extends Unavailable {}
 
@@ -29,6 +30,7 @@ const FILESYSTEM_REASONS: Readonly<Record<string, string>> = {
  */
 export function asSecretWriteFailure(name: string, err: unknown): unknown {
   if (err instanceof SvcError) return err;
+  if (err instanceof NotReadableFile) return new SecretWriteFailed(`cannot update Secret ${name}: ${err.file} ${err.message}`, { cause: err });
   const code = errorCode(err);
   if (code === undefined || !/^E[A-Z0-9]+$/.test(code)) return err;
   const reason = FILESYSTEM_REASONS[code];

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -39,6 +40,21 @@ describe('config/secret-writer', () => {
     expect(STATUS[(error as Unavailable).code]).to.equal(503);
     expect((error as Error).message).to.equal(`timed out after 100 ms waiting for the lock file ${file}.lock, which another writer holds; try again`);
     expect(await readFile(file, 'utf8')).to.equal(SECRET);
+  });
+
+  it('reads no FIFO: a stray one is passed over, a Secret file that is one is a 503 naming it', async () => {
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    await symlink(path.join(root, 'pipe'), path.join(root, 'a-stray.yaml'));
+    await writeFile(path.join(root, 'secrets.yaml'), SECRET);
+    // Without a hint the writer looks through every file, the FIFO first (path order).
+    const written = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '1' } }) });
+    expect(written.file).to.equal(path.join(root, 'secrets.yaml'));
+
+    await symlink(path.join(root, 'pipe'), path.join(root, 'svc-other.yaml'));
+    let error: unknown;
+    await updateSecretOnDisk({ dir: root, name: 'svc-other', mutate: () => ({ set: { a: '1' } }) }).catch((err: unknown) => (error = err));
+    expect(error).to.be.instanceOf(Unavailable);
+    expect((error as Error).message).to.equal(`cannot update Secret svc-other: ${path.join(root, 'pipe')} is not a regular file (a FIFO); it is not read`);
   });
 
   it('undoes a write by putting back the bytes it replaced, keeping the mode, and only if nothing wrote since', async () => {
