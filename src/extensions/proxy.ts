@@ -16,16 +16,17 @@ import type { Rights } from '../rbac/rights.js';
 import type { Authenticator } from '../session/authenticate.js';
 import { createGateway } from './gateway.js';
 import { createExtensionMetrics } from './metrics.js';
+import { createOpenRelays } from './open-relays.js';
 import { createBackendPools } from './pools.js';
 import { splitExtensionPath } from './target.js';
 import { createUpgradeHandler, type UpgradeHandler } from './upgrade.js';
 
 export interface ExtensionProxyDeps {
   readonly settings: Pick<LiveSettings, 'current' | 'onChange'>;
-  readonly rights: Pick<Rights, 'can'>;
+  readonly rights: Pick<Rights, 'can' | 'onUpdate'>;
   readonly log: Logger;
   readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
-  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known'>;
+  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known' | 'onRevoked'>;
 }
 
 export interface ExtensionProxy {
@@ -41,9 +42,17 @@ export interface ExtensionProxy {
 export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const pools = createBackendPools(deps.log);
   const metrics = createExtensionMetrics(deps.httpMetrics.registry);
-  const unsubscribe = deps.settings.onChange((next, previous) => {
-    if (next.extensions !== previous.extensions) pools.retain(next.extensions);
-  });
+  // Taking access away cuts the WebSockets it admitted (open-relays.ts): on a revocation, on a
+  // configuration change, and once a changed policy answers (its enforcer is built after the change).
+  const relays = createOpenRelays({ authenticate: (token) => deps.authenticator.authenticate(token), log: deps.log });
+  const unsubscribes = [
+    deps.settings.onChange((next, previous) => {
+      if (next.extensions !== previous.extensions) pools.retain(next.extensions);
+      relays.recheck();
+    }),
+    deps.rights.onUpdate(() => relays.recheck()),
+    deps.authenticator.onRevoked((tokenId) => relays.revoked(tokenId)),
+  ];
   const gateway = createGateway({ ...deps, pools, metrics });
   const upgrades: UpgradeHandler[] = [];
   const closeConnections = (): void => upgrades.forEach((u) => u.destroyAll());
@@ -57,13 +66,13 @@ export function wireExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
       return true;
     },
     attach(server, authenticate) {
-      const upgrade = createUpgradeHandler({ ...deps, metrics, authenticate, serveHttp: (req, res) => server.emit('request', req, res) });
+      const upgrade = createUpgradeHandler({ ...deps, metrics, relays, authenticate, serveHttp: (req, res) => server.emit('request', req, res) });
       upgrades.push(upgrade);
       server.on('upgrade', upgrade.listener);
     },
     closeConnections,
     async close() {
-      unsubscribe();
+      for (const unsubscribe of unsubscribes) unsubscribe();
       closeConnections();
       await pools.close();
     },

@@ -21,6 +21,7 @@ import Koa from 'koa';
 import { InvalidRequest } from '../errors.js';
 import type { AppState } from '../http/state.js';
 import type { ExtensionMetrics } from './metrics.js';
+import type { OpenRelays } from './open-relays.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { BAD_TARGET, requestTarget } from '../http/request-target.js';
 import { declaresBody } from '../http/body.js';
@@ -32,6 +33,8 @@ export const HANDSHAKE_TIMEOUT_MS = 30_000;
 
 export interface UpgradeDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
+  /** Relays in progress, cut when their access is taken away. */
+  readonly relays: OpenRelays;
   readonly authenticate: Koa.Middleware<AppState>;
   /** The HTTP app, for upgrades served as plain requests. */
   readonly serveHttp: (req: IncomingMessage, res: ServerResponse) => void;

@@ -34,12 +34,14 @@ import { handshakeApplication } from './handshake-application.js';
 import { forwardHeaders, responseHeaderList } from './headers.js';
 import { CONNECT_TIMEOUT_MS } from './pools.js';
 import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
+import type { OpenRelays } from './open-relays.js';
 import type { ExtensionProxyDeps } from './proxy.js';
 import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
 
 export interface WebSocketDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
+  readonly relays: OpenRelays;
   readonly authenticate: Koa.Middleware<AppState>;
   /** Keeps a backend socket for shutdown, which must be able to cut a live relay. */
   readonly track: (socket: Socket) => void;
@@ -110,6 +112,17 @@ async function relay(deps: WebSocketDeps, ctx: Context, target: Target, head: Bu
       backend.on('close', () => socket.destroy());
       socket.on('close', () => backend.destroy());
       backend.pipe(socket).pipe(backend);
+      const forget = deps.relays.add({
+        // No token kept (none should be missing here) fails the next check: the relay is cut.
+        token: ctx.state.token ?? '',
+        tokenId: route.principal.tokenId,
+        admit: (principal) => void routeExtensionRequest({ name: target.name, principal, authError: undefined, application }, deps.settings.current(), deps.rights),
+        cut: () => {
+          backend.destroy();
+          socket.destroy();
+        },
+      });
+      socket.once('close', forget);
       resolve(101);
     });
     outgoing.on('response', (res) => {

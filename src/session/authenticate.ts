@@ -31,6 +31,8 @@ export interface Authenticator {
   readonly authenticate: Authenticate;
   /** The principal without awaiting anything, or undefined when that needs a look-up; throws Unauthenticated. */
   known(token: string): Principal | undefined;
+  /** Each token id this replica learns is revoked (revocation.ts), for what a token keeps open. */
+  onRevoked(listener: (tokenId: string) => void): () => void;
 }
 
 export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
@@ -76,6 +78,8 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
       if (revoked) throw new Unauthenticated(REVOKED);
       return principalOf(claims);
     },
+
+    onRevoked: (listener) => deps.revocation.onRevoked(listener),
   };
 }
 

@@ -76,6 +76,7 @@ describe('session/authenticate: known() and authenticate()', () => {
     let asked = 0;
     const incomplete: Revocation = {
       revoke: async () => undefined,
+      onRevoked: () => () => undefined,
       isRevoked: async () => {
         asked++;
         return true;

@@ -6,7 +6,7 @@ import { createTokenSigner, type TokenClaims } from '../../src/session/tokens.js
 import { checkValidity } from '../../src/session/validity.js';
 
 const signer = createTokenSigner({ secretKey: () => 'validity-test-key-0123456789abcd', now: Date.now });
-const revocation: Revocation = { revoke: async () => undefined, isRevoked: async () => false, revokedNow: () => false, close: async () => undefined };
+const revocation: Revocation = { revoke: async () => undefined, isRevoked: async () => false, revokedNow: () => false, onRevoked: () => () => undefined, close: async () => undefined };
 const HASH = '$2b$04$abcdefghijklmnopqrstuu5E9bO8y3C1zV8rY7QK3b3a5yS1kqG6m';
 
 /** Alice with a password unless `account` is 'no password'. */
