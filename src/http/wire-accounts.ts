@@ -9,6 +9,7 @@ import { createAccounts } from '../accounts/accounts.js';
 import { createApiTokens } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import type { Services } from '../server.js';
+import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
 import { createAuthenticator, type Authenticator, type ExternalVerifier } from '../session/authenticate.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readLoginLimits } from '../session/limits.js';
@@ -41,6 +42,8 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
   const accountMap = () => settings.current().accounts;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now });
+  const cutoffs = await createAccountCutoffs({ state, log, now });
+  const stopFollowing = await followAccounts(cutoffs, settings);
   const limits = readLoginLimits(services.env, log);
   const throttle = createLoginThrottle({ state, limits, log, registry: services.metrics.registry, now });
   const login = createLoginService({
@@ -54,7 +57,7 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
-  const authenticator = createAuthenticator({ signer, accounts: accountMap, revocation, external: options.external ?? [] });
+  const authenticator = createAuthenticator({ signer, accounts: accountMap, revocation, disabledAt: cutoffs.disabledAt, external: options.external ?? [] });
   return {
     authenticate: authMiddleware(authenticator.authenticate, configuredUrl),
     authenticator,
@@ -69,6 +72,8 @@ export async function wireAccounts(services: Services, options: AccountsOptions 
       }),
     ],
     async close() {
+      stopFollowing();
+      await cutoffs.close();
       await revocation.close();
       await throttle.close();
     },

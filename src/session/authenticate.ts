@@ -22,6 +22,8 @@ export interface AuthenticatorDeps {
   readonly signer: TokenSigner;
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
   readonly revocation: Revocation;
+  /** When an account was last seen disabled (account-cutoffs.ts). */
+  readonly disabledAt: (name: string) => number | undefined;
   readonly external?: readonly ExternalVerifier[];
 }
 

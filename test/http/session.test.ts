@@ -174,7 +174,7 @@ describe('HTTP /api/v1/session', function () {
     }
   });
 
-  it('a session dies when its account is disabled or loses the login capability', async function () {
+  it('a session dies when its account is disabled or loses the login capability, and re-enabling does not revive it', async function () {
     const token = await login(base, 'alice', PASSWORDS.alice);
     expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
     editConfigMap(dir, (text) => text.replace("accounts.alice: apiKey, login", 'accounts.alice: apiKey'));
@@ -185,7 +185,15 @@ describe('HTTP /api/v1/session', function () {
     expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({ error: 'unauthenticated', message: "account 'alice' is disabled" });
     editConfigMap(dir, (text) => text.replace('\n  accounts.alice.enabled: "false"', ''));
     await waitFor(() => server.services.settings.current().accounts.get('alice')?.enabled === true, 'alice to be enabled again');
-    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+    // A token taken before the disable (stolen, say) stays dead; the owner logs in again.
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({
+      error: 'unauthenticated',
+      message: "account 'alice' was disabled after this token was issued; log in again",
+    });
+    // iat has whole seconds and a token of the very second of the disable is refused: start a new one.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const fresh = await login(base, 'alice', PASSWORDS.alice);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: fresh })).status).to.equal(200);
   });
 });
 

@@ -27,7 +27,7 @@ describe('session/authenticate: known() and authenticate()', () => {
   });
 
   function authenticator(rev: Revocation = revocation) {
-    return createAuthenticator({ signer, accounts: () => new Map([['alice', account]]), revocation: rev });
+    return createAuthenticator({ signer, accounts: () => new Map([['alice', account]]), revocation: rev, disabledAt: () => undefined });
   }
 
   async function refusal(run: () => unknown): Promise<string | undefined> {

@@ -13,7 +13,7 @@ const HASH = '$2b$04$abcdefghijklmnopqrstuu5E9bO8y3C1zV8rY7QK3b3a5yS1kqG6m';
 function deps(account: Partial<AccountSettings> | 'no password') {
   const base: AccountSettings = { name: 'alice', enabled: true, capabilities: ['apiKey', 'login'], tokens: [] };
   const full: AccountSettings = account === 'no password' ? base : { ...base, passwordHash: HASH, ...account };
-  return { accounts: () => new Map([['alice', full]]), revocation, signer };
+  return { accounts: () => new Map([['alice', full]]), revocation, signer, disabledAt: () => undefined };
 }
 
 async function reason(claims: TokenClaims, account: Partial<AccountSettings> | 'no password'): Promise<string | undefined> {
