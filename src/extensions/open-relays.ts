@@ -40,7 +40,6 @@ export interface OpenRelays {
   revoked(tokenId: string): void;
   /** Asks every relay again; cuts those whose token or route would now be refused. */
   recheck(): void;
-  readonly size: number;
 }
 
 export interface OpenRelaysDeps {
@@ -76,9 +75,6 @@ export function createOpenRelays(deps: OpenRelaysDeps): OpenRelays {
     },
     recheck() {
       for (const relay of open) void recheckOne(relay);
-    },
-    get size() {
-      return open.size;
     },
   };
 }
