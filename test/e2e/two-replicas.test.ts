@@ -1,11 +1,15 @@
 /**
  * Two server processes sharing one Redis and one config dir behave as one server: failed
- * logins on one count on the other, a logout on one is honoured by the other, and a token
- * generated on one works on the other.
+ * logins on one count on the other, a logout on one is honoured by the other (and cuts the
+ * WebSocket its token keeps open there), and a token generated on one works on the other.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
+import YAML from 'yaml';
+import { WebSocket, WebSocketServer } from 'ws';
+import { closeServer, listen } from '../extensions/helpers.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
@@ -47,14 +51,25 @@ describe('two replicas sharing Redis and a config dir', function () {
   let dir: string;
   let a: Replica;
   let b: Replica;
+  let backend: Server;
+  let wss: WebSocketServer;
 
   before(async function () {
     redis = await startRedis();
-    dir = accountsConfigDir();
+    backend = createServer((_req, res) => res.writeHead(426).end());
+    wss = new WebSocketServer({ noServer: true });
+    backend.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => ws.send(String(data)))));
+    const { url } = await listen(backend);
+    dir = accountsConfigDir({
+      cm: { 'extension.config': YAML.stringify({ extensions: [{ name: 'live', enabled: true, backend: { services: [{ url }] } }] }) },
+      rbac: { 'policy.csv': 'p, alice, extensions, *, */live, allow' },
+    });
     [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
   });
   after(async function () {
     await Promise.all([stopReplica(a), stopReplica(b)]);
+    wss.close();
+    await closeServer(backend);
     await redis?.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -77,6 +92,19 @@ describe('two replicas sharing Redis and a config dir', function () {
     expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
     const after = await call(b.url, 'GET', '/api/v1/account/alice', { token });
     expect(after.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+  });
+
+  it('cuts on one replica the WebSocket of a session that logged out on the other', async function () {
+    const token = await login(a.url, 'alice', PASSWORDS.alice);
+    const ws = new WebSocket(`${b.url.replace('http', 'ws')}/api/v1/extensions/live/echo`, { headers: { authorization: `Bearer ${token}` } });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`status ${res.statusCode}`)));
+      ws.once('error', reject);
+    });
+    const ended = new Promise<number>((resolve) => ws.once('close', resolve));
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
+    expect(await ended).to.equal(1006);
   });
 
   it('accepts on one replica an API token generated on the other', async function () {
