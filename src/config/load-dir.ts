@@ -58,9 +58,10 @@ const YAML_FILE = /\.ya?ml$/;
  * Every `*.yaml`/`*.yml` below `dir`, sorted. Names starting with a dot are skipped: our temp
  * files, editors' swap files, and the `..data` links of a Kubernetes volume mount (which would
  * otherwise show every file twice). Symlinked files are followed, symlinked directories are not
- * (no cycles); what a name turns out to be (a FIFO, a device) is checked when it is read. A missing directory is an empty store. A subdirectory that cannot be read (the
- * `lost+found` of a mounted volume, a private folder) is skipped and passed to `onSkipped`: one
- * such folder must not stop the server from starting. The store's own directory is not skipped.
+ * (no cycles); what a name turns out to be (a FIFO, a device) is checked when it is read
+ * (regular-file.ts). A missing directory is an empty store. A subdirectory that cannot be read
+ * (the `lost+found` of a mounted volume, a private folder) is skipped and passed to `onSkipped`:
+ * one such folder must not stop the server from starting. The store's own directory is not skipped.
  */
 export async function listYamlFiles(dir: string, onSkipped?: (subdir: string, code: string) => void): Promise<string[]> {
   const out: string[] = [];

@@ -144,10 +144,10 @@ export async function restoreSecretFile(change: SecretFileChange, lock?: LockOpt
 async function locateSecret(dir: string, name: string): Promise<string | undefined> {
   const broken: string[] = [];
   for (const file of await listYamlFiles(dir)) {
-    const text = await readManifestText(file);
+    const read = await readManifestText(file);
     // A FIFO or device is no manifest (the loader reports it); a file too large may be meant to hold it.
-    if (text === undefined || text === 'not-regular') continue;
-    const parsed = text === 'too-large' ? undefined : parseYamlFile(text);
+    if (read === undefined || ('refused' in read && read.refused === 'not-regular')) continue;
+    const parsed = 'text' in read ? parseYamlFile(read.text) : undefined;
     if (parsed === undefined || !parsed.ok) broken.push(file);
     else if (findSecretDoc(parsed.docs, name) >= 0) return file;
   }
@@ -158,11 +158,12 @@ async function locateSecret(dir: string, name: string): Promise<string | undefin
 }
 
 /** A listed file's text; undefined if it is gone, else why the loader would not read it either. */
-async function readManifestText(file: string): Promise<string | undefined | NotReadableFile['reason']> {
+async function readManifestText(file: string): Promise<{ readonly text: string } | { readonly refused: NotReadableFile['reason'] } | undefined> {
   try {
-    return await readIfExists(file);
+    const text = await readIfExists(file);
+    return text === undefined ? undefined : { text };
   } catch (err: unknown) {
-    if (err instanceof NotReadableFile) return err.reason;
+    if (err instanceof NotReadableFile) return { refused: err.reason };
     throw err;
   }
 }
