@@ -14,6 +14,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import bcrypt from 'bcrypt';
 import type { Logger } from 'pino';
+import { SvcError } from '../errors.js';
 import { writeFileAtomic } from '../lib/atomic-file.js';
 import { errorCode, withFileLock } from '../lib/file-lock.js';
 import { EMPTY_MEMORY, loadDirectory, type LoadResult } from './load-dir.js';
@@ -86,7 +87,8 @@ export async function ensureInitialConfig(options: BootstrapOptions): Promise<Bo
     });
   } catch (err: unknown) {
     // A bare fs error (EACCES on the lock, ENOSPC) does not say that it stopped the first start.
-    if (errorCode(err) === undefined || !(err instanceof Error)) throw err;
+    // Our own errors (a Secret write that could not land) already name the file and the cause.
+    if (err instanceof SvcError || errorCode(err) === undefined || !(err instanceof Error)) throw err;
     throw new Error(`cannot create the initial configuration in ${run.dir}: ${err.message}`, { cause: err });
   }
 }

@@ -14,6 +14,7 @@ import { EMPTY_SNAPSHOT, type StoreSnapshot } from './manifests.js';
 import { formatProblem, type ConfigProblem } from './problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from './secret-in-force.js';
 import { restoreSecretFile, updateSecretOnDisk, type SecretFileChange, type SecretMutation } from './secret-writer.js';
+import { asSecretWriteFailure } from './write-failure.js';
 import type { ConfigStore, SnapshotListener } from './store.js';
 import { DEFAULT_DEBOUNCE_MS, DEFAULT_POLL_MS, watchTree, type TreeWatch } from './watch.js';
 
@@ -103,7 +104,9 @@ class ManifestDirStore implements DirStore {
 
   /** Puts back what a write replaced, so a change reported as failed cannot take effect later. */
   async #undo(name: string, file: string, change: SecretFileChange, reasons: readonly string[]): Promise<void> {
-    const outcome = await restoreSecretFile(change);
+    const outcome = await restoreSecretFile(change).catch((err: unknown) => {
+      throw asSecretWriteFailure(name, err);
+    });
     if (outcome === 'restored') {
       this.log.warn({ file, secret: name, reasons }, `Secret ${name} is not in force after a write; the write was undone`);
       await this.#reloadNow();

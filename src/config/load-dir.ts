@@ -6,12 +6,13 @@
  * and its last good version (by kind and name) stands in for it. Duplicates across files: the
  * first file in sorted path order wins, so the outcome never depends on readdir order.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationObject, ConfigMapObject, SecretObject, StoreSnapshot } from './manifests.js';
 import { readManifest } from './manifests.js';
 import { errorCode } from '../lib/file-lock.js';
 import { ProblemSink, type ConfigProblem } from './problems.js';
+import { NotReadableFile, readRegularFile } from '../lib/regular-file.js';
 import { documentsToJS, parseYamlFile } from './yaml-edit.js';
 
 type StoreObject =
@@ -57,9 +58,10 @@ const YAML_FILE = /\.ya?ml$/;
  * Every `*.yaml`/`*.yml` below `dir`, sorted. Names starting with a dot are skipped: our temp
  * files, editors' swap files, and the `..data` links of a Kubernetes volume mount (which would
  * otherwise show every file twice). Symlinked files are followed, symlinked directories are not
- * (no cycles). A missing directory is an empty store. A subdirectory that cannot be read (the
- * `lost+found` of a mounted volume, a private folder) is skipped and passed to `onSkipped`: one
- * such folder must not stop the server from starting. The store's own directory is not skipped.
+ * (no cycles); what a name turns out to be (a FIFO, a device) is checked when it is read
+ * (regular-file.ts). A missing directory is an empty store. A subdirectory that cannot be read
+ * (the `lost+found` of a mounted volume, a private folder) is skipped and passed to `onSkipped`:
+ * one such folder must not stop the server from starting. The store's own directory is not skipped.
  */
 export async function listYamlFiles(dir: string, onSkipped?: (subdir: string, code: string) => void): Promise<string[]> {
   const out: string[] = [];
@@ -137,10 +139,11 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
 async function readFileDocs(file: string, sink: ProblemSink): Promise<readonly unknown[] | undefined | 'gone'> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Regular files under a size cap only (regular-file.ts): a FIFO would halt the load.
+    text = await readRegularFile(file);
   } catch (err: unknown) {
     if (errorCode(err) === 'ENOENT') return 'gone'; // deleted since the listing; the next load agrees
-    sink.add(file, [], `cannot be read: ${errorCode(err) ?? String(err)}`);
+    sink.add(file, [], err instanceof NotReadableFile ? err.message : `cannot be read: ${errorCode(err) ?? String(err)}`);
     return undefined;
   }
   const parsed = parseYamlFile(text);

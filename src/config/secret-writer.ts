@@ -6,11 +6,13 @@
  * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
  * files do not wait on each other.
  */
-import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises';
+import { mkdir, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from '../lib/file-lock.js';
 import { listYamlFiles } from './load-dir.js';
+import { NotReadableFile, readRegularFile } from '../lib/regular-file.js';
+import { asSecretWriteFailure, SecretWriteFailed } from './write-failure.js';
 import { patchedValues, type SecretPatch } from './store.js';
 import {
   applySecretPatch,
@@ -51,8 +53,17 @@ export interface SecretFileChange {
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const SECRET_FILE_MODE = 0o600;
 
+/** Rejects with an `Unavailable` (503) when the write cannot land, saying why (write-failure.ts). */
 export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
   if (!OBJECT_NAME.test(request.name)) throw new Error(`"${request.name}" is not a valid Secret name`);
+  try {
+    return await updateUnchecked(request);
+  } catch (err: unknown) {
+    throw asSecretWriteFailure(request.name, err);
+  }
+}
+
+async function updateUnchecked(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
   let candidate = request.hint ?? (await locateSecret(request.dir, request.name));
   // A Secret can move between files while we wait for the lock; three tries is plenty.
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -65,7 +76,7 @@ export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<
     if (outcome !== 'moved') return { ...outcome, file: shown };
     candidate = await locateSecret(request.dir, request.name);
   }
-  throw new Error(`Secret ${request.name} keeps moving between files; not written`);
+  throw new SecretWriteFailed(`Secret ${request.name} keeps moving between files; not written`);
 }
 
 async function writeUnderLock(
@@ -87,7 +98,7 @@ async function writeUnderLock(
   }
   const parsed = parseYamlFile(text);
   if (!parsed.ok) {
-    throw new Error(`cannot update Secret ${request.name}: ${target} does not parse (${parsed.message}); fix the file first`);
+    throw new SecretWriteFailed(`cannot update Secret ${request.name}: ${target} does not parse (${parsed.message}); fix the file first`);
   }
   const index = findSecretDoc(parsed.docs, request.name);
   const doc = parsed.docs[index];
@@ -133,16 +144,28 @@ export async function restoreSecretFile(change: SecretFileChange, lock?: LockOpt
 async function locateSecret(dir: string, name: string): Promise<string | undefined> {
   const broken: string[] = [];
   for (const file of await listYamlFiles(dir)) {
-    const text = await readIfExists(file);
-    if (text === undefined) continue;
-    const parsed = parseYamlFile(text);
-    if (!parsed.ok) broken.push(file);
+    const read = await readManifestText(file);
+    // A FIFO or device is no manifest (the loader reports it); a file too large may be meant to hold it.
+    if (read === undefined || ('refused' in read && read.refused === 'not-regular')) continue;
+    const parsed = 'text' in read ? parseYamlFile(read.text) : undefined;
+    if (parsed === undefined || !parsed.ok) broken.push(file);
     else if (findSecretDoc(parsed.docs, name) >= 0) return file;
   }
   if (broken.length > 0) {
-    throw new Error(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
+    throw new SecretWriteFailed(`cannot update Secret ${name}: not found, and ${broken.join(', ')} does not parse (it may hold it); fix the file first`);
   }
   return undefined;
+}
+
+/** A listed file's text; undefined if it is gone, else why the loader would not read it either. */
+async function readManifestText(file: string): Promise<{ readonly text: string } | { readonly refused: NotReadableFile['reason'] } | undefined> {
+  try {
+    const text = await readIfExists(file);
+    return text === undefined ? undefined : { text };
+  } catch (err: unknown) {
+    if (err instanceof NotReadableFile) return { refused: err.reason };
+    throw err;
+  }
 }
 
 /** The file's real path, following symlinks; the path itself when it does not exist (yet). */
@@ -155,9 +178,10 @@ async function realPath(file: string): Promise<string> {
   }
 }
 
+/** Refuses (NotReadableFile) what the loader would not read either: a FIFO, a device, a huge file. */
 async function readIfExists(file: string): Promise<string | undefined> {
   try {
-    return await readFile(file, 'utf8');
+    return await readRegularFile(file);
   } catch (err: unknown) {
     if (errorCode(err) === 'ENOENT') return undefined;
     throw err;

@@ -13,6 +13,13 @@ import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
 
 export const DEFAULT_IDLE_CONN_TIMEOUT_MS = 60_000;
+/**
+ * Sent with every extension response unless the entry says otherwise: the backend's pages run
+ * in an opaque origin without script, so a compromised backend cannot read svc's cookies-bound
+ * API or the other extensions with the user's session. A backend's own policy is sent too, and
+ * browsers enforce both, so it can only narrow ours.
+ */
+export const DEFAULT_CONTENT_SECURITY_POLICY = 'sandbox';
 
 export interface BackendTls {
   /** PEM of extra CAs trusted beside the system roots. */
@@ -35,6 +42,8 @@ export interface ExtensionConfig {
   readonly enabled: boolean;
   readonly idleConnTimeoutMs: number;
   readonly services: readonly BackendService[];
+  /** The Content-Security-Policy svc adds to responses; undefined when the entry turned it off. */
+  readonly contentSecurityPolicy: string | undefined;
 }
 
 const EXTENSION_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
@@ -63,11 +72,15 @@ const serviceSchema = z.strictObject({
   tls: tlsSchema.optional(),
 });
 
+// Printable ASCII without control characters: the value goes into a response header as is.
+const policyText = z.string().regex(/^[\x20-\x7e]*$/, 'printable ASCII only').refine((v) => v.trim() !== '', 'must not be empty (false turns it off)');
+
 const durationText = z.string().refine((v) => parseDuration(v) !== undefined && parseDuration(v)! > 0, 'not a duration (for example 30s, 2m)');
 
 const extensionSchema = z.strictObject({
   name: z.string().regex(EXTENSION_NAME, 'letters, digits, ".", "_" and "-" only'),
   enabled: z.boolean(),
+  contentSecurityPolicy: z.union([z.literal(false), policyText]).optional(),
   backend: z.strictObject({
     idleConnTimeout: durationText.optional(),
     services: z.array(serviceSchema).min(1, 'at least one service is needed'),
@@ -98,6 +111,7 @@ function toConfig(raw: RawExtension): ExtensionConfig {
       ...(s.clusterName !== undefined ? { clusterName: s.clusterName } : {}),
       ...(s.tls !== undefined ? { tls: stripUndefined(s.tls) } : {}),
     })),
+    contentSecurityPolicy: raw.contentSecurityPolicy === false ? undefined : (raw.contentSecurityPolicy?.trim() ?? DEFAULT_CONTENT_SECURITY_POLICY),
   };
 }
 
@@ -115,7 +129,7 @@ function fallbackFor(entry: unknown, previous: readonly ExtensionConfig[]): Exte
   if (raw.enabled !== false) return last;
   if (last !== undefined) return { ...last, enabled: false };
   // No good version yet: a disabled stub (no services), so the 404 says "not enabled".
-  return EXTENSION_NAME.test(name) ? { name, enabled: false, idleConnTimeoutMs: DEFAULT_IDLE_CONN_TIMEOUT_MS, services: [] } : undefined;
+  return EXTENSION_NAME.test(name) ? { name, enabled: false, idleConnTimeoutMs: DEFAULT_IDLE_CONN_TIMEOUT_MS, services: [], contentSecurityPolicy: DEFAULT_CONTENT_SECURITY_POLICY } : undefined;
 }
 
 /**

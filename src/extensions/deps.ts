@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { AppCatalog } from '../apps/catalog.js';
 import type { ReadCaller } from '../http/caller.js';
+import type { Authenticator } from '../session/authenticate.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import type { Rights } from '../rbac/rights.js';
 import type { ExtensionConfig } from './config.js';
@@ -20,8 +21,10 @@ export interface ProxySettingsSource {
 
 export interface ExtensionProxyDeps {
   readonly settings: ProxySettingsSource;
-  readonly rights: Pick<Rights, 'can'>;
+  readonly rights: Pick<Rights, 'can' | 'onUpdate'>;
   readonly log: Logger;
   readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
   readonly readCaller: ReadCaller;
+  /** Open WebSockets are checked again with it, and cut when their token is revoked (open-relays.ts). */
+  readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked'>;
 }

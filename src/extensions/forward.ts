@@ -45,6 +45,8 @@ export interface ForwardRequest {
   readonly queueMs: number;
   /** Added to the backend's response headers unless it sent the same name (X-Request-Id). */
   readonly responseHeaders: readonly string[];
+  /** The extension's Content-Security-Policy, added to the backend's response (headers.ts). */
+  readonly contentSecurityPolicy: string | undefined;
   /**
    * The request's logger, made on first use (most requests never log). A function, not a getter:
    * an object literal with an accessor is built on V8's slow path and kept everything it reached
@@ -167,7 +169,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return true; // 1xx (103 Early Hints): not relayed, the final answer follows
     this.started = true;
     this.resumeBackend = resume;
-    const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders);
+    const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders, false, this.request.contentSecurityPolicy);
     this.res.writeHead(statusCode, list);
     if (contentLength !== undefined && this.request.method !== 'HEAD') {
       this.tally.bytesOut = contentLength;

@@ -135,6 +135,7 @@ class Exchange {
         idleMs: route.extension.idleConnTimeoutMs,
         queueMs: QUEUE_WAIT_MS,
         responseHeaders: ['X-Request-Id', this.requestId],
+        contentSecurityPolicy: route.extension.contentSecurityPolicy,
         log: () => this.log,
       },
       this.res,

@@ -17,6 +17,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 const DROPPED = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings',
+  // Read by common backends and front proxies as the user or the client address (Apache's and
+  // Spring's remote user, Akamai's and Cloudflare's client IP) or as the path to serve (IIS URL
+  // Rewrite, Symfony, Zend): a client must not choose them.
+  'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url',
 ]);
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
 /** A backend must not plant the session cookie (svc.token) on our origin. */
@@ -103,10 +107,11 @@ export interface ResponseHeaderList {
  * node:http's strings for a WebSocket handshake) to the flat list res.writeHead() takes:
  * hop-by-hop headers dropped (with those its Connection header names, which may be internal),
  * our cookie protected, plus `extra` pairs (our X-Request-Id, a Connection of our own) unless
- * the backend sent that name itself. On a 101 (`upgrade`) the Upgrade header is kept: the
+ * the backend sent that name itself, plus the extension's Content-Security-Policy whatever the
+ * backend sent (browsers enforce every policy they get, so the backend's can only narrow it). On a 101 (`upgrade`) the Upgrade header is kept: the
  * client's WebSocket library checks it. Also reads what the relay needs to know.
  */
-export function responseHeaderList(raw: readonly (Buffer | string)[], extra: readonly string[], upgrade = false): ResponseHeaderList {
+export function responseHeaderList(raw: readonly (Buffer | string)[], extra: readonly string[], upgrade = false, contentSecurityPolicy?: string): ResponseHeaderList {
   const list: string[] = [];
   let contentLength: number | undefined;
   let eventStream = false;
@@ -130,6 +135,7 @@ export function responseHeaderList(raw: readonly (Buffer | string)[], extra: rea
     const name = extra[i] as string;
     if (!hasHeader(kept, name)) kept.push(name, extra[i + 1] as string);
   }
+  if (contentSecurityPolicy !== undefined) kept.push('content-security-policy', contentSecurityPolicy);
   return { list: kept, contentLength: Number.isSafeInteger(contentLength) ? contentLength : undefined, eventStream };
 }
 

@@ -11,6 +11,7 @@ import type { RequestTarget } from '../http/request-target.js';
 import type { ExtensionProxyDeps } from './deps.js';
 import { createGateway } from './gateway.js';
 import { createExtensionMetrics } from './metrics.js';
+import { createOpenRelays } from './open-relays.js';
 import { createBackendPools } from './pools.js';
 import { splitExtensionPath } from './target.js';
 import { relayWebSocket } from './websocket.js';
@@ -29,9 +30,17 @@ export interface ExtensionProxy {
 export function createExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const pools = createBackendPools(deps.log);
   const metrics = createExtensionMetrics(deps.httpMetrics.registry);
-  const unsubscribe = deps.settings.onChange((next, previous) => {
-    if (next.extensions !== previous.extensions) pools.retain(next.extensions);
-  });
+  // Taking access away cuts the WebSockets it admitted (open-relays.ts): on a revocation, on a
+  // configuration change, and once a changed policy answers (its enforcer is built after the change).
+  const relays = createOpenRelays({ authenticate: (token) => deps.authenticator.authenticate(token), log: deps.log });
+  const unsubscribes = [
+    deps.settings.onChange((next, previous) => {
+      if (next.extensions !== previous.extensions) pools.retain(next.extensions);
+      relays.recheck();
+    }),
+    deps.rights.onUpdate(() => relays.recheck()),
+    deps.authenticator.onRevoked((tokenId) => relays.revoked(tokenId)),
+  ];
   const gateway = createGateway({ ...deps, pools, metrics });
   return {
     handle(req, res, { path, query }) {
@@ -45,11 +54,11 @@ export function createExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
     upgrade(req, socket, head, { path, query }, track) {
       const extension = splitExtensionPath(path);
       if (extension === undefined) return false;
-      relayWebSocket({ ...deps, metrics, track }, req, { name: extension.name, rest: extension.rest, path, query }, head, socket);
+      relayWebSocket({ ...deps, metrics, relays, track }, req, { name: extension.name, rest: extension.rest, path, query }, head, socket);
       return true;
     },
     async close() {
-      unsubscribe();
+      for (const unsubscribe of unsubscribes) unsubscribe();
       await pools.close();
     },
   };

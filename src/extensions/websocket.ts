@@ -32,11 +32,14 @@ import { forwardHeaders, responseHeaderList } from './headers.js';
 import { CONNECT_TIMEOUT_MS } from './pools.js';
 import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './deps.js';
+import type { OpenRelays } from './open-relays.js';
 import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
 
 export interface WebSocketDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
+  /** Relays in progress, cut when their access is taken away (open-relays.ts). */
+  readonly relays: OpenRelays;
   /** Keeps a backend socket for shutdown, which must be able to cut a live relay. */
   readonly track: (socket: Socket) => void;
 }
@@ -118,11 +121,22 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
       backend.on('close', () => socket.destroy());
       socket.on('close', () => backend.destroy());
       backend.pipe(socket).pipe(backend);
+      const forget = deps.relays.add({
+        // No token kept (none should be missing here) fails the next check: the relay is cut.
+        token: caller.token ?? '',
+        tokenId: route.principal.tokenId,
+        admit: (principal) => void routeExtensionRequest({ name: target.name, principal, authError: undefined, application }, deps.settings.current(), deps.rights),
+        cut: () => {
+          backend.destroy();
+          socket.destroy();
+        },
+      });
+      socket.once('close', forget);
       resolve(101);
     });
     outgoing.on('response', (res) => {
       // The backend declined the upgrade: relay its answer, then close.
-      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close', 'X-Request-Id', requestId]).list));
+      socket.write(statusBlock(res.statusCode ?? 502, res.statusMessage, responseHeaderList(res.rawHeaders, ['connection', 'close', 'X-Request-Id', requestId], false, route.extension.contentSecurityPolicy).list));
       socket.once('finish', () => socket.destroy());
       res.pipe(socket);
       res.on('error', () => socket.destroy());

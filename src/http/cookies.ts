@@ -1,33 +1,47 @@
 /**
  * The session cookie `svc.token`: HttpOnly (scripts never read it), SameSite=Lax (not sent on
- * cross-site POSTs), Secure when the request came over https (directly, or through a trusted
- * proxy's X-Forwarded-Proto), path `/`, expiring with the token. A JWT of ours is far below
- * the 4 KB cookie limit, so no chunking (Argo CD needs it for IdP tokens in the cookie).
+ * cross-site POSTs), path `/`, expiring with the token. Secure when svc's configured `url` is
+ * https or the request came over TLS: behind an ingress that ends TLS, svc sees plain http,
+ * and X-Forwarded-Proto is never trusted (anyone can send it), so the configured `url` is what
+ * says browsers reach svc over https. A JWT of ours is far below the 4 KB cookie limit, so no
+ * chunking (Argo CD needs it for IdP tokens in the cookie).
  */
 import type Koa from 'koa';
 
 export const SESSION_COOKIE = 'svc.token';
 
-export function setSessionCookie(ctx: Koa.Context, token: string, expiresAt: number): void {
+/** `configuredUrl`: the `url` of svc-cm in force. */
+export function setSessionCookie(ctx: Koa.Context, token: string, expiresAt: number, configuredUrl: string): void {
   ctx.cookies.set(SESSION_COOKIE, token, {
     httpOnly: true,
     sameSite: 'lax',
-    secure: ctx.secure,
+    secure: isSecure(ctx, configuredUrl),
     path: '/',
     expires: new Date(expiresAt * 1000),
     overwrite: true,
   });
 }
 
-export function clearSessionCookie(ctx: Koa.Context): void {
+export function clearSessionCookie(ctx: Koa.Context, configuredUrl: string): void {
   ctx.cookies.set(SESSION_COOKIE, '', {
     httpOnly: true,
     sameSite: 'lax',
-    secure: ctx.secure,
+    secure: isSecure(ctx, configuredUrl),
     path: '/',
     expires: new Date(0),
     overwrite: true,
   });
+}
+
+/**
+ * Koa's `cookies` refuses to set a Secure cookie on a request it sees as plain http, so the
+ * cookie jar is told the connection is secure when the configured url says browsers use https.
+ */
+function isSecure(ctx: Koa.Context, configuredUrl: string): boolean {
+  if (ctx.secure) return true;
+  if (!configuredUrl.startsWith('https:')) return false;
+  ctx.cookies.secure = true;
+  return true;
 }
 
 /** As the `cookies` module reads an unsigned cookie (Koa's ctx.cookies), so both paths agree. */

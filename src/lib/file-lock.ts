@@ -7,11 +7,17 @@
  * read-modify-write of a small file), so 10 s is far beyond any honest holder.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readFile, stat, unlink } from 'node:fs/promises';
+import { open, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NotReadableFile, readRegularFile } from './regular-file.js';
 
 export const LOCK_STALE_MS = 10_000;
 export const LOCK_TIMEOUT_MS = 30_000;
+
+/** The lock stayed held past the wait; callers map it to their own error (svc's store: a 503). */
+export class LockTimeout extends Error {
+  override readonly name = 'LockTimeout';
+}
 
 export interface LockOptions {
   readonly staleMs?: number;
@@ -36,7 +42,7 @@ async function acquire(lockPath: string, staleMs: number, timeoutMs: number): Pr
     if (await tryCreate(lockPath, token)) return token;
     await breakIfStale(lockPath, staleMs);
     if (Date.now() - started > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for the lock file ${lockPath}`);
+      throw new LockTimeout(`timed out after ${timeoutMs} ms waiting for the lock file ${lockPath}, which another writer holds; try again`);
     }
     // Short first waits (writers hold the lock for a few ms), growing to 50 ms, with jitter so
     // that two waiters do not retry in lockstep.
@@ -100,8 +106,10 @@ async function unlinkIfPresent(path: string): Promise<void> {
 async function release(lockPath: string, token: string): Promise<void> {
   try {
     // If we overran staleMs and someone broke our lock, the file is theirs now: leave it.
-    if ((await readFile(lockPath, 'utf8')) === token) await unlinkIfPresent(lockPath);
+    // Ours is a regular file of a few bytes; whatever else sits there (a FIFO) is not read, nor ours.
+    if ((await readRegularFile(lockPath, 1024)) === token) await unlinkIfPresent(lockPath);
   } catch (err: unknown) {
+    if (err instanceof NotReadableFile) return;
     if (errorCode(err) !== 'ENOENT') throw err;
   }
 }

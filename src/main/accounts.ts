@@ -30,15 +30,17 @@ export function buildAccounts(services: Services, identity: Identity): Feature {
     now,
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
+  const configuredUrl = () => settings.current().url;
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, revocation: identity.revocation }),
+      sessionRoutes({ login, revocation: identity.revocation, configuredUrl }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: identity.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
+        configuredUrl,
       }),
     ],
     close: () => throttle.close(),

@@ -11,6 +11,7 @@ export function buildExtensions(services: Services, identity: Identity): Feature
     log: services.log,
     httpMetrics: services.metrics,
     readCaller: identity.readCaller,
+    authenticator: identity.authenticator,
   });
   return {
     name: 'extensions',

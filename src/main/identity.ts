@@ -5,6 +5,7 @@
  */
 import type { ReadCaller } from '../http/caller.js';
 import { createReadCaller } from '../http/caller.js';
+import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
 import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
 import { createLocalVerifier } from '../session/local-verifier.js';
 import { createRevocation, type Revocation } from '../session/revocation.js';
@@ -25,13 +26,19 @@ export async function buildIdentity(services: Services, verifiers: readonly Toke
   const { settings, state, log, now } = services;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now });
-  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts });
+  const cutoffs = await createAccountCutoffs({ state, log, now });
+  const stopFollowing = await followAccounts(cutoffs, settings);
+  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt });
   const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation });
   return {
     signer,
     revocation,
     authenticator,
     readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url }),
-    close: () => revocation.close(),
+    async close() {
+      stopFollowing();
+      await cutoffs.close();
+      await revocation.close();
+    },
   };
 }

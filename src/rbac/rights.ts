@@ -14,6 +14,8 @@ export interface Rights {
   can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
   readonly policy: Policy;
   update(policy: Policy): Promise<void>;
+  /** Called once a new policy answers can(): the enforcer is built asynchronously after a change. */
+  onUpdate(listener: () => void): () => void;
 }
 
 export type BuildEnforcer = (policy: Policy, options: EnforcerOptions) => Promise<RbacEnforcer>;
@@ -28,6 +30,7 @@ export async function createRights(initialPolicy: Policy, options: EnforcerOptio
   let current: RbacEnforcer = await build(initialPolicy, options);
   let generation = 0;
   let wanted = policyFingerprint(initialPolicy);
+  const listeners = new Set<() => void>();
   return {
     can: (subjects, resource, action, object) => current.can(subjects, resource, action, object),
     get policy() {
@@ -46,7 +49,20 @@ export async function createRights(initialPolicy: Policy, options: EnforcerOptio
         if (mine === generation) wanted = policyFingerprint(current.policy);
         throw err;
       }
-      if (mine === generation) current = next;
+      if (mine !== generation) return;
+      current = next;
+      // A listener's failure is its own (it logs); the update itself has happened.
+      for (const listener of listeners) {
+        try {
+          listener();
+        } catch {
+          // ignored: see above
+        }
+      }
+    },
+    onUpdate(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 }

@@ -19,7 +19,7 @@ import type { TokenVerifier } from './verifier.js';
 export interface AuthenticatorDeps {
   /** svc's own first: it answers most requests, and `known` asks each in order. */
   readonly verifiers: readonly TokenVerifier[];
-  readonly revocation: Pick<Revocation, 'isRevoked' | 'revokedNow'>;
+  readonly revocation: Pick<Revocation, 'isRevoked' | 'revokedNow' | 'onRevoked'>;
 }
 
 export type Authenticate = (token: string) => Promise<Principal>;
@@ -28,6 +28,8 @@ export interface Authenticator {
   readonly authenticate: Authenticate;
   /** The principal without awaiting anything, or undefined when that needs a look-up; throws Unauthenticated. */
   known(token: string): Principal | undefined;
+  /** Each token id this replica learns is revoked (revocation.ts), for what a token keeps open. */
+  onRevoked(listener: (tokenId: string) => void): () => void;
 }
 
 export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
@@ -69,5 +71,7 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
       if (revoked) throw new Unauthenticated(REVOKED);
       return principal;
     },
+
+    onRevoked: (listener) => deps.revocation.onRevoked(listener),
   };
 }

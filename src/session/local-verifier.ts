@@ -12,6 +12,8 @@ import type { TokenVerifier } from './verifier.js';
 export interface LocalVerifierDeps {
   readonly signer: TokenSigner;
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
+  /** When an account was last seen disabled (account-cutoffs.ts): its older tokens stay refused. */
+  readonly disabledAt: (name: string) => number | undefined;
 }
 
 export function createLocalVerifier(deps: LocalVerifierDeps): TokenVerifier {

@@ -48,6 +48,12 @@ export interface Revocation {
    * to be revoked is true even then (a revocation is never taken back).
    */
   revokedNow(jti: string): boolean | undefined;
+  /**
+   * Called with each id this replica learns is revoked: its own revocations, those heard from
+   * other replicas and those found on a reload. So what a token keeps open (a relayed
+   * WebSocket) can be cut when it is revoked, not only its next request refused.
+   */
+  onRevoked(listener: (jti: string) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -78,10 +84,23 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
   /** The load started by the last onLive, awaited by the start. */
   let loading: Promise<void> | undefined;
   let retrying = false;
+  const listeners = new Set<(jti: string) => void>();
 
   function remember(jti: string, untilMs: number): void {
+    const news = !local.has(jti);
     local.set(jti, untilMs);
     if (local.size % 1000 === 0) prune();
+    if (news) tell(jti);
+  }
+
+  function tell(jti: string): void {
+    for (const listener of listeners) {
+      try {
+        listener(jti);
+      } catch (err: unknown) {
+        log.warn({ err }, 'revocation: a listener failed');
+      }
+    }
   }
 
   function prune(): void {
@@ -209,6 +228,11 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
     },
 
     revokedNow,
+
+    onRevoked(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
 
     async isRevoked(jti) {
       const known = revokedNow(jti);

@@ -131,7 +131,9 @@ export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSig
       throw verifyError(err);
     }
     const claims = claimsOf(payload.sub ?? '', payload.jti ?? '', payload.iat ?? 0, payload.exp);
-    return typeof payload['pwh'] === 'string' ? { ...claims, pwh: payload['pwh'] } : claims;
+    // jwtVerify checks nbf but not iat, and nbf may be absent or earlier: without this a token
+    // "issued" in the future passed its first verification and failed only on later ones.
+    return checkTimes(typeof payload['pwh'] === 'string' ? { ...claims, pwh: payload['pwh'] } : claims, now());
   }
 }
 

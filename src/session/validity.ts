@@ -12,6 +12,8 @@ export interface ValidityDeps {
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
   readonly revocation: Revocation;
   readonly signer: Pick<TokenSigner, 'passwordBinding'>;
+  /** When the account was last seen disabled (account-cutoffs.ts), in ms; undefined: never. */
+  readonly disabledAt: (name: string) => number | undefined;
 }
 
 type Check = (claims: TokenClaims, account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>) => string | undefined;
@@ -92,7 +94,18 @@ function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSett
   return hash !== undefined && deps.signer.passwordBinding(hash) === claims.pwh ? undefined : PASSWORD_CHANGED(claims.username);
 }
 
-const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword];
+/**
+ * Re-enabling an account does not revive what was issued before it was disabled: a token must
+ * be issued after the account was last seen disabled. `iat` has whole seconds, so a token of the
+ * very second of the disable is refused too (the account could not log in then anyway).
+ */
+function issuedAfterLastDisabled(claims: TokenClaims, _account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>): string | undefined {
+  const disabledAt = deps.disabledAt(claims.username);
+  if (disabledAt === undefined || claims.iat * 1000 > disabledAt) return undefined;
+  return `account '${claims.username}' was disabled after this token was issued; log in again`;
+}
+
+const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword, issuedAfterLastDisabled];
 
 /** The token's account when every account rule holds; throws Unauthenticated with the first that fails. Synchronous. */
 export function checkAccount(claims: TokenClaims, deps: Omit<ValidityDeps, 'revocation'>): AccountSettings {

@@ -318,9 +318,25 @@ describe('config/dir-store', () => {
       await writeFile(file, 'kind: Secret\nmetadata: {name: s\n');
       let error: unknown;
       await store.updateSecret('s', () => ({ set: { k: 'w' } })).catch((err: unknown) => (error = err));
-      expect(error).to.be.instanceOf(Error);
+      // A 503 saying why, not a bare 500: the store is in trouble, the server is not.
+      expect(error).to.be.instanceOf(Unavailable);
+      expect(STATUS[(error as Unavailable).code]).to.equal(503);
       expect((error as Error).message).to.include(`cannot update Secret s: ${file} does not parse (YAML does not parse at line`);
       expect(await readFile(file, 'utf8')).to.equal('kind: Secret\nmetadata: {name: s\n');
+    });
+
+    it('answers a filesystem error with a 503 naming its code, never the temp file', async () => {
+      // A name the directory takes, whose temp file (".<name>.<pid>.<random>.tmp") it refuses: a
+      // real error of the write path that needs no root, no full disk and no read-only mount.
+      const file = path.join(dir, `${'s'.repeat(240)}.yaml`);
+      await writeFile(file, `kind: Secret\nmetadata: {name: s}\ndata:\n  k: ${b64('v')}\n`);
+      const store = await open();
+      let error: unknown;
+      await store.updateSecret('s', () => ({ set: { k: 'w' } })).catch((err: unknown) => (error = err));
+      expect(error).to.be.instanceOf(Unavailable);
+      expect(STATUS[(error as Unavailable).code]).to.equal(503);
+      expect((error as Error).message).to.equal('Secret s could not be written: a file name is too long (ENAMETOOLONG)');
+      expect(store.current().secrets.get('s')?.data).to.deep.equal({ k: 'v' });
     });
 
     it('loses no update when two stores in one process write 200 times each, in parallel', async () => {

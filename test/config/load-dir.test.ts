@@ -1,8 +1,10 @@
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
 import { formatProblem } from '../../src/config/problems.js';
+import { MAX_MANIFEST_FILE_BYTES } from '../../src/lib/regular-file.js';
 import { clusterSecret, configMap } from '../helpers/manifests.js';
 import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
@@ -60,5 +62,22 @@ describe('config/load-dir', () => {
     expect(second.keptLastGood).to.deep.equal(['Secret/cluster-a']);
     expect(second.snapshot.secrets.get('cluster-a')).to.deep.equal(first.snapshot.secrets.get('cluster-a'));
     expect(second.snapshot.secrets.get('cluster-a')?.labels).to.include({ 'svc.io/secret-type': 'cluster' });
+  });
+
+  it('reads only regular files under the size cap: a FIFO, a device or a huge file is a problem, the rest loads', async () => {
+    await writeFile(path.join(dir, 'cm.yaml'), configMap('svc-cm', { url: 'https://svc.example.com' }));
+    // A FIFO halted the load (readFile waits for a writer), /dev/zero was read without end.
+    execFileSync('mkfifo', [path.join(dir, 'pipe')]);
+    await symlink(path.join(dir, 'pipe'), path.join(dir, 'fifo.yaml'));
+    await symlink('/dev/zero', path.join(dir, 'zero.yaml'));
+    await writeFile(path.join(dir, 'huge.yaml'), `# ${'x'.repeat(MAX_MANIFEST_FILE_BYTES)}\n`);
+    const { problems, snapshot, rejectedFiles } = await loadDirectory(dir, EMPTY_MEMORY);
+    expect(problems.map(formatProblem)).to.deep.equal([
+      `${path.join(dir, 'fifo.yaml')}: is not a regular file (a FIFO); it is not read`,
+      `${path.join(dir, 'huge.yaml')}: is larger than 4 MiB; it is not read`,
+      `${path.join(dir, 'zero.yaml')}: is not a regular file (a character device); it is not read`,
+    ]);
+    expect(rejectedFiles).to.deep.equal(['fifo.yaml', 'huge.yaml', 'zero.yaml'].map((f) => path.join(dir, f)));
+    expect([...snapshot.configMaps.keys()]).to.deep.equal(['svc-cm']);
   });
 });

@@ -1,7 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { restoreSecretFile, updateSecretOnDisk } from '../../src/config/secret-writer.js';
+import { Unavailable } from '../../src/errors.js';
+import { STATUS } from '../../src/http/errors.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
 const SECRET = 'apiVersion: v1\nkind: Secret\nmetadata: { name: svc-secret }\nstringData:\n  server.secretkey: abc\n';
@@ -25,6 +28,33 @@ describe('config/secret-writer', () => {
     expect((await lstat(path.join(store, 'svc-secret.yaml'))).isSymbolicLink()).to.equal(true);
     expect(await readlink(path.join(store, 'svc-secret.yaml'))).to.equal(real);
     expect(await readFile(real, 'utf8')).to.equal(`${SECRET}data:\n  accounts.alice.password: ${Buffer.from('hash').toString('base64')}\n`);
+  });
+
+  it('answers a lock another writer holds past the timeout with a 503 saying so, and writes nothing', async () => {
+    const file = path.join(root, 'svc-secret.yaml');
+    await writeFile(file, SECRET);
+    await writeFile(`${file}.lock`, '4242 busy-writer\n'); // fresh: not stale, so it is waited for
+    let error: unknown;
+    await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '1' } }), lock: { timeoutMs: 100 } }).catch((err: unknown) => (error = err));
+    expect(error).to.be.instanceOf(Unavailable);
+    expect(STATUS[(error as Unavailable).code]).to.equal(503);
+    expect((error as Error).message).to.equal(`timed out after 100 ms waiting for the lock file ${file}.lock, which another writer holds; try again`);
+    expect(await readFile(file, 'utf8')).to.equal(SECRET);
+  });
+
+  it('reads no FIFO: a stray one is passed over, a Secret file that is one is a 503 naming it', async () => {
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    await symlink(path.join(root, 'pipe'), path.join(root, 'a-stray.yaml'));
+    await writeFile(path.join(root, 'secrets.yaml'), SECRET);
+    // Without a hint the writer looks through every file, the FIFO first (path order).
+    const written = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '1' } }) });
+    expect(written.file).to.equal(path.join(root, 'secrets.yaml'));
+
+    await symlink(path.join(root, 'pipe'), path.join(root, 'svc-other.yaml'));
+    let error: unknown;
+    await updateSecretOnDisk({ dir: root, name: 'svc-other', mutate: () => ({ set: { a: '1' } }) }).catch((err: unknown) => (error = err));
+    expect(error).to.be.instanceOf(Unavailable);
+    expect((error as Error).message).to.equal(`cannot update Secret svc-other: ${path.join(root, 'pipe')} is not a regular file (a FIFO); it is not read`);
   });
 
   it('undoes a write by putting back the bytes it replaced, keeping the mode, and only if nothing wrote since', async () => {

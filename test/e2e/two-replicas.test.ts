@@ -1,16 +1,20 @@
 /**
  * Two server processes sharing one Redis and one config dir behave as one server: failed
- * logins on one count on the other, a logout on one is honoured by the other, and a token
- * generated on one works on the other.
+ * logins on one count on the other, a logout on one is honoured by the other (and cuts the
+ * WebSocket its token keeps open there), and a token generated on one works on the other.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
+import YAML from 'yaml';
+import { WebSocket, WebSocketServer } from 'ws';
+import { closeServer, echoBackend, listen, type Backend } from '../extensions/helpers.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
-import { echoExtension, mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
+
 
 interface Replica {
   readonly url: string;
@@ -49,18 +53,33 @@ describe('two replicas sharing Redis and a config dir', function () {
   let dir: string;
   let a: Replica;
   let b: Replica;
-  let backend: Backend;
+  let echo: Backend;
+  let backend: Server;
+  let wss: WebSocketServer;
 
   before(async function () {
     redis = await startRedis();
-    backend = await echoBackend('echo');
-    dir = accountsConfigDir({ cm: { 'extension.config': echoExtension(backend.url) }, rbac: { 'policy.csv': SSO_POLICY } });
+    echo = await echoBackend('echo');
+    backend = createServer((_req, res) => res.writeHead(426).end());
+    wss = new WebSocketServer({ noServer: true });
+    backend.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => ws.send(String(data)))));
+    const { url } = await listen(backend);
+    const extensions = [
+      { name: 'live', enabled: true, backend: { services: [{ url }] } },
+      { name: 'echo', enabled: true, backend: { services: [{ url: echo.url }] } },
+    ];
+    dir = accountsConfigDir({
+      cm: { 'extension.config': YAML.stringify({ extensions }) },
+      rbac: { 'policy.csv': `p, alice, extensions, *, */live, allow\n${SSO_POLICY}` },
+    });
     [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
   });
   after(async function () {
     await Promise.all([stopReplica(a), stopReplica(b)]);
+    wss.close();
+    await closeServer(backend);
     await redis?.stop();
-    await backend?.close();
+    await echo?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -82,6 +101,19 @@ describe('two replicas sharing Redis and a config dir', function () {
     expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
     const after = await call(b.url, 'GET', '/api/v1/account/alice', { token });
     expect(after.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+  });
+
+  it('cuts on one replica the WebSocket of a session that logged out on the other', async function () {
+    const token = await login(a.url, 'alice', PASSWORDS.alice);
+    const ws = new WebSocket(`${b.url.replace('http', 'ws')}/api/v1/extensions/live/echo`, { headers: { authorization: `Bearer ${token}` } });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`status ${res.statusCode}`)));
+      ws.once('error', reject);
+    });
+    const ended = new Promise<number>((resolve) => ws.once('close', resolve));
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
+    expect(await ended).to.equal(1006);
   });
 
   it('accepts on one replica an API token generated on the other', async function () {

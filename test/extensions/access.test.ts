@@ -11,9 +11,9 @@ import type { Principal } from '../../src/principal.js';
 
 const alice: Principal = { username: 'alice', groups: ['team-a'], issuer: 'svc', kind: 'session', tokenId: 't', expiresAt: undefined };
 const extensions: ExtensionConfig[] = [
-  { name: 'metrics', enabled: true, idleConnTimeoutMs: 60_000, services: [{ url: 'http://metrics' }] },
-  { name: 'off', enabled: false, idleConnTimeoutMs: 60_000, services: [{ url: 'http://off' }] },
-  { name: 'split', enabled: true, idleConnTimeoutMs: 60_000, services: [{ url: 'http://a', clusterName: 'a' }, { url: 'http://b', clusterName: 'b' }] },
+  { name: 'metrics', enabled: true, idleConnTimeoutMs: 60_000, contentSecurityPolicy: undefined, services: [{ url: 'http://metrics' }] },
+  { name: 'off', enabled: false, idleConnTimeoutMs: 60_000, contentSecurityPolicy: undefined, services: [{ url: 'http://off' }] },
+  { name: 'split', enabled: true, idleConnTimeoutMs: 60_000, contentSecurityPolicy: undefined, services: [{ url: 'http://a', clusterName: 'a' }, { url: 'http://b', clusterName: 'b' }] },
 ];
 const catalog: AppCatalog = {
   applications: new Map([

@@ -44,6 +44,25 @@ describe('extensions/config', () => {
 
   it('keeps a disabled invalid entry without a previous version disabled, not absent', () => {
     const { parsed } = parse([{ name: 'new', enabled: false, backend: {} }]);
-    expect(parsed).to.deep.equal([{ name: 'new', enabled: false, idleConnTimeoutMs: 60_000, services: [] }]);
+    expect(parsed).to.deep.equal([{ name: 'new', enabled: false, idleConnTimeoutMs: 60_000, services: [], contentSecurityPolicy: 'sandbox' }]);
+  });
+
+  it('answers with Content-Security-Policy sandbox unless the entry sets its own policy or false', () => {
+    const { parsed, problems } = parse([
+      good,
+      { ...good, name: 'ui', contentSecurityPolicy: 'sandbox allow-scripts allow-forms' },
+      { ...good, name: 'trusted', contentSecurityPolicy: false },
+    ]);
+    expect(problems).to.deep.equal([]);
+    expect(parsed.map((e) => [e.name, e.contentSecurityPolicy])).to.deep.equal([['metrics', 'sandbox'], ['ui', 'sandbox allow-scripts allow-forms'], ['trusted', undefined]]);
+  });
+
+  it('refuses a policy that could not be a header value, or is empty, keeping the sandbox', () => {
+    const { parsed, problems } = parse([{ ...good, contentSecurityPolicy: 'sandbox\r\nSet-Cookie: x=1' }, { ...good, name: 'empty', contentSecurityPolicy: ' ' }]);
+    expect(problems).to.deep.equal([
+      'svc-cm: extension.config: extensions[0].contentSecurityPolicy: printable ASCII only',
+      'svc-cm: extension.config: extensions[1].contentSecurityPolicy: must not be empty (false turns it off)',
+    ]);
+    expect(parsed).to.deep.equal([]);
   });
 });

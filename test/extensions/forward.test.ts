@@ -42,7 +42,7 @@ describe('forward: a backend whose only connection is busy', function () {
       const path = req.url ?? '/';
       const forwarded: ForwardRequest = {
         dispatcher: pool, extension: 'busy', origin: backend.url, method: 'GET', path, headers: [], body: null,
-        idleMs: 5_000, queueMs, responseHeaders: [], log: () => pino({ level: 'silent' }),
+        idleMs: 5_000, queueMs, responseHeaders: [], contentSecurityPolicy: undefined, log: () => pino({ level: 'silent' }),
       };
       forward(forwarded, res, { bytesIn: 0, bytesOut: 0 }, (err) => {
         failures.push(err);

@@ -45,8 +45,9 @@ export function useProxyFixture(): void {
       res.once('close', () => idleWaiting--);
     });
     idle.server.on('connection', (s: Socket) => idleSockets.add(s));
-    leaky = await startBackend((_req, res) => {
-      res.writeHead(200, { connection: 'keep-alive, X-Internal-Addr', 'x-internal-addr': '10.1.2.3:8080', 'x-public': 'yes' });
+    leaky = await startBackend((req, res) => {
+      const csp = req.headers['x-csp'];
+      res.writeHead(200, { connection: 'keep-alive, X-Internal-Addr', 'x-internal-addr': '10.1.2.3:8080', 'x-public': 'yes', ...(typeof csp === 'string' ? { 'content-security-policy': csp } : {}) });
       res.end('ok');
     });
     reset = await startBackend((_req, res) => {
@@ -94,6 +95,8 @@ export function useProxyFixture(): void {
       extensions: [
         { name: 'echo', enabled: true, backend: { services: [{ url: overrides.echoUrl ?? `${echo.url}/base` }] } },
         { name: 'off', enabled: false, backend: { services: [{ url: echo.url }] } },
+        { name: 'ui', enabled: true, contentSecurityPolicy: 'sandbox allow-scripts', backend: { services: [{ url: leaky.url }] } },
+        { name: 'trusted', enabled: true, contentSecurityPolicy: false, backend: { services: [{ url: echo.url }] } },
         { name: 'multi', enabled: true, backend: { services: [{ url: inCluster.url, clusterName: 'in-cluster' }, { url: `${prod.url}/p/`, clusterName: 'prod' }] } },
         { name: 'idle', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: idle.url }] } },
         { name: 'idle-long', enabled: true, backend: { idleConnTimeout: '30s', services: [{ url: idle.url }] } },

@@ -1,7 +1,8 @@
 /** The extension proxy (HTTP): what reaches the backend, and what comes back, header by header. */
 import { expect } from 'chai';
+import { request } from 'undici';
 import type { Echo } from './helpers.js';
-import { call, echo, raw, server, useProxyFixture } from './proxy-fixture.js';
+import { call, echo, raw, server, token, useProxyFixture } from './proxy-fixture.js';
 
 describe('extension proxy: forwarding and headers', function () {
   this.timeout(30_000);
@@ -59,6 +60,34 @@ describe('extension proxy: forwarding and headers', function () {
       expect(seen['svc-username']).to.equal('carol');
       expect(seen['x-custom']).to.equal('kept');
       expect(seen['host']).to.equal(`127.0.0.1:${echo.port}`);
+    });
+
+    it('never forwards X-Remote-User, True-Client-IP, X-Client-IP, X-Original-URL or X-Rewrite-URL, in either spelling', async () => {
+      const res = await raw('/api/v1/extensions/echo/h', 'carol', {
+        'X-Remote-User': 'admin',
+        'True-Client-IP': '6.6.6.6',
+        'X-Client-IP': '6.6.6.6',
+        'X-Original-URL': '/admin',
+        'X-Rewrite-URL': '/admin',
+        X_Remote_User: 'admin',
+        X_Original_URL: '/admin',
+      });
+      const seen = (JSON.parse(res.text) as Echo).headers;
+      expect(seen).to.not.have.any.keys('x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x_remote_user', 'x_original_url');
+      expect(seen['svc-username']).to.equal('carol');
+    });
+
+    it('answers with Content-Security-Policy: sandbox, the entry\'s own policy beside the backend\'s, or none when turned off', async () => {
+      const sandboxed = await call('/api/v1/extensions/echo/h', 'admin');
+      expect(sandboxed.status).to.equal(200);
+      expect(sandboxed.headers['content-security-policy']).to.equal('sandbox');
+      const withBackends = await request(`${server.url}/api/v1/extensions/ui/x`, { headers: { authorization: `Bearer ${token['admin']}`, 'x-csp': 'default-src none' } });
+      await withBackends.body.text();
+      // Both policies reach the browser, which enforces each: the backend's cannot loosen ours.
+      expect(withBackends.headers['content-security-policy']).to.deep.equal(['default-src none', 'sandbox allow-scripts']);
+      const off = await call('/api/v1/extensions/trusted/h', 'admin');
+      expect(off.status).to.equal(200);
+      expect(off.headers).to.not.have.any.keys('content-security-policy');
     });
 
     it('drops the headers the Connection header names', async () => {

@@ -8,7 +8,7 @@ import { selectBackend } from '../../src/extensions/select-backend.js';
 const shared: BackendService = { url: 'http://shared' };
 const inCluster: BackendService = { url: 'http://in', clusterName: 'in-cluster' };
 const prod: BackendService = { url: 'http://prod', clusterName: 'prod' };
-const extension = (...services: BackendService[]): ExtensionConfig => ({ name: 'ext', enabled: true, idleConnTimeoutMs: 60_000, services });
+const extension = (...services: BackendService[]): ExtensionConfig => ({ name: 'ext', enabled: true, idleConnTimeoutMs: 60_000, contentSecurityPolicy: undefined, services });
 const app = (destination: Application['destination']): Application => ({ namespace: 'ns', name: 'app', project: 'p', destination });
 const catalog: AppCatalog = {
   applications: new Map(),

@@ -1,4 +1,4 @@
-/** svc.token carries Secure when the request came over https (here: through a trusted proxy). */
+/** svc.token carries Secure when the request came over https, or when svc's configured url is https. */
 import { expect } from 'chai';
 import Koa from 'koa';
 import request from 'supertest';
@@ -7,7 +7,7 @@ import { sessionCookieOf, setSessionCookie } from '../../src/http/cookies.js';
 describe('session cookie', function () {
   const app = new Koa({ proxy: true });
   app.use((ctx) => {
-    setSessionCookie(ctx, 'a.b.c', 2_000_000_000);
+    setSessionCookie(ctx, 'a.b.c', 2_000_000_000, ctx.get('x-configured-url') || 'http://svc.example.com');
     ctx.body = {};
   });
 
@@ -18,6 +18,11 @@ describe('session cookie', function () {
 
   it('adds Secure over https', async function () {
     const res = await request(app.callback()).get('/').set('X-Forwarded-Proto', 'https');
+    expect(res.headers['set-cookie']).to.deep.equal(['svc.token=a.b.c; path=/; expires=Wed, 18 May 2033 03:33:20 GMT; samesite=lax; secure; httponly']);
+  });
+
+  it('adds Secure over plain http when the configured url is https (TLS ended at an ingress)', async function () {
+    const res = await request(app.callback()).get('/').set('X-Configured-Url', 'https://svc.example.com');
     expect(res.headers['set-cookie']).to.deep.equal(['svc.token=a.b.c; path=/; expires=Wed, 18 May 2033 03:33:20 GMT; samesite=lax; secure; httponly']);
   });
 });

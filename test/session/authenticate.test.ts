@@ -28,7 +28,7 @@ describe('session/authenticate: known() and authenticate()', () => {
   });
 
   function authenticator(rev: Revocation = revocation) {
-    return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]) })], revocation: rev });
+    return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined })], revocation: rev });
   }
 
   async function refusal(run: () => unknown): Promise<string | undefined> {
@@ -77,6 +77,7 @@ describe('session/authenticate: known() and authenticate()', () => {
     let asked = 0;
     const incomplete: Revocation = {
       revoke: async () => undefined,
+      onRevoked: () => () => undefined,
       isRevoked: async () => {
         asked++;
         return true;

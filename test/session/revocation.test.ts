@@ -91,6 +91,21 @@ describe('session: revocation list', function () {
       expect(state.gets).to.equal(0);
     });
 
+    it('tells its listeners of each id once: its own revocations and those of another replica', async function () {
+      const memory = createMemoryState({ log: silent });
+      closers.push(() => memory.close());
+      const [a, b] = [await replica(memory), await replica(memory)];
+      const heard: Record<'a' | 'b', string[]> = { a: [], b: [] };
+      a.onRevoked((jti) => heard.a.push(jti));
+      b.onRevoked((jti) => heard.b.push(jti));
+      await a.revoke('one', inSeconds(60));
+      await until(() => heard.b.length === 1);
+      await a.revoke('one', inSeconds(60)); // again: nothing new
+      await b.revoke('two', undefined);
+      await until(() => heard.a.length === 2);
+      expect(heard).to.deep.equal({ a: ['one', 'two'], b: ['one', 'two'] });
+    });
+
     it('forgets a revocation when it expires, by the clock it was given, and prunes the list on load', async function () {
       let now = 1_700_000_000_000;
       const clock = () => now;

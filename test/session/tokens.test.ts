@@ -51,6 +51,20 @@ describe('session/tokens', () => {
     expect(await rejection(signer.verify(token))).to.equal('token is not valid yet');
   });
 
+  it('refuses a token issued in the future on its first verification too, also without nbf', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const key = new TextEncoder().encode(KEY);
+    const future = claims.iat + 3600;
+    const noNbf = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('svc').setSubject('alice:login').setJti('j2').setIssuedAt(future).sign(key);
+    expect(await rejection(signer.verify(noNbf))).to.equal('token is not valid yet');
+    const pastNbf = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('svc').setSubject('alice:login').setJti('j3').setIssuedAt(future).setNotBefore(claims.iat).sign(key);
+    expect(await rejection(signer.verify(pastNbf))).to.equal('token is not valid yet');
+    // Once its time has come it is accepted, as on any later verification.
+    clock.now = future * 1000;
+    expect((await signer.verify(noNbf)).jti).to.equal('j2');
+  });
+
   it('stops accepting a verified token once the key changes', async () => {
     const clock = { now: start };
     const key = { value: KEY as string | undefined };

@@ -6,14 +6,14 @@ import { createTokenSigner, type TokenClaims } from '../../src/session/tokens.js
 import { checkValidity } from '../../src/session/validity.js';
 
 const signer = createTokenSigner({ secretKey: () => 'validity-test-key-0123456789abcd', now: Date.now });
-const revocation: Revocation = { revoke: async () => undefined, isRevoked: async () => false, revokedNow: () => false, close: async () => undefined };
+const revocation: Revocation = { revoke: async () => undefined, isRevoked: async () => false, revokedNow: () => false, onRevoked: () => () => undefined, close: async () => undefined };
 const HASH = '$2b$04$abcdefghijklmnopqrstuu5E9bO8y3C1zV8rY7QK3b3a5yS1kqG6m';
 
 /** Alice with a password unless `account` is 'no password'. */
 function deps(account: Partial<AccountSettings> | 'no password') {
   const base: AccountSettings = { name: 'alice', enabled: true, capabilities: ['apiKey', 'login'], tokens: [] };
   const full: AccountSettings = account === 'no password' ? base : { ...base, passwordHash: HASH, ...account };
-  return { accounts: () => new Map([['alice', full]]), revocation, signer };
+  return { accounts: () => new Map([['alice', full]]), revocation, signer, disabledAt: () => undefined };
 }
 
 async function reason(claims: TokenClaims, account: Partial<AccountSettings> | 'no password'): Promise<string | undefined> {

@@ -20,6 +20,8 @@ export interface AccountRouteDeps {
   readonly apiTokens: ApiTokens;
   readonly changePassword: ChangePassword;
   readonly login: Pick<LoginService, 'issueSession'>;
+  /** svc-cm `url` in force, for the cookie's Secure flag (cookies.ts). */
+  readonly configuredUrl: () => string;
 }
 
 export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
@@ -51,7 +53,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
       return;
     }
     const { token, expiresAt } = await deps.login.issueSession(name, changed.passwordHash);
-    if (ctx.state.tokenFromCookie === true) setSessionCookie(ctx, token, expiresAt);
+    if (ctx.state.tokenFromCookie === true) setSessionCookie(ctx, token, expiresAt, deps.configuredUrl());
     ctx.body = { token };
   });
 

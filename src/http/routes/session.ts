@@ -15,6 +15,8 @@ import type { AppState } from '../state.js';
 export interface SessionRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
   readonly revocation: Pick<Revocation, 'revoke'>;
+  /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
+  readonly configuredUrl: () => string;
 }
 
 export type UserInfo =
@@ -26,7 +28,7 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, iss: principal.issuer, groups: principal.groups };
 }
 
-export function sessionRoutes({ login, revocation }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/api/v1/session' });
 
   router.post('/', async function createSession(ctx) {
@@ -35,7 +37,7 @@ export function sessionRoutes({ login, revocation }: SessionRouteDeps): Router<A
       username: requireString(body, 'username'),
       password: requireString(body, 'password'),
     });
-    setSessionCookie(ctx, token, expiresAt);
+    setSessionCookie(ctx, token, expiresAt, configuredUrl());
     ctx.body = { token };
   });
 
@@ -44,7 +46,7 @@ export function sessionRoutes({ login, revocation }: SessionRouteDeps): Router<A
   // revocation cannot be recorded.
   router.delete('/', async function deleteSession(ctx) {
     const { principal } = ctx.state;
-    clearSessionCookie(ctx);
+    clearSessionCookie(ctx, configuredUrl());
     if (principal !== undefined) await revokeOrExplain(revocation, principal.tokenId, principal.expiresAt);
     ctx.body = { revoked: principal !== undefined };
   });

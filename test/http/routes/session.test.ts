@@ -174,7 +174,7 @@ describe('HTTP /api/v1/session', function () {
     }
   });
 
-  it('a session dies when its account is disabled or loses the login capability', async function () {
+  it('a session dies when its account is disabled or loses the login capability, and re-enabling does not revive it', async function () {
     const token = await login(base, 'alice', PASSWORDS.alice);
     expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
     editConfigMap(dir, (text) => text.replace("accounts.alice: apiKey, login", 'accounts.alice: apiKey'));
@@ -185,7 +185,34 @@ describe('HTTP /api/v1/session', function () {
     expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({ error: 'unauthenticated', message: "account 'alice' is disabled" });
     editConfigMap(dir, (text) => text.replace('\n  accounts.alice.enabled: "false"', ''));
     await waitFor(() => server.services.settings.current().accounts.get('alice')?.enabled === true, 'alice to be enabled again');
-    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).status).to.equal(200);
+    // A token taken before the disable (stolen, say) stays dead; the owner logs in again.
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token })).body).to.deep.equal({
+      error: 'unauthenticated',
+      message: "account 'alice' was disabled after this token was issued; log in again",
+    });
+    // iat has whole seconds and a token of the very second of the disable is refused: start a new one.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const fresh = await login(base, 'alice', PASSWORDS.alice);
+    expect((await call(base, 'GET', '/api/v1/account/alice', { token: fresh })).status).to.equal(200);
+  });
+});
+
+describe('HTTP /api/v1/session behind an ingress that ends TLS', function () {
+  this.timeout(20_000);
+
+  it('sets and clears the cookie with Secure when the configured url is https, though svc itself speaks http', async function () {
+    const dir = accountsConfigDir({ cm: { url: 'https://svc.example.com' } });
+    const server = await startTestServer(dir);
+    try {
+      const reply = await call(server.url, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } });
+      expect(reply.status).to.equal(200);
+      expect(reply.headers.get('set-cookie')).to.match(/^svc\.token=[^;]+; path=\/; expires=[^;]+; samesite=lax; secure; httponly$/);
+      const logout = await call(server.url, 'DELETE', '/api/v1/session', { token: String(reply.body['token']) });
+      expect(logout.headers.get('set-cookie')).to.match(/^svc\.token=; path=\/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; secure; httponly$/);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
