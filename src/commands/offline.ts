@@ -5,6 +5,7 @@ import { EMPTY_MEMORY, loadDirectory } from '../config/load-dir.js';
 import { RBAC_CM } from '../config/manifests.js';
 import { formatProblem } from '../config/problems.js';
 import { parseSettings } from '../main/settings.js';
+import { describeSsoInForce } from '../oidc/in-force.js';
 import { canOffline } from '../rbac/offline.js';
 
 async function loadProblemsAndSettings(dir: string) {
@@ -33,7 +34,8 @@ export async function runValidate(dir: string, out: Writable, err: Writable): Pr
     err.write(`${notDir}\n`);
     return 1;
   }
-  const { problems } = await loadProblemsAndSettings(dir);
+  const { settings, problems } = await loadProblemsAndSettings(dir);
+  out.write(`${describeSsoInForce(settings)}\n`);
   if (problems.length === 0) {
     out.write(`${dir}: configuration is valid\n`);
     return 0;

@@ -3,8 +3,9 @@
  * Every dependency is built here, in one order, and passed down by hand:
  *
  *   store, settings, state, rights  (Services)
+ *   → the SSO provider's token verifier (sso.ts), when oidc.config is set at start
  *   → token verifiers and the caller reading (identity.ts)
- *   → accounts and sessions (accounts.ts)
+ *   → accounts and sessions (accounts.ts), SSO login, callback, logout and renewal (sso.ts)
  *   → the extension proxy (extensions.ts)
  *   → the Koa app with every feature's routers and mounts, and the raw server around it.
  */
@@ -34,6 +35,7 @@ import { buildIdentity } from './identity.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
+import { prepareSso } from './sso.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -77,13 +79,19 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
-  const identity = await buildIdentity(services, options.verifiers?.(services) ?? []);
-  const features: readonly Feature[] = [buildAccounts(services, identity), buildExtensions(services, identity)];
+  const sso = prepareSso(services);
+  const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
+  const features: readonly Feature[] = [
+    buildAccounts(services, identity),
+    ...(sso !== undefined ? [sso.feature(identity)] : []),
+    buildExtensions(services, identity),
+  ];
 
   const app = createApp({
     log,
     metrics: services.metrics,
     authenticate: authMiddleware(identity.readCaller),
+    beforeAuthenticate: features.flatMap((f) => f.beforeAuthenticate ?? []),
     routers: [healthRoutes(services.metrics.registry), settingsRoutes(services.settings.current), ...features.flatMap((f) => f.routers ?? [])],
     mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
   });
