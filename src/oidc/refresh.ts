@@ -16,7 +16,10 @@ import type { UserInfoGroups } from './userinfo-groups.js';
 import type { SsoVerifier } from './verifier.js';
 
 const REFRESH_KEY = (tokenId: string): string => `sso:refresh:${tokenId}`;
-/** A session is renewed once its ID token has less than this left. */
+/**
+ * A session is renewed once its ID token has less than this left, or less than half its life
+ * for short-lived tokens (else every request would renew them).
+ */
 export const REFRESH_BEFORE_MS = 5 * 60_000;
 
 export interface SessionRefreshDeps {
@@ -57,8 +60,10 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
     keep,
     due(token) {
       try {
-        const { iss, exp } = decodeJwt(token);
-        return iss === provider.issuer && typeof exp === 'number' && exp * 1000 - deps.now() < REFRESH_BEFORE_MS;
+        const { iss, exp, iat } = decodeJwt(token);
+        if (iss !== provider.issuer || typeof exp !== 'number') return false;
+        const before = typeof iat === 'number' ? Math.min(REFRESH_BEFORE_MS, ((exp - iat) * 1000) / 2) : REFRESH_BEFORE_MS;
+        return exp * 1000 - deps.now() < before;
       } catch {
         return false;
       }

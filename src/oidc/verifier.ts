@@ -14,6 +14,8 @@ import { checkAudience } from './audience.js';
 import type { ProviderClient } from './client.js';
 
 export const CLOCK_SKEW_SECONDS = 30;
+/** The keys are fetched again for an unknown `kid`, but never sooner than this after the last fetch. */
+export const JWKS_COOLDOWN_MS = 5_000;
 
 /** Groups from elsewhere than the token (the userinfo endpoint), and until when they hold. */
 export type GroupSource = (claims: VerifiedClaims, token: string) => Promise<{ readonly groups: readonly string[]; readonly untilMs: number }>;
@@ -54,7 +56,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
     if (jwks !== undefined) return jwks;
     const jwksUri = (await deps.client.configuration()).serverMetadata().jwks_uri;
     if (jwksUri === undefined) throw new Unavailable(`the OIDC provider ${provider.issuer} publishes no jwks_uri`);
-    jwks = createRemoteJWKSet(new URL(jwksUri), { cooldownDuration: deps.jwksCooldownMs ?? 30_000, [customFetch]: deps.client.fetch });
+    jwks = createRemoteJWKSet(new URL(jwksUri), { cooldownDuration: deps.jwksCooldownMs ?? JWKS_COOLDOWN_MS, [customFetch]: deps.client.fetch });
     return jwks;
   }
 

@@ -1,0 +1,221 @@
+/**
+ * Single sign-on against a real oidc-provider on HTTPS with a test CA: login through
+ * /auth/login with a cookie-keeping client, the token on the API and through the proxy,
+ * logout, TLS with rootCA / without it / with the skip switch, the claims parameter, the
+ * logout URL, a key rotation at the provider, and a session renewed before it expires.
+ */
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { SsoBrowser } from '../helpers/sso-browser.js';
+import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
+import { PROVIDER_CLIENT_SECRET, startTestProvider, type TestProvider } from '../helpers/test-provider.js';
+import { echoExtension, SSO_POLICY } from '../helpers/test-issuer.js';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
+
+export const SECRET_KEY = 'sso-test-secret-key-0123456789abcdef';
+
+export interface SsoSetup {
+  readonly provider: TestProvider;
+  readonly svc: TestServer;
+  readonly browser: () => SsoBrowser;
+  close(): Promise<void>;
+}
+
+export interface SetupOptions {
+  readonly ca: TestCa;
+  readonly oidc?: Record<string, unknown>;
+  readonly tls?: 'rootCA' | 'none' | 'skip';
+  readonly idTokenTtlSeconds?: number;
+  readonly redisUrl?: string;
+  readonly extensionUrl?: string;
+}
+
+export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
+  const port = await freePort();
+  const svcUrl = `http://127.0.0.1:${port}`;
+  const provider = await startTestProvider({
+    ca: options.ca,
+    redirectUris: [`${svcUrl}/auth/callback`],
+    ...(options.idTokenTtlSeconds !== undefined ? { idTokenTtlSeconds: options.idTokenTtlSeconds } : {}),
+  });
+  const tls = options.tls ?? 'rootCA';
+  const oidc = {
+    name: 'Corp', issuer: provider.issuer, clientID: 'svc', clientSecret: '$oidc.clientSecret',
+    ...(tls === 'rootCA' ? { rootCA: options.ca.caPem } : {}),
+    ...options.oidc,
+  };
+  const dir = tempConfigDir({
+    'svc-cm.yaml': configMap('svc-cm', {
+      url: svcUrl,
+      'oidc.config': YAML.stringify(oidc),
+      ...(tls === 'skip' ? { 'oidc.tls.insecure.skip.verify': 'true' } : {}),
+      ...(options.extensionUrl !== undefined ? { 'extension.config': echoExtension(options.extensionUrl) } : {}),
+    }),
+    'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': SSO_POLICY }),
+    'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'admin.password': '', 'oidc.clientSecret': PROVIDER_CLIENT_SECRET }),
+  });
+  const svc = await startTestServer(dir, { port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}) });
+  const agent = new Agent({ connect: { ca: options.ca.caPem } });
+  const providerFetch = (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
+  return {
+    provider,
+    svc,
+    browser: () => new SsoBrowser(providerFetch, provider.issuer),
+    async close() {
+      await svc.close(1000);
+      await provider.close();
+      await agent.close();
+    },
+  };
+}
+
+export async function ssoLogin(setup: SsoSetup, account: string, returnUrl = '/apps'): Promise<{ browser: SsoBrowser; token: string; landed: string }> {
+  const browser = setup.browser();
+  const { url, res } = await browser.browse(`${setup.svc.url}/auth/login?return_url=${encodeURIComponent(returnUrl)}`, account);
+  const token = browser.cookie(setup.svc.url, 'svc.token');
+  if (token === undefined) throw new Error(`no svc.token after the login (landed on ${url}): ${res.status} ${await res.text()}`);
+  await res.body?.cancel();
+  return { browser, token, landed: url };
+}
+
+export async function userInfo(svcUrl: string, token: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${svcUrl}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${token}` } });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+describe('e2e: SSO login against an existing OIDC provider over HTTPS', function () {
+  this.timeout(30_000);
+  let ca: TestCa;
+  let echo: Backend;
+  const setups: SsoSetup[] = [];
+  const open = async (options: Omit<SetupOptions, 'ca'>): Promise<SsoSetup> => {
+    const setup = await setupSso({ ca, ...options });
+    setups.push(setup);
+    return setup;
+  };
+
+  before(async () => {
+    ca = makeTestCa();
+    echo = await echoBackend('echo');
+  });
+  afterEach(async () => {
+    for (const setup of setups.splice(0)) await setup.close();
+  });
+  after(() => echo.close());
+
+  it('logs in with rootCA; the token works on the API and through the proxy for its group; logout revokes it', async () => {
+    const setup = await open({ extensionUrl: echo.url });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const { browser, token, landed } = await ssoLogin(setup, 'alice', '/apps?x=1');
+    expect(landed).to.equal(`${setup.svc.url}/apps?x=1`);
+    expect(await userInfo(setup.svc.url, token)).to.deep.equal({ loggedIn: true, username: 'alice', iss: setup.provider.issuer, groups: ['sso-team'] });
+
+    const proxied = await browser.request(`${setup.svc.url}/api/v1/extensions/echo/hello`);
+    expect(proxied.status).to.equal(200);
+    expect(((await proxied.json()) as { url: string }).url).to.equal('/hello');
+
+    const logout = await browser.request(`${setup.svc.url}/auth/logout`);
+    expect(logout.status).to.equal(302);
+    expect(logout.headers.get('location')).to.equal(`${setup.svc.url}/login`);
+    expect(browser.cookie(setup.svc.url, 'svc.token')).to.equal(undefined);
+    const after = await fetch(`${setup.svc.url}/api/v1/extensions/echo/hello`, { headers: { authorization: `Bearer ${token}` } });
+    expect(after.status).to.equal(401);
+    expect(((await after.json()) as { message: string }).message).to.match(/revoked/);
+  });
+
+  it('refuses a user whose groups no rule allows on the proxy', async () => {
+    const setup = await open({ extensionUrl: echo.url });
+    setup.provider.accounts.set('bob', { groups: ['other'] });
+    const { browser } = await ssoLogin(setup, 'bob');
+    expect((await browser.request(`${setup.svc.url}/api/v1/extensions/echo/hello`)).status).to.equal(403);
+  });
+
+  it('fails with a clear certificate error without rootCA, and works with the skip switch (warned at start)', async () => {
+    const strict = await open({ tls: 'none' });
+    const res = await fetch(`${strict.svc.url}/auth/login`, { redirect: 'manual' });
+    expect(res.status).to.equal(503);
+    expect(((await res.json()) as { message: string }).message).to.match(/certificate verification failed: UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
+
+    const skip = await open({ tls: 'skip' });
+    skip.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const { token } = await ssoLogin(skip, 'alice');
+    expect((await userInfo(skip.svc.url, token))['username']).to.equal('alice');
+    expect(skip.svc.logs()).to.include('oidc.tls.insecure.skip.verify is true');
+  });
+
+  it('sends requestedIDTokenClaims as the claims parameter, and only to the provider', async () => {
+    const claims = { acr: { essential: true, values: ['urn:mfa'] }, email: { essential: true } };
+    const setup = await open({ oidc: { requestedIDTokenClaims: claims, requestedScopes: ['openid', 'groups'] } });
+    const res = await fetch(`${setup.svc.url}/auth/login`, { redirect: 'manual' });
+    const location = new URL(res.headers.get('location') ?? '');
+    expect(JSON.parse(location.searchParams.get('claims') ?? '')).to.deep.equal({ id_token: claims });
+    expect(location.searchParams.get('scope')).to.equal('openid groups');
+    await setup.browser().request(location.href);
+    const seen = setup.provider.requests.find((r) => r.path === '/auth');
+    expect(JSON.parse(seen?.claims ?? '')).to.deep.equal({ id_token: claims });
+  });
+
+  it('redirects logout to logoutURL with both placeholders URL-encoded', async () => {
+    const setup = await open({ oidc: { logoutURL: 'https://idp.example.com/logout?id_token_hint={{token}}&post_logout_redirect_uri={{logoutRedirectURL}}' } });
+    setup.provider.accounts.set('alice', { groups: [] });
+    const { browser, token } = await ssoLogin(setup, 'alice');
+    const res = await browser.request(`${setup.svc.url}/auth/logout`);
+    const expected = `https://idp.example.com/logout?id_token_hint=${encodeURIComponent(token)}&post_logout_redirect_uri=${encodeURIComponent(setup.svc.url)}`;
+    expect(res.headers.get('location')).to.equal(expected);
+  });
+
+  it('fetches the keys again when the provider signs with a new key', async () => {
+    const setup = await open({});
+    setup.provider.accounts.set('alice', { groups: [] });
+    const jwksFetches = () => setup.provider.requests.filter((r) => r.path === '/jwks').length;
+    const first = await ssoLogin(setup, 'alice');
+    expect(jwksFetches()).to.equal(1);
+    await setup.provider.rotateKey();
+    // Within the cool-down after a fetch, an unknown key is refused without asking again.
+    const early = setup.browser();
+    const { res } = await early.browse(`${setup.svc.url}/auth/login`, 'alice');
+    expect(res.status).to.equal(401);
+    expect(jwksFetches()).to.equal(1);
+    await sleep(5_100);
+    const second = await ssoLogin(setup, 'alice');
+    expect(jwksFetches()).to.equal(2);
+    expect((await userInfo(setup.svc.url, first.token))['loggedIn']).to.equal(true);
+    expect((await userInfo(setup.svc.url, second.token))['loggedIn']).to.equal(true);
+  });
+
+  it('renews a session about to expire with the refresh token, as the new cookie', async () => {
+    const setup = await open({ idTokenTtlSeconds: 4, oidc: { requestedScopes: ['openid', 'profile', 'email', 'groups', 'offline_access'] } });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const { browser, token } = await ssoLogin(setup, 'alice');
+    const refreshes = () => setup.provider.requests.filter((r) => r.path === '/token').length - 1;
+    const fresh = await browser.request(`${setup.svc.url}/api/v1/session/userinfo`);
+    expect(((await fresh.json()) as { username: string }).username).to.equal('alice');
+    expect(refreshes()).to.equal(0);
+
+    await sleep(2_500);   // less than half of its 4 s left: due for renewal
+    const res = await browser.request(`${setup.svc.url}/api/v1/session/userinfo`);
+    expect(((await res.json()) as { username: string }).username).to.equal('alice');
+    expect(refreshes()).to.equal(1);
+    const renewed = browser.cookie(setup.svc.url, 'svc.token');
+    expect(renewed).to.be.a('string').and.not.equal(token);
+    expect(await userInfo(setup.svc.url, renewed as string)).to.include({ loggedIn: true, username: 'alice' });
+  });
+
+  it('keeps a refused session only to its expiry: the refresh token is spent, the cookie unchanged, the refusal logged', async () => {
+    const setup = await open({ idTokenTtlSeconds: 4, oidc: { requestedScopes: ['openid', 'groups', 'offline_access'] } });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const { browser, token } = await ssoLogin(setup, 'alice');
+    setup.provider.accounts.delete('alice');   // the provider now refuses the grant
+    await sleep(2_500);
+    const res = await browser.request(`${setup.svc.url}/api/v1/session/userinfo`);
+    expect(res.status).to.equal(200);
+    expect(browser.cookie(setup.svc.url, 'svc.token')).to.equal(token);
+    expect(setup.svc.logs()).to.include('the provider refused to renew an SSO session');
+  });
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
