@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
+import { PROVIDER_PUBLIC_CLIENT_ID } from '../helpers/test-provider.js';
 import { setupSso, ssoLogin, userInfo, type SetupOptions, type SsoSetup } from '../helpers/sso-setup.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 
@@ -47,6 +48,34 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     const after = await fetch(`${setup.svc.url}/api/v1/extensions/echo/hello`, { headers: { authorization: `Bearer ${token}` } });
     expect(after.status).to.equal(401);
     expect(((await after.json()) as { message: string }).message).to.match(/revoked/);
+  });
+
+  it('logs in as a public client with enablePKCEAuthentication, through /pkce/verify and without a secret', async () => {
+    const setup = await open({ oidc: { clientID: PROVIDER_PUBLIC_CLIENT_ID, clientSecret: undefined, enablePKCEAuthentication: true } });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const start = await fetch(`${setup.svc.url}/auth/login`, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location') ?? '');
+    expect(authorize.searchParams.get('redirect_uri')).to.equal(`${setup.svc.url}/pkce/verify`);
+    expect(authorize.searchParams.get('code_challenge_method')).to.equal('S256');
+    const { token, landed } = await ssoLogin(setup, 'alice', '/');
+    expect(landed).to.equal(`${setup.svc.url}/`);
+    expect(await userInfo(setup.svc.url, token)).to.include({ loggedIn: true, username: 'alice' });
+  });
+
+  it('refuses a callback without the login cookie, or with a cookie of another login', async () => {
+    const setup = await open({});
+    setup.provider.accounts.set('alice', { groups: [] });
+    const bare = await fetch(`${setup.svc.url}/auth/callback?code=abc&state=def`);
+    expect(bare.status).to.equal(401);
+    expect(((await bare.json()) as { message: string }).message).to.match(/no login in progress/);
+
+    // A browser's own login cookie, with the code and state of another browser's login.
+    const victim = setup.browser();
+    await (await victim.request(`${setup.svc.url}/auth/login`)).body?.cancel();
+    const { url } = await setup.browser().browse(`${setup.svc.url}/auth/login`, 'alice', (u) => u.includes('/auth/callback'));
+    const res = await victim.request(url);
+    expect(res.status).to.equal(401);
+    expect(victim.cookie(setup.svc.url, 'svc.token')).to.equal(undefined);
   });
 
   it('refuses a user whose groups no rule allows on the proxy', async () => {
@@ -100,7 +129,7 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     // Within the cool-down after a fetch, an unknown key is refused without asking again.
     const early = setup.browser();
     const { res } = await early.browse(`${setup.svc.url}/auth/login`, 'alice');
-    expect(res.status).to.equal(401);
+    expect(res?.status).to.equal(401);
     expect(jwksFetches()).to.equal(1);
     await sleep(5_100);
     const second = await ssoLogin(setup, 'alice');

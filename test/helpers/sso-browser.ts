@@ -40,9 +40,10 @@ export class SsoBrowser {
   }
 
   /** Follows redirects and the provider's forms from `start` until a page that is not a redirect; returns its URL and response. */
-  async browse(start: string, account: string): Promise<{ url: string; res: Response }> {
+  async browse(start: string, account: string, stopAt?: (url: string) => boolean): Promise<{ url: string; res: Response | undefined }> {
     let next: { url: string; form?: URLSearchParams } = { url: start };
     for (let hop = 0; hop < 25; hop++) {
+      if (stopAt?.(next.url) === true) return { url: next.url, res: undefined };
       const res = await this.request(next.url, next.form === undefined ? {} : { method: 'POST', body: next.form });
       const location = res.headers.get('location');
       if (location !== null && res.status >= 300 && res.status < 400) {

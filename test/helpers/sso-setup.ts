@@ -70,8 +70,8 @@ export async function ssoLogin(setup: SsoSetup, account: string, returnUrl = '/a
   const browser = setup.browser();
   const { url, res } = await browser.browse(`${setup.svc.url}/auth/login?return_url=${encodeURIComponent(returnUrl)}`, account);
   const token = browser.cookie(setup.svc.url, 'svc.token');
-  if (token === undefined) throw new Error(`no svc.token after the login (landed on ${url}): ${res.status} ${await res.text()}`);
-  await res.body?.cancel();
+  if (token === undefined) throw new Error(`no svc.token after the login (landed on ${url}): ${res?.status} ${await res?.text()}`);
+  await res?.body?.cancel();
   return { browser, token, landed: url };
 }
 

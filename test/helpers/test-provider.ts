@@ -1,6 +1,6 @@
 /**
  * A real OpenID provider nobody here wrote (oidc-provider), on its own HTTPS server with a
- * certificate of a test CA: one static confidential client `svc`, the dev interactions as its
+ * certificate of a test CA: a static confidential client `svc` and a public one `svc-pkce`, the dev interactions as its
  * login page, groups in the ID token and (possibly others) from userinfo at /me, refresh tokens
  * for every client allowed them. Tests can rotate its signing key, take userinfo down, and see
  * the requests it got (the `claims` parameter, JWKS fetches).
@@ -14,6 +14,8 @@ import type { TestCa } from './test-ca.js';
 
 export const PROVIDER_CLIENT_ID = 'svc';
 export const PROVIDER_CLIENT_SECRET = 'provider-client-secret-for-tests';
+/** A public client (no secret) whose redirect is svc's /pkce/verify. */
+export const PROVIDER_PUBLIC_CLIENT_ID = 'svc-pkce';
 
 export interface TestAccount {
   groups: string[];
@@ -61,6 +63,9 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       clients: [{
         client_id: PROVIDER_CLIENT_ID, client_secret: PROVIDER_CLIENT_SECRET, redirect_uris: [...options.redirectUris],
         grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic',
+      }, {
+        client_id: PROVIDER_PUBLIC_CLIENT_ID, redirect_uris: options.redirectUris.map((u) => u.replace(/\/auth\/callback$/, '/pkce/verify')),
+        grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none',
       }],
       claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
       scopes: ['openid', 'offline_access', 'email', 'profile', 'groups'],
