@@ -74,11 +74,12 @@ function ssoFeature(
   const refresh = createSessionRefresh({
     client, verifier, state, sealer: sealer('refresh-token'), userInfo, log, now,
     keepMs: () => settings.current().sessionDurationMs,
+    isRevoked: (tokenId) => identity.revocation.isRevoked(tokenId),
   });
   const login: LoginFlowDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
   return {
     name: 'sso',
-    beforeAuthenticate: [ssoRenewal(refresh)],
+    beforeAuthenticate: [ssoRenewal(refresh, log)],
     routers: [ssoRoutes({
       login,
       callback: { client, verifier, refresh, userInfo },

@@ -30,6 +30,8 @@ export interface SessionRefreshDeps {
   /** How long a kept refresh token may serve: svc's session duration. */
   readonly keepMs: () => number;
   readonly userInfo: UserInfoGroups | undefined;
+  /** The revocation list: a logged-out session is never renewed, whoever holds its token. */
+  readonly isRevoked: (tokenId: string) => Promise<boolean>;
   readonly log: Pick<Logger, 'info' | 'warn'>;
   readonly now: () => number;
 }
@@ -75,6 +77,7 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       } catch {
         return undefined;
       }
+      if (await deps.isRevoked(claims.tokenId)) return undefined;
       const sealed = await deps.state.take(REFRESH_KEY(claims.tokenId));
       const refreshToken = sealed === null ? undefined : deps.sealer().open(sealed);
       if (refreshToken === undefined) return undefined;

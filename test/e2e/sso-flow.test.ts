@@ -154,6 +154,16 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     const renewed = browser.cookie(setup.svc.url, 'svc.token');
     expect(renewed).to.be.a('string').and.not.equal(token);
     expect(await userInfo(setup.svc.url, renewed as string)).to.include({ loggedIn: true, username: 'alice' });
+
+    // Logged out through the API: whoever holds the token cannot renew it any more.
+    const del = await fetch(`${setup.svc.url}/api/v1/session`, { method: 'DELETE', headers: { authorization: `Bearer ${renewed as string}` } });
+    expect(await del.json()).to.deep.equal({ revoked: true });
+    await sleep(2_500);
+    const thief = setup.browser();
+    thief.setCookie(setup.svc.url, 'svc.token', renewed as string);
+    const stolen = await thief.request(`${setup.svc.url}/api/v1/session/userinfo`);
+    expect(await stolen.json()).to.deep.equal({ loggedIn: false });
+    expect(refreshes()).to.equal(1);
   });
 
   it('keeps a refused session only to its expiry: the refresh token is spent, the cookie unchanged, the refusal logged', async () => {

@@ -5,6 +5,8 @@
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { describeFailure } from '../../oidc/client.js';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
 import { finishLogin, type CallbackDeps } from '../../oidc/callback.js';
@@ -72,11 +74,16 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
  * the kept refresh token before the caller is read: the request goes on with the new token, and
  * the browser gets it as the new cookie. With nothing to renew with, an expired one is cleared.
  */
-export function ssoRenewal(refresh: SessionRefresh): Koa.Middleware<AppState> {
+export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>): Koa.Middleware<AppState> {
   return async function renewSsoSession(ctx, next) {
     const token = ctx.get('authorization') === '' ? sessionCookie(ctx) : undefined;
     if (token !== undefined && refresh.due(token)) {
-      const renewed = await refresh.renew(token);
+      // A renewal that cannot be made now (provider or state backend down) is no reason to fail
+      // the request: it goes on with the token it came with.
+      const renewed = await refresh.renew(token).catch((err: unknown) => {
+        log.warn({ err: describeFailure(err) }, 'an SSO session could not be renewed now');
+        return undefined;
+      });
       if (renewed !== undefined) {
         setSessionCookie(ctx, renewed.idToken, renewed.expiresAt);
         ctx.request.headers.cookie = replaceSessionCookie(ctx.get('cookie'), renewed.idToken);
