@@ -119,12 +119,12 @@ describe('SSO token verifier', () => {
 
   it('fetches the keys once, again for an unknown kid, and not again within the cool-down', async () => {
     const fetches = { count: 0 };
-    const v = verifier(provider(), fetches, 200);
+    const v = verifier(provider(), fetches, 1_000);
     await v.verify(await k.sign(claims()));
     await v.verify(await k.sign(claims({ sub: 'user-2' })));
     expect(fetches.count).to.equal(1);
     await k.add('k2');
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect((await v.verify(await k.sign(claims(), 'k2'))).username).to.equal('user-1');
     expect(fetches.count).to.equal(2);
     await k.add('k3');
