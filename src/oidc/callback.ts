@@ -23,6 +23,8 @@ export interface CallbackDeps {
 
 export interface FinishedLogin {
   readonly idToken: string;
+  /** The `sub`, for the log line of the login. */
+  readonly username: string;
   /** Seconds since the epoch. */
   readonly expiresAt: number;
   readonly returnUrl: string;
@@ -53,5 +55,5 @@ export async function finishLogin(deps: CallbackDeps, login: LoginState, callbac
   if (deps.userInfo !== undefined) await deps.userInfo.remember(claims, tokens.access_token);
   const principal = await deps.verifier.verify(idToken);
   if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
-  return { idToken, expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
+  return { idToken, username: principal.username, expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
 }

@@ -44,6 +44,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     ctx.cookies.set(LOGIN_STATE_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', expires: new Date(0), overwrite: true });
     const done = await finishLogin(deps.callback, login, url);
     setSessionCookie(ctx, done.idToken, done.expiresAt);
+    ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');
     ctx.redirect(done.returnUrl);
   }
   router.get('/auth/callback', callback);
