@@ -36,18 +36,18 @@ export function prepareSso(services: Services): SsoStage | undefined {
 export function prepareSsoFor(services: Services, provider: SsoProvider): SsoStage {
   const { settings, state, log, now } = services;
   const client = createProviderClient(provider);
-  const sealers = new Map<string, Sealer>();
+  const sealers = new Map<SealPurpose, Sealer>();
+  let sealedWith: string | undefined;
   // Read per use, so a rotated server.secretkey takes effect (and old sealed values stop opening).
   const sealer = (purpose: SealPurpose) => (): Sealer => {
     const key = settings.current().serverSecretKey;
     if (key === undefined) throw new Unavailable('single sign-on needs server.secretkey in svc-secret');
-    const id = `${purpose}\0${key}`;
-    let found = sealers.get(id);
-    if (found === undefined) {
+    if (key !== sealedWith) {
       sealers.clear();
-      found = createSealer(key, purpose);
-      sealers.set(id, found);
+      sealedWith = key;
     }
+    let found = sealers.get(purpose);
+    if (found === undefined) sealers.set(purpose, (found = createSealer(key, purpose)));
     return found;
   };
   const userInfo: UserInfoGroups | undefined = provider.userInfo === undefined
