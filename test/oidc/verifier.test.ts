@@ -117,6 +117,16 @@ describe('SSO token verifier', () => {
     expect(await reason(`${token.slice(0, -4)}AAAA`)).to.match(/token is invalid/);
   });
 
+  it('checks an expired token for renewal as of a moment of its life: signature, issuer and audience still hold', async () => {
+    const v = verifier();
+    const expired = await k.sign(claims({ exp: now() - 3600, iat: now() - 7200, jti: 'old' }));
+    expect(await v.verify(expired).then(() => 'ok', (e: Error) => e.message)).to.equal('token has expired');
+    expect((await v.verifyIgnoringExpiry(expired)).tokenId).to.equal('old');
+    const otherAudience = await k.sign(claims({ exp: now() - 3600, aud: 'other' }));
+    expect(await v.verifyIgnoringExpiry(otherAudience).then(() => 'ok', (e: Error) => e.message)).to.equal('token audience is not allowed');
+    expect(await v.verifyIgnoringExpiry(`${expired.slice(0, -4)}AAAA`).then(() => 'ok', (e: Error) => e.message)).to.match(/token is invalid/);
+  });
+
   it('fetches the keys once, again for an unknown kid, and not again within the cool-down', async () => {
     const fetches = { count: 0 };
     const v = verifier(provider(), fetches, 1_000);
