@@ -1,6 +1,7 @@
 /** `svc-server validate --config DIR`: every problem of every store, one line each; exit 0 or 1. */
 import type { Writable } from 'node:stream';
 import { formatProblem } from '../config/problems.js';
+import { describeSsoInForce } from '../oidc/in-force.js';
 import { loadProblemsAndSettings, notADirectory } from './load-config.js';
 
 export async function runValidate(dir: string, out: Writable, err: Writable): Promise<number> {
@@ -9,7 +10,8 @@ export async function runValidate(dir: string, out: Writable, err: Writable): Pr
     err.write(`${notDir}\n`);
     return 1;
   }
-  const { problems } = await loadProblemsAndSettings(dir);
+  const { settings, problems } = await loadProblemsAndSettings(dir);
+  out.write(`${describeSsoInForce(settings)}\n`);
   if (problems.length === 0) {
     out.write(`${dir}: configuration is valid\n`);
     return 0;

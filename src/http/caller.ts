@@ -31,6 +31,14 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return authorization === undefined || authorization === '' ? undefined : BEARER.exec(authorization)?.[1];
 }
 
+/** The token a request presents, and how: the bearer header first, then the svc.token cookie. */
+export function presentedToken(headers: IncomingHttpHeaders): { readonly token: string; readonly via: 'bearer' | 'cookie' } | undefined {
+  const bearer = bearerToken(headers.authorization);
+  if (bearer !== undefined) return { token: bearer, via: 'bearer' };
+  const cookie = sessionCookieOf(headers.cookie);
+  return cookie === undefined ? undefined : { token: cookie, via: 'cookie' };
+}
+
 export interface CallerRequest {
   readonly method: string | undefined;
   readonly headers: IncomingHttpHeaders;

@@ -2,6 +2,7 @@
 import type { AccountSettings } from '../accounts/config.js';
 import type { IdpConfig } from '../idp/config.js';
 import type { OidcConfig } from '../oidc/config.js';
+import { ssoInForce } from '../oidc/in-force.js';
 
 /** The settings this view reads. */
 export interface PublicSettingsSource {
@@ -40,7 +41,8 @@ export function publicSettings(settings: PublicSettingsSource): PublicSettings {
           },
         }
       : {}),
-    idpConnectors: (settings.idp?.connectors ?? []).map((c) => ({ id: c.id, name: c.name, type: c.type })),
+    // Only the single sign-on in force: with oidc.config set, the bundled provider is off.
+    idpConnectors: (ssoInForce(settings) === 'idp' ? (settings.idp?.connectors ?? []) : []).map((c) => ({ id: c.id, name: c.name, type: c.type })),
     userLoginsDisabled,
   };
 }

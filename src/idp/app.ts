@@ -23,7 +23,8 @@ import { interactionRoutes } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
 import { errorPage } from './pages.js';
-import { createProvider, issuerOf, MOUNT_PATH } from './provider.js';
+import { issuerOf, MOUNT_PATH } from './issuer.js';
+import { createProvider } from './provider.js';
 
 export interface IdpAppDeps {
   readonly url: string;

@@ -22,7 +22,7 @@ import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
-import { MOUNT_PATH } from './provider.js';
+import { MOUNT_PATH } from './issuer.js';
 
 export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */

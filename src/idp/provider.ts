@@ -16,6 +16,7 @@ import { createStateAdapterClass } from './adapter.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
 import { staticClients } from './clients.js';
 import type { ConnectorSource } from './connector-source.js';
+import { issuerOf, MOUNT_PATH } from './issuer.js';
 import type { IdpKeys } from './keys.js';
 import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
@@ -23,7 +24,6 @@ import {
 } from './lifetimes.js';
 import { deviceConfirmPage, deviceDonePage, deviceInputPage, loggedOutPage, logoutPage } from './pages.js';
 
-export const MOUNT_PATH = '/api/idp';
 
 export interface ProviderDeps {
   /** svc's `url`; the issuer is `<url>/api/idp`. */
@@ -36,7 +36,6 @@ export interface ProviderDeps {
   readonly log: Logger;
 }
 
-export const issuerOf = (url: string): string => `${url}${MOUNT_PATH}`;
 
 /** The signal connectors get for a refresh: long enough for a slow directory, bounded. */
 const REFRESH_TIMEOUT_MS = 15_000;

@@ -24,6 +24,8 @@ export interface Feature {
   /** For logs and errors at start. */
   readonly name: string;
   readonly routers?: readonly Router<AppState>[];
+  /** Koa middleware run before the caller is read (it may renew the session cookie). */
+  readonly beforeAuthenticate?: readonly Koa.Middleware<AppState>[];
   readonly mounts?: readonly Mount[];
   readonly handle?: RawHandler;
   /** WebSocket handshakes this feature relays (http/upgrade.ts answers every other upgrade). */

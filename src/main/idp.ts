@@ -13,7 +13,7 @@ import { createIdpApp } from '../idp/app.js';
 import { createConfiguredConnectors, type BuildConnector } from '../idp/configured-connectors.js';
 import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, parseIdpKeys, type IdpKeys } from '../idp/keys.js';
-import { issuerOf, MOUNT_PATH } from '../idp/provider.js';
+import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { createIdpVerifier } from '../idp/verifier.js';
 import type { TokenVerifier } from '../session/verifier.js';
 import type { Feature } from './feature.js';

@@ -3,8 +3,9 @@
  * Every dependency is built here, in one order, and passed down by hand:
  *
  *   store, settings, state, rights  (Services)
+ *   → the SSO provider's token verifier (sso.ts), when oidc.config is set at start
  *   → token verifiers and the caller reading (identity.ts)
- *   → accounts and sessions (accounts.ts)
+ *   → accounts and sessions (accounts.ts), SSO login, callback, logout and renewal (sso.ts)
  *   → the extension proxy (extensions.ts)
  *   → the Koa app with every feature's routers and mounts, and the raw server around it.
  */
@@ -35,6 +36,7 @@ import { buildIdentity } from './identity.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
+import { prepareBundledSso, prepareSso } from './sso.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -90,16 +92,23 @@ async function buildIdpIfConfigured(services: Services, options: IdpOptions | un
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
-  const idp = await buildIdpIfConfigured(services, options.idp);
-  const identity = await buildIdentity(services, [...(idp !== undefined ? [idp.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
+  // An external provider (oidc.config) is in force when set; else the bundled one, when configured.
+  const external = prepareSso(services);
+  const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
+  const sso = external ?? (idp !== undefined ? prepareBundledSso(services) : undefined);
+  const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
   const features: readonly Feature[] = [
-    buildAccounts(services, identity), buildExtensions(services, identity), ...(idp !== undefined ? [idp] : []),
+    buildAccounts(services, identity),
+    ...(sso !== undefined ? [sso.feature(identity)] : []),
+    buildExtensions(services, identity),
+    ...(idp !== undefined ? [idp] : []),
   ];
 
   const app = createApp({
     log,
     metrics: services.metrics,
     authenticate: authMiddleware(identity.readCaller),
+    beforeAuthenticate: features.flatMap((f) => f.beforeAuthenticate ?? []),
     routers: [healthRoutes(services.metrics.registry), settingsRoutes(services.settings.current), ...features.flatMap((f) => f.routers ?? [])],
     mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
   });

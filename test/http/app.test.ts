@@ -65,7 +65,8 @@ describe('HTTP skeleton', () => {
     expect(JSON.parse(text)).to.deep.equal({
       url: 'https://svc.example.com',
       oidcConfig: { name: 'Corp', issuer: 'https://idp.example.com', clientID: 'svc', cliClientID: 'svc-cli', scopes: ['openid', 'profile', 'email', 'groups'] },
-      idpConnectors: [{ id: 'gh', name: 'GitHub', type: 'github' }],
+      // oidc.config and idp.config are both set: only the external provider is in force.
+      idpConnectors: [],
       userLoginsDisabled: false,
     });
     for (const leak of [SECRET_KEY, CLIENT_SECRET, '$2b$10$', 'clientSecret', 'password']) expect(text).to.not.include(leak);

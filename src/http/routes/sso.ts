@@ -1,0 +1,102 @@
+/**
+ * GET /auth/login, /auth/callback (and /pkce/verify, the same for a public client),
+ * /auth/logout, and the middleware that renews an SSO session before its ID token expires.
+ * Thin: cookies and redirects here, everything else in src/oidc/.
+ */
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { describeFailure } from '../../oidc/client.js';
+import type { Authenticator } from '../../session/authenticate.js';
+import type { Revocation } from '../../session/revocation.js';
+import { finishLogin, type CallbackDeps } from '../../oidc/callback.js';
+import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps } from '../../oidc/login-flow.js';
+import { logoutRedirect } from '../../oidc/logout.js';
+import type { SessionRefresh } from '../../oidc/refresh.js';
+import { presentedToken } from '../caller.js';
+import { clearSessionCookie, SESSION_COOKIE, setSessionCookie } from '../cookies.js';
+import type { AppState } from '../state.js';
+
+export interface SsoRouteDeps {
+  readonly login: LoginFlowDeps;
+  readonly callback: CallbackDeps;
+  readonly refresh: SessionRefresh;
+  readonly authenticator: Pick<Authenticator, 'authenticate'>;
+  readonly revocation: Pick<Revocation, 'revoke'>;
+  readonly logoutURL: () => string | undefined;
+}
+
+export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.get('/auth/login', async function beginSsoLogin(ctx) {
+    const returnUrl = typeof ctx.query['return_url'] === 'string' ? ctx.query['return_url'] : undefined;
+    const start = await startLogin(deps.login, returnUrl);
+    ctx.cookies.set(LOGIN_STATE_COOKIE, start.cookie, {
+      httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', maxAge: LOGIN_STATE_TTL_MS, overwrite: true,
+    });
+    ctx.redirect(start.authorizationUrl);
+  });
+
+  async function callback(ctx: Koa.ParameterizedContext<AppState>): Promise<void> {
+    const login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
+    // The URL as the provider was told it (svc's configured url), not as this request reached us.
+    const url = new URL(`${redirectUri(deps.login.serverUrl(), deps.callback.client.provider.redirectPath)}?${ctx.querystring}`);
+    ctx.cookies.set(LOGIN_STATE_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', expires: new Date(0), overwrite: true });
+    const done = await finishLogin(deps.callback, login, url);
+    setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
+    ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');
+    ctx.redirect(done.returnUrl);
+  }
+  router.get('/auth/callback', callback);
+  router.get('/pkce/verify', callback);
+
+  // As DELETE /api/v1/session: the cookie is cleared whatever happens, the token revoked on
+  // every replica until it expires, and it can no longer be renewed.
+  router.get('/auth/logout', async function ssoLogout(ctx) {
+    // The caller as every route reads it (http/caller.ts); a GET, so the cookie needs no Origin.
+    const { principal, token } = ctx.state;
+    clearSessionCookie(ctx, deps.login.serverUrl());
+    let idToken: string | undefined;
+    if (token !== undefined) {
+      if (principal !== undefined) {
+        await deps.refresh.forget(principal.tokenId);
+        await deps.revocation.revoke(principal.tokenId, principal.expiresAt);
+        if (principal.kind === 'sso' && principal.issuer === deps.callback.client.provider.issuer) idToken = token;
+      }
+    }
+    ctx.redirect(logoutRedirect({ logoutURL: deps.logoutURL(), serverUrl: deps.login.serverUrl(), idToken }));
+  });
+
+  return router;
+}
+
+/**
+ * A cookie whose ID token is the provider's and close to (or past) its expiry is renewed with
+ * the kept refresh token before the caller is read: the request goes on with the new token, and
+ * the browser gets it as the new cookie. With nothing to renew with, an expired one is cleared.
+ */
+export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): Koa.Middleware<AppState> {
+  return async function renewSsoSession(ctx, next) {
+    const presented = presentedToken(ctx.req.headers);
+    const token = presented?.via === 'cookie' ? presented.token : undefined;
+    if (token !== undefined && refresh.due(token)) {
+      // A renewal that cannot be made now (provider or state backend down) is no reason to fail
+      // the request: it goes on with the token it came with.
+      const renewed = await refresh.renew(token).catch((err: unknown) => {
+        log.warn({ err: describeFailure(err) }, 'an SSO session could not be renewed now');
+        return undefined;
+      });
+      if (renewed !== undefined) {
+        setSessionCookie(ctx, renewed.idToken, renewed.expiresAt, configuredUrl());
+        ctx.request.headers.cookie = replaceSessionCookie(ctx.get('cookie'), renewed.idToken);
+      }
+    }
+    await next();
+  };
+}
+
+function replaceSessionCookie(header: string, token: string): string {
+  const others = header.split(';').map((c) => c.trim()).filter((c) => c !== '' && !c.startsWith(`${SESSION_COOKIE}=`));
+  return [...others, `${SESSION_COOKIE}=${token}`].join('; ');
+}

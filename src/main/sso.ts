@@ -1,0 +1,119 @@
+/**
+ * Single sign-on against an existing OIDC provider (`oidc.config`, read at start): its token
+ * verifier joins the identity stage, then its routes and session renewal join the app. The same
+ * pieces serve any SsoProvider, so the bundled provider can use them with a value of its own.
+ */
+import { Unavailable } from '../errors.js';
+import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
+import { issuerOf } from '../idp/issuer.js';
+import { ssoRenewal, ssoRoutes } from '../http/routes/sso.js';
+import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
+import { describeSsoInForce } from '../oidc/in-force.js';
+import type { LoginFlowDeps } from '../oidc/login-flow.js';
+import { ssoProviderFromOidc, type SsoProvider } from '../oidc/provider.js';
+import { createSessionRefresh } from '../oidc/refresh.js';
+import { createSealer, type SealPurpose, type Sealer } from '../oidc/sealed.js';
+import { createUserInfoGroups, type UserInfoGroups } from '../oidc/userinfo-groups.js';
+import { createSsoVerifier, type SsoVerifier } from '../oidc/verifier.js';
+import type { Feature } from './feature.js';
+import type { Identity } from './identity.js';
+import type { Services } from './services.js';
+
+export interface SsoStage {
+  readonly verifier: SsoVerifier;
+  feature(identity: Identity): Feature;
+}
+
+/** undefined when no external provider is configured at start. */
+export function prepareSso(services: Services): SsoStage | undefined {
+  const { settings, log } = services;
+  const current = settings.current();
+  log.info({}, describeSsoInForce(current));
+  if (current.oidc === undefined) return undefined;
+  const provider = ssoProviderFromOidc(current.oidc, current.oidcTlsInsecureSkipVerify);
+  warnAboutProvider(provider, log);
+  return prepareSsoFor(services, provider);
+}
+
+/**
+ * The bundled provider as svc's SSO provider: issuer `<url>/api/idp`, the confidential client
+ * `svc` with its secret derived from server.secretkey, tokens for `svc` or `svc-cli`, and its
+ * end-session endpoint as the logout URL. svc reaches it at its own `url`, as a browser does.
+ */
+export function prepareBundledSso(services: Services): SsoStage | undefined {
+  const { url, serverSecretKey } = services.settings.current();
+  if (serverSecretKey === undefined) return undefined;
+  const issuer = issuerOf(url);
+  return prepareSsoFor(services, {
+    issuer,
+    clientID: WEB_CLIENT_ID,
+    clientSecret: webClientSecret(serverSecretKey),
+    audiences: CLIENT_IDS,
+    skipAudienceCheckWhenTokenHasNoAudience: false,
+    scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
+    idTokenClaims: undefined,
+    redirectPath: '/auth/callback',
+    logoutURL: `${issuer}/session/end?id_token_hint={{token}}&post_logout_redirect_uri={{logoutRedirectURL}}`,
+    userInfo: undefined,
+    tls: { rootCA: undefined, insecureSkipVerify: false },
+  });
+}
+
+export function prepareSsoFor(services: Services, provider: SsoProvider): SsoStage {
+  const { settings, state, log, now } = services;
+  const client = createProviderClient(provider);
+  const sealers = new Map<SealPurpose, Sealer>();
+  let sealedWith: string | undefined;
+  // Read per use, so a rotated server.secretkey takes effect (and old sealed values stop opening).
+  const sealer = (purpose: SealPurpose) => (): Sealer => {
+    const key = settings.current().serverSecretKey;
+    if (key === undefined) throw new Unavailable('single sign-on needs server.secretkey in svc-secret');
+    if (key !== sealedWith) {
+      sealers.clear();
+      sealedWith = key;
+    }
+    let found = sealers.get(purpose);
+    if (found === undefined) sealers.set(purpose, (found = createSealer(key, purpose)));
+    return found;
+  };
+  const userInfo: UserInfoGroups | undefined = provider.userInfo === undefined
+    ? undefined
+    : createUserInfoGroups({ client, state, sealer: sealer('userinfo-groups'), log, now });
+  const verifier = createSsoVerifier({
+    client,
+    groupClaims: () => settings.current().policy.scopes,
+    ...(userInfo !== undefined ? { groupSource: userInfo.source } : {}),
+    now,
+  });
+  return { verifier, feature: (identity) => ssoFeature(services, identity, client, verifier, userInfo, sealer) };
+}
+
+function ssoFeature(
+  services: Services,
+  identity: Identity,
+  client: ProviderClient,
+  verifier: SsoVerifier,
+  userInfo: UserInfoGroups | undefined,
+  sealer: (purpose: SealPurpose) => () => Sealer,
+): Feature {
+  const { settings, state, log, now } = services;
+  const refresh = createSessionRefresh({
+    client, verifier, state, sealer: sealer('refresh-token'), userInfo, log, now,
+    keepMs: () => settings.current().sessionDurationMs,
+    isRevoked: (tokenId) => identity.revocation.isRevoked(tokenId),
+  });
+  const login: LoginFlowDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
+  return {
+    name: 'sso',
+    beforeAuthenticate: [ssoRenewal(refresh, log, () => settings.current().url)],
+    routers: [ssoRoutes({
+      login,
+      callback: { client, verifier, refresh, userInfo },
+      refresh,
+      authenticator: identity.authenticator,
+      revocation: identity.revocation,
+      logoutURL: () => client.provider.logoutURL,
+    })],
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * The end of a browser login: the code is exchanged (with the PKCE verifier and, for a
+ * confidential client, the secret), the ID token is checked by openid-client (signature, issuer,
+ * audience, nonce, expiry) and then by svc's own verifier (SPEC.md's audience rule, the
+ * principal). A refresh token, when the provider gives one, is kept server-side, sealed.
+ */
+import * as client from 'openid-client';
+import { printable } from '../lib/printable.js';
+import { Unauthenticated } from '../errors.js';
+import type { ProviderClient } from './client.js';
+import { describeFailure } from './client.js';
+import type { LoginState } from './login-flow.js';
+import type { SessionRefresh } from './refresh.js';
+import type { UserInfoGroups } from './userinfo-groups.js';
+import type { SsoVerifier } from './verifier.js';
+
+export interface CallbackDeps {
+  readonly client: ProviderClient;
+  readonly verifier: SsoVerifier;
+  readonly refresh: Pick<SessionRefresh, 'keep'>;
+  readonly userInfo: UserInfoGroups | undefined;
+}
+
+export interface FinishedLogin {
+  readonly idToken: string;
+  /** The `sub`, for the log line of the login. */
+  readonly username: string;
+  /** Seconds since the epoch. */
+  readonly expiresAt: number;
+  readonly returnUrl: string;
+}
+
+/** `callbackUrl`: the URL the provider redirected to, query included. */
+export async function finishLogin(deps: CallbackDeps, login: LoginState, callbackUrl: URL): Promise<FinishedLogin> {
+  const error = callbackUrl.searchParams.get('error');
+  if (error !== null) {
+    const description = callbackUrl.searchParams.get('error_description');
+    throw new Unauthenticated(`the provider refused the login: ${printable(error)}${description === null ? '' : ` (${printable(description)})`}`);
+  }
+  const configuration = await deps.client.configuration();
+  let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
+  try {
+    tokens = await client.authorizationCodeGrant(configuration, callbackUrl, {
+      pkceCodeVerifier: login.verifier,
+      expectedState: login.state,
+      expectedNonce: login.nonce,
+      idTokenExpected: true,
+    });
+  } catch (err: unknown) {
+    throw new Unauthenticated(`the login could not be completed: ${describeFailure(err)}`);
+  }
+  const idToken = tokens.id_token as string;
+  // The access token is kept before the principal is made, so its groups are read with it.
+  const claims = await deps.verifier.verifyIgnoringExpiry(idToken);
+  if (deps.userInfo !== undefined) await deps.userInfo.remember(claims, tokens.access_token);
+  const principal = await deps.verifier.verify(idToken);
+  if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
+  return { idToken, username: principal.username, expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
+}

@@ -1,0 +1,117 @@
+/**
+ * A real OpenID provider nobody here wrote (oidc-provider), on its own HTTPS server with a
+ * certificate of a test CA: a static confidential client `svc` and a public one `svc-pkce`, the dev interactions as its
+ * login page, groups in the ID token and (possibly others) from userinfo at /me, refresh tokens
+ * for every client allowed them. Tests can rotate its signing key, take userinfo down, and see
+ * the requests it got (the `claims` parameter, JWKS fetches).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
+import Provider, { type Configuration } from 'oidc-provider';
+import type { TestCa } from './test-ca.js';
+
+export const PROVIDER_CLIENT_ID = 'svc';
+export const PROVIDER_CLIENT_SECRET = 'provider-client-secret-for-tests';
+/** A public client (no secret) whose redirect is svc's /pkce/verify. */
+export const PROVIDER_PUBLIC_CLIENT_ID = 'svc-pkce';
+
+export interface TestAccount {
+  groups: string[];
+  /** What /me says, when it differs from the ID token's groups. */
+  userInfoGroups?: string[];
+}
+
+export interface TestProvider {
+  readonly issuer: string;
+  readonly accounts: Map<string, TestAccount>;
+  /** Every request path (and `claims` query value of /auth), in order. */
+  readonly requests: { path: string; claims?: string }[];
+  userInfoDown: boolean;
+  /** A new signing key first, the old one still published. */
+  rotateKey(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TestProviderOptions {
+  readonly ca: TestCa;
+  readonly redirectUris: readonly string[];
+  readonly idTokenTtlSeconds?: number;
+}
+
+type Jwk = Record<string, unknown>;
+
+async function newKey(kid: string): Promise<Jwk> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), alg: 'RS256', use: 'sig', kid };
+}
+
+export async function startTestProvider(options: TestProviderOptions): Promise<TestProvider> {
+  const accounts = new Map<string, TestAccount>();
+  const requests: { path: string; claims?: string }[] = [];
+  let keys: Jwk[] = [await newKey('key-1')];
+  let handler: (req: IncomingMessage, res: ServerResponse) => unknown = () => undefined;
+  const server: Server = createServer({ cert: options.ca.certPem, key: options.ca.keyPem }, (req, res) => void handler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const state = { userInfoDown: false };
+
+  function build(): Provider {
+    const ttl = options.idTokenTtlSeconds ?? 3600;
+    const config: Configuration = {
+      clients: [{
+        client_id: PROVIDER_CLIENT_ID, client_secret: PROVIDER_CLIENT_SECRET, redirect_uris: [...options.redirectUris],
+        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic',
+      }, {
+        client_id: PROVIDER_PUBLIC_CLIENT_ID, redirect_uris: options.redirectUris.map((u) => u.replace(/\/auth\/callback$/, '/pkce/verify')),
+        grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none',
+      }],
+      claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
+      scopes: ['openid', 'offline_access', 'email', 'profile', 'groups'],
+      conformIdTokenClaims: false,
+      features: { claimsParameter: { enabled: true }, devInteractions: { enabled: true } },
+      issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      expiresWithSession: () => false,
+      findAccount: (_ctx, sub) => {
+        const account = accounts.get(sub);
+        if (account === undefined) return undefined;
+        return {
+          accountId: sub,
+          claims: (use) => ({ sub, email: `${sub}@example.com`, groups: use === 'userinfo' ? (account.userInfoGroups ?? account.groups) : account.groups }),
+        };
+      },
+      jwks: { keys: keys as never[] },
+      pkce: { required: () => true },
+      ttl: { AccessToken: 3600, AuthorizationCode: 60, IdToken: ttl, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 3600 },
+      cookies: { keys: ['provider-cookie-key'] },
+    };
+    const provider = new Provider(issuer, config);
+    provider.use(async (ctx, next) => {
+      requests.push({ path: ctx.path, ...(typeof ctx.query['claims'] === 'string' ? { claims: ctx.query['claims'] } : {}) });
+      if (ctx.path === '/me' && state.userInfoDown) {
+        ctx.status = 503;
+        return;
+      }
+      await next();
+    });
+    return provider;
+  }
+
+  handler = build().callback();
+  return {
+    issuer,
+    accounts,
+    requests,
+    get userInfoDown() { return state.userInfoDown; },
+    set userInfoDown(down: boolean) { state.userInfoDown = down; },
+    async rotateKey() {
+      keys = [await newKey(`key-${keys.length + 1}`), ...keys];
+      handler = build().callback();
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { formatProblem, ProblemSink } from '../../src/config/problems.js';
+import type { SecretObject } from '../../src/config/manifests.js';
+import { parseOidcConfig } from '../../src/oidc/config.js';
+import { ssoProviderFromOidc } from '../../src/oidc/provider.js';
+
+const PART_OF = { 'app.kubernetes.io/part-of': 'svc' };
+const secrets = new Map<string, SecretObject>([
+  ['svc-secret', { name: 'svc-secret', file: 'svc-secret.yaml', labels: PART_OF, data: { 'oidc.secret': 'from-svc-secret' } }],
+  ['corp-oidc', { name: 'corp-oidc', file: 'corp.yaml', labels: PART_OF, data: { secret: 'from-corp' } }],
+]);
+
+function parse(config: Record<string, unknown>) {
+  const sink = new ProblemSink();
+  const parsed = parseOidcConfig(YAML.stringify(config), secrets, sink.scoped('svc-cm').at('oidc.config'));
+  return { parsed, problems: sink.problems.map(formatProblem) };
+}
+
+const BASE = { issuer: 'https://idp.example.com', clientID: 'svc', clientSecret: '$oidc.secret' };
+
+describe('oidc.config', () => {
+  it('gives every field its default', () => {
+    const { parsed, problems } = parse(BASE);
+    expect(problems).to.deep.equal([]);
+    expect(parsed).to.deep.include({
+      name: 'OIDC', clientSecret: 'from-svc-secret', allowedAudiences: [], audiences: ['svc'],
+      skipAudienceCheckWhenTokenHasNoAudience: false, requestedScopes: ['openid', 'profile', 'email', 'groups'],
+      requestedIDTokenClaims: {}, enablePKCEAuthentication: false, enableUserInfoGroups: false,
+    });
+    const provider = ssoProviderFromOidc(parsed!, false);
+    expect(provider).to.deep.include({ redirectPath: '/auth/callback', idTokenClaims: undefined, userInfo: undefined, tls: { rootCA: undefined, insecureSkipVerify: false } });
+  });
+
+  it('allows clientID and cliClientID when allowedAudiences is omitted or empty, and only the listed ones when given', () => {
+    expect(parse({ ...BASE, cliClientID: 'svc-cli' }).parsed?.audiences).to.deep.equal(['svc', 'svc-cli']);
+    expect(parse({ ...BASE, cliClientID: 'svc-cli', allowedAudiences: [] }).parsed?.audiences).to.deep.equal(['svc', 'svc-cli']);
+    expect(parse({ ...BASE, cliClientID: 'svc-cli', allowedAudiences: ['api'] }).parsed?.audiences).to.deep.equal(['api']);
+  });
+
+  it('reads $<secret>:<key> references', () => {
+    expect(parse({ ...BASE, clientSecret: '$corp-oidc:secret' }).parsed?.clientSecret).to.equal('from-corp');
+  });
+
+  it('names a missing $<secret>:<key> reference as a configuration problem, without the value', () => {
+    const missingKey = parse({ ...BASE, clientSecret: '$corp-oidc:nope' });
+    expect(missingKey.parsed).to.equal(undefined);
+    expect(missingKey.problems).to.have.length(1);
+    expect(missingKey.problems[0]).to.match(/oidc\.config.*clientSecret/);
+    const missingSecret = parse({ ...BASE, clientSecret: '$absent:key' });
+    expect(missingSecret.problems[0]).to.match(/clientSecret.*secret that does not exist/);
+  });
+
+  it('needs a client secret unless PKCE is on, and then sends the browser back to /pkce/verify', () => {
+    expect(parse({ issuer: BASE.issuer, clientID: 'svc' }).problems[0]).to.match(/clientSecret.*required unless enablePKCEAuthentication/);
+    const pkce = parse({ issuer: BASE.issuer, clientID: 'svc', enablePKCEAuthentication: true });
+    expect(ssoProviderFromOidc(pkce.parsed!, false)).to.deep.include({ redirectPath: '/pkce/verify', clientSecret: undefined });
+  });
+
+  it('carries requestedIDTokenClaims, userinfo settings and rootCA to the provider value', () => {
+    const { parsed } = parse({
+      ...BASE, requestedIDTokenClaims: { groups: { essential: true } }, enableUserInfoGroups: true, userInfoPath: '/userinfo',
+      userInfoCacheExpiration: '5m', rootCA: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+    });
+    const provider = ssoProviderFromOidc(parsed!, true);
+    expect(provider.idTokenClaims).to.deep.equal({ groups: { essential: true } });
+    expect(provider.userInfo).to.deep.equal({ path: '/userinfo', cacheMs: 300_000 });
+    expect(provider.tls.insecureSkipVerify).to.equal(true);
+    expect(provider.tls.rootCA).to.include('BEGIN CERTIFICATE');
+  });
+});

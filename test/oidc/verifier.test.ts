@@ -1,0 +1,144 @@
+/**
+ * The external provider's ID tokens, unit-level: jose-signed tokens against a fake provider
+ * connection, for each audience rule, expiry with clock skew, the principal, and JWKS refetch.
+ */
+import { expect } from 'chai';
+import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
+import type { Configuration } from 'openid-client';
+import { checkAudience } from '../../src/oidc/audience.js';
+import type { ProviderClient } from '../../src/oidc/client.js';
+import type { SsoProvider } from '../../src/oidc/provider.js';
+import { createSsoVerifier } from '../../src/oidc/verifier.js';
+
+const ISSUER = 'https://idp.example.com';
+
+function provider(overrides: Partial<SsoProvider> = {}): SsoProvider {
+  return {
+    issuer: ISSUER, clientID: 'svc', clientSecret: 's', audiences: ['svc', 'svc-cli'], skipAudienceCheckWhenTokenHasNoAudience: false,
+    scopes: ['openid'], idTokenClaims: undefined, redirectPath: '/auth/callback', logoutURL: undefined, userInfo: undefined,
+    tls: { rootCA: undefined, insecureSkipVerify: false }, ...overrides,
+  };
+}
+
+interface Keys { jwks: JWK[]; sign(payload: JWTPayload, kid?: string): Promise<string>; add(kid: string): Promise<void> }
+
+async function keys(): Promise<Keys> {
+  const privates = new Map<string, Awaited<ReturnType<typeof generateKeyPair>>['privateKey']>();
+  const jwks: JWK[] = [];
+  const add = async (kid: string) => {
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    privates.set(kid, privateKey);
+    jwks.push({ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' });
+  };
+  await add('k1');
+  return {
+    jwks,
+    add,
+    sign: (payload, kid = 'k1') => new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid }).sign(privates.get(kid) as Awaited<ReturnType<typeof generateKeyPair>>['privateKey']),
+  };
+}
+
+function fakeClient(p: SsoProvider, k: Keys, fetches: { count: number }): ProviderClient {
+  return {
+    provider: p,
+    fetch: () => {
+      fetches.count++;
+      return Promise.resolve(new Response(JSON.stringify({ keys: k.jwks }), { headers: { 'content-type': 'application/json' } }));
+    },
+    configuration: () => Promise.resolve({ serverMetadata: () => ({ issuer: ISSUER, jwks_uri: `${ISSUER}/jwks` }) } as unknown as Configuration),
+    close: () => Promise.resolve(),
+  };
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+const claims = (extra: JWTPayload = {}): JWTPayload => ({ iss: ISSUER, sub: 'user-1', aud: 'svc', exp: now() + 600, iat: now(), groups: ['g1', 'g2'], ...extra });
+
+describe('SSO token verifier', () => {
+  let k: Keys;
+  beforeEach(async () => { k = await keys(); });
+
+  function verifier(p = provider(), fetches = { count: 0 }, cooldownMs = 60_000) {
+    return createSsoVerifier({ client: fakeClient(p, k, fetches), groupClaims: () => ['groups'], jwksCooldownMs: cooldownMs, now: Date.now });
+  }
+
+  describe('audience', () => {
+    const rule = { audiences: ['svc', 'svc-cli'], skipAudienceCheckWhenTokenHasNoAudience: false };
+    const cases: [string, unknown, boolean, boolean][] = [
+      ['clientID', 'svc', false, true],
+      ['cliClientID', 'svc-cli', false, true],
+      ['an array holding one allowed', ['other', 'svc-cli'], false, true],
+      ['only others', ['other', 'account'], false, false],
+      ['none, switch false (the default)', undefined, false, false],
+      ['none, switch true', undefined, true, true],
+      ['an empty array, switch false', [], false, false],
+      ['an empty array, switch true', [], true, true],
+    ];
+    for (const [what, aud, skip, ok] of cases) {
+      it(`${what} -> ${ok ? 'passes' : 'refused'}`, async () => {
+        expect(checkAudience(aud, { ...rule, skipAudienceCheckWhenTokenHasNoAudience: skip }).ok).to.equal(ok);
+        const payload = claims();
+        if (aud === undefined) delete payload.aud; else payload.aud = aud as string[];
+        const v = verifier(provider({ skipAudienceCheckWhenTokenHasNoAudience: skip }));
+        const result = await v.verify(await k.sign(payload)).then(() => true, () => false);
+        expect(result).to.equal(ok);
+      });
+    }
+
+    it('with allowedAudiences given, only those: clientID is refused unless listed', async () => {
+      const v = verifier(provider({ audiences: ['api'] }));
+      expect(await v.verify(await k.sign(claims({ aud: 'svc' }))).then(() => 'ok', (e: Error) => e.message)).to.equal('token audience is not allowed');
+      expect((await v.verify(await k.sign(claims({ aud: ['svc', 'api'] })))).username).to.equal('user-1');
+    });
+
+    it('says why a token without audience is refused', async () => {
+      const payload = claims();
+      delete payload.aud;
+      expect(await verifier().verify(await k.sign(payload)).then(() => 'ok', (e: Error) => e.message)).to.equal('token has no audience');
+    });
+  });
+
+  it('gives the principal: sub, groups, issuer, kind sso, jti or a hash of the token, expiry', async () => {
+    const v = verifier();
+    const exp = now() + 600;
+    const withJti = await k.sign(claims({ jti: 'id-1', exp }));
+    expect(await v.verify(withJti)).to.deep.equal({ username: 'user-1', groups: ['g1', 'g2'], issuer: ISSUER, kind: 'sso', tokenId: 'id-1', expiresAt: exp });
+    expect(v.known(withJti)?.tokenId).to.equal('id-1');
+    const without = await v.verify(await k.sign(claims()));
+    expect(without.tokenId).to.match(/^sha256:[\w-]{43}$/);
+  });
+
+  it('refuses an expired token beyond the clock skew, a wrong issuer, a bad signature', async () => {
+    const v = verifier();
+    const reason = async (token: string) => v.verify(token).then(() => 'ok', (e: Error) => e.message);
+    expect(await reason(await k.sign(claims({ exp: now() - 5 })))).to.equal('ok');   // within the skew
+    expect(await reason(await k.sign(claims({ exp: now() - 120 })))).to.equal('token has expired');
+    expect(await reason(await k.sign(claims({ iss: 'https://other.example.com' })))).to.match(/token is invalid/);
+    const token = await k.sign(claims());
+    expect(await reason(`${token.slice(0, -4)}AAAA`)).to.match(/token is invalid/);
+  });
+
+  it('checks an expired token for renewal as of a moment of its life: signature, issuer and audience still hold', async () => {
+    const v = verifier();
+    const expired = await k.sign(claims({ exp: now() - 3600, iat: now() - 7200, jti: 'old' }));
+    expect(await v.verify(expired).then(() => 'ok', (e: Error) => e.message)).to.equal('token has expired');
+    expect((await v.verifyIgnoringExpiry(expired)).tokenId).to.equal('old');
+    const otherAudience = await k.sign(claims({ exp: now() - 3600, aud: 'other' }));
+    expect(await v.verifyIgnoringExpiry(otherAudience).then(() => 'ok', (e: Error) => e.message)).to.equal('token audience is not allowed');
+    expect(await v.verifyIgnoringExpiry(`${expired.slice(0, -4)}AAAA`).then(() => 'ok', (e: Error) => e.message)).to.match(/token is invalid/);
+  });
+
+  it('fetches the keys once, again for an unknown kid, and not again within the cool-down', async () => {
+    const fetches = { count: 0 };
+    const v = verifier(provider(), fetches, 1_000);
+    await v.verify(await k.sign(claims()));
+    await v.verify(await k.sign(claims({ sub: 'user-2' })));
+    expect(fetches.count).to.equal(1);
+    await k.add('k2');
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect((await v.verify(await k.sign(claims(), 'k2'))).username).to.equal('user-1');
+    expect(fetches.count).to.equal(2);
+    await k.add('k3');
+    expect(await v.verify(await k.sign(claims(), 'k3')).then(() => 'ok', (e: Error) => e.message)).to.match(/NO_MATCHING_KEY/);
+    expect(fetches.count).to.equal(2);
+  });
+});
