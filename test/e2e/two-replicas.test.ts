@@ -3,45 +3,13 @@
  * logins on one count on the other, a logout on one is honoured by the other, and a token
  * generated on one works on the other.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT } from '../helpers/run.js';
+import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { echoExtension, mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
-
-interface Replica {
-  readonly url: string;
-  readonly child: ChildProcessWithoutNullStreams;
-}
-
-function startReplica(configDir: string, redisUrl: string): Promise<Replica> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/replica.ts', configDir, redisUrl], {
-    cwd: ROOT,
-    env: { ...process.env, SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' },
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const url = /^url (\S+)$/m.exec(out)?.[1];
-      if (url !== undefined) resolve({ url, child });
-    });
-    child.on('exit', (code) => reject(new Error(`replica exited (${String(code)}): ${err}`)));
-  });
-}
-
-function stopReplica(replica: Replica | undefined): Promise<void> {
-  if (replica === undefined || replica.child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    replica.child.once('exit', () => resolve());
-    replica.child.stdin.end();
-  });
-}
 
 describe('two replicas sharing Redis and a config dir', function () {
   this.timeout(60_000);
@@ -55,7 +23,8 @@ describe('two replicas sharing Redis and a config dir', function () {
     redis = await startRedis();
     backend = await echoBackend('echo');
     dir = accountsConfigDir({ cm: { 'extension.config': echoExtension(backend.url) }, rbac: { 'policy.csv': SSO_POLICY } });
-    [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+    const env = { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' };
+    [a, b] = await Promise.all([startReplica(dir, redis.url, env), startReplica(dir, redis.url, env)]);
   });
   after(async function () {
     await Promise.all([stopReplica(a), stopReplica(b)]);
