@@ -10,12 +10,16 @@
  */
 import { rm } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
 import YAML from 'yaml';
+import { runRotateKeys } from '../../src/commands/idp.js';
 import { webClientSecret } from '../../src/idp/clients.js';
+import { waitFor } from '../helpers/accounts-fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
@@ -175,5 +179,61 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
     await on('b', () => client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state }));
     const again = await on('a', () => client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state }).catch((e: unknown) => e));
     expect(again).to.have.property('error', 'invalid_grant');
+  });
+  /** Password form on `begin`, posted on `post`; the redirect with the code. */
+  async function logIn(browser: FormBrowser, begin: Name, post: Name, username: string, password: string, scope = SCOPE) {
+    const login = await authorization(scope);
+    const form = await on(begin, () => browser.go(login.href, redirectUri));
+    if (!isPage(form)) throw new Error('expected the password form');
+    const done = await on(post, () => browser.submit(form, { username, password }, redirectUri));
+    if (isPage(done)) throw new Error(`expected the redirect with a code, got ${String(done.status)}`);
+    return { ...login, done };
+  }
+
+  it('treats a refresh token used again on the other replica as reuse: the whole grant is revoked', async function () {
+    const { done, verifier, state } = await logIn(new FormBrowser(), 'a', 'a', 'bob', 'bob123');
+    const tokens = await on('a', () => client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: verifier, expectedState: state }));
+    const rotated = await on('a', () => client.refreshTokenGrant(rp, String(tokens.refresh_token)));
+    const reused = await on('b', () => client.refreshTokenGrant(rp, String(tokens.refresh_token)).catch((e: unknown) => e));
+    expect(reused).to.have.property('error', 'invalid_grant');
+    const successor = await on('a', () => client.refreshTokenGrant(rp, String(rotated.refresh_token)).catch((e: unknown) => e));
+    expect(successor).to.have.property('error', 'invalid_grant');
+  });
+
+  it('ends on one replica a session logged out on the other', async function () {
+    const browser = new FormBrowser();
+    const { done, verifier, state } = await logIn(browser, 'a', 'b', 'alice', 'alice123', 'openid');
+    const tokens = await on('a', () => client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: verifier, expectedState: state }));
+    const end = client.buildEndSessionUrl(rp, { id_token_hint: String(tokens.id_token), post_logout_redirect_uri: url });
+    const confirm = await on('b', () => browser.go(end.href, `${url}/`));
+    if (!isPage(confirm)) throw new Error('expected the logout confirmation');
+    const back = await on('b', () => browser.submit(confirm, { logout: 'yes' }, url));
+    expect(back).to.be.instanceOf(URL);
+    const again = await authorization('openid');
+    const form = await on('a', () => browser.go(again.href, redirectUri));
+    expect(isPage(form) && form.html).to.contain('name="password"');
+  });
+
+  it('after rotate-keys, both replicas publish both keys, and tokens of either key work on both', async function () {
+    const before = await logIn(new FormBrowser(), 'a', 'a', 'bob', 'bob123', 'openid groups');
+    const old = await on('a', () => client.authorizationCodeGrant(rp, before.done, { pkceCodeVerifier: before.verifier, expectedState: before.state }));
+    const quiet = new Writable({ write(_c, _e, done) { done(); } });
+    expect(await runRotateKeys(dir, quiet, quiet)).to.equal(0);
+    const kids = async (name: Name) => {
+      const res = await fetch(`${replicas[name].url}/api/idp/jwks`);
+      return ((await res.json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    };
+    await waitFor(async () => (await kids('a')).length === 2 && (await kids('b')).length === 2, 'both replicas to publish the new key');
+    expect(await kids('b')).to.deep.equal(await kids('a'));
+
+    const after = await logIn(new FormBrowser(), 'b', 'b', 'bob', 'bob123', 'openid groups');
+    const fresh = await on('b', () => client.authorizationCodeGrant(rp, after.done, { pkceCodeVerifier: after.verifier, expectedState: after.state }));
+    expect(decodeProtectedHeader(String(fresh.id_token)).kid).to.equal((await kids('a'))[0]);
+    for (const name of ['a', 'b'] as const) {
+      for (const token of [old.id_token, fresh.id_token]) {
+        const me = await on(name, () => fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${String(token)}` } }));
+        expect(await me.json(), name).to.deep.include({ loggedIn: true });
+      }
+    }
   });
 });
