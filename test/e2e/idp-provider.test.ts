@@ -14,6 +14,7 @@ import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
+import { PUBLISH_BEFORE_SIGNING_S } from '../../src/idp/keys.js';
 import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
@@ -193,8 +194,10 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const first = await login(rp, `${url}/auth/callback`);
     const old = await client.authorizationCodeGrant(rp, first.done as URL, { pkceCodeVerifier: first.verifier, expectedState: first.state });
     const out = sink();
-    expect(await runRotateKeys(dir, out, sink())).to.equal(0);
-    expect(out.text()).to.match(/^added signing key \S+; it signs from now on\nretired signing key \S+; still published/);
+    // Rotated as of PUBLISH_BEFORE_SIGNING_S ago, so the new key's time to sign has come.
+    const past = new Date(Date.now() - PUBLISH_BEFORE_SIGNING_S * 1000);
+    expect(await runRotateKeys(dir, out, sink(), past)).to.equal(0);
+    expect(out.text()).to.match(/^added signing key \S+; published now, it signs from \S+\nretired signing key \S+; it signs until then, and stays published/);
     const keyCount = async () => ((await (await fetch(String(rp.serverMetadata().jwks_uri))).json()) as { keys: unknown[] }).keys.length;
     await waitFor(async () => (await keyCount()) === 2, 'the new key to be published');
 
