@@ -209,6 +209,24 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${fresh.id_token}` } });
     expect(await me.json()).to.include({ loggedIn: true });
   });
+
+  it('rotate-keys: a published key starts signing when its signsFrom comes, without a restart', async function () {
+    const out = sink();
+    const handOverInMs = 3000;
+    expect(await runRotateKeys(dir, out, sink(), new Date(Date.now() - PUBLISH_BEFORE_SIGNING_S * 1000 + handOverInMs))).to.equal(0);
+    const kid = /^added signing key (\S+);/.exec(out.text())?.[1];
+    const published = async () => ((await (await fetch(String(rp.serverMetadata().jwks_uri))).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    await waitFor(async () => (await published()).includes(String(kid)), 'the new key to be published');
+    // The server saw the key before its time (it reloads within 2 s); the switch is its own timer's.
+    let signedBy: string | undefined;
+    for (let attempt = 0; attempt < 100 && signedBy !== kid; attempt++) {
+      const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+      const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+      signedBy = decodeProtectedHeader(tokens.id_token as string).kid;
+      if (signedBy !== kid) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(signedBy).to.equal(kid);
+  });
 });
 
 describe('e2e: svc without idp.config', function () {
