@@ -1,6 +1,6 @@
 /**
  * `svc-server idp rotate-keys --config DIR`: a new signing key for the bundled identity provider,
- * current at once; the previous key stays published until the ID tokens it signed have expired,
+ * published at once and signing a few minutes later, once every replica has it; the previous key stays published until the ID tokens it signed have expired,
  * and keys past that are pruned. Running servers pick the change up from the store.
  */
 import type { Writable } from 'node:stream';
@@ -12,8 +12,8 @@ export async function runRotateKeys(dir: string, out: Writable, err: Writable, n
   const store = await openDirStore({ dir, log: pino({ level: 'silent' }), watch: false });
   try {
     const report = await rotateSigningKeys(store, now);
-    out.write(`added signing key ${report.added.kid}; it signs from now on\n`);
-    for (const kid of report.retired) out.write(`retired signing key ${kid}; still published until the tokens it signed expire\n`);
+    out.write(`added signing key ${report.added.kid}; published now, it signs from ${String(report.added.signsFrom)}\n`);
+    for (const kid of report.retired) out.write(`retired signing key ${kid}; it signs until then, and stays published until the tokens it signed expire\n`);
     for (const kid of report.pruned) out.write(`removed signing key ${kid}; every token it signed has expired\n`);
     out.write(`published keys: ${[report.added.kid, ...report.kept].join(', ')}\n`);
     return 0;

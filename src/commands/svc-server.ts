@@ -101,7 +101,7 @@ loginCommand
 const idp = program.command('idp').description('the bundled identity provider');
 idp
   .command('rotate-keys')
-  .description('add a new signing key and make it current; old keys stay published until their tokens expire')
+  .description('add a new signing key, published now and signing in 5 minutes; old keys stay published until their tokens expire')
   .requiredOption('--config <dir>', 'configuration directory')
   .action(async (opts: { config: string }) => {
     process.exitCode = await runRotateKeys(opts.config, process.stdout, process.stderr);

@@ -7,6 +7,10 @@
  *   every ID token they signed has expired, then the next rotation prunes them.
  * - `idp.cookieKeys`: JSON list of random strings, the keys the provider signs its cookies with.
  *
+ * A key added by rotation is published at once but signs only PUBLISH_BEFORE_SIGNING_S later
+ * (`signsFrom`): replicas see svc-secret change each on its own schedule, and one that signed
+ * with a key the others do not know yet would have its tokens refused by them.
+ *
  * First start: each replica generates candidates and writes them only if the key is still
  * absent (the store serialises read-modify-write), then reads back what the store holds, so
  * replicas that start together end with the same keys whoever wrote first.
@@ -26,12 +30,19 @@ const RSA_MODULUS_BITS = 2048;
 const COOKIE_KEY_BYTES = 32;
 /** A retired key stays published this long after an ID token it signed may have expired (clock skew). */
 export const RETIRED_KEY_GRACE_S = 5 * 60;
+/**
+ * How long a rotated-in key is published before it signs: longer than any replica takes to see
+ * a change of svc-secret (2 s on one host; a Kubernetes-mounted Secret, a minute or two).
+ */
+export const PUBLISH_BEFORE_SIGNING_S = 5 * 60;
 
 const jwkSchema = z.looseObject({ kty: z.literal('RSA'), kid: z.string().min(1), n: z.string(), e: z.string(), d: z.string() });
 const signingKeySchema = z.strictObject({
   kid: z.string().min(1),
   createdAt: z.iso.datetime(),
-  /** When a newer key became current; absent for the current key. */
+  /** When a rotated-in key starts signing; absent: at once (the first key). */
+  signsFrom: z.iso.datetime().optional(),
+  /** When a newer key took over signing (or takes over, for the key still signing); absent for the newest key. */
   retiredAt: z.iso.datetime().optional(),
   jwk: jwkSchema,
 });
@@ -111,11 +122,13 @@ export interface RotationReport {
 }
 
 /**
- * A new current key; the previous current key is retired now. Retired keys whose tokens have all
- * expired (retired longer ago than the ID token lifetime plus a grace) are removed.
+ * A new key, published now and signing from PUBLISH_BEFORE_SIGNING_S on; the key it replaces is
+ * retired as of then. Retired keys whose tokens have all expired (retired longer ago than the ID
+ * token lifetime plus a grace) are removed.
  */
-export function rotatedKeys(keys: readonly SigningKey[], added: SigningKey, now: Date): { keys: SigningKey[]; report: RotationReport } {
-  const at = now.toISOString();
+export function rotatedKeys(keys: readonly SigningKey[], generated: SigningKey, now: Date): { keys: SigningKey[]; report: RotationReport } {
+  const at = new Date(now.getTime() + PUBLISH_BEFORE_SIGNING_S * 1000).toISOString();
+  const added: SigningKey = { ...generated, signsFrom: at };
   const expiredBefore = now.getTime() - (ID_TOKEN_TTL_S + RETIRED_KEY_GRACE_S) * 1000;
   const retired: string[] = [];
   const pruned: string[] = [];
@@ -131,6 +144,21 @@ export function rotatedKeys(keys: readonly SigningKey[], added: SigningKey, now:
     }
   }
   return { keys: [added, ...kept], report: { added, retired, pruned, kept: kept.map((k) => k.kid) } };
+}
+
+/**
+ * The keys as the provider takes them at `now`: the one that signs first (the newest whose
+ * `signsFrom` has come), then the others in their order.
+ */
+export function signingOrder(keys: readonly SigningKey[], now: Date): SigningKey[] {
+  const signer = keys.find((k) => k.signsFrom === undefined || Date.parse(k.signsFrom) <= now.getTime());
+  return signer === undefined ? [...keys] : [signer, ...keys.filter((k) => k !== signer)];
+}
+
+/** When, after `now`, a published key starts signing (epoch ms); undefined if none is waiting. */
+export function nextSignerChange(keys: readonly SigningKey[], now: Date): number | undefined {
+  const waiting = keys.map((k) => (k.signsFrom === undefined ? NaN : Date.parse(k.signsFrom))).filter((t) => t > now.getTime());
+  return waiting.length === 0 ? undefined : Math.min(...waiting);
 }
 
 /** `svc-server idp rotate-keys`: applied in one read-modify-write of svc-secret. */

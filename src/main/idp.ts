@@ -12,7 +12,7 @@ import { createAccountStore } from '../idp/accounts.js';
 import { createIdpApp } from '../idp/app.js';
 import { createConfiguredConnectors, type BuildConnector } from '../idp/configured-connectors.js';
 import type { ConnectorSource } from '../idp/connector-source.js';
-import { ensureIdpKeys, parseIdpKeys, type IdpKeys } from '../idp/keys.js';
+import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { createIdpVerifier } from '../idp/verifier.js';
 import type { TokenVerifier } from '../session/verifier.js';
@@ -28,7 +28,8 @@ export interface IdpFeature extends Feature {
   readonly verifier: TokenVerifier;
 }
 
-/** Until the connector registry is wired in, no type can be built here. */
+/** setTimeout's longest delay; a later signer change is rescheduled from there. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export async function buildIdp(services: Services, options: IdpOptions = {}): Promise<IdpFeature> {
   const { settings, store, state, log } = services;
@@ -40,7 +41,22 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     ? createConfiguredConnectors(() => settings.current().idp, openConnector(services), log.child({ feature: 'idp' }))
     : undefined;
   const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
-  const app = createIdpApp({ url, keys, serverSecretKey: secretKey, state, accounts: createAccountStore(state), connectors, log: log.child({ feature: 'idp' }) });
+  // The provider signs with the first key: the one whose time has come (see keys.ts).
+  const inForce = (): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(services.now())) });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state), connectors, log: log.child({ feature: 'idp' }) });
+  let signerTimer: NodeJS.Timeout | undefined;
+  /** Rebuilds the provider when a published key starts signing. */
+  function scheduleSignerChange(): void {
+    clearTimeout(signerTimer);
+    const at = nextSignerChange(keys.signing, new Date(services.now()));
+    if (at === undefined) return;
+    signerTimer = setTimeout(() => {
+      app.reload(inForce());
+      scheduleSignerChange();
+    }, Math.min(Math.max(at - services.now(), 0), MAX_TIMER_MS));
+    signerTimer.unref();
+  }
+  scheduleSignerChange();
   if (url.startsWith('http:')) log.warn({ issuer: issuerOf(url) }, 'identity provider: the issuer is plain http; use an https url outside local setups');
 
   const unsubscribe = store.onChange((snapshot) => {
@@ -53,7 +69,8 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     }
     if (next === undefined || JSON.stringify(next) === JSON.stringify(keys)) return;
     keys = next;
-    app.reload(keys);
+    app.reload(inForce());
+    scheduleSignerChange();
   });
 
   return {
@@ -70,6 +87,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     }],
     async close() {
       unsubscribe();
+      clearTimeout(signerTimer);
       await configured?.close();
     },
   };

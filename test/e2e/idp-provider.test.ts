@@ -14,6 +14,7 @@ import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
+import { PUBLISH_BEFORE_SIGNING_S } from '../../src/idp/keys.js';
 import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
@@ -193,8 +194,10 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const first = await login(rp, `${url}/auth/callback`);
     const old = await client.authorizationCodeGrant(rp, first.done as URL, { pkceCodeVerifier: first.verifier, expectedState: first.state });
     const out = sink();
-    expect(await runRotateKeys(dir, out, sink())).to.equal(0);
-    expect(out.text()).to.match(/^added signing key \S+; it signs from now on\nretired signing key \S+; still published/);
+    // Rotated as of PUBLISH_BEFORE_SIGNING_S ago, so the new key's time to sign has come.
+    const past = new Date(Date.now() - PUBLISH_BEFORE_SIGNING_S * 1000);
+    expect(await runRotateKeys(dir, out, sink(), past)).to.equal(0);
+    expect(out.text()).to.match(/^added signing key \S+; published now, it signs from \S+\nretired signing key \S+; it signs until then, and stays published/);
     const keyCount = async () => ((await (await fetch(String(rp.serverMetadata().jwks_uri))).json()) as { keys: unknown[] }).keys.length;
     await waitFor(async () => (await keyCount()) === 2, 'the new key to be published');
 
@@ -205,6 +208,24 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     await jwtVerify(fresh.id_token as string, jwks(), { issuer, audience: 'svc' });
     const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${fresh.id_token}` } });
     expect(await me.json()).to.include({ loggedIn: true });
+  });
+
+  it('rotate-keys: a published key starts signing when its signsFrom comes, without a restart', async function () {
+    const out = sink();
+    const handOverInMs = 3000;
+    expect(await runRotateKeys(dir, out, sink(), new Date(Date.now() - PUBLISH_BEFORE_SIGNING_S * 1000 + handOverInMs))).to.equal(0);
+    const kid = /^added signing key (\S+);/.exec(out.text())?.[1];
+    const published = async () => ((await (await fetch(String(rp.serverMetadata().jwks_uri))).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    await waitFor(async () => (await published()).includes(String(kid)), 'the new key to be published');
+    // The server saw the key before its time (it reloads within 2 s); the switch is its own timer's.
+    let signedBy: string | undefined;
+    for (let attempt = 0; attempt < 100 && signedBy !== kid; attempt++) {
+      const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+      const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+      signedBy = decodeProtectedHeader(tokens.id_token as string).kid;
+      if (signedBy !== kid) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(signedBy).to.equal(kid);
   });
 });
 

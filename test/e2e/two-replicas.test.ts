@@ -3,7 +3,6 @@
  * logins on one count on the other, a logout on one is honoured by the other (and cuts the
  * WebSocket its token keeps open there), and a token generated on one works on the other.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
@@ -12,40 +11,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { closeServer, echoBackend, listen, type Backend } from '../extensions/helpers.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT } from '../helpers/run.js';
+import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
-
-
-interface Replica {
-  readonly url: string;
-  readonly child: ChildProcessWithoutNullStreams;
-}
-
-function startReplica(configDir: string, redisUrl: string): Promise<Replica> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/replica.ts', configDir, redisUrl], {
-    cwd: ROOT,
-    env: { ...process.env, SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' },
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const url = /^url (\S+)$/m.exec(out)?.[1];
-      if (url !== undefined) resolve({ url, child });
-    });
-    child.on('exit', (code) => reject(new Error(`replica exited (${String(code)}): ${err}`)));
-  });
-}
-
-function stopReplica(replica: Replica | undefined): Promise<void> {
-  if (replica === undefined || replica.child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    replica.child.once('exit', () => resolve());
-    replica.child.stdin.end();
-  });
-}
 
 describe('two replicas sharing Redis and a config dir', function () {
   this.timeout(60_000);
@@ -72,7 +39,8 @@ describe('two replicas sharing Redis and a config dir', function () {
       cm: { 'extension.config': YAML.stringify({ extensions }) },
       rbac: { 'policy.csv': `p, alice, extensions, *, */live, allow\n${SSO_POLICY}` },
     });
-    [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+    const env = { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' };
+    [a, b] = await Promise.all([startReplica(dir, redis.url, env), startReplica(dir, redis.url, env)]);
   });
   after(async function () {
     await Promise.all([stopReplica(a), stopReplica(b)]);

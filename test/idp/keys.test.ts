@@ -3,8 +3,9 @@ import { pino } from 'pino';
 import { openDirStore } from '../../src/config/dir-store.js';
 import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import {
-  COOKIE_KEYS_KEY, ensureIdpKeys, generateSigningKey, IdpKeysUnreadable, parseIdpKeys, RETIRED_KEY_GRACE_S,
-  rotatedKeys, rotateSigningKeys, SIGNING_KEYS_KEY,
+  COOKIE_KEYS_KEY, ensureIdpKeys, generateSigningKey, IdpKeysUnreadable, nextSignerChange, parseIdpKeys,
+  PUBLISH_BEFORE_SIGNING_S, RETIRED_KEY_GRACE_S, rotatedKeys, rotateSigningKeys, SIGNING_KEYS_KEY, signingOrder,
+  type SigningKey,
 } from '../../src/idp/keys.js';
 import { ID_TOKEN_TTL_S } from '../../src/idp/lifetimes.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
@@ -44,17 +45,32 @@ describe('idp/keys', function () {
     expect(parseIdpKeys({})).to.equal(undefined);
   });
 
-  it('rotation: the new key first, the current one retired, retired keys pruned once their tokens have expired', async function () {
+  it('rotation: the new key first, signing later; the current one retired as of then; retired keys pruned once their tokens have expired', async function () {
     const k1 = await generateSigningKey(T0);
     const k2 = await generateSigningKey(T0);
     const retiredLongAgo = { ...k1, retiredAt: new Date(T0.getTime() - (ID_TOKEN_TTL_S + RETIRED_KEY_GRACE_S + 1) * 1000).toISOString() };
     const { keys, report } = rotatedKeys([k2, retiredLongAgo], await generateSigningKey(T0), T0);
     expect(keys.map((k) => k.kid)).to.deep.equal([report.added.kid, k2.kid]);
-    expect(keys[1]?.retiredAt).to.equal(T0.toISOString());
+    const handOver = new Date(T0.getTime() + PUBLISH_BEFORE_SIGNING_S * 1000).toISOString();
+    expect(keys[0]?.signsFrom).to.equal(handOver);
+    expect(keys[1]?.retiredAt).to.equal(handOver);
     expect(report).to.deep.include({ retired: [k2.kid], pruned: [k1.kid], kept: [k2.kid] });
 
     const recent = { ...k1, retiredAt: T0.toISOString() };
     expect(rotatedKeys([k2, recent], report.added, new Date(T0.getTime() + ID_TOKEN_TTL_S * 1000)).report.pruned).to.deep.equal([]);
+  });
+
+  it('the published key signs only from its signsFrom; until then the key it replaces does', async function () {
+    const old = await generateSigningKey(T0);
+    const { keys } = rotatedKeys([old], await generateSigningKey(T0), T0);
+    const added = keys[0] as SigningKey;
+    const handOver = T0.getTime() + PUBLISH_BEFORE_SIGNING_S * 1000;
+    expect(signingOrder(keys, T0).map((k) => k.kid)).to.deep.equal([old.kid, added.kid]);
+    expect(signingOrder(keys, new Date(handOver - 1)).map((k) => k.kid)).to.deep.equal([old.kid, added.kid]);
+    expect(signingOrder(keys, new Date(handOver)).map((k) => k.kid)).to.deep.equal([added.kid, old.kid]);
+    expect(nextSignerChange(keys, T0)).to.equal(handOver);
+    expect(nextSignerChange(keys, new Date(handOver))).to.equal(undefined);
+    expect(nextSignerChange([old], T0)).to.equal(undefined);
   });
 
   it('rotateSigningKeys writes the rotation to svc-secret', async function () {
