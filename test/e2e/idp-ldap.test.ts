@@ -4,6 +4,8 @@
  * with a plain HTTP client that follows redirects and posts forms; the ID token carries the
  * directory's groups, and a `g, <ldap-group>, role:x` rule lets it through the extension proxy
  * for one extension and not for another. A wrong password is answered on the form, in words.
+ * And svc's own SSO client side: /auth/login → the provider → the form → /auth/callback → the
+ * svc.token cookie, which the same rules judge.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -107,5 +109,19 @@ describe('e2e: the bundled identity provider with the LDAP connector (real slapd
       const { page } = await logIn(username, password);
       expect(page?.html, username).to.contain('Wrong username or password');
     }
+  });
+
+  it('logs in through /auth/login to the svc.token cookie, which the LDAP groups judge on the proxy', async function () {
+    const browser = new FormBrowser();
+    const form = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
+    if (!isPage(form)) throw new Error(`expected the password form, got a redirect to ${form.href}`);
+    expect(form.html).to.contain('Corp directory');
+    const landed = await browser.submit(form, { username: 'bob', password: 'bob123' }, `${url}/apps`);
+    expect(landed, 'back at return_url').to.be.instanceOf(URL);
+    const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+    expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
+    expect((info['groups'] as string[]).sort()).to.deep.equal(['devs', 'qa']);
+    expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(200);
+    expect((await browser.request(`${url}/api/v1/extensions/secret/x`)).status).to.equal(403);
   });
 });
