@@ -32,6 +32,10 @@ export async function codeFlowLogin(config: oidc.Configuration, provider: SsoPro
     options.say(`Opening the login page in your browser; if it does not open, visit:\n${url.href}`);
     options.open(url.href);
     const callback = await listener.callback;
+    // Checked here as well as by openid-client, for a sentence a person understands.
+    if (callback.searchParams.get('state') !== state) {
+      throw new CliError("SSO login failed: the browser came back with another login's state; run 'svc login' again");
+    }
     try {
       return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     } catch (err: unknown) {

@@ -27,8 +27,16 @@ export async function deviceFlowLogin(config: oidc.Configuration, provider: SsoP
   try {
     return await oidc.pollDeviceAuthorizationGrant(config, device);
   } catch (err: unknown) {
-    const code = err instanceof oidc.ResponseBodyError ? err.error : undefined;
+    // The wait ends by itself after expires_in: openid-client aborts with a TimeoutError then.
+    const code = err instanceof oidc.ResponseBodyError ? err.error : timedOut(err) ? 'expired_token' : undefined;
     const known = code !== undefined ? DEVICE_ERRORS[code] : undefined;
     throw new CliError(known ?? `device login failed: ${providerReason(err)}`, { cause: err });
   }
+}
+
+function timedOut(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e.name === 'TimeoutError') return true;
+  }
+  return false;
 }
