@@ -5,7 +5,10 @@
  *
  * The refresh runs under the config file's lock and re-reads the file first: the provider
  * rotates refresh tokens on use, so two commands started together must not both spend the
- * same one; the second finds the first one's fresh token and uses it.
+ * same one; the second finds the first one's fresh token and uses it. The lock is held across
+ * one round trip to the provider; a provider slower than the lock's stale time (10 s) lets a
+ * second command in, which may then spend an already used refresh token and be told to log in
+ * again.
  */
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
