@@ -6,11 +6,12 @@
  * expired ID token (the CLI run in-process with its clock moved a day ahead).
  */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import * as client from 'openid-client';
 import YAML from 'yaml';
 import { run } from '../../src/cli/program.js';
@@ -25,11 +26,13 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
 const DAY_MS = 24 * 60 * 60 * 1000;
+const IDP_CONFIG = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
 
 interface RunningCli {
   /** Resolves with the first match of `pattern` in stderr so far or to come. */
   waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
   readonly done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  stop(): void;
 }
 
 /** The CLI as a process whose stderr the test reads while it runs (it prints the URL to visit). */
@@ -52,6 +55,7 @@ function startCli(home: string, args: readonly string[]): RunningCli {
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return {
     done,
+    stop: () => void child.kill(),
     waitFor: (pattern) =>
       Promise.race([
         new Promise<RegExpMatchArray>((resolve) => {
@@ -80,9 +84,8 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
   before(async function () {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
     const dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': IDP_CONFIG }),
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'g, dev, role:admin\n' }),
       'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
     });
@@ -131,6 +134,8 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
   });
 
   it('refreshes an ID token that has expired before the command, and stores the new tokens', async function () {
+    // ID tokens carry whole seconds: one renewed in the login's second could be byte-identical.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     const before = await stored();
     const refreshes = connector.refreshes();
     const can = await svcAt(DAY_MS, ['account', 'can-i', 'update', 'accounts', 'bob']);
@@ -181,5 +186,50 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
     const cli = await client.discovery(new URL(`${url}/api/idp`), 'svc-cli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
     const refused = await client.refreshTokenGrant(cli, refreshToken as string).catch((e: unknown) => e);
     expect(refused).to.have.property('error', 'invalid_grant');
+  });
+});
+
+describe('e2e: svc login --sso against a server with a self-signed certificate', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+
+  before(async function () {
+    dir = mkdtempSync(join(tmpdir(), 'svc-cli-sso-tls-'));
+    const certFile = join(dir, 'cert.pem');
+    const keyFile = join(dir, 'key.pem');
+    await promisify(execFile)('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile,
+    ]);
+    const port = await freePort();
+    url = `https://127.0.0.1:${port}`;
+    const configDir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': IDP_CONFIG }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
+    server = await startTestServer(configDir, { port, tls: { certFile, keyFile }, idp: { connectors: () => singleConnector('directory', connector) } });
+  });
+
+  after(async function () {
+    await server?.close(1000);
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses the certificate unless --insecure, which then reaches the provider too', async function () {
+    const refused = await startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser']).done;
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.equal(`svc: cannot reach ${url}: self-signed certificate (pass --insecure to skip certificate verification)\n`);
+
+    const cli = startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser', '--insecure']);
+    try {
+      const [, verification] = (await cli.waitFor(/visit (\S+) and enter the code/)) as unknown as [string, string];
+      expect(verification).to.equal(`${url}/api/idp/device`);
+    } finally {
+      cli.stop();
+    }
   });
 });
