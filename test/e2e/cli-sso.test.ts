@@ -122,6 +122,7 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
     const result = await cli.done;
     expect(result.code, result.stderr).to.equal(0);
     expect(result.stdout).to.equal(`'alice' logged in successfully\nContext '${url}' updated\n`);
+    expect(result.stderr).to.equal(`To log in, visit:\n${visit}\n`);
     expect((await stat(configFile())).mode & 0o777).to.equal(0o600);
     const user = await stored();
     expect(user['refresh-token']).to.be.a('string');

@@ -7,8 +7,9 @@ import { spawn } from 'node:child_process';
 
 export type BrowserOpener = (url: string) => void;
 
-export function browserOpener(env: Readonly<Record<string, string | undefined>>, platform = process.platform): BrowserOpener {
-  if ((env['SVC_NO_BROWSER_OPEN'] ?? '') !== '') return () => undefined;
+/** undefined when SVC_NO_BROWSER_OPEN is set: the URL is only printed. */
+export function browserOpener(env: Readonly<Record<string, string | undefined>>, platform = process.platform): BrowserOpener | undefined {
+  if ((env['SVC_NO_BROWSER_OPEN'] ?? '') !== '') return undefined;
   return (url) => {
     const [command, args] = openCommand(platform, url);
     try {

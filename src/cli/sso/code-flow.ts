@@ -11,7 +11,8 @@ import { listenForCallback } from './loopback.js';
 
 export interface CodeFlowOptions {
   readonly port: number;
-  readonly open: BrowserOpener;
+  /** undefined: print the URL only. */
+  readonly open: BrowserOpener | undefined;
   readonly say: (line: string) => void;
 }
 
@@ -29,8 +30,12 @@ export async function codeFlowLogin(config: oidc.Configuration, provider: SsoPro
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
     });
-    options.say(`Opening the login page in your browser; if it does not open, visit:\n${url.href}`);
-    options.open(url.href);
+    if (options.open === undefined) {
+      options.say(`To log in, visit:\n${url.href}`);
+    } else {
+      options.say(`Opening the login page in your browser; if it does not open, visit:\n${url.href}`);
+      options.open(url.href);
+    }
     const callback = await listener.callback;
     // Checked here as well as by openid-client, for a sentence a person understands.
     if (callback.searchParams.get('state') !== state) {
