@@ -186,7 +186,7 @@ function segment(value: string): string {
 
 type UndiciInit = NonNullable<Parameters<typeof undiciFetch>[1]>;
 
-function insecureFetch(): FetchLike {
+export function insecureFetch(): FetchLike {
   const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
   return (url, init) => undiciFetch(url, { ...(init as unknown as UndiciInit), dispatcher }) as unknown as Promise<Response>;
 }

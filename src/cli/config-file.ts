@@ -5,7 +5,7 @@
  *   current-context: https://svc.example.com
  *   contexts: [{name, server, user}]
  *   servers:  [{server, insecure?}]
- *   users:    [{name, auth-token?}]
+ *   users:    [{name, auth-token?, refresh-token?}]
  *
  * It holds bearer tokens, so it is written with mode 0600 in a 0700 directory, atomically
  * (temp file + rename: a crash never leaves half a file) and under a lock file (two `svc login`
@@ -25,7 +25,7 @@ export const CONFIG_DIR_MODE = 0o700;
 
 const contextSchema = z.looseObject({ name: z.string(), server: z.string(), user: z.string() });
 const serverSchema = z.looseObject({ server: z.string(), insecure: z.boolean().optional() });
-const userSchema = z.looseObject({ name: z.string(), 'auth-token': z.string().optional() });
+const userSchema = z.looseObject({ name: z.string(), 'auth-token': z.string().optional(), 'refresh-token': z.string().optional() });
 const configSchema = z.looseObject({
   'current-context': z.string().optional(),
   contexts: z.array(contextSchema).default([]),
@@ -40,6 +40,8 @@ export interface ServerLogin {
   readonly server: string;
   readonly insecure: boolean;
   readonly token?: string;
+  /** Only after an SSO login: what renews the ID token stored as `token`. */
+  readonly refreshToken?: string;
 }
 
 export function emptyConfig(): CliConfig {
@@ -88,10 +90,10 @@ export async function writeConfig(file: string, config: CliConfig): Promise<void
 }
 
 /** Read-modify-write under `<file>.lock`, so concurrent CLI runs never lose an update. */
-export async function updateConfig(file: string, change: (config: CliConfig) => CliConfig): Promise<CliConfig> {
+export async function updateConfig(file: string, change: (config: CliConfig) => CliConfig | Promise<CliConfig>): Promise<CliConfig> {
   await ensureDir(path.dirname(file));
   return withFileLock(file, async () => {
-    const next = change(await readConfig(file));
+    const next = await change(await readConfig(file));
     await writeConfig(file, next);
     return next;
   });
@@ -107,7 +109,11 @@ async function ensureDir(dir: string): Promise<void> {
   }
 }
 
-/** Records a successful login: server, token, and makes it the current context. */
+/**
+ * Records a successful login: server, token (and refresh token after SSO), and makes it the
+ * current context. A password login drops an older SSO refresh token: it belongs to another
+ * token and would otherwise renew into the wrong identity.
+ */
 export function withLogin(config: CliConfig, login: ServerLogin): CliConfig {
   const name = login.server;
   const contexts = upsert(config.contexts, (c) => c.name === name, (old) => ({ ...old, name, server: name, user: name }));
@@ -116,21 +122,33 @@ export function withLogin(config: CliConfig, login: ServerLogin): CliConfig {
     return { ...rest, server: name, ...(login.insecure ? { insecure: true } : {}) };
   });
   const users = upsert(config.users, (u) => u.name === name, (old) => {
-    const { 'auth-token': _was, ...rest } = old ?? {};
-    return { ...rest, name, ...(login.token !== undefined ? { 'auth-token': login.token } : {}) };
+    const { 'auth-token': _was, 'refresh-token': _wasRefresh, ...rest } = old ?? {};
+    return {
+      ...rest,
+      name,
+      ...(login.token !== undefined ? { 'auth-token': login.token } : {}),
+      ...(login.refreshToken !== undefined ? { 'refresh-token': login.refreshToken } : {}),
+    };
   });
   return { ...config, 'current-context': name, contexts, servers, users };
 }
 
-/** Forgets the token of one server; the context stays so `svc login` can be repeated. */
+/** Forgets the tokens of one server; the context stays so `svc login` can be repeated. */
 export function withoutToken(config: CliConfig, server: string): CliConfig {
   const context = config.contexts.find((c) => c.server === server);
   const userName = context?.user ?? server;
   const users = config.users.map((u) => {
     if (u.name !== userName) return u;
-    const { 'auth-token': _dropped, ...rest } = u;
+    const { 'auth-token': _dropped, 'refresh-token': _droppedRefresh, ...rest } = u;
     return rest;
   });
+  return { ...config, users };
+}
+
+/** New tokens for `server` after a refresh; the current context stays what it is. */
+export function withTokens(config: CliConfig, server: string, token: string, refreshToken: string): CliConfig {
+  const userName = config.contexts.find((c) => c.server === server)?.user ?? server;
+  const users = config.users.map((u) => (u.name === userName ? { ...u, 'auth-token': token, 'refresh-token': refreshToken } : u));
   return { ...config, users };
 }
 
@@ -149,7 +167,13 @@ export function loginFor(config: CliConfig, server: string): ServerLogin {
   const entry = config.servers.find((s) => s.server === server);
   const user = config.users.find((u) => u.name === (context?.user ?? server));
   const token = user?.['auth-token'];
-  return { server, insecure: entry?.insecure === true, ...(token !== undefined ? { token } : {}) };
+  const refreshToken = user?.['refresh-token'];
+  return {
+    server,
+    insecure: entry?.insecure === true,
+    ...(token !== undefined ? { token } : {}),
+    ...(refreshToken !== undefined ? { refreshToken } : {}),
+  };
 }
 
 function upsert<T>(list: readonly T[], match: (item: T) => boolean, make: (old: T | undefined) => T): T[] {

@@ -9,6 +9,7 @@ import { ApiClient, type FetchLike } from './api-client.js';
 import { configPath, currentLogin, loginFor, readConfig } from './config-file.js';
 import { CliError } from './errors.js';
 import { createPrompter, type PromptInput, type Prompter } from './prompt.js';
+import { freshToken } from './sso/refresh.js';
 
 export interface CliIo {
   readonly stdout: NodeJS.WritableStream;
@@ -16,6 +17,8 @@ export interface CliIo {
   readonly stdin: PromptInput;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly fetch?: FetchLike;
+  /** Milliseconds since the epoch; injected in tests to make a stored ID token look expired. */
+  readonly now?: () => number;
 }
 
 export interface GlobalOptions {
@@ -34,6 +37,8 @@ export interface Target {
   readonly insecure: boolean;
   readonly token?: string;
   readonly tokenSource?: TokenSource;
+  /** Only for a config-file token from an SSO login. */
+  readonly refreshToken?: string;
 }
 
 export class CliContext {
@@ -73,17 +78,35 @@ export class CliContext {
     if (flagToken !== undefined) return { server, insecure, token: flagToken, tokenSource: 'flag' };
     const envToken = nonEmpty(this.io.env['SVC_AUTH_TOKEN']);
     if (envToken !== undefined) return { server, insecure, token: envToken, tokenSource: 'env' };
-    if (saved.token !== undefined) return { server, insecure, token: saved.token, tokenSource: 'config' };
+    if (saved.token !== undefined) {
+      const refresh = saved.refreshToken !== undefined ? { refreshToken: saved.refreshToken } : {};
+      return { server, insecure, token: saved.token, tokenSource: 'config', ...refresh };
+    }
     return { server, insecure };
   }
 
-  /** A client for the target; throws "not logged in" when there is no token. */
-  async client(): Promise<{ client: ApiClient; target: Target }> {
-    const target = await this.target();
-    if (target.token === undefined) {
-      throw new CliError(`not logged in to ${target.server}: run 'svc login ${target.server}' or set SVC_AUTH_TOKEN`);
+  /**
+   * A client for the target; throws "not logged in" when there is no token. An SSO login's ID
+   * token is renewed first when it has expired or is about to, unless `renew` is false (logout
+   * must work with a login the provider no longer renews).
+   */
+  async client(renew = true): Promise<{ client: ApiClient; target: Target }> {
+    const stored = await this.target();
+    if (stored.token === undefined) {
+      throw new CliError(`not logged in to ${stored.server}: run 'svc login ${stored.server}' or set SVC_AUTH_TOKEN`);
     }
+    if (!renew) return { client: this.clientFor(stored), target: stored };
+    const token = await freshToken({ ...stored, token: stored.token }, {
+      configFile: this.configFile(),
+      now: this.now,
+      ...(this.io.fetch !== undefined ? { fetch: this.io.fetch } : {}),
+    });
+    const target = { ...stored, token };
     return { client: this.clientFor(target), target };
+  }
+
+  get now(): () => number {
+    return this.io.now ?? Date.now;
   }
 
   clientFor(target: Target): ApiClient {

@@ -12,6 +12,7 @@ import {
   updateConfig,
   withLogin,
   withoutToken,
+  withTokens,
   writeConfig,
 } from '../../src/cli/config-file.js';
 import { CliError } from '../../src/cli/errors.js';
@@ -87,6 +88,17 @@ describe('cli/config-file', () => {
     expect(loginFor(config, 'https://a:1')).to.deep.equal({ server: 'https://a:1', insecure: false });
     expect(loginFor(config, 'https://b:2').token).to.equal('b1');
     expect(config.contexts).to.have.length(2);
+  });
+
+  it('keeps an SSO refresh token, replaces both tokens on renewal, and drops it on a password login or logout', () => {
+    let config = withLogin(emptyConfig(), { server: 'https://a:1', insecure: false, token: 'id1', refreshToken: 'r1' });
+    config = withLogin(config, { server: 'https://b:2', insecure: false, token: 'b1' });
+    config = withTokens(config, 'https://a:1', 'id2', 'r2');
+    expect(config['current-context']).to.equal('https://b:2');
+    expect(loginFor(config, 'https://a:1')).to.deep.equal({ server: 'https://a:1', insecure: false, token: 'id2', refreshToken: 'r2' });
+    expect(loginFor(withoutToken(config, 'https://a:1'), 'https://a:1')).to.deep.equal({ server: 'https://a:1', insecure: false });
+    const password = withLogin(config, { server: 'https://a:1', insecure: false, token: 'session' });
+    expect(loginFor(password, 'https://a:1')).to.deep.equal({ server: 'https://a:1', insecure: false, token: 'session' });
   });
 
   it('reads JSON as well as YAML and keeps keys it does not know', async () => {

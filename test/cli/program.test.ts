@@ -75,9 +75,22 @@ describe('cli/program: errors, exit codes, flags and environment', () => {
       code: 1,
       stderr: "svc: 'ftp://x' is not a server address (the scheme must be http or https)\n",
     });
-    expect(await svc(['login', SERVER, '--sso'], none)).to.include({
+    const noSso = () => ({ status: 200, body: { url: SERVER, idpConnectors: [], userLoginsDisabled: false } });
+    expect(await svc(['login', SERVER, '--sso'], noSso)).to.include({
       code: 1,
-      stderr: 'svc: SSO login is not available yet in this CLI; use --username and --password\n',
+      stderr: `svc: ${SERVER} offers no single sign-on; log in with --username and --password\n`,
+    });
+    expect(await svc(['login', SERVER, '--sso', '--username', 'a'], none)).to.include({
+      code: 1,
+      stderr: 'svc: --sso logs in at the identity provider; leave out --username and --password\n',
+    });
+    expect(await svc(['login', SERVER, '--no-browser', '--username', 'a', '--password', 'b'], none)).to.include({
+      code: 1,
+      stderr: 'svc: --no-browser goes with --sso\n',
+    });
+    expect(await svc(['login', SERVER, '--sso', '--sso-port', 'http'], none)).to.include({
+      code: 1,
+      stderr: "svc: --sso-port must be a port number (0-65535), not 'http'\n",
     });
   });
 

@@ -1,19 +1,22 @@
 /**
  * `svc login <server>`: exchanges a user name and password for a session token
  * (POST /api/v1/session) and stores it as the current context. Missing credentials are asked
- * for on a terminal; in a script they must be passed as flags.
+ * for on a terminal; in a script they must be passed as flags. `--sso` logs in at the
+ * server's identity provider instead (login-sso.ts).
  */
 import type { Command } from 'commander';
 import { updateConfig, withLogin } from '../config-file.js';
 import { normalizeServer, type CliContext } from '../context.js';
 import { CliError } from '../errors.js';
 import { valueOrPrompt } from '../prompt.js';
+import { runSsoLogin } from './login-sso.js';
 
 interface LoginOptions {
   readonly username?: string;
   readonly password?: string;
   readonly sso?: boolean;
-  readonly ssoPort?: string;
+  readonly ssoPort: string;
+  readonly browser: boolean;
 }
 
 export function registerLogin(program: Command, ctx: CliContext): void {
@@ -25,19 +28,25 @@ export function registerLogin(program: Command, ctx: CliContext): void {
     .option('--password <password>', 'the password (prompted for on a terminal when omitted)')
     .option('--sso', 'log in through single sign-on in a browser')
     .option('--sso-port <port>', 'local port for the SSO callback', '8085')
+    .option('--no-browser', 'with --sso: log in on another device (device code) instead of a browser here')
     .action(async function login(server: string, options: LoginOptions) {
       await runLogin(ctx, server, options);
     });
 }
 
 async function runLogin(ctx: CliContext, serverText: string, options: LoginOptions): Promise<void> {
-  if (options.sso === true) {
-    throw new CliError('SSO login is not available yet in this CLI; use --username and --password');
-  }
   const server = normalizeServer(serverText, ctx.options.plaintext === true);
+  const insecure = ctx.options.insecure === true;
+  if (options.sso === true) {
+    if (options.username !== undefined || options.password !== undefined) {
+      throw new CliError('--sso logs in at the identity provider; leave out --username and --password');
+    }
+    await runSsoLogin(ctx, { server, insecure, port: options.ssoPort, browser: options.browser });
+    return;
+  }
+  if (!options.browser) throw new CliError('--no-browser goes with --sso');
   const username = await valueOrPrompt(options.username, () => ctx.prompt.text('Username: ', '--username'), 'the user name');
   const password = await valueOrPrompt(options.password, () => ctx.prompt.password('Password: ', '--password'), 'the password');
-  const insecure = ctx.options.insecure === true;
   const token = await ctx.clientFor({ server, insecure }).createSession(username, password);
   await updateConfig(ctx.configFile(), (config) => withLogin(config, { server, insecure, token }));
   ctx.print(`'${username}' logged in successfully`);

@@ -1,0 +1,52 @@
+/**
+ * The browser login: authorization code + PKCE (S256) with state and nonce, the browser coming
+ * back to a loopback listener. The URL is always printed on stderr (the opener may find no
+ * browser); the listener takes one callback and closes.
+ */
+import * as oidc from 'openid-client';
+import { CliError } from '../errors.js';
+import type { BrowserOpener } from './browser-open.js';
+import { providerReason, type SsoProvider } from './discovery.js';
+import { listenForCallback } from './loopback.js';
+
+export interface CodeFlowOptions {
+  readonly port: number;
+  /** undefined: print the URL only. */
+  readonly open: BrowserOpener | undefined;
+  readonly say: (line: string) => void;
+}
+
+export async function codeFlowLogin(config: oidc.Configuration, provider: SsoProvider, options: CodeFlowOptions): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers> {
+  const listener = await listenForCallback(options.port);
+  try {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: listener.redirectUri,
+      scope: provider.scope,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    if (options.open === undefined) {
+      options.say(`To log in, visit:\n${url.href}`);
+    } else {
+      options.say(`Opening the login page in your browser; if it does not open, visit:\n${url.href}`);
+      options.open(url.href);
+    }
+    const callback = await listener.callback;
+    // Checked here as well as by openid-client, for a sentence a person understands.
+    if (callback.searchParams.get('state') !== state) {
+      throw new CliError("SSO login failed: the browser came back with another login's state; run 'svc login' again");
+    }
+    try {
+      return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    } catch (err: unknown) {
+      throw new CliError(`SSO login failed: ${providerReason(err)}`, { cause: err });
+    }
+  } finally {
+    listener.close();
+  }
+}

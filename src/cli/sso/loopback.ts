@@ -1,0 +1,62 @@
+/**
+ * The loopback listener of a native app's code flow (RFC 8252 §7.3): 127.0.0.1 only, one
+ * callback at `/auth/callback`, then closed; also closed when no browser comes back within
+ * CALLBACK_TIMEOUT_MS, so a forgotten login never leaves a port open.
+ */
+import { createServer, type Server } from 'node:http';
+import { CliError } from '../errors.js';
+
+/** How long the CLI waits for the browser to come back (the provider's pages are human-paced). */
+export const CALLBACK_TIMEOUT_MS = 5 * 60 * 1000;
+export const CALLBACK_PATH = '/auth/callback';
+const LOOPBACK_HOST = '127.0.0.1';
+
+const DONE_PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>svc login</title></head>
+<body><p>svc: the login is complete; you may close this window.</p></body></html>
+`;
+
+export interface LoopbackListener {
+  /** `http://127.0.0.1:<port>/auth/callback`: the redirect URI to register the request with. */
+  readonly redirectUri: string;
+  /** The full callback URL the browser brought (code, state or error), once. */
+  readonly callback: Promise<URL>;
+  close(): void;
+}
+
+export async function listenForCallback(port: number, timeoutMs = CALLBACK_TIMEOUT_MS): Promise<LoopbackListener> {
+  let settle: { resolve: (url: URL) => void; reject: (err: Error) => void } | undefined;
+  const callback = new Promise<URL>((resolve, reject) => (settle = { resolve, reject }));
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', `http://${LOOPBACK_HOST}:${port}`);
+    if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', connection: 'close' }).end(DONE_PAGE);
+    settle?.resolve(url);
+    close();
+  });
+  const timer = setTimeout(() => {
+    settle?.reject(new CliError(`no answer from the browser within ${Math.round(timeoutMs / 60_000)} minutes; run 'svc login' again`));
+    close();
+  }, timeoutMs);
+  function close(): void {
+    clearTimeout(timer);
+    server.close();
+    server.closeIdleConnections();
+  }
+  await listen(server, port);
+  const bound = (server.address() as { port: number }).port;
+  return { redirectUri: `http://${LOOPBACK_HOST}:${bound}${CALLBACK_PATH}`, callback, close };
+}
+
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'it is in use; pick another with --sso-port' : err.message;
+      reject(new CliError(`cannot listen on ${LOOPBACK_HOST}:${port} for the SSO callback: ${why}`, { cause: err }));
+    });
+    server.listen(port, LOOPBACK_HOST, () => resolve());
+  });
+}

@@ -1,0 +1,236 @@
+/**
+ * `svc login --sso` end to end: a real svc with the bundled provider at /api/idp and a fake
+ * password connector, the CLI as a real process (SVC_NO_BROWSER_OPEN=1, the test plays the
+ * browser: it reads the URL the CLI prints, fills the password form and lands on the CLI's
+ * loopback listener), the device flow approved on the device page, and the refresh of an
+ * expired ID token (the CLI run in-process with its clock moved a day ahead).
+ */
+import { expect } from 'chai';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as client from 'openid-client';
+import YAML from 'yaml';
+import { run } from '../../src/cli/program.js';
+import { fakeIo } from '../cli/fake-io.js';
+import { SECRET_KEY } from '../helpers/accounts-fixture.js';
+import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { ROOT } from '../helpers/run.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
+const DAY_MS = 24 * 60 * 60 * 1000;
+const IDP_CONFIG = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
+
+interface RunningCli {
+  /** Resolves with the first match of `pattern` in stderr so far or to come. */
+  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
+  readonly done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  stop(): void;
+}
+
+/** The CLI as a process whose stderr the test reads while it runs (it prints the URL to visit). */
+function startCli(home: string, args: readonly string[]): RunningCli {
+  const env = { PATH: process.env['PATH'], HOME: home, SVC_NO_BROWSER_OPEN: '1' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (const w of [...waiters]) {
+      const m = stderr.match(w.pattern);
+      if (m === null) continue;
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(m);
+    }
+  });
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return {
+    done,
+    stop: () => void child.kill(),
+    waitFor: (pattern) =>
+      Promise.race([
+        new Promise<RegExpMatchArray>((resolve) => {
+          const m = stderr.match(pattern);
+          if (m !== null) resolve(m); else waiters.push({ pattern, resolve });
+        }),
+        done.then((r) => Promise.reject(new Error(`the CLI ended (${r.code}) before printing ${pattern}: ${r.stderr}`))),
+      ]),
+  };
+}
+
+interface StoredUser {
+  'auth-token'?: string;
+  'refresh-token'?: string;
+}
+
+describe('e2e: svc login --sso with the bundled identity provider', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let url: string;
+  let home: string;
+  const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
+  const configFile = (): string => join(home, '.config', 'svc', 'config');
+  const stored = async (): Promise<StoredUser> => (YAML.parse(await readFile(configFile(), 'utf8')) as { users: StoredUser[] }).users[0] ?? {};
+
+  before(async function () {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    const dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': IDP_CONFIG }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'g, dev, role:admin\n' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
+    home = mkdtempSync(join(tmpdir(), 'svc-home-sso-'));
+  });
+
+  after(async function () {
+    await server?.close();
+    if (home !== undefined) rmSync(home, { recursive: true, force: true });
+  });
+
+  /** The CLI in-process, with its clock `aheadMs` in the future. */
+  async function svcAt(aheadMs: number, args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const io = fakeIo({ HOME: home });
+    const code = await run(args, { ...io.io, now: () => Date.now() + aheadMs });
+    return { code, stdout: io.stdout(), stderr: io.stderr() };
+  }
+
+  it('logs in through the browser: the loopback listener takes the callback, then closes', async function () {
+    const port = await freePort();
+    const cli = startCli(home, ['login', url, '--sso', '--sso-port', String(port)]);
+    const [visit] = await cli.waitFor(/^http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+$/m);
+    const redirectUri = `http://127.0.0.1:${port}/auth/callback`;
+    expect(new URL(visit).searchParams.get('redirect_uri')).to.equal(redirectUri);
+    const browser = new FormBrowser();
+    const form = await browser.go(visit, redirectUri);
+    if (!isPage(form)) throw new Error('expected the password form');
+    const landing = await browser.submit(form, { username: 'alice', password: 'alice-pw' }, redirectUri);
+    expect(landing).to.be.instanceOf(URL);
+    const page = await fetch((landing as URL).href);
+    expect(await page.text()).to.include('you may close this window');
+
+    const result = await cli.done;
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.equal(`'alice' logged in successfully\nContext '${url}' updated\n`);
+    expect(result.stderr).to.equal(`To log in, visit:\n${visit}\n`);
+    expect((await stat(configFile())).mode & 0o777).to.equal(0o600);
+    const user = await stored();
+    expect(user['refresh-token']).to.be.a('string');
+    expect(result.stderr).to.not.include(user['auth-token']).and.not.include(user['refresh-token']);
+    const again = await fetch(redirectUri).then(() => 'open', () => 'closed');
+    expect(again).to.equal('closed');
+
+    const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
+    expect(can, can.stderr).to.deep.equal({ code: 0, stdout: 'yes\n', stderr: '' });
+  });
+
+  it('refreshes an ID token that has expired before the command, and stores the new tokens', async function () {
+    // ID tokens carry whole seconds: one renewed in the login's second could be byte-identical.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const before = await stored();
+    const refreshes = connector.refreshes();
+    const can = await svcAt(DAY_MS, ['account', 'can-i', 'update', 'accounts', 'bob']);
+    expect(can, can.stderr).to.deep.equal({ code: 0, stdout: 'yes\n', stderr: '' });
+    expect(connector.refreshes()).to.equal(refreshes + 1);
+    const after = await stored();
+    expect(after['auth-token']).to.be.a('string').and.not.equal(before['auth-token']);
+    expect(after['refresh-token']).to.be.a('string').and.not.equal(before['refresh-token']);
+    expect((await stat(configFile())).mode & 0o777).to.equal(0o600);
+
+    const unchanged = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
+    expect(unchanged.code).to.equal(0);
+    expect(connector.refreshes()).to.equal(refreshes + 1);
+  });
+
+  it('says "log in again" in one line when the provider refuses the refresh', async function () {
+    const saved = connector.users.get('alice');
+    connector.users.delete('alice');
+    try {
+      const refused = await svcAt(DAY_MS, ['account', 'can-i', 'update', 'accounts', 'bob']);
+      expect(refused).to.deep.equal({ code: 1, stdout: '', stderr: `svc: the SSO session has ended (invalid_grant); log in again: svc login ${url} --sso\n` });
+    } finally {
+      if (saved !== undefined) connector.users.set('alice', saved);
+    }
+  });
+
+  it('logs in with the device flow (--no-browser), the user approving the code on the device page', async function () {
+    const cli = startCli(home, ['login', url, '--sso', '--no-browser']);
+    const [, verification, userCode] = (await cli.waitFor(/visit (\S+) and enter the code (\S+)/)) as unknown as [string, string, string];
+    const browser = new FormBrowser();
+    const input = (await browser.go(verification, 'about:')) as Page;
+    const confirm = (await browser.submit(input, { user_code: userCode }, 'about:')) as Page;
+    const form = (await browser.submit(confirm, {}, 'about:')) as Page;
+    const done = (await browser.submit(form, { username: 'alice', password: 'alice-pw' }, 'about:')) as Page;
+    expect(done.html).to.include('You are logged in on your device');
+    const result = await cli.done;
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.equal(`'alice' logged in successfully\nContext '${url}' updated\n`);
+    const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
+    expect(can.stdout).to.equal('yes\n');
+  });
+
+  it('logout revokes the refresh token at the provider and forgets both tokens', async function () {
+    const { 'refresh-token': refreshToken } = await stored();
+    const out = await svcAt(0, ['logout']);
+    expect(out, out.stderr).to.deep.equal({ code: 0, stdout: `Logged out from '${url}'\n`, stderr: '' });
+    expect(await stored()).to.not.have.any.keys('auth-token', 'refresh-token');
+    const cli = await client.discovery(new URL(`${url}/api/idp`), 'svc-cli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const refused = await client.refreshTokenGrant(cli, refreshToken as string).catch((e: unknown) => e);
+    expect(refused).to.have.property('error', 'invalid_grant');
+  });
+});
+
+describe('e2e: svc login --sso against a server with a self-signed certificate', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+
+  before(async function () {
+    dir = mkdtempSync(join(tmpdir(), 'svc-cli-sso-tls-'));
+    const certFile = join(dir, 'cert.pem');
+    const keyFile = join(dir, 'key.pem');
+    await promisify(execFile)('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile,
+    ]);
+    const port = await freePort();
+    url = `https://127.0.0.1:${port}`;
+    const configDir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': IDP_CONFIG }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
+    server = await startTestServer(configDir, { port, tls: { certFile, keyFile }, idp: { connectors: () => singleConnector('directory', connector) } });
+  });
+
+  after(async function () {
+    await server?.close(1000);
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses the certificate unless --insecure, which then reaches the provider too', async function () {
+    const refused = await startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser']).done;
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.equal(`svc: cannot reach ${url}: self-signed certificate (pass --insecure to skip certificate verification)\n`);
+
+    const cli = startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser', '--insecure']);
+    try {
+      const [, verification] = (await cli.waitFor(/visit (\S+) and enter the code/)) as unknown as [string, string];
+      expect(verification).to.equal(`${url}/api/idp/device`);
+    } finally {
+      cli.stop();
+    }
+  });
+});
