@@ -32,7 +32,7 @@ import { buildAccounts } from './accounts.js';
 import { buildExtensions } from './extensions.js';
 import type { Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
-import { buildIdentity } from './identity.js';
+import { buildIdentity, type Identity } from './identity.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
@@ -89,9 +89,8 @@ async function buildIdpIfConfigured(services: Services, options: IdpOptions | un
   return buildIdp(services, options);
 }
 
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const log = options.log ?? createLogger();
-  const services = await buildServices(options, log);
+/** The identity stage and every feature, in the build order the module header gives. */
+async function buildFeatures(services: Services, options: ServerOptions): Promise<{ identity: Identity; features: readonly Feature[] }> {
   // An external provider (oidc.config) is in force when set; else the bundled one, when configured.
   const external = prepareSso(services);
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
@@ -103,23 +102,35 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     buildExtensions(services, identity),
     ...(idp !== undefined ? [idp] : []),
   ];
+  return { identity, features };
+}
 
+/** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
+function requestListener(services: Services, identity: Identity, features: readonly Feature[]): (req: IncomingMessage, res: ServerResponse) => void {
+  const { log, metrics, settings } = services;
   const app = createApp({
     log,
-    metrics: services.metrics,
+    metrics,
     authenticate: authMiddleware(identity.readCaller),
     beforeAuthenticate: features.flatMap((f) => f.beforeAuthenticate ?? []),
-    routers: [healthRoutes(services.metrics.registry), settingsRoutes(services.settings.current), ...features.flatMap((f) => f.routers ?? [])],
+    routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
     mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
-  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+  return (req, res) => {
     const target = requestTarget(req);
     if (target === undefined) return refuseTarget(req, res, log);
     for (let i = 0; i < handlers.length; i++) if ((handlers[i] as (typeof handlers)[number])(req, res, target)) return;
     void koa(req, res);
   };
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? createLogger();
+  const services = await buildServices(options, log);
+  const { identity, features } = await buildFeatures(services, options);
+  const listener = requestListener(services, identity, features);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
