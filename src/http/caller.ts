@@ -22,7 +22,7 @@ import { printable } from '../lib/printable.js';
 import type { Principal } from '../principal.js';
 import type { Authenticator } from '../session/authenticate.js';
 import { sessionCookieOf } from './cookies.js';
-import { cookieRefusal, isOwnOrigin, type RequestOrigin } from './same-origin.js';
+import { cookieRefusal, isOwnOrigin, isSafeMethod, type RequestOrigin } from './same-origin.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -72,6 +72,7 @@ const ANONYMOUS: Caller = { principal: undefined, token: undefined, via: undefin
 export function createReadCaller(deps: CallerDeps): ReadCaller {
   return function readCaller(request, kind) {
     const headers = request.headers;
+    // presentedToken() inlined: this runs on every proxied request, and its result object would be one more allocation.
     const bearer = bearerToken(headers.authorization);
     const token = bearer ?? sessionCookieOf(headers.cookie);
     if (token === undefined) return ANONYMOUS;
@@ -95,6 +96,8 @@ export function createReadCaller(deps: CallerDeps): ReadCaller {
 }
 
 function cookieOriginRefusal(request: CallerRequest, kind: CallerKind, configuredUrl: string): SvcError | undefined {
+  // Most cookie requests are GETs: no Origin to weigh, nothing to allocate on the proxy's path.
+  if (kind === 'request' && isSafeMethod(request.method)) return undefined;
   const origin = request.headers.origin;
   const where: RequestOrigin = { host: hostOf(request.headers), protocol: request.protocol };
   if (kind === 'request') return cookieRefusal(request.method, origin, where, configuredUrl);
