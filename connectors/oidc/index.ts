@@ -1,7 +1,7 @@
 /** The `oidc` connector type: the parsed config and a factory for the connector. */
 import type { ConnectorType } from '../connector.js';
 import { parseOidcConnectorConfig } from './config.js';
-import { OidcConnector } from './oidc.js';
+import { NotImplementedBrowserConnector } from '../not-implemented.js';
 
 export const oidc = {
   type: 'oidc',
@@ -12,7 +12,7 @@ export const oidc = {
       if (config.providerDiscoveryOverrides !== undefined) {
         deps.log.warn({ overrides: Object.keys(config.providerDiscoveryOverrides) }, 'providerDiscoveryOverrides replace endpoints the provider publishes');
       }
-      return new OidcConnector(config, deps);
+      return new NotImplementedBrowserConnector('oidc');
     };
   },
 } satisfies ConnectorType;
