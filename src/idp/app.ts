@@ -16,25 +16,15 @@ import mount from 'koa-mount';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
-import type { StateBackend } from '../state/state.js';
-import type { AccountStore } from './accounts.js';
-import type { ConnectorSource } from './connector-source.js';
 import { interactionRoutes } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
 import { errorPage } from './pages.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
-import { createProvider } from './provider.js';
+import { createProvider, type ProviderDeps } from './provider.js';
 
-export interface IdpAppDeps {
-  readonly url: string;
-  readonly keys: IdpKeys;
-  readonly serverSecretKey: string;
-  readonly state: StateBackend;
-  readonly accounts: AccountStore;
-  readonly connectors: ConnectorSource;
-  readonly log: Logger;
-}
+/** The app needs what the provider needs, no more. */
+export type IdpAppDeps = ProviderDeps;
 
 export interface IdpApp {
   /** Serves a request whose URL starts with /api/idp. */

@@ -14,8 +14,6 @@ import { createConfiguredConnectors, type BuildConnector } from '../idp/configur
 import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
-import { createIdpVerifier } from '../idp/verifier.js';
-import type { TokenVerifier } from '../session/verifier.js';
 import type { Feature } from './feature.js';
 import type { Services } from './services.js';
 
@@ -24,9 +22,8 @@ export interface IdpOptions {
   readonly connectors?: (services: Services) => ConnectorSource;
 }
 
-export interface IdpFeature extends Feature {
-  readonly verifier: TokenVerifier;
-}
+/** The provider's own ID tokens are verified by the SSO client side's verifier (main/sso.ts). */
+export type IdpFeature = Feature;
 
 /** setTimeout's longest delay; a later signer change is rescheduled from there. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -75,7 +72,6 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
 
   return {
     name: 'idp',
-    verifier: createIdpVerifier({ issuer: issuerOf(url), keys: () => keys.signing, now: services.now }),
     mounts: [{
       prefix: MOUNT_PATH,
       // The provider builds its links from the full path; koa-mount stripped the prefix off req.url.
