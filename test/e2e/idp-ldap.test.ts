@@ -15,6 +15,7 @@ import * as client from 'openid-client';
 import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
@@ -72,14 +73,9 @@ describe('e2e: the bundled identity provider with the LDAP connector (real slapd
 
   async function logIn(username: string, password: string) {
     const redirectUri = `${url}/auth/callback`;
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const start = client.buildAuthorizationUrl(rp, {
-      redirect_uri: redirectUri, scope: 'openid profile email groups', state,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    });
+    const { href, verifier, state } = await authorizationRequest(rp, redirectUri, 'openid profile email groups');
     const browser = new FormBrowser();
-    const form = await browser.go(start.href, redirectUri);
+    const form = await browser.go(href, redirectUri);
     if (!isPage(form)) throw new Error('expected the password form');
     const done = await browser.submit(form, { username, password }, redirectUri);
     if (isPage(done)) return { page: done };

@@ -17,6 +17,7 @@ import { webClientSecret } from '../../src/idp/clients.js';
 import { PUBLISH_BEFORE_SIGNING_S } from '../../src/idp/keys.js';
 import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
@@ -62,14 +63,9 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
 
   /** Code + PKCE for `config`; the redirect the client gets, after the password form. */
   async function login(config: client.Configuration, redirectUri: string, password = 'alice-pw') {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const start = client.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri, scope: SCOPE, state,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    });
+    const { href, verifier, state } = await authorizationRequest(config, redirectUri, SCOPE);
     const browser = new FormBrowser();
-    const form = await browser.go(start.href, redirectUri);
+    const form = await browser.go(href, redirectUri);
     if (!isPage(form)) throw new Error('expected the password form');
     expect(form.html).to.include('Email or username');
     const done = await browser.submit(form, { username: 'alice', password }, redirectUri);

@@ -20,6 +20,7 @@ import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
+import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
@@ -103,15 +104,7 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
-  async function authorization(scope = SCOPE) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const href = client.buildAuthorizationUrl(rp, {
-      redirect_uri: redirectUri, scope, state,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    }).href;
-    return { href, verifier, state };
-  }
+  const authorization = (scope = SCOPE) => authorizationRequest(rp, redirectUri, scope);
 
   /** Runs `step` with every request sent to `name`; checks that replica served them all. */
   async function on<T>(name: Name, step: () => Promise<T>): Promise<T> {

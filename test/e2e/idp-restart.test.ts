@@ -13,6 +13,7 @@ import * as client from 'openid-client';
 import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
@@ -78,15 +79,7 @@ describe('e2e: the bundled identity provider across restarts (Redis, real slapd)
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
-  async function authorization(scope = SCOPE) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const href = client.buildAuthorizationUrl(rp, {
-      redirect_uri: redirectUri, scope, state,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    }).href;
-    return { href, verifier, state };
-  }
+  const authorization = (scope = SCOPE) => authorizationRequest(rp, redirectUri, scope);
 
   const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
 
