@@ -65,8 +65,13 @@ export interface BrowserConnector {
 export type Connector = PasswordConnector | BrowserConnector;
 
 export interface ConnectorDeps {
-  /** TLS policy (system roots plus rootCA, or the insecure switch) already applied. */
-  readonly fetch: typeof globalThis.fetch;
+  /**
+   * fetch to an upstream under the one TLS policy: the system roots plus `rootCAs` (the
+   * connector's `rootCA`), or no verification under `oidc.tls.insecure.skip.verify`. Connect and
+   * response timeouts are set; a certificate error is logged naming the connector and the host.
+   * The connection pools it opens are closed with the connector (call it once, at build).
+   */
+  upstreamFetch(rootCAs?: readonly string[]): typeof globalThis.fetch;
   readonly now: () => Date;
   /** Already scoped with the connector's type and id. */
   readonly log: Logger;

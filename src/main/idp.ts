@@ -14,6 +14,7 @@ import { createConfiguredConnectors, type BuildConnector } from '../idp/configur
 import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
+import { upstreamFetches } from '../idp/upstream-fetch.js';
 import type { Feature } from './feature.js';
 import type { Services } from './services.js';
 
@@ -90,10 +91,20 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
 }
 
 /**
- * Opens a parsed idp.config entry with what every connector gets: fetch, the clock and a logger
- * scoped to it. Upstream TLS (system roots plus a connector's rootCA) is each connector's own for
- * now: LDAP applies it on its connections; the HTTP connectors, when they come, take it here.
+ * Opens a parsed idp.config entry with what every connector gets: fetch under the upstream TLS
+ * policy, the clock and a logger scoped to it. The connector's close also closes its pools.
  */
 function openConnector(services: Services): BuildConnector {
-  return (entry) => entry.open({ fetch: globalThis.fetch, now: () => new Date(services.now()), log: services.log.child({ connector: entry.id, type: entry.type }) });
+  return (entry) => {
+    const log = services.log.child({ connector: entry.id, type: entry.type });
+    const fetches = upstreamFetches(log, services.settings.current().oidcTlsInsecureSkipVerify);
+    const connector = entry.open({ upstreamFetch: (rootCAs) => fetches.upstreamFetch(rootCAs), now: () => new Date(services.now()), log });
+    const closeConnector = connector.close?.bind(connector);
+    return Object.assign(connector, {
+      async close() {
+        await closeConnector?.();
+        await fetches.close();
+      },
+    });
+  };
 }

@@ -8,7 +8,7 @@ import * as client from 'openid-client';
 import { printable } from '../lib/printable.js';
 import { Unauthenticated } from '../errors.js';
 import type { ProviderClient } from './client.js';
-import { describeFailure } from './client.js';
+import { describeFailure } from '../lib/tls-fetch.js';
 import type { LoginState } from './login-flow.js';
 import type { SessionRefresh } from './refresh.js';
 import type { UserInfoGroups } from './userinfo-groups.js';

@@ -5,10 +5,9 @@
  * when it failed, so a provider down at svc's start does not need a restart.
  */
 import * as client from 'openid-client';
-import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { Unavailable } from '../errors.js';
+import { createTlsFetch, describeFailure } from '../lib/tls-fetch.js';
 import type { SsoProvider } from './provider.js';
 
 export type FetchImpl = (url: string, init: RequestInit) => Promise<Response>;
@@ -28,13 +27,11 @@ export function warnAboutProvider(provider: SsoProvider, log: Pick<Logger, 'warn
 }
 
 export function createProviderClient(provider: SsoProvider): ProviderClient {
-  const agent = new Agent({
-    connect: provider.tls.insecureSkipVerify
-      ? { rejectUnauthorized: false }
-      // `ca` replaces the default roots: add the configured one to them, as Dex does.
-      : { ca: provider.tls.rootCA === undefined ? undefined : [...rootCertificates, provider.tls.rootCA] },
+  const tls = createTlsFetch({
+    insecureSkipVerify: provider.tls.insecureSkipVerify,
+    ...(provider.tls.rootCA !== undefined ? { rootCAs: [provider.tls.rootCA] } : {}),
   });
-  const fetchImpl: FetchImpl = (url, init) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
+  const fetchImpl: FetchImpl = (url, init) => tls.fetch(url, init);
   let discovered: Promise<client.Configuration> | undefined;
 
   async function discover(): Promise<client.Configuration> {
@@ -58,16 +55,7 @@ export function createProviderClient(provider: SsoProvider): ProviderClient {
       discovered.catch(() => { discovered = undefined; });
       return discovered;
     },
-    close: () => agent.close(),
+    close: () => tls.close(),
   };
 }
 
-/** The innermost cause's code and message: a certificate error names itself (UNABLE_TO_VERIFY_LEAF_SIGNATURE). */
-export function describeFailure(err: unknown): string {
-  let cause: unknown = err;
-  for (let i = 0; i < 5 && cause instanceof Error && cause.cause !== undefined; i++) cause = cause.cause;
-  if (!(cause instanceof Error)) return String(cause);
-  const code = (cause as { code?: unknown }).code;
-  const certificate = typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
-  return `${certificate ? 'certificate verification failed: ' : ''}${typeof code === 'string' ? `${code}: ` : ''}${cause.message}`;
-}

@@ -56,7 +56,7 @@ function testRegistry() {
     log,
     connectorDeps(entry): ConnectorDeps {
       asked.push(entry.id);
-      return { fetch: globalThis.fetch, now: () => new Date(0), log: log.child({ connector: entry.id, type: entry.type }) };
+      return { upstreamFetch: () => globalThis.fetch, now: () => new Date(0), log: log.child({ connector: entry.id, type: entry.type }) };
     },
   });
   const prompts = () => registry.list().map((live) => `${live.id}=${(live.connector as PasswordConnector).prompt}`);

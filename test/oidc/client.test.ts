@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { describeFailure, warnAboutProvider } from '../../src/oidc/client.js';
+import { warnAboutProvider } from '../../src/oidc/client.js';
+import { describeFailure } from '../../src/lib/tls-fetch.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
 
 const provider = (issuer: string, insecureSkipVerify: boolean) => ({ issuer, tls: { rootCA: undefined, insecureSkipVerify } }) as unknown as SsoProvider;

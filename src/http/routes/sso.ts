@@ -6,7 +6,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { describeFailure } from '../../oidc/client.js';
+import { describeFailure } from '../../lib/tls-fetch.js';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
 import { finishLogin, type CallbackDeps } from '../../oidc/callback.js';

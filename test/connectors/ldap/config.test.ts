@@ -255,7 +255,7 @@ describe('ldap connector config', () => {
       const factory = ldap.parse({ raw: { ...minimal, usernamePrompt: 'Email' }, secrets: new Map(), at: sink.scoped('svc-cm') });
       const warnings: string[] = [];
       const log = { warn: (msg: string) => warnings.push(msg) } as unknown as Parameters<NonNullable<typeof factory>>[0]['log'];
-      const connector = factory?.({ fetch: globalThis.fetch, now: () => new Date(), log });
+      const connector = factory?.({ upstreamFetch: () => globalThis.fetch, now: () => new Date(), log });
       expect(connector).to.include({ kind: 'password', prompt: 'Email' });
       expect(warnings).to.deep.equal([]);
     });
@@ -267,7 +267,7 @@ describe('ldap connector config', () => {
     const factory = ldap.parse({ raw, secrets: new Map(), at: sink.scoped('svc-cm') });
     const warnings: string[] = [];
     const log = { warn: (msg: string) => warnings.push(msg) } as unknown as Parameters<NonNullable<typeof factory>>[0]['log'];
-    factory?.({ fetch: globalThis.fetch, now: () => new Date(), log });
+    factory?.({ upstreamFetch: () => globalThis.fetch, now: () => new Date(), log });
     expect(warnings).to.deep.equal([
       'ldap: insecureNoSSL: passwords cross the network in clear text',
       'ldap: groupSearch.userAttr/groupAttr are deprecated (as in Dex): use groupSearch.userMatchers',

@@ -66,7 +66,7 @@ function connectorFor(raw: Record<string, unknown>): { connector: PasswordConnec
   const factory = ldap.parse({ raw, secrets: new Map(), at: sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']) });
   expect(sink.problems.map(formatProblem)).to.deep.equal([]);
   const { lines, log } = capture();
-  const connector: Connector | undefined = factory?.({ fetch: globalThis.fetch, now: () => new Date(), log });
+  const connector: Connector | undefined = factory?.({ upstreamFetch: () => globalThis.fetch, now: () => new Date(), log });
   if (connector?.kind !== 'password') throw new Error('not a password connector');
   return { connector, lines };
 }
@@ -77,7 +77,7 @@ function quickConnector(raw: Record<string, unknown>): { connector: LdapConnecto
   const config = parseLdapConfig(raw, sink.scoped('svc-cm'));
   if (config === undefined) throw new Error(sink.problems.map(formatProblem).join('\n'));
   const { lines, log } = capture();
-  return { connector: new LdapConnector(config, { fetch: globalThis.fetch, now: () => new Date(), log }, { timeouts: QUICK }), lines };
+  return { connector: new LdapConnector(config, { upstreamFetch: () => globalThis.fetch, now: () => new Date(), log }, { timeouts: QUICK }), lines };
 }
 
 function ctx(wantGroups = true): LoginContext {
