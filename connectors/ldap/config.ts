@@ -19,6 +19,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { ScopedSink } from '../../src/config/problems.js';
 import { parseWith } from '../../src/config/zod-problems.js';
+import { text } from '../config-schema.js';
 
 /** ldaps:// (and ldap:// with StartTLS, Dex's 636 aside). */
 export const DEFAULT_TLS_PORT = 636;
@@ -81,7 +82,6 @@ export interface LdapConfig {
   readonly legacyGroupMatcher: boolean;
 }
 
-const text = z.string().min(1, 'must not be empty');
 const scope = z.enum(['sub', 'one']);
 
 const userSearchSchema = z.strictObject({

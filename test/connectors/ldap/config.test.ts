@@ -125,11 +125,11 @@ describe('ldap connector config', () => {
   it('names each missing required key and each wrong type, all at once', () => {
     const problems = problemsOf({ insecureNoSSL: 'yes', userSearch: { scope: 'base' } });
     expect(problems).to.have.length(6);
-    expect(problems).to.include(`${PREFIX}.host: Invalid input: expected string, received undefined`);
+    expect(problems).to.include(`${PREFIX}.host: required`);
     expect(problems).to.include(`${PREFIX}.insecureNoSSL: Invalid input: expected boolean, received string`);
-    expect(problems).to.include(`${PREFIX}.userSearch.baseDN: Invalid input: expected string, received undefined`);
-    expect(problems).to.include(`${PREFIX}.userSearch.username: Invalid input: expected string, received undefined`);
-    expect(problems).to.include(`${PREFIX}.userSearch.idAttr: Invalid input: expected string, received undefined`);
+    expect(problems).to.include(`${PREFIX}.userSearch.baseDN: required`);
+    expect(problems).to.include(`${PREFIX}.userSearch.username: required`);
+    expect(problems).to.include(`${PREFIX}.userSearch.idAttr: required`);
     expect(problems).to.include(`${PREFIX}.userSearch.scope: Invalid option: expected one of "sub"|"one"`);
     expect(problemsOf({ host: 'x' })).to.deep.equal([`${PREFIX}.userSearch: Invalid input: expected object, received undefined`]);
     expect(problemsOf({ ...minimal, host: '' })).to.deep.equal([`${PREFIX}.host: must not be empty`]);

@@ -1,0 +1,223 @@
+/**
+ * The shared connector suite: every connector type runs the same cases against its real upstream
+ * (or, for GitHub and GitLab, a local server following their documented APIs):
+ *
+ *   - a member signs in, with groups;
+ *   - the upstream refuses someone (a wrong password, a user outside the allowed groups);
+ *   - the upstream is down (nothing listens) or slow (accepts and never answers): a clear
+ *     UpstreamUnavailable-style error within the timeout, no hang;
+ *   - a bad config is refused by `svc-server validate`, naming its key path;
+ *   - no secret of the config (bind password, client secret) appears in any log line.
+ *
+ * Each connector's test folder has a `suite.test.ts` calling `connectorSuite(harness)` with a
+ * harness that knows how to start its upstream and drive a login through it (a password for
+ * LDAP; the browser's round trip for the others). A connector whose upstream svc never contacts
+ * (SAML: the browser carries both messages) says so with `upstream: undefined`, and the
+ * down/slow cases do not apply to it.
+ */
+import { expect } from 'chai';
+import { createServer, type Server, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import YAML from 'yaml';
+import type { Connector, ConnectorDeps, ConnectorType, Identity, LoginContext } from '../../connectors/connector.js';
+import { runValidate } from '../../src/commands/validate.js';
+import { formatProblem, ProblemSink } from '../../src/config/problems.js';
+import type { SecretLookup } from '../../src/config/secret-ref.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+
+export type Who = 'member' | 'outsider';
+
+export interface ConnectorHarness {
+  readonly type: string;
+  /** Starts the upstream (once per file). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** A working `config` map for the running upstream, secret references included. */
+  config(): Record<string, unknown>;
+  /** svc-secret keys the config references (`$key`), with their values. */
+  readonly secrets: Readonly<Record<string, string>>;
+  /** The connector built from `raw` (resolved against `secrets`) as the registry would build it. */
+  open(raw: Record<string, unknown>, log: Logger): Connector;
+  /**
+   * A whole login of `who` through `connector` as a person would make it. Resolves to the
+   * identity, to null when the connector says "wrong credentials", and rejects when it refuses
+   * or fails.
+   */
+  login(connector: Connector, who: Who, ctx: LoginContext): Promise<Identity | null>;
+  /** What the member's login must yield. */
+  readonly member: { readonly userId: string; readonly groups: readonly string[] };
+  /** How the outsider is refused: null (wrong credentials) or a rejection whose message matches. */
+  readonly outsiderRefusal: null | RegExp;
+  /**
+   * The config with the upstream moved to 127.0.0.1:`port` (down or slow); undefined when svc
+   * never contacts the upstream itself.
+   */
+  readonly upstream: ((port: number) => Record<string, unknown>) | undefined;
+  /** A config with one mistake and the line `svc-server validate` must print for it (after `connectors[0].config.`). */
+  readonly badConfig: { readonly raw: Record<string, unknown>; readonly problem: string };
+  /** The callback URL the upstream knows for svc (`<url>/api/idp/callback`). */
+  readonly callbackUrl: string;
+}
+
+/** svc-secret holding `secrets`, as the settings parser would look it up. */
+export function secretLookup(secrets: Readonly<Record<string, string>>): SecretLookup {
+  return new Map([['svc-secret', { name: 'svc-secret', file: 'secret.yaml', labels: {}, data: { ...secrets } }]]);
+}
+
+/**
+ * Parses `raw` with the connector type, as idp.config parsing does, and opens it with `deps`
+ * (fetch, clock) and `log`, as the registry does. A config problem fails the test, with its lines.
+ */
+export function openThroughType(type: ConnectorType, raw: Record<string, unknown>, secrets: Readonly<Record<string, string>>, log: Logger, deps: Partial<ConnectorDeps> = {}): Connector {
+  const sink = new ProblemSink();
+  const factory = type.parse({ raw, secrets: secretLookup(secrets), at: sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']) });
+  if (factory === undefined) throw new Error(`config refused:\n${sink.problems.map(formatProblem).join('\n')}`);
+  return factory({ upstreamFetch: () => globalThis.fetch, now: () => new Date(), log, ...deps });
+}
+
+interface LogLine { readonly level: number; readonly msg: string }
+
+function capture(): { text: string[]; lines: LogLine[]; log: Logger } {
+  const text: string[] = [];
+  const lines: LogLine[] = [];
+  const log = pino({ level: 'trace' }, { write: (line: string) => { text.push(line); lines.push(JSON.parse(line) as LogLine); } });
+  return { text, lines, log };
+}
+
+/** A TCP server that accepts and never answers; or, after close(), a port where nothing listens. */
+async function blackhole(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  return {
+    port: address.port,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** The outcome of a login: identity, null, or the rejection. */
+async function attempt(login: Promise<Identity | null>): Promise<{ identity?: Identity | null; error?: Error }> {
+  try {
+    return { identity: await login };
+  } catch (err: unknown) {
+    return { error: err instanceof Error ? err : new Error(String(err)) };
+  }
+}
+
+const WITHIN_MS = 3_000;
+
+export function connectorSuite(harness: ConnectorHarness): void {
+  describe(`connector suite: ${harness.type}`, function () {
+    this.timeout(30_000);
+    const ctx = (timeoutMs = 10_000): LoginContext => ({ callbackUrl: harness.callbackUrl, wantGroups: true, signal: AbortSignal.timeout(timeoutMs) });
+
+    before(async function () {
+      this.timeout(120_000);
+      await harness.start();
+    });
+    after(() => harness.stop());
+
+    it('signs a member in, with groups', async () => {
+      const { log } = capture();
+      const connector = harness.open(harness.config(), log);
+      try {
+        const identity = await harness.login(connector, 'member', ctx());
+        expect(identity?.userId).to.equal(harness.member.userId);
+        expect(identity?.groups).to.have.members([...harness.member.groups]);
+      } finally {
+        await connector.close?.();
+      }
+    });
+
+    it('refuses someone the upstream or the config does not let in', async () => {
+      const { log } = capture();
+      const connector = harness.open(harness.config(), log);
+      try {
+        const outcome = await attempt(harness.login(connector, 'outsider', ctx()));
+        if (harness.outsiderRefusal === null) {
+          expect(outcome.error).to.equal(undefined);
+          expect(outcome.identity).to.equal(null);
+        } else {
+          expect(outcome.identity).to.equal(undefined);
+          expect(outcome.error?.message).to.match(harness.outsiderRefusal);
+        }
+      } finally {
+        await connector.close?.();
+      }
+    });
+
+    describe('an upstream that is down or slow', function () {
+      before(function () {
+        if (harness.upstream === undefined) this.skip();
+      });
+
+      for (const kind of ['down', 'slow'] as const) {
+        it(`fails clearly, without hanging, when the upstream is ${kind}`, async () => {
+          const hole = await blackhole();
+          if (kind === 'down') await hole.close();
+          const { log } = capture();
+          const connector = harness.open(harness.upstream?.(hole.port) ?? {}, log);
+          const started = Date.now();
+          try {
+            const outcome = await attempt(harness.login(connector, 'member', ctx(WITHIN_MS / 2)));
+            expect(outcome.identity, 'no identity from a dead upstream').to.equal(undefined);
+            expect(outcome.error, 'an error').to.be.instanceOf(Error);
+            expect(outcome.error?.message).to.match(/unreachable|unavailable|timed? ?out|abort|cannot be reached|try again/i);
+            expect(Date.now() - started, 'answered within the timeout').to.be.below(WITHIN_MS * 3);
+          } finally {
+            await connector.close?.();
+            if (kind === 'slow') await hole.close();
+          }
+        });
+      }
+    });
+
+    it('has its bad config refused by svc-server validate, naming the key path', async () => {
+      const dir = tempConfigDir({
+        'cm.yaml': configMap('svc-cm', {
+          url: 'https://svc.example.org',
+          'idp.config': YAML.stringify({ connectors: [{ type: harness.type, id: 'x', name: 'X', config: harness.badConfig.raw }] }),
+        }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', ...harness.secrets }),
+      });
+      const out: string[] = [];
+      const err: string[] = [];
+      const sink = (into: string[]): Writable => new Writable({ write(chunk: Buffer, _enc, done) { into.push(chunk.toString()); done(); } });
+      const code = await runValidate(dir, sink(out), sink(err));
+      expect(code).to.equal(1);
+      expect(err.join('').trim().split('\n')).to.deep.equal([`svc-cm: idp.config: connectors[0].config.${harness.badConfig.problem}`, '1 problem found']);
+    });
+
+    it('never writes a secret of its config to the log, in success or failure', async () => {
+      const { text, log } = capture();
+      const connector = harness.open(harness.config(), log);
+      try {
+        await attempt(harness.login(connector, 'member', ctx()));
+        await attempt(harness.login(connector, 'outsider', ctx()));
+      } finally {
+        await connector.close?.();
+      }
+      if (harness.upstream !== undefined) {
+        const hole = await blackhole();
+        await hole.close();
+        const down = harness.open(harness.upstream(hole.port), log);
+        await attempt(harness.login(down, 'member', ctx(WITHIN_MS / 2)));
+        await down.close?.();
+      }
+      const all = text.join('');
+      expect(all.length, 'something was logged').to.be.greaterThan(0);
+      for (const value of Object.values(harness.secrets)) expect(all).not.to.include(value);
+    });
+  });
+}
