@@ -9,7 +9,7 @@
  *   the ones it replaces or drops. Everything it needs comes in `deps`; there is no module state.
  */
 import type { Logger } from 'pino';
-import type { Connector, ConnectorDeps, ConnectorFactory, ConnectorType, ParseInput } from './connector.js';
+import type { Connector, ConnectorFactory, ConnectorType, ParseInput } from './connector.js';
 import { isMap, REDIRECT_URI_PROBLEM } from './config-schema.js';
 import { github } from './github/index.js';
 import { gitlab } from './gitlab/index.js';
@@ -68,8 +68,11 @@ export interface LiveConnector {
 }
 
 export interface ConnectorRegistryDeps {
-  /** fetch with the TLS policy applied, the clock, and a logger scoped with the connector's type and id. */
-  connectorDeps(entry: ParsedConnector): ConnectorDeps;
+  /**
+   * Opens an entry with its ConnectorDeps (fetch under the TLS policy, the clock, a logger scoped
+   * with the connector's type and id); may throw.
+   */
+  open(entry: ParsedConnector): Connector;
   readonly log: Logger;
 }
 
@@ -85,12 +88,13 @@ export class ConnectorRegistry {
   constructor(private readonly deps: ConnectorRegistryDeps) {}
 
   /**
-   * Builds the connectors of `entries` (the parsed `idp.config`, in order), then closes the
-   * ones replaced or no longer listed. An entry whose build throws keeps the connector in force
-   * for its id, if any, and is logged; the others apply.
+   * Builds the connectors of `entries` (the parsed `idp.config`, in order) and puts them in
+   * force at once, before returning; the promise is the closing of the ones replaced or no
+   * longer listed. An entry whose build throws keeps the connector in force for its id, if any,
+   * and is logged; the others apply.
    */
-  async update(entries: readonly ParsedConnector[]): Promise<void> {
-    if (this.closed) throw new Error('the connector registry is closed');
+  update(entries: readonly ParsedConnector[]): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the connector registry is closed'));
     const next = new Map<string, Built>();
     for (const entry of entries) {
       if (next.has(entry.id)) continue; // idp.config parsing reports a second entry with an id
@@ -100,7 +104,7 @@ export class ConnectorRegistry {
     }
     const replaced = [...this.live.values()].filter((old) => next.get(old.id) !== old);
     this.live = next;
-    await Promise.all(replaced.map((old) => this.closeOne(old)));
+    return Promise.all(replaced.map((old) => this.closeOne(old))).then(() => undefined);
   }
 
   get(id: string): LiveConnector | undefined {
@@ -122,7 +126,7 @@ export class ConnectorRegistry {
 
   private build(entry: ParsedConnector, current: Built | undefined): Built | undefined {
     try {
-      const connector = entry.open(this.deps.connectorDeps(entry));
+      const connector = this.deps.open(entry);
       return { id: entry.id, name: entry.name, type: entry.type, connector, entry };
     } catch (err: unknown) {
       const kept = current === undefined ? 'it is left out' : 'the previous one stays in force';

@@ -1,43 +1,29 @@
 /**
- * A ConnectorSource over idp.config: each entry is built once by `build` (the connector
- * registry's) and rebuilt only when its entry changes, so connector changes apply without a
- * restart. An entry `build` cannot make (a type this build lacks) is left out and logged once.
+ * A ConnectorSource over idp.config: the connector registry (connectors/registry.ts) is brought up
+ * to date whenever the parsed config is a new one, so connector changes apply without a restart;
+ * an entry that cannot be built keeps the connector in force for its id (see the registry).
  */
-import type { Connector } from '../../connectors/connector.js';
 import type { Logger } from 'pino';
+import { ConnectorRegistry, type ConnectorRegistryDeps } from '../../connectors/registry.js';
 import type { IdpConfig, ParsedConnector } from './config.js';
-import type { ConnectorInfo, ConnectorSource } from './connector-source.js';
+import type { ConnectorSource } from './connector-source.js';
 
-export type BuildConnector = (config: ParsedConnector) => Connector | undefined;
-
-export function createConfiguredConnectors(config: () => IdpConfig | undefined, build: BuildConnector, log: Logger): ConnectorSource & { close(): Promise<void> } {
-  const built = new Map<ParsedConnector, Connector | undefined>();
-  function current(): Map<string, { info: ConnectorInfo; connector: Connector }> {
+export function createConfiguredConnectors(config: () => IdpConfig | undefined, open: ConnectorRegistryDeps['open'], log: Logger): ConnectorSource & { close(): Promise<void> } {
+  const registry = new ConnectorRegistry({ open, log });
+  let applied: readonly ParsedConnector[] | undefined;
+  /** Settings parsing hands out a new list only when idp.config changed. */
+  function current(): ConnectorRegistry {
     const entries = config()?.connectors ?? [];
-    for (const [entry, connector] of built) {
-      if (!entries.includes(entry)) {
-        built.delete(entry);
-        connector?.close?.().catch((err: unknown) => log.warn({ err, connector: entry.id }, 'identity provider: closing a replaced connector failed'));
-      }
+    if (entries !== applied) {
+      applied = entries;
+      // update() puts the new connectors in force before it returns; what is left is closing the old ones.
+      registry.update(entries).catch((err: unknown) => log.warn({ err }, 'identity provider: the connector registry could not apply idp.config'));
     }
-    const out = new Map<string, { info: ConnectorInfo; connector: Connector }>();
-    for (const entry of entries) {
-      if (!built.has(entry)) {
-        const connector = build(entry);
-        if (connector === undefined) log.warn({ connector: entry.id, type: entry.type }, 'identity provider: connector type not available in this build; left out');
-        built.set(entry, connector);
-      }
-      const connector = built.get(entry);
-      if (connector !== undefined) out.set(entry.id, { info: { id: entry.id, name: entry.name, type: entry.type }, connector });
-    }
-    return out;
+    return registry;
   }
   return {
-    list: () => [...current().values()].map((c) => c.info),
+    list: () => current().list().map(({ id, name, type }) => ({ id, name, type })),
     get: (id) => current().get(id)?.connector,
-    async close() {
-      await Promise.all([...built.values()].map((c) => c?.close?.()));
-      built.clear();
-    },
+    close: () => registry.close(),
   };
 }

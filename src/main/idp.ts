@@ -10,7 +10,9 @@
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import { createAccountStore } from '../idp/accounts.js';
 import { createIdpApp } from '../idp/app.js';
-import { createConfiguredConnectors, type BuildConnector } from '../idp/configured-connectors.js';
+import type { ParsedConnector } from '../idp/config.js';
+import { createConfiguredConnectors } from '../idp/configured-connectors.js';
+import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
@@ -94,7 +96,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
  * Opens a parsed idp.config entry with what every connector gets: fetch under the upstream TLS
  * policy, the clock and a logger scoped to it. The connector's close also closes its pools.
  */
-function openConnector(services: Services): BuildConnector {
+function openConnector(services: Services): (entry: ParsedConnector) => Connector {
   return (entry) => {
     const log = services.log.child({ connector: entry.id, type: entry.type });
     const fetches = upstreamFetches(log, services.settings.current().oidcTlsInsecureSkipVerify);

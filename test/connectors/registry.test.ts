@@ -54,9 +54,10 @@ function testRegistry() {
   const asked: string[] = [];
   const registry = new ConnectorRegistry({
     log,
-    connectorDeps(entry): ConnectorDeps {
+    open(entry) {
       asked.push(entry.id);
-      return { upstreamFetch: () => globalThis.fetch, now: () => new Date(0), log: log.child({ connector: entry.id, type: entry.type }) };
+      const deps: ConnectorDeps = { upstreamFetch: () => globalThis.fetch, now: () => new Date(0), log: log.child({ connector: entry.id, type: entry.type }) };
+      return entry.open(deps);
     },
   });
   const prompts = () => registry.list().map((live) => `${live.id}=${(live.connector as PasswordConnector).prompt}`);
