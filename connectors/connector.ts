@@ -59,6 +59,11 @@ export interface BrowserConnector {
   begin(state: string, ctx: LoginContext): Promise<BrowserStart>;
   complete(params: URLSearchParams, saved: string | undefined, ctx: LoginContext): Promise<Identity>;
   refresh?(identity: Identity, ctx: LoginContext): Promise<Identity | null>;
+  /**
+   * The service-provider metadata (XML) an upstream administrator imports, for `callbackUrl`
+   * (SAML); served at `<url>/api/idp/saml/<id>/metadata`. Absent for connectors without one.
+   */
+  metadata?(callbackUrl: string): Promise<string>;
   close?(): Promise<void>;
 }
 

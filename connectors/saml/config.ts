@@ -39,7 +39,7 @@ const nameIdPolicyFormat = z.string().transform((value, ctx) => {
 });
 
 export const samlConfigSchema = z.strictObject({
-  /** The IdP's SSO endpoint; the AuthnRequest is POSTed there by the browser. */
+  /** The IdP's SSO endpoint; the browser is sent there with the AuthnRequest (HTTP-Redirect binding). */
   ssoURL: httpUrl,
   /** The IdP's signing certificates (PEM), trusted directly. */
   ca: pemCertificates.optional(),
@@ -48,7 +48,7 @@ export const samlConfigSchema = z.strictObject({
   insecureSkipSignatureValidation: flag.default(false),
   /** Sent as the AuthnRequest's Issuer and expected as the Audience. */
   entityIssuer: text.optional(),
-  /** The Response's expected Issuer (checked when the Response itself is signed). */
+  /** The IdP's entity id: every Issuer of the response (Response and Assertion) must be this. */
   ssoIssuer: text.optional(),
   usernameAttr: text,
   emailAttr: text,

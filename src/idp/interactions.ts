@@ -6,6 +6,7 @@
  *   POST /api/idp/interaction/:uid/connector/:id     the password form
  *   GET|POST /api/idp/callback                        the upstream's return (SAML posts)
  *   GET  /api/idp/interaction/:uid/finish            back on the provider, finish the login
+ *   GET  /api/idp/saml/:id/metadata                   a SAML connector's SP metadata, for the IdP's admin
  *
  * The callback gets no `_interaction` cookie (its path is the interaction's), so it only finds
  * the transaction by `state`/`RelayState`; the browser then comes to /finish, under the
@@ -142,6 +143,20 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   };
   router.get('/callback', callback);
   router.post('/callback', callback);
+
+  router.get('/saml/:id/metadata', async (ctx) => {
+    const id = ctx.params['id'] ?? '';
+    const connector = deps.connectors.get(id);
+    const isSaml = deps.connectors.list().find((c) => c.id === id)?.type === 'saml';
+    if (!isSaml || connector?.kind !== 'browser' || connector.metadata === undefined) {
+      ctx.status = 404;
+      ctx.body = `no SAML connector with id ${id}`;
+      return;
+    }
+    // The ACS URL comes from the configured url (through the issuer), never from the Host header.
+    ctx.type = 'application/samlmetadata+xml';
+    ctx.body = await connector.metadata(`${deps.provider().issuer}/callback`);
+  });
 
   function connectorOr404(ctx: Koa.Context, id: string): Connector | undefined {
     const connector = deps.connectors.get(id);

@@ -1,0 +1,165 @@
+/**
+ * The bundled identity provider with the SAML connector against a real SimpleSAMLphp IdP
+ * (scripts/peers/start-simplesamlphp.sh, started once for the file), end to end with a plain HTTP
+ * client that follows redirects and posts forms: /auth/login → svc's chooser → the IdP's login
+ * form → its auto-POST form back to /api/idp/callback → the svc.token cookie, whose SAML groups
+ * a `g, <group>, role:x` rule judges on the extension proxy. Refused: a user in none of
+ * allowedGroups, a response signed by a key the connector does not trust (a second connector
+ * whose `ca` is another certificate, same IdP), and a replayed response.
+ */
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort, startPeer, type Peer } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const SECRET_KEY = 'idp-saml-e2e-secret-key-0123456789';
+const POLICY = [
+  'p, role:dev-tools, extensions, *, */tools, allow',
+  'g, devs, role:dev-tools',
+  'p, role:admin-tools, extensions, *, */secret, allow',
+  'g, admins, role:admin-tools',
+].join('\n');
+
+interface SamlPost { readonly SAMLResponse: string; readonly RelayState: string }
+
+describe('e2e: the bundled identity provider with the SAML connector (real SimpleSAMLphp)', function () {
+  this.timeout(60_000);
+  let ssp: Peer;
+  let backend: Backend;
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+
+  before(async function () {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    const acs = `${url}/api/idp/callback`;
+    const sspPort = await freePort();
+    ssp = await startPeer('start-simplesamlphp.sh', [String(sspPort)], { SP_ENTITY_ID: acs, SP_ACS_URL: acs, SP_SLO_URL: `${url}/api/idp/logout` });
+    backend = await echoBackend('tools');
+    const idp = `http://127.0.0.1:${sspPort}`;
+    const saml = {
+      ssoURL: `${idp}/saml2/idp/SSOService.php`, ssoIssuer: `${idp}/saml2/idp/metadata.php`, ca: await readFile(join(ssp.dir, 'cert', 'idp.crt'), 'utf8'),
+      usernameAttr: 'uid', emailAttr: 'mail', groupsAttr: 'groups', nameIDPolicyFormat: 'unspecified',
+    };
+    const otherCa = await readFile(new URL('../../fixtures/saml/other.crt', import.meta.url), 'utf8');
+    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
+    dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', {
+        url,
+        'idp.config': YAML.stringify({
+          connectors: [
+            { type: 'saml', id: 'corp', name: 'Corp SAML', config: { ...saml, allowedGroups: ['admins', 'devs'] } },
+            { type: 'saml', id: 'wrongkey', name: 'Untrusted key', config: { ...saml, ca: otherCa } },
+          ],
+        }),
+        'extension.config': YAML.stringify({ extensions }),
+      }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    });
+    server = await startTestServer(dir, { port });
+  });
+
+  after(async function () {
+    await server?.close(1000);
+    await backend?.close();
+    await ssp?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  const page = (value: URL | Page, what: string): Page => {
+    if (!isPage(value)) throw new Error(`expected ${what}, got a redirect to ${value.href}`);
+    return value;
+  };
+
+  /** /auth/login → the chooser → `connector` → the IdP's form, filled in → its auto-POST form. */
+  async function atIdp(browser: FormBrowser, connector: string, username: string, password: string): Promise<{ post: Page; saml: SamlPost }> {
+    const chooser = page(await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`), 'the chooser');
+    const href = new RegExp(`href="([^"]*/connector/${connector})"`).exec(chooser.html)?.[1];
+    if (href === undefined) throw new Error(`no ${connector} on the chooser: ${chooser.html}`);
+    const form = page(await browser.go(new URL(href, url).href, `${url}/apps`), 'the IdP login form');
+    expect(form.url).to.match(/loginuserpass\.php/);
+    const post = page(await browser.submit(form, { username, password }, `${url}/apps`), 'the IdP auto-POST form');
+    const field = (name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(post.html)?.[1] ?? '';
+    const saml = { SAMLResponse: field('SAMLResponse'), RelayState: field('RelayState') };
+    expect(saml.SAMLResponse, 'a SAMLResponse from the IdP').not.to.equal('');
+    expect(post.html).to.contain(`action="${url}/api/idp/callback"`);
+    return { post, saml };
+  }
+
+  async function logIn(connector: string, username: string, password: string): Promise<{ browser: FormBrowser; landed: URL | Page; saml: SamlPost }> {
+    const browser = new FormBrowser();
+    const { post, saml } = await atIdp(browser, connector, username, password);
+    return { browser, landed: await browser.submit(post, {}, `${url}/apps`), saml };
+  }
+
+  async function groupsOf(browser: FormBrowser): Promise<string[]> {
+    const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+    expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
+    return (info['groups'] as string[]).sort();
+  }
+
+  const status = async (browser: FormBrowser, extension: string): Promise<number> => (await browser.request(`${url}/api/v1/extensions/${extension}/x`)).status;
+
+  it('logs bob in through /auth/login to a svc.token; his SAML group allows one extension and not another', async () => {
+    const { browser, landed } = await logIn('corp', 'bob', 'bob123');
+    expect(landed, 'back at return_url').to.be.instanceOf(URL);
+    expect(await groupsOf(browser)).to.deep.equal(['devs']);
+    expect(await status(browser, 'tools')).to.equal(200);
+    expect(await status(browser, 'secret')).to.equal(403);
+  });
+
+  it('lets alice, in admins too, through to both extensions', async () => {
+    const { browser, landed } = await logIn('corp', 'alice', 'alice123');
+    expect(landed).to.be.instanceOf(URL);
+    expect(await groupsOf(browser)).to.deep.equal(['admins', 'devs']);
+    expect(await status(browser, 'tools')).to.equal(200);
+    expect(await status(browser, 'secret')).to.equal(200);
+  });
+
+  it('refuses carol, in none of allowedGroups, and logs why', async () => {
+    const { landed, browser } = await logIn('corp', 'carol', 'carol123');
+    const refused = page(landed, 'the refusal page');
+    expect(refused.status).to.equal(401);
+    expect(refused.html).to.contain('Login failed');
+    expect(server.logs()).to.contain('user carol is in none of allowedGroups (admins, devs)');
+    expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(401);
+  });
+
+  it('refuses a response signed by a key the connector does not trust', async () => {
+    const { landed } = await logIn('wrongkey', 'alice', 'alice123');
+    expect(page(landed, 'the refusal page').status).to.equal(401);
+    expect(server.logs()).to.match(/saml: response refused: Invalid signature/);
+  });
+
+  it('refuses a replayed response: again with its RelayState, and for another login', async () => {
+    const { landed, saml } = await logIn('corp', 'bob', 'bob123');
+    expect(landed).to.be.instanceOf(URL);
+    // The same POST again: its transaction was used up by the first.
+    const again = page(await new FormBrowser().go(`${url}/api/idp/callback`, `${url}/apps`, new URLSearchParams({ ...saml })), 'the expired page');
+    expect(again.status).to.equal(400);
+    expect(again.html).to.contain('Login expired');
+    // The same response under the RelayState of a new login: it answers the old request.
+    const browser = new FormBrowser();
+    const fresh = await atIdp(browser, 'corp', 'bob', 'bob123');
+    const replay = page(await browser.go(`${url}/api/idp/callback`, `${url}/apps`, new URLSearchParams({ SAMLResponse: saml.SAMLResponse, RelayState: fresh.saml.RelayState })), 'the refusal page');
+    expect(replay.status).to.equal(401);
+    expect(server.logs()).to.match(/saml: response refused: the Response answers request _[0-9a-f]{40}, not this login's _[0-9a-f]{40}/);
+  });
+
+  it('serves the SP metadata of a SAML connector, and 404 for any other id', async () => {
+    const res = await fetch(`${url}/api/idp/saml/corp/metadata`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/samlmetadata\+xml/);
+    const xml = await res.text();
+    expect(xml).to.contain(`entityID="${url}/api/idp/callback"`);
+    expect(xml).to.contain(`Location="${url}/api/idp/callback"`);
+    expect((await fetch(`${url}/api/idp/saml/nope/metadata`)).status).to.equal(404);
+  });
+});
