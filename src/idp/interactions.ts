@@ -139,7 +139,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
       return ctx.redirect(`${interactionPath(outcome.uid)}/finish`);
     }
     if (outcome.kind === 'expired') return page(ctx, 400, errorPage('Login expired', EXPIRED));
-    page(ctx, 401, errorPage('Login failed', 'Your identity provider did not confirm the login. Go back to the application and try again.'));
+    const said = outcome.message === undefined ? undefined : `${outcome.message.charAt(0).toUpperCase()}${outcome.message.slice(1)}.`;
+    page(ctx, 401, errorPage('Login failed', said ?? 'Your identity provider did not confirm the login. Go back to the application and try again.'));
   };
   router.get('/callback', callback);
   router.post('/callback', callback);

@@ -38,7 +38,8 @@ export type PasswordOutcome =
 export type CallbackOutcome =
   | { readonly kind: 'ok'; readonly uid: string }
   | { readonly kind: 'expired' }
-  | { readonly kind: 'failed' };
+  /** `message`: the connector's own sentence for the person (an SvcError's), when it gave one. */
+  | { readonly kind: 'failed'; readonly message?: string };
 
 interface Transaction {
   readonly uid: string;
@@ -117,7 +118,8 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
         identity = await connector.complete(params, txn.saved, contextFor(txn.scope));
       } catch (err: unknown) {
         deps.log.warn({ err, connector: txn.connectorId }, 'identity provider: a connector refused or failed a login callback');
-        return { kind: 'failed' };
+        const message = personMessage(err);
+        return message === undefined ? { kind: 'failed' } : { kind: 'failed', message };
       }
       const sub = await remember(txn, identity);
       await deps.state.set(pendingKey(txn.uid), sub, { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
@@ -128,4 +130,21 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       return (await deps.state.take(pendingKey(uid))) ?? undefined;
     },
   };
+}
+
+/**
+ * The sentence a connector meant for the person: an SvcError's message (a connector's errors say
+ * nothing of hosts, XML or secrets). By shape, not instanceof: a connector loaded with import()
+ * may hold another copy of the class. Anything else stays behind the generic page.
+ */
+function personMessage(err: unknown): string | undefined {
+  if (!(err instanceof Error) || typeof (err as { code?: unknown }).code !== 'string') return undefined;
+  return isSvcError(err) ? err.message : undefined;
+}
+
+function isSvcError(err: Error): boolean {
+  for (let proto: unknown = Object.getPrototypeOf(err); proto !== null && proto !== undefined; proto = Object.getPrototypeOf(proto)) {
+    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'SvcError') return true;
+  }
+  return false;
 }

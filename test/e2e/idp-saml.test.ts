@@ -123,18 +123,23 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     expect(await status(browser, 'secret')).to.equal(200);
   });
 
-  it('refuses carol, in none of allowedGroups, and logs why', async () => {
+  it('refuses carol, in none of allowedGroups, tells her so and logs why', async () => {
     const { landed, browser } = await logIn('corp', 'carol', 'carol123');
     const refused = page(landed, 'the refusal page');
     expect(refused.status).to.equal(401);
     expect(refused.html).to.contain('Login failed');
+    expect(refused.html).to.contain('You are not a member of any group allowed to log in here: ask your administrator for access.');
+    expect(refused.html).not.to.contain('contractors');
     expect(server.logs()).to.contain('user carol is in none of allowedGroups (admins, devs)');
     expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(401);
   });
 
   it('refuses a response signed by a key the connector does not trust', async () => {
     const { landed } = await logIn('wrongkey', 'alice', 'alice123');
-    expect(page(landed, 'the refusal page').status).to.equal(401);
+    const refused = page(landed, 'the refusal page');
+    expect(refused.status).to.equal(401);
+    expect(refused.html).to.contain('could not be verified');
+    expect(refused.html).not.to.contain('signature');
     expect(server.logs()).to.match(/saml: response refused: Invalid signature/);
   });
 
