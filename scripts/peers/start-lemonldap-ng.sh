@@ -16,6 +16,7 @@
 # Claims: scope email -> email, profile -> name, preferred_username, extra scope "groups" -> groups (array).
 # Prints: the pid file path (last line of stdout). Stop: stop-peer.sh <pidfile>
 # Install: scripts/install-bench-deps.sh (optional, benches only; the tests never start it).
+#          HTTPS (LLNG_TLS_DIR) also needs the Debian packages starman and libio-socket-ssl-perl.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
