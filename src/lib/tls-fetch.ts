@@ -41,7 +41,8 @@ export function createTlsFetch(policy: TlsPolicy = {}): TlsFetch {
 /** The innermost cause's code and message: a certificate error names itself (UNABLE_TO_VERIFY_LEAF_SIGNATURE). */
 export function describeFailure(err: unknown): string {
   let cause: unknown = err;
-  for (let i = 0; i < 5 && cause instanceof Error && cause.cause !== undefined; i++) cause = cause.cause;
+  // Only Error causes: openid-client puts the response body or the failing claim there too.
+  for (let i = 0; i < 5 && cause instanceof Error && cause.cause instanceof Error; i++) cause = cause.cause;
   if (!(cause instanceof Error)) return String(cause);
   const code = (cause as { code?: unknown }).code;
   return `${isCertificateError(err) ? 'certificate verification failed: ' : ''}${typeof code === 'string' ? `${code}: ` : ''}${cause.message}`;

@@ -26,6 +26,21 @@ export function warnAboutProvider(provider: SsoProvider, log: Pick<Logger, 'warn
   if (new URL(provider.issuer).protocol === 'http:') log.warn({ issuer: provider.issuer }, 'the OIDC issuer is plain http: tokens and codes travel unencrypted');
 }
 
+/**
+ * client_secret_basic with the ID and secret escaped as Go's url.QueryEscape does (Argo CD's
+ * oauth2 library): unreserved characters (`-_.~`) stay as they are. openid-client escapes them
+ * too (RFC 6749 appendix B, strictly), and providers that do not form-decode the header, such
+ * as LemonLDAP::NG, then refuse a secret with a `-` in it.
+ */
+export function secretBasic(clientID: string, clientSecret: string): client.ClientAuth {
+  const credentials = Buffer.from(`${queryEscape(clientID)}:${queryEscape(clientSecret)}`).toString('base64');
+  return (_as, _client, _body, headers) => headers.set('authorization', `Basic ${credentials}`);
+}
+
+function queryEscape(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
+}
+
 export function createProviderClient(provider: SsoProvider): ProviderClient {
   const tls = createTlsFetch({
     insecureSkipVerify: provider.tls.insecureSkipVerify,
@@ -35,7 +50,7 @@ export function createProviderClient(provider: SsoProvider): ProviderClient {
   let discovered: Promise<client.Configuration> | undefined;
 
   async function discover(): Promise<client.Configuration> {
-    const auth = provider.clientSecret === undefined ? client.None() : client.ClientSecretBasic(provider.clientSecret);
+    const auth = provider.clientSecret === undefined ? client.None() : secretBasic(provider.clientID, provider.clientSecret);
     const insecure = new URL(provider.issuer).protocol === 'http:';
     try {
       return await client.discovery(new URL(provider.issuer), provider.clientID, provider.clientSecret, auth, {

@@ -6,7 +6,7 @@
  * expired ID token (the CLI run in-process with its clock moved a day ahead).
  */
 import { expect } from 'chai';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,54 +18,15 @@ import { run } from '../../src/cli/program.js';
 import { fakeIo } from '../cli/fake-io.js';
 import { SECRET_KEY } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { startCli } from '../helpers/cli-process.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
-import { ROOT } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
 const DAY_MS = 24 * 60 * 60 * 1000;
 const IDP_CONFIG = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
-
-interface RunningCli {
-  /** Resolves with the first match of `pattern` in stderr so far or to come. */
-  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
-  readonly done: Promise<{ code: number | null; stdout: string; stderr: string }>;
-  stop(): void;
-}
-
-/** The CLI as a process whose stderr the test reads while it runs (it prints the URL to visit). */
-function startCli(home: string, args: readonly string[]): RunningCli {
-  const env = { PATH: process.env['PATH'], HOME: home, SVC_NO_BROWSER_OPEN: '1' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    for (const w of [...waiters]) {
-      const m = stderr.match(w.pattern);
-      if (m === null) continue;
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(m);
-    }
-  });
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  return {
-    done,
-    stop: () => void child.kill(),
-    waitFor: (pattern) =>
-      Promise.race([
-        new Promise<RegExpMatchArray>((resolve) => {
-          const m = stderr.match(pattern);
-          if (m !== null) resolve(m); else waiters.push({ pattern, resolve });
-        }),
-        done.then((r) => Promise.reject(new Error(`the CLI ended (${r.code}) before printing ${pattern}: ${r.stderr}`))),
-      ]),
-  };
-}
 
 interface StoredUser {
   'auth-token'?: string;

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { warnAboutProvider } from '../../src/oidc/client.js';
+import { secretBasic, warnAboutProvider } from '../../src/oidc/client.js';
 import { describeFailure } from '../../src/lib/tls-fetch.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
 
@@ -23,5 +23,17 @@ describe('provider connection', () => {
     const outer = new Error('fetch failed', { cause: new Error('wrapped', { cause: inner }) });
     expect(describeFailure(outer)).to.equal('certificate verification failed: UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate');
     expect(describeFailure(new Error('plain'))).to.equal('plain');
+  });
+
+  it('stops at the last Error cause: a response body or claim object there is no message', () => {
+    const err = Object.assign(new Error('server responded with an error', { cause: { error: 'invalid_client' } }), { code: 'OAUTH_RESPONSE_BODY_ERROR' });
+    expect(describeFailure(err)).to.equal('OAUTH_RESPONSE_BODY_ERROR: server responded with an error');
+  });
+
+  it('sends client_secret_basic escaped as Go does: unreserved characters stay, others are escaped', () => {
+    const headers = new Headers();
+    secretBasic('svc-cli', "my-secret_1.0~ +&!")({} as never, {} as never, new URLSearchParams(), headers);
+    const decoded = Buffer.from((headers.get('authorization') ?? '').replace(/^Basic /, ''), 'base64').toString();
+    expect(decoded).to.equal('svc-cli:my-secret_1.0~+%2B%26%21');
   });
 });

@@ -20,20 +20,36 @@ function provider(overrides: Partial<SsoProvider> = {}): SsoProvider {
   };
 }
 
-interface Keys { jwks: JWK[]; sign(payload: JWTPayload, kid?: string): Promise<string>; add(kid: string): Promise<void> }
+interface Keys {
+  jwks: JWK[];
+  sign(payload: JWTPayload, kid?: string): Promise<string>;
+  /** A new key, published at once. */
+  add(kid: string): Promise<void>;
+  /** A new key that signs but is not published yet (key generation is slow on a busy machine). */
+  generate(kid: string): Promise<void>;
+  publish(kid: string): void;
+}
 
 async function keys(): Promise<Keys> {
   const privates = new Map<string, Awaited<ReturnType<typeof generateKeyPair>>['privateKey']>();
+  const publics = new Map<string, JWK>();
   const jwks: JWK[] = [];
-  const add = async (kid: string) => {
+  const generate = async (kid: string) => {
     const { privateKey, publicKey } = await generateKeyPair('RS256');
     privates.set(kid, privateKey);
-    jwks.push({ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' });
+    publics.set(kid, { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' });
+  };
+  const publish = (kid: string) => void jwks.push(publics.get(kid) as JWK);
+  const add = async (kid: string) => {
+    await generate(kid);
+    publish(kid);
   };
   await add('k1');
   return {
     jwks,
     add,
+    generate,
+    publish,
     sign: (payload, kid = 'k1') => new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid }).sign(privates.get(kid) as Awaited<ReturnType<typeof generateKeyPair>>['privateKey']),
   };
 }
@@ -134,11 +150,13 @@ describe('SSO token verifier', () => {
     await v.verify(await k.sign(claims({ sub: 'user-2' })));
     expect(fetches.count).to.equal(1);
     await k.add('k2');
+    await k.generate('k3');
+    const signedWithK3 = await k.sign(claims(), 'k3');
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect((await v.verify(await k.sign(claims(), 'k2'))).username).to.equal('user-1');
     expect(fetches.count).to.equal(2);
-    await k.add('k3');
-    expect(await v.verify(await k.sign(claims(), 'k3')).then(() => 'ok', (e: Error) => e.message)).to.match(/NO_MATCHING_KEY/);
+    k.publish('k3');
+    expect(await v.verify(signedWithK3).then(() => 'ok', (e: Error) => e.message)).to.match(/NO_MATCHING_KEY/);
     expect(fetches.count).to.equal(2);
   });
 });
