@@ -11,21 +11,23 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
+/**
+ * svc's look (web/style.css, served at /web/style.css by the app beside the provider), and no
+ * inline script or style: the pages' CSP (http/security-headers.ts) allows neither.
+ */
 function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem}
-label,input,button,a.choice{display:block;width:100%;box-sizing:border-box;margin:.4rem 0}
-input,button,a.choice{padding:.5rem}.error{color:#a00}</style>
-</head><body><h1>${escapeHtml(title)}</h1>
+<title>${escapeHtml(title)} · svc</title>
+<link rel="stylesheet" href="/web/style.css">
+</head><body><main class="narrow" id="main"><div class="card"><h1>${escapeHtml(title)}</h1>
 ${body}
-</body></html>`;
+</div></main></body></html>`;
 }
 
 export function chooserPage(connectors: readonly ConnectorInfo[], hrefOf: (id: string) => string): string {
-  const items = connectors.map((c) => `<li><a class="choice" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
-  return layout('Log in', `<ul style="list-style:none;padding:0">${items.join('\n')}</ul>`);
+  const items = connectors.map((c) => `<li><a class="button secondary block" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
+  return layout('Log in', `<ul class="choices">${items.join('\n')}</ul>`);
 }
 
 export interface PasswordForm {
@@ -46,22 +48,23 @@ export function passwordPage(form: PasswordForm): string {
 <input id="username" name="username" autocomplete="username" required value="${escapeHtml(form.username ?? '')}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Log in</button>
+<button type="submit" class="block">Log in</button>
 </form>`);
 }
 
 /** Sends the browser on with a POST (SAML HTTP-POST binding); the button is there for browsers without JavaScript. */
 export function autoPostPage(action: string, fields: Readonly<Record<string, string>>): string {
   const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`);
-  return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}">
+  return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}" data-auto-post>
 ${inputs.join('\n')}
 <p>Your identity provider is next.</p><button type="submit">Continue</button>
 </form>
-<script>document.forms[0].submit()</script>`);
+<script type="module" src="/web/auto-post.js"></script>`);
 }
 
 export function errorPage(title: string, message: string): string {
-  return layout(title, `<p class="error">${escapeHtml(message)}</p>`);
+  return layout(title, `<p class="error" role="alert">${escapeHtml(message)}</p>
+<p><a href="/login">Go to svc's login page</a></p>`);
 }
 
 /**
