@@ -50,8 +50,8 @@ export interface Chromium {
   readonly browser: Browser;
   /** A page in a fresh context: no cookies, no storage. */
   page(options?: ContextOptions): Promise<Page>;
-  /** Saves a full-page PNG as test-output/ui/<name>.png and returns its path. */
-  screenshot(page: Page, name: string): Promise<string>;
+  /** Saves a PNG of the viewport (or the whole page) as test-output/ui/<name>.png and returns its path. */
+  screenshot(page: Page, name: string, options?: { readonly fullPage?: boolean }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -69,9 +69,9 @@ export async function openChromium(): Promise<Chromium> {
       contexts.push(context);
       return context.newPage();
     },
-    async screenshot(page, name) {
+    async screenshot(page, name, options = {}) {
       const path = join(SCREENSHOT_DIR, `${name}.png`);
-      await page.screenshot({ path, fullPage: true });
+      await page.screenshot({ path, fullPage: options.fullPage === true });
       return path;
     },
     async close() {
