@@ -69,7 +69,9 @@ export function errorPage(title: string, message: string): string {
 
 /**
  * The device flow's pages (RFC 8628), in place of oidc-provider's defaults (which load web
- * fonts from a third party). `form` is the provider's own form opening with its CSRF field.
+ * fonts from a third party). `form` is the provider's own form: its action and CSRF field are
+ * kept, and its code input (no label, an inline onfocus handler the CSP refuses) is replaced by a
+ * labelled one, keeping a code the link already carried.
  */
 export function deviceInputPage(form: string, error: 'wrong_code' | 'aborted' | 'failed' | undefined): string {
   const messages = {
@@ -79,10 +81,25 @@ export function deviceInputPage(form: string, error: 'wrong_code' | 'aborted' | 
   } as const;
   const message = error === undefined ? '<p>Enter the code your device shows.</p>' : `<p class="error" role="alert">${escapeHtml(messages[error])}</p>`;
   return layout('Log in a device', `${message}
-${form}
+${labelledCodeForm(form)}`);
+}
+
+/** The provider's values are its own, already escaped where they need it: they are copied as they are. */
+function labelledCodeForm(form: string): string {
+  const action = /<form[^>]*\saction="([^"]*)"/.exec(form)?.[1];
+  const xsrf = /name="xsrf" value="([^"]*)"/.exec(form)?.[1];
+  const codeInput = /<input[^>]*name="user_code"[^>]*>/.exec(form)?.[0] ?? '';
+  const code = /\svalue="([^"]*)"/.exec(codeInput)?.[1] ?? '';
+  if (action === undefined || xsrf === undefined) {
+    // Another provider version: its form as it is, which works too.
+    return `${form}\n<button type="submit" form="op.deviceInputForm">Continue</button>`;
+  }
+  return `<form id="op.deviceInputForm" method="post" action="${action}">
+<input type="hidden" name="xsrf" value="${xsrf}">
 <label for="user_code">Code</label>
-<input id="user_code" name="user_code" form="op.deviceInputForm" autocomplete="off" required>
-<button type="submit" form="op.deviceInputForm">Continue</button>`);
+<input id="user_code" name="user_code" value="${code}" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus>
+<button type="submit">Continue</button>
+</form>`;
 }
 
 export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
