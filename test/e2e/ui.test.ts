@@ -17,7 +17,7 @@ import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import YAML from 'yaml';
 import { subjectOf } from '../../src/idp/claims.js';
-import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
+import { buildWebScripts, openChromium, seriousViolations, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -221,18 +221,22 @@ describe('e2e: the login and account pages in Chromium', function () {
 
   it('logs in through the bundled provider and its LDAP connector (real slapd) from the login page, back to return_url, and out', async function () {
     const page = await chromium.page();
-    await page.goto(`${url}/login?return_url=${encodeURIComponent('/?from=sso')}`);
-    await page.getByRole('link', { name: 'Log in via Corp directory' }).click();
-    await page.getByRole('heading', { name: 'Log in with Corp directory' }).waitFor();
-    await noSeriousViolations(page, "the provider's password form");
-    await chromium.screenshot(page, 'idp-password-form');
-    await page.getByLabel('Username').fill('bob');
-    await page.getByLabel('Password').fill('wrong');
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await alert(page).filter({ hasText: 'Wrong username or password.' }).waitFor();
-    await page.getByLabel('Password').fill('bob123');
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.waitForURL(`${url}/?from=sso`);
+    await ssoLoginFromLoginPage(page, {
+      svcUrl: url,
+      button: 'Log in via Corp directory',
+      returnUrl: '/?from=sso',
+      async logIn(at) {
+        await at.getByRole('heading', { name: 'Log in with Corp directory' }).waitFor();
+        await noSeriousViolations(at, "the provider's password form");
+        await chromium.screenshot(at, 'idp-password-form');
+        await at.getByLabel('Username').fill('bob');
+        await at.getByLabel('Password').fill('wrong');
+        await at.getByRole('button', { name: 'Log in' }).click();
+        await alert(at).filter({ hasText: 'Wrong username or password.' }).waitFor();
+        await at.getByLabel('Password').fill('bob123');
+        await at.getByRole('button', { name: 'Log in' }).click();
+      },
+    });
     await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
     expect(await page.locator('#me-groups').textContent()).to.equal('devs, qa');
     expect(await page.locator('#me-issuer').textContent()).to.equal(`${url}/api/idp`);

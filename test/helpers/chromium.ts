@@ -10,6 +10,9 @@
  *   expect(await seriousViolations(page)).to.deep.equal([]);
  *   await chromium.close();                           // in after()
  *
+ * ssoLoginFromLoginPage() is a whole single sign-on from svc's login page: the button, whatever
+ * login form the provider shows (the caller fills it), and back at return_url.
+ *
  * The pages' scripts are compiled from web/src by buildWebScripts(), called before the server
  * starts (it reads them at start), as `npm run build` does for a real deployment.
  */
@@ -101,4 +104,25 @@ export async function seriousViolations(page: Page): Promise<Violation[]> {
   return page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.map(String).join(' ')) })))`);
+}
+
+export interface SsoLogin {
+  /** svc's base URL. */
+  readonly svcUrl: string;
+  /** The login page's link, as it reads: `Log in via <connector name>`. */
+  readonly button: string;
+  /** A path on svc; the login must end there. */
+  readonly returnUrl: string;
+  /** Fills and submits the login form the link led to (the provider's own, or an upstream's). */
+  logIn(page: Page): Promise<void>;
+}
+
+/** From /login?return_url=… through the chosen provider back to return_url, with the svc.token cookie set. */
+export async function ssoLoginFromLoginPage(page: Page, sso: SsoLogin): Promise<void> {
+  await page.goto(`${sso.svcUrl}/login?return_url=${encodeURIComponent(sso.returnUrl)}`);
+  await page.getByRole('link', { name: sso.button, exact: true }).click();
+  await sso.logIn(page);
+  await page.waitForURL(`${sso.svcUrl}${sso.returnUrl}`);
+  const cookie = (await page.context().cookies(sso.svcUrl)).find((c) => c.name === 'svc.token');
+  if (cookie === undefined) throw new Error(`back at ${sso.returnUrl} without the svc.token cookie`);
 }
