@@ -290,11 +290,18 @@ describe('e2e: the login and account pages in Chromium', function () {
     await localLogin(page, 'alice', PASSWORDS.alice);
     await page.waitForURL(`${url}/?after=failure`);
 
-    // No login under way in this browser (expired, or started elsewhere).
-    const fresh = await chromium.page();
-    await fresh.goto(`${url}/auth/callback?code=abc&state=def`);
-    await fresh.waitForURL(`${url}/login?error=sso_expired`);
-    await alert(fresh).filter({ hasText: 'That login took too long or was started in another browser.' }).waitFor();
+    // Started from the login page, then the login cookie is gone (expired) when the browser comes
+    // back: the page still knows where the login was going.
+    const expired = await chromium.page();
+    await expired.goto(`${url}/login?return_url=${encodeURIComponent('/?after=expiry')}`);
+    await expired.getByRole('link', { name: 'Log in via Corp directory' }).click();
+    await expired.getByRole('heading', { name: 'Log in with Corp directory' }).waitFor();
+    await expired.context().clearCookies();
+    await expired.goto(`${url}/auth/callback?code=abc&state=def`);
+    await expired.waitForURL(`${url}/login?error=sso_expired`);
+    await alert(expired).filter({ hasText: 'That login took too long or was started in another browser.' }).waitFor();
+    await localLogin(expired, 'alice', PASSWORDS.alice);
+    await expired.waitForURL(`${url}/?after=expiry`);
   });
 
   it('refuses a state-changing call a page of another origin makes with the cookie', async function () {
