@@ -14,4 +14,6 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  // The pages' browser scripts have their own project (lib dom, no node).
+  { files: ['web/**/*.ts'], languageOptions: { parserOptions: { project: './web/tsconfig.json' } } },
 );

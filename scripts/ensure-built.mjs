@@ -25,7 +25,7 @@ function builtAt() {
   }
 }
 
-const SOURCES = ['src', 'connectors', 'tsconfig.json'];
+const SOURCES = ['src', 'connectors', 'tsconfig.json', 'web/src', 'web/tsconfig.json'];
 const ENTRY = 'dist/src/commands/svc-server.js';
 
 function stale() {
@@ -34,7 +34,10 @@ function stale() {
 }
 
 if (stale()) {
-  const result = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  // The server, then the login and account pages' scripts (web/src -> dist/web, docs/ui.md).
+  for (const project of ['tsconfig.json', 'web/tsconfig.json']) {
+    const result = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', project], { stdio: 'inherit' });
+    if (result.status !== 0) process.exit(result.status ?? 1);
+  }
   writeFileSync('dist/.built', new Date().toISOString());
 }

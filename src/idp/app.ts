@@ -20,6 +20,7 @@ import { interactionRoutes } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
 import { errorPage } from './pages.js';
+import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 
@@ -82,6 +83,7 @@ function pageErrors(log: Logger): Koa.Middleware {
       log.error({ err, path: ctx.path }, 'identity provider: a login page failed');
       ctx.status = 500;
       ctx.type = 'html';
+      setPageHeaders(ctx, 'idp');
       ctx.body = errorPage('Login failed', 'Something went wrong on our side. Go back to the application and try again.');
     }
   };

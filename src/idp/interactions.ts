@@ -24,6 +24,7 @@ import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
 import { MOUNT_PATH } from './issuer.js';
+import { setPageHeaders } from '../http/security-headers.js';
 
 export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */
@@ -43,7 +44,7 @@ const connectorPath = (uid: string, id: string): string => `${interactionPath(ui
 function page(ctx: Koa.Context, status: number, html: string): void {
   ctx.status = status;
   ctx.type = 'html';
-  ctx.set('Cache-Control', 'no-store');
+  setPageHeaders(ctx, 'idp');
   ctx.body = html;
 }
 

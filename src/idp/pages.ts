@@ -11,21 +11,23 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
+/**
+ * svc's look (web/style.css, served at /web/style.css by the app beside the provider), and no
+ * inline script or style: the pages' CSP (http/security-headers.ts) allows neither.
+ */
 function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem}
-label,input,button,a.choice{display:block;width:100%;box-sizing:border-box;margin:.4rem 0}
-input,button,a.choice{padding:.5rem}.error{color:#a00}</style>
-</head><body><h1>${escapeHtml(title)}</h1>
+<title>${escapeHtml(title)} · svc</title>
+<link rel="stylesheet" href="/web/style.css">
+</head><body><main class="narrow" id="main"><div class="card"><h1>${escapeHtml(title)}</h1>
 ${body}
-</body></html>`;
+</div></main></body></html>`;
 }
 
 export function chooserPage(connectors: readonly ConnectorInfo[], hrefOf: (id: string) => string): string {
-  const items = connectors.map((c) => `<li><a class="choice" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
-  return layout('Log in', `<ul style="list-style:none;padding:0">${items.join('\n')}</ul>`);
+  const items = connectors.map((c) => `<li><a class="button secondary block" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
+  return layout('Log in', `<ul class="choices">${items.join('\n')}</ul>`);
 }
 
 export interface PasswordForm {
@@ -46,27 +48,30 @@ export function passwordPage(form: PasswordForm): string {
 <input id="username" name="username" autocomplete="username" required value="${escapeHtml(form.username ?? '')}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Log in</button>
+<button type="submit" class="block">Log in</button>
 </form>`);
 }
 
 /** Sends the browser on with a POST (SAML HTTP-POST binding); the button is there for browsers without JavaScript. */
 export function autoPostPage(action: string, fields: Readonly<Record<string, string>>): string {
   const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`);
-  return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}">
+  return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}" data-auto-post>
 ${inputs.join('\n')}
 <p>Your identity provider is next.</p><button type="submit">Continue</button>
 </form>
-<script>document.forms[0].submit()</script>`);
+<script type="module" src="/web/auto-post.js"></script>`);
 }
 
 export function errorPage(title: string, message: string): string {
-  return layout(title, `<p class="error">${escapeHtml(message)}</p>`);
+  return layout(title, `<p class="error" role="alert">${escapeHtml(message)}</p>
+<p><a href="/login">Go to svc's login page</a></p>`);
 }
 
 /**
  * The device flow's pages (RFC 8628), in place of oidc-provider's defaults (which load web
- * fonts from a third party). `form` is the provider's own form opening with its CSRF field.
+ * fonts from a third party). `form` is the provider's own form: its action and CSRF field are
+ * kept, and its code input (no label, an inline onfocus handler the CSP refuses) is replaced by a
+ * labelled one, keeping a code the link already carried.
  */
 export function deviceInputPage(form: string, error: 'wrong_code' | 'aborted' | 'failed' | undefined): string {
   const messages = {
@@ -76,10 +81,25 @@ export function deviceInputPage(form: string, error: 'wrong_code' | 'aborted' | 
   } as const;
   const message = error === undefined ? '<p>Enter the code your device shows.</p>' : `<p class="error" role="alert">${escapeHtml(messages[error])}</p>`;
   return layout('Log in a device', `${message}
-${form}
+${labelledCodeForm(form)}`);
+}
+
+/** The provider's values are its own, already escaped where they need it: they are copied as they are. */
+function labelledCodeForm(form: string): string {
+  const action = /<form[^>]*\saction="([^"]*)"/.exec(form)?.[1];
+  const xsrf = /name="xsrf" value="([^"]*)"/.exec(form)?.[1];
+  const codeInput = /<input[^>]*name="user_code"[^>]*>/.exec(form)?.[0] ?? '';
+  const code = /\svalue="([^"]*)"/.exec(codeInput)?.[1] ?? '';
+  if (action === undefined || xsrf === undefined) {
+    // Another provider version: its form as it is, which works too.
+    return `${form}\n<button type="submit" form="op.deviceInputForm">Continue</button>`;
+  }
+  return `<form id="op.deviceInputForm" method="post" action="${action}">
+<input type="hidden" name="xsrf" value="${xsrf}">
 <label for="user_code">Code</label>
-<input id="user_code" name="user_code" form="op.deviceInputForm" autocomplete="off" required>
-<button type="submit" form="op.deviceInputForm">Continue</button>`);
+<input id="user_code" name="user_code" value="${code}" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus>
+<button type="submit">Continue</button>
+</form>`;
 }
 
 export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {

@@ -22,7 +22,8 @@ import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
   INTERACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S,
 } from './lifetimes.js';
-import { deviceConfirmPage, deviceDonePage, deviceInputPage, loggedOutPage, logoutPage } from './pages.js';
+import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './pages.js';
+import { setPageHeaders } from '../http/security-headers.js';
 
 
 export interface ProviderDeps {
@@ -63,12 +64,15 @@ export function createProvider(deps: ProviderDeps): Provider {
       deviceFlow: {
         enabled: true,
         userCodeInputSource: (ctx, form, _out, err) => {
+          setPageHeaders(ctx, 'idp');
           ctx.body = deviceInputPage(form, err === undefined ? undefined : deviceErrorOf(err));
         },
         userCodeConfirmSource: (ctx, form, client, _info, userCode) => {
+          setPageHeaders(ctx, 'idp');
           ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
         },
         successSource: (ctx) => {
+          setPageHeaders(ctx, 'idp');
           ctx.body = deviceDonePage();
         },
       },
@@ -77,9 +81,11 @@ export function createProvider(deps: ProviderDeps): Provider {
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: (ctx, form) => {
+          setPageHeaders(ctx, 'idp');
           ctx.body = logoutPage(form);
         },
         postLogoutSuccessSource: (ctx) => {
+          setPageHeaders(ctx, 'idp');
           ctx.body = loggedOutPage();
         },
       },
@@ -97,7 +103,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
     renderError: (ctx, out) => {
       ctx.type = 'html';
-      ctx.body = `<!doctype html><meta charset="utf-8"><title>Login failed</title><h1>Login failed</h1><p>${escapeText(out.error_description ?? out.error)}</p>`;
+      setPageHeaders(ctx, 'idp');
+      ctx.body = errorPage('Login failed', out.error_description ?? out.error);
     },
   };
   const provider = new Provider(issuerOf(deps.url), config);
@@ -112,10 +119,6 @@ export function createProvider(deps: ProviderDeps): Provider {
     await next();
   });
   return provider;
-}
-
-function escapeText(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function deviceErrorOf(err: Error): 'wrong_code' | 'aborted' | 'failed' {

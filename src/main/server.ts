@@ -6,7 +6,7 @@
  *   → the SSO provider's token verifier (sso.ts), when oidc.config is set at start
  *   → token verifiers and the caller reading (identity.ts)
  *   → accounts and sessions (accounts.ts), SSO login, callback, logout and renewal (sso.ts)
- *   → the extension proxy (extensions.ts)
+ *   → the extension proxy (extensions.ts), the login and account pages (web.ts)
  *   → the Koa app with every feature's routers and mounts, and the raw server around it.
  */
 import mount from 'koa-mount';
@@ -37,6 +37,7 @@ import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
 import { prepareBundledSso, prepareSso } from './sso.js';
+import { buildWeb } from './web.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -100,6 +101,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
     buildAccounts(services, identity),
     ...(sso !== undefined ? [sso.feature(identity)] : []),
     buildExtensions(services, identity),
+    buildWeb(services),
     ...(idp !== undefined ? [idp] : []),
   ];
   return { identity, features };

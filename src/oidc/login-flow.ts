@@ -38,7 +38,11 @@ export function redirectUri(serverUrl: string, path: string): string {
   return `${serverUrl.replace(/\/+$/, '')}${path}`;
 }
 
-export async function startLogin(deps: LoginFlowDeps, rawReturnUrl: string | undefined): Promise<LoginStart> {
+/**
+ * `connectorId`: the login page's choice among the bundled provider's connectors, passed on as
+ * Dex's `connector_id` parameter (the provider ignores an unknown one and shows its chooser).
+ */
+export async function startLogin(deps: LoginFlowDeps, rawReturnUrl: string | undefined, connectorId?: string): Promise<LoginStart> {
   const { provider } = deps.client;
   const configuration = await deps.client.configuration();
   const login: LoginState = {
@@ -56,6 +60,7 @@ export async function startLogin(deps: LoginFlowDeps, rawReturnUrl: string | und
     code_challenge: await client.calculatePKCECodeChallenge(login.verifier),
     code_challenge_method: 'S256',
     ...(provider.idTokenClaims !== undefined ? { claims: JSON.stringify({ id_token: provider.idTokenClaims }) } : {}),
+    ...(connectorId !== undefined ? { connector_id: connectorId } : {}),
   });
   return { authorizationUrl: url.href, cookie: deps.sealer().seal(JSON.stringify(login)) };
 }

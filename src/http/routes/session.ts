@@ -21,11 +21,18 @@ export interface SessionRouteDeps {
 
 export type UserInfo =
   | { readonly loggedIn: false }
-  | { readonly loggedIn: true; readonly username: string; readonly iss: string; readonly groups: readonly string[] };
+  | {
+      readonly loggedIn: true;
+      readonly username: string;
+      readonly iss: string;
+      readonly groups: readonly string[];
+      /** When the presented token ends, in seconds since the epoch; null for an API token without expiry. */
+      readonly expiresAt: number | null;
+    };
 
 export function userInfoView(principal: Principal | undefined): UserInfo {
   if (principal === undefined) return { loggedIn: false };
-  return { loggedIn: true, username: principal.username, iss: principal.issuer, groups: principal.groups };
+  return { loggedIn: true, username: principal.username, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
 export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {

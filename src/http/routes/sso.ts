@@ -9,8 +9,9 @@ import type { Logger } from 'pino';
 import { describeFailure } from '../../lib/tls-fetch.js';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
-import { finishLogin, type CallbackDeps } from '../../oidc/callback.js';
-import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps } from '../../oidc/login-flow.js';
+import { Unauthenticated } from '../../errors.js';
+import { finishLogin, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
+import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps, type LoginState } from '../../oidc/login-flow.js';
 import { logoutRedirect } from '../../oidc/logout.js';
 import type { SessionRefresh } from '../../oidc/refresh.js';
 import { presentedToken } from '../caller.js';
@@ -26,12 +27,31 @@ export interface SsoRouteDeps {
   readonly logoutURL: () => string | undefined;
 }
 
+/** A connector id as idp.config allows it; anything else is not passed on. */
+const CONNECTOR_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * A browser that navigated here (it asks for HTML) and whose login was refused gets the login
+ * page with a message instead of a JSON error; API clients (and tests with fetch) keep the 401.
+ */
+function wantsPage(ctx: Koa.ParameterizedContext<AppState>, err: unknown): boolean {
+  return err instanceof Unauthenticated && ctx.accepts('json', 'html') === 'html';
+}
+
+/** /login?error=<why>&return_url=<where the login was going>: the page says what happened (docs/ui.md). */
+function backToLoginPage(ctx: Koa.ParameterizedContext<AppState>, error: 'sso_failed' | 'sso_expired', returnUrl: string | undefined): void {
+  const query = new URLSearchParams({ error, ...(returnUrl !== undefined ? { return_url: returnUrl } : {}) });
+  ctx.set('Cache-Control', 'no-store');
+  ctx.redirect(`/login?${query.toString()}`);
+}
+
 export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
 
   router.get('/auth/login', async function beginSsoLogin(ctx) {
     const returnUrl = typeof ctx.query['return_url'] === 'string' ? ctx.query['return_url'] : undefined;
-    const start = await startLogin(deps.login, returnUrl);
+    const connector = ctx.query['connector_id'];
+    const start = await startLogin(deps.login, returnUrl, typeof connector === 'string' && CONNECTOR_ID.test(connector) ? connector : undefined);
     ctx.cookies.set(LOGIN_STATE_COOKIE, start.cookie, {
       httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', maxAge: LOGIN_STATE_TTL_MS, overwrite: true,
     });
@@ -39,11 +59,24 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
   });
 
   async function callback(ctx: Koa.ParameterizedContext<AppState>): Promise<void> {
-    const login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
+    let login: LoginState;
+    try {
+      login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
+    } catch (err: unknown) {
+      if (!wantsPage(ctx, err)) throw err;
+      return backToLoginPage(ctx, 'sso_expired', undefined);
+    }
     // The URL as the provider was told it (svc's configured url), not as this request reached us.
     const url = new URL(`${redirectUri(deps.login.serverUrl(), deps.callback.client.provider.redirectPath)}?${ctx.querystring}`);
     ctx.cookies.set(LOGIN_STATE_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', expires: new Date(0), overwrite: true });
-    const done = await finishLogin(deps.callback, login, url);
+    let done: FinishedLogin;
+    try {
+      done = await finishLogin(deps.callback, login, url);
+    } catch (err: unknown) {
+      if (!wantsPage(ctx, err)) throw err;
+      ctx.state.log.warn({ reason: (err as Error).message }, 'SSO login failed');
+      return backToLoginPage(ctx, 'sso_failed', login.returnUrl);
+    }
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
     ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');
     ctx.redirect(done.returnUrl);

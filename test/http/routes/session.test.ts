@@ -94,7 +94,8 @@ describe('HTTP /api/v1/session', function () {
 
   it('userinfo: from the bearer token, from the cookie, and loggedIn false without (or with a bad) token', async function () {
     const token = await login(base, 'alice', PASSWORDS.alice);
-    const expected = { loggedIn: true, username: 'alice', iss: 'svc', groups: [] };
+    const expiresAt = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as { exp: number }).exp;
+    const expected = { loggedIn: true, username: 'alice', iss: 'svc', groups: [], expiresAt };
     expect((await call(base, 'GET', '/api/v1/session/userinfo', { token })).body).to.deep.equal(expected);
     expect((await call(base, 'GET', '/api/v1/session/userinfo', { cookie: `svc.token=${token}` })).body).to.deep.equal(expected);
     expect((await call(base, 'GET', '/api/v1/session/userinfo')).body).to.deep.equal({ loggedIn: false });

@@ -1,0 +1,36 @@
+/**
+ * The headers every HTML page of svc carries: its own login and account pages (src/web/) and the
+ * bundled identity provider's pages (src/idp/). Scripts and styles come from svc's own origin
+ * only (no inline script or style, so an injected tag runs nothing), no page may be framed
+ * (clickjacking), and no page leaks its URL (which may carry a return_url or an interaction id)
+ * to another site in a Referer. Pages are never cached: they show who is logged in.
+ *
+ * `form-action` is left out of the provider's policy: its password form is answered with a
+ * redirect to the relying party (the CLI on 127.0.0.1:8085, say), and a SAML connector posts the
+ * browser on to the upstream identity provider; Chromium applies form-action to both.
+ */
+export type PageKind = 'svc' | 'idp';
+
+const COMMON = ["default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"];
+
+const POLICY: Readonly<Record<PageKind, string>> = {
+  svc: [...COMMON, "form-action 'self'"].join('; '),
+  idp: COMMON.join('; '),
+};
+
+/** The headers for an HTML page of the given kind, as name/value pairs. */
+export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
+  return {
+    'Content-Security-Policy': POLICY[kind],
+    'X-Frame-Options': 'DENY',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cache-Control': 'no-store',
+  };
+}
+
+/** Sets pageHeaders(kind) through a Koa-style `set`. */
+export function setPageHeaders(ctx: { set(field: Readonly<Record<string, string>>): void }, kind: PageKind): void {
+  ctx.set(pageHeaders(kind));
+}

@@ -1,0 +1,44 @@
+/**
+ * GET /login, GET / (the account page) and GET /web/<file>: svc's own pages (docs/ui.md).
+ * Thin: the pages are static and talk to the JSON API (/api/v1/session, /api/v1/account,
+ * /api/v1/settings) themselves; the only decision here is that `/` without a valid session goes
+ * to the login page, which brings the browser back afterwards.
+ */
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { setPageHeaders } from '../http/security-headers.js';
+import type { AppState } from '../http/state.js';
+import type { Asset, WebAssets } from './assets.js';
+
+export function webRoutes(assets: WebAssets): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.get('/login', function loginPage(ctx) {
+    send(ctx, assets.page('login'));
+  });
+
+  router.get('/', function accountPage(ctx) {
+    if (ctx.state.principal === undefined) {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.redirect(`/login?return_url=${encodeURIComponent('/')}`);
+      return;
+    }
+    send(ctx, assets.page('account'));
+  });
+
+  router.get('/web/:file', function webFile(ctx) {
+    const asset = assets.file(ctx.params['file'] ?? '');
+    if (asset === undefined) return;   // the app's JSON 404
+    ctx.type = asset.type;
+    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' });
+    ctx.body = asset.body;
+  });
+
+  return router;
+}
+
+function send(ctx: Koa.ParameterizedContext<AppState>, asset: Asset): void {
+  setPageHeaders(ctx, 'svc');
+  ctx.type = asset.type;
+  ctx.body = asset.body;
+}
