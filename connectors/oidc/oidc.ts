@@ -17,7 +17,7 @@ import { UpstreamMisconfigured, UpstreamUnavailable } from '../errors.js';
 import { ClaimProblem, identityFromClaims, type Claims } from './claims.js';
 import type { OidcConnectorConfig } from './config.js';
 import { discover } from './discovery.js';
-import { clientAuthFor, pkceMethodFor, scopeFor } from './request.js';
+import { pkceMethodFor, scopeFor, secretInBodyFor } from './request.js';
 
 /** Kept server-side between begin() and complete(), single use. */
 interface Saved {
@@ -39,6 +39,8 @@ export class OidcConnector implements BrowserConnector {
   readonly kind = 'browser';
   private metadata: Promise<client.ServerMetadata> | undefined;
   private jwks: client.ExportedJWKSCache | undefined;
+  /** How the client secret travels: true in the body, false in a Basic header, undefined: Basic until the provider refuses it. */
+  private secretInBody: boolean | undefined;
   private readonly asksEmail: boolean;
 
   constructor(
@@ -81,10 +83,9 @@ export class OidcConnector implements BrowserConnector {
     }
     const saved = readSaved(savedText);
     if (saved === undefined) throw new PermissionDenied(NOT_CONFIRMED);
-    const cfg = await this.configuration(ctx.signal);
     const callback = new URL(ctx.callbackUrl);
     callback.search = params.toString();
-    return this.upstream('login', cfg, ctx.signal, async () => {
+    return this.upstream('login', ctx.signal, async (cfg) => {
       const tokens = await client.authorizationCodeGrant(cfg, callback, {
         pkceCodeVerifier: saved.verifier,
         expectedNonce: saved.nonce,
@@ -101,9 +102,8 @@ export class OidcConnector implements BrowserConnector {
   async refresh(identity: Identity, ctx: LoginContext): Promise<Identity | null> {
     const data = readRefreshData(identity.connectorData);
     if (data === undefined) return null;   // the upstream gave no refresh token at login
-    const cfg = await this.configuration(ctx.signal);
     try {
-      return await this.upstream('refresh', cfg, ctx.signal, async () => {
+      return await this.upstream('refresh', ctx.signal, async (cfg) => {
         const tokens = await client.refreshTokenGrant(cfg, data.refreshToken);
         const idClaims = tokens.claims();
         if (idClaims !== undefined && idClaims.sub !== data.sub) throw new ClaimProblem('the refreshed ID token names another subject');
@@ -130,7 +130,9 @@ export class OidcConnector implements BrowserConnector {
       this.deps.log.error({ issuer: this.config.issuer, reason: describeFailure(err) }, 'oidc: discovery at the provider failed; logins through it fail until it answers');
       throw new UpstreamUnavailable(undefined, { cause: err });
     }
-    const cfg = new client.Configuration(metadata, this.config.clientID, undefined, clientAuthFor(this.config, metadata));
+    this.secretInBody ??= secretInBodyFor(this.config, metadata);
+    const auth = this.secretInBody === true ? client.ClientSecretPost(this.config.clientSecret) : client.ClientSecretBasic(this.config.clientSecret);
+    const cfg = new client.Configuration(metadata, this.config.clientID, undefined, auth);
     cfg[client.customFetch] = (url, options) => this.fetchImpl(url, { ...options, signal: options.signal === undefined ? signal : AbortSignal.any([options.signal, signal]) } as RequestInit);
     if (new URL(metadata.issuer).protocol === 'http:' || /^http:/.test(String(metadata.token_endpoint))) client.allowInsecureRequests(cfg);
     if (this.jwks !== undefined) client.setJwksCache(cfg, this.jwks);
@@ -162,11 +164,17 @@ export class OidcConnector implements BrowserConnector {
    * token that does not verify is a refusal (for refresh: RefreshRefused); a missing claim is
    * UpstreamMisconfigured. The JWKS the exchange fetched is kept for the next one.
    */
-  private async upstream<T>(action: 'login' | 'refresh', cfg: client.Configuration, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  private async upstream<T>(action: 'login' | 'refresh', signal: AbortSignal, work: (cfg: client.Configuration) => Promise<T>): Promise<T> {
+    const cfg = await this.configuration(signal);
     try {
-      return await work();
+      return await work(cfg);
     } catch (err: unknown) {
-      throw this.classify(action, err, signal);
+      if (this.secretInBody !== undefined || !isClientAuthRefused(err)) throw this.classify(action, err, signal);
+      // As golang/oauth2's auto-detection in Dex: a provider that refuses the secret in a Basic
+      // header (LemonLDAP::NG does not form-decode it, RFC 6749 §2.3.1) gets it in the body from now on.
+      this.secretInBody = true;
+      this.deps.log.info('oidc: the provider refused the client secret in a Basic header; sending it in the request body from now on (basicAuthUnsupported: true says so)');
+      return this.upstream(action, signal, work);
     } finally {
       this.jwks = client.getJwksCache(cfg) ?? this.jwks;
     }
@@ -182,6 +190,10 @@ export class OidcConnector implements BrowserConnector {
       log.error({ reason: err.message }, `oidc: ${action} failed: the provider's claims do not fit the connector's config`);
       return new UpstreamMisconfigured(undefined, { cause: err });
     }
+    if (isClientAuthRefused(err)) {
+      log.error({ status: (err as { status?: unknown }).status }, `oidc: ${action} failed: the provider refused svc's client credentials (clientID, clientSecret, basicAuthUnsupported)`);
+      return new UpstreamMisconfigured(undefined, { cause: err });
+    }
     if (err instanceof client.ResponseBodyError) {
       log.warn({ error: safeCode(err.error), status: err.status }, `oidc: the provider refused the ${action === 'login' ? 'code' : 'refresh token'}`);
       return action === 'refresh' ? new RefreshRefused() : new PermissionDenied(NOT_CONFIRMED, { cause: err });
@@ -194,6 +206,11 @@ export class OidcConnector implements BrowserConnector {
     log.warn({ code: err.code, reason: err.message, ...(typeof claim === 'string' ? { claim } : {}) }, `oidc: ${action} refused: the provider's answer does not verify`);
     return action === 'refresh' ? new RefreshRefused() : new PermissionDenied(NOT_CONFIRMED, { cause: err });
   }
+}
+
+/** The token endpoint refused svc's client authentication (401 with a challenge, or invalid_client). */
+function isClientAuthRefused(err: unknown): boolean {
+  return err instanceof client.WWWAuthenticateChallengeError || (err instanceof client.ResponseBodyError && err.error === 'invalid_client');
 }
 
 /** The upstream refused a refresh: no new tokens (null), not a failure. */

@@ -2,7 +2,7 @@
  * What the authorization request and the token requests carry, decided from the config and the
  * provider's discovery document: the scopes, the PKCE method, and how the client authenticates.
  */
-import { ClientSecretBasic, ClientSecretPost, type ClientAuth, type ServerMetadata } from 'openid-client';
+import type { ServerMetadata } from 'openid-client';
 import type { OidcConnectorConfig } from './config.js';
 
 /** Hosts that refuse the client secret in a Basic header (Dex's list, dexidp/dex#859). */
@@ -35,15 +35,17 @@ export function pkceMethodFor(config: OidcConnectorConfig, metadata: ServerMetad
   return methods !== undefined && !methods.includes('S256') && methods.includes('plain') ? 'plain' : 'S256';
 }
 
-/** `basicAuthUnsupported` when set; otherwise Basic, unless the host is known to refuse it or the provider lists only client_secret_post. */
-export function clientAuthFor(config: OidcConnectorConfig, metadata: ServerMetadata): ClientAuth {
-  return useBody(config, metadata) ? ClientSecretPost(config.clientSecret) : ClientSecretBasic(config.clientSecret);
-}
-
-function useBody(config: OidcConnectorConfig, metadata: ServerMetadata): boolean {
+/**
+ * Whether the client secret goes in the token request's body: `basicAuthUnsupported` when set,
+ * yes for hosts known to refuse the Basic header or a provider that lists only
+ * client_secret_post, and otherwise undefined: the connector tries Basic first and moves to the
+ * body if the provider refuses it (golang/oauth2's auto-detection, which Dex relies on).
+ */
+export function secretInBodyFor(config: OidcConnectorConfig, metadata: ServerMetadata): boolean | undefined {
   if (config.basicAuthUnsupported !== undefined) return config.basicAuthUnsupported;
   const host = new URL(config.issuer).hostname;
   if (BASIC_AUTH_BROKEN.some((broken) => host === broken || host.endsWith(`.${broken}`))) return true;
   const methods = listed(metadata, 'token_endpoint_auth_methods_supported');
-  return methods !== undefined && !methods.includes('client_secret_basic') && methods.includes('client_secret_post');
+  if (methods !== undefined && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')) return true;
+  return undefined;
 }
