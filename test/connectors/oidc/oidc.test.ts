@@ -165,6 +165,30 @@ describe('connectors/oidc: the upstream OIDC connector against oidc-provider', f
     expect(logged.lines()).to.contain('answered HTTP 404');
   });
 
+  it('moves the client secret from the Basic header to the body when the provider refuses the header, and stays there', async () => {
+    const postOnly = await startUpstreamProvider({ refuseBasicAuth: true });
+    try {
+      postOnly.accounts.set('alice', { idToken: { name: 'Alice', email: 'alice@example.org', email_verified: true } });
+      postOnly.loginAs = 'alice';
+      const connector = browser(openThroughType(oidc, { issuer: postOnly.issuer, clientID: UPSTREAM_CLIENT_ID, clientSecret: UPSTREAM_CLIENT_SECRET }, {}, logged.log, { upstreamFetch: fetches.upstreamFetch }));
+      for (let i = 0; i < 2; i++) {
+        const start = await connector.begin('s', context());
+        const params = await postOnly.roundTrip(start.via === 'redirect' ? start.url : '');
+        expect((await connector.complete(params, start.saved, context())).userId).to.equal('alice');
+      }
+      expect(logged.lines().match(/refused the client secret in a Basic header/g), 'once').to.have.length(1);
+    } finally {
+      await postOnly.close();
+    }
+  });
+
+  it('says so in the log, as a misconfiguration, when the provider refuses the client secret', async () => {
+    const connector = open({ clientSecret: 'not-the-secret', basicAuthUnsupported: false });
+    const err = await login(connector, 'alice').then(() => undefined, (e: unknown) => e as Error);
+    expect(err?.message).to.equal('the identity source could not complete the login; the server log says why');
+    expect(logged.lines()).to.contain("the provider refused svc's client credentials").and.not.to.contain('not-the-secret');
+  });
+
   describe('over HTTPS with a certificate from a test CA', () => {
     const ca = makeTestCa();
     let secure: UpstreamProvider;

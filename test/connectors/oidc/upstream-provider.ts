@@ -34,7 +34,14 @@ export interface UpstreamProvider {
 
 const CLAIMS = ['name', 'preferred_username', 'email', 'email_verified', 'groups', 'upn', 'mail', 'roles', 'oid', 'dept', 'team'];
 
-export async function startUpstreamProvider(options: { ca?: TestCa } = {}): Promise<UpstreamProvider> {
+export interface UpstreamOptions {
+  /** HTTPS with this CA's server certificate; plain HTTP without. */
+  readonly ca?: TestCa;
+  /** Answer a token request with the secret in a Basic header 401 invalid_client (providers that do not form-decode it, like LemonLDAP::NG, refuse a secret with `-`). */
+  readonly refuseBasicAuth?: boolean;
+}
+
+export async function startUpstreamProvider(options: UpstreamOptions = {}): Promise<UpstreamProvider> {
   const accounts = new Map<string, UpstreamAccount>();
   const state = { loginAs: '' };
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -66,6 +73,15 @@ export async function startUpstreamProvider(options: { ca?: TestCa } = {}): Prom
     cookies: { keys: ['upstream-cookie-key'] },
   };
   const provider = new Provider(issuer, config);
+  provider.use(async (ctx, next) => {
+    if (options.refuseBasicAuth === true && ctx.path === '/token' && /^Basic /i.test(ctx.get('authorization'))) {
+      ctx.status = 401;
+      ctx.set('WWW-Authenticate', 'Basic');
+      ctx.body = { error: 'invalid_client' };
+      return;
+    }
+    await next();
+  });
   // The login page: signs `loginAs` in and grants what was asked.
   provider.use(async (ctx, next) => {
     if (!ctx.path.startsWith('/interaction/')) return next();
