@@ -113,7 +113,10 @@ export class OidcConnector implements BrowserConnector {
           return { ...identity, connectorData: encodeRefreshData({ refreshToken, sub: data.sub }) };
         }
         const claims = await this.withUserInfo(cfg, tokens.access_token, idClaims ?? { sub: data.sub }, data.sub);
-        return this.identity(claims, refreshToken, data.sub);
+        const fresh = this.identity(claims, refreshToken, data.sub);
+        // svc's sub was made from the login's userId: a refresh must not turn it into someone else.
+        if (fresh.userId !== identity.userId) throw new ClaimProblem(`the refreshed "${this.config.userIDKey}" claim (userIDKey) names another user`);
+        return fresh;
       });
     } catch (err: unknown) {
       if (err instanceof RefreshRefused) return null;

@@ -154,6 +154,17 @@ describe('connectors/oidc: the upstream OIDC connector against oidc-provider', f
     expect(await connector.refresh?.({ ...identity, connectorData: JSON.stringify({ refreshToken: 'forged', sub: 'grace' }) }, context())).to.equal(null);
   });
 
+  it('refuses a refresh whose claims name another user under userIDKey', async () => {
+    upstream.accounts.set('heidi', { idToken: { oid: 'oid-1', name: 'Heidi', email: 'heidi@example.org', email_verified: true } });
+    const connector = open({ userIDKey: 'oid' });
+    const identity = await login(connector, 'heidi', context({ offlineAccess: true }));
+    expect(identity.userId).to.equal('oid-1');
+    upstream.accounts.set('heidi', { idToken: { oid: 'oid-2', name: 'Heidi', email: 'heidi@example.org', email_verified: true } });
+    const err = await connector.refresh?.(identity, context()).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+    expect(err?.code).to.equal('unavailable');
+    expect(logged.lines()).to.contain('names another user');
+  });
+
   it('has nothing to refresh with when the login got no refresh token', async () => {
     expect(await open().refresh?.({ userId: 'x', username: 'x', emailVerified: true, groups: [] }, context())).to.equal(null);
   });
