@@ -33,6 +33,8 @@ export interface LoginContext {
   /** Always `<url>/api/idp/callback`. */
   readonly callbackUrl: string;
   readonly wantGroups: boolean;
+  /** The client asked for `offline_access` (Dex's Scopes.OfflineAccess); absent means no. */
+  readonly offlineAccess?: boolean;
   readonly signal: AbortSignal;
 }
 

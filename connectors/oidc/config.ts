@@ -72,13 +72,13 @@ export const oidcConfigSchema = z.strictObject({
   rootCA: pemCertificates.optional(),
   rootCAs: z.array(pemOrBase64Pem).optional(),
   insecureSkipVerify: refused('is not taken per connector: oidc.tls.insecure.skip.verify in svc-cm switches certificate checks off'),
-  /** Groups from the provider are ignored unless this is true. */
+  /** Groups from the provider are ignored unless this and getUserInfo are true (SPEC rule 2). */
   insecureEnableGroups: flag.default(false),
   /** With insecureEnableGroups: the user must be in one of these, and groups are filtered to them. */
   allowedGroups: textList.optional(),
   /** A missing email_verified claim counts as verified. */
   insecureSkipEmailVerified: flag.default(false),
-  /** Merge the user-info endpoint's claims into the ID token's. */
+  /** Merge the user-info endpoint's claims into the ID token's; groups need it (with insecureEnableGroups). */
   getUserInfo: flag.default(false),
   userIDKey: text.default(DEFAULT_USER_ID_KEY),
   userNameKey: text.default(DEFAULT_USER_NAME_KEY),
@@ -101,6 +101,9 @@ const checkOidcConfig: CrossCheck = (raw, at) => {
   // Dex would silently ignore the restriction: anyone could log in while the operator thinks not.
   if (isSet(raw, 'allowedGroups') && raw['insecureEnableGroups'] !== true) {
     at.add(['allowedGroups'], 'needs insecureEnableGroups: true (groups are ignored without it, so nobody would be restricted)');
+  } else if (isSet(raw, 'allowedGroups') && raw['getUserInfo'] !== true) {
+    // Groups need both switches (SPEC rule 2): without getUserInfo nobody would have a group, so nobody could log in.
+    at.add(['allowedGroups'], 'needs getUserInfo: true as well (groups are read only with both insecureEnableGroups and getUserInfo)');
   }
 };
 

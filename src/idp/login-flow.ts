@@ -67,7 +67,7 @@ export interface LoginFlow {
 
 export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   const contextFor = (scope: string): LoginContext => ({
-    callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
+    callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), offlineAccess: hasScope(scope, 'offline_access'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
   });
 
   /** Keeps the identity for findAccount; as long as the longest token the login may get. */

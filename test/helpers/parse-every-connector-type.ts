@@ -29,7 +29,7 @@ const { settings, problems } = parseSettings(snapshot);
 if (problems.length > 0) throw new Error(problems.map(formatProblem).join('\n'));
 process.stdout.write(`parsed ${settings.idp?.connectors.length ?? 0}\n`);
 
-for (const library of ['ldapts', '@node-saml/node-saml']) {
+for (const library of ['ldapts', '@node-saml/node-saml', 'openid-client']) {
   const err: unknown = await import(library).then(() => undefined, (e: unknown) => e);
   if (!String(err).includes('refused: the parse path loads')) throw new Error(`${library} was not refused: the check proves nothing`, { cause: err });
 }

@@ -95,6 +95,12 @@ describe('oidc connector config', () => {
     ]);
   });
 
+  it('refuses allowedGroups without getUserInfo, which would let nobody in (groups need both switches)', () => {
+    expect(parse({ ...GOOD, insecureEnableGroups: true, allowedGroups: ['admins'] }).problems).to.deep.equal([
+      `${AT}.allowedGroups: needs getUserInfo: true as well (groups are read only with both insecureEnableGroups and getUserInfo)`,
+    ]);
+  });
+
   it('names an unknown key', () => {
     expect(parse({ ...GOOD, getUserinfo: true }).problems).to.deep.equal([`${AT}.getUserinfo: unknown key`]);
   });
