@@ -97,7 +97,7 @@ describe('connector registry', () => {
       expect(() => parseConnectorConfig('kerberos', { raw: {}, secrets: SECRETS, at: sink.scoped('svc-cm') })).to.throw("unknown connector type 'kerberos'");
     });
 
-    it('builds a connector of every type; the stubs (all but ldap and saml) say they are not implemented', async () => {
+    it('builds a connector of every type; the stubs (all but ldap, saml, github and gitlab) say they are not implemented', async () => {
       const { idp, problems } = idpConfig(
         `connectors:
   - { type: ldap, id: corp, name: Corp, config: { host: "ldap.example.com:636", userSearch: { baseDN: "ou=people", username: uid, idAttr: uid } } }
@@ -113,7 +113,7 @@ describe('connector registry', () => {
       await registry.update(idp?.connectors ?? []);
       expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser']);
       const ctx = { callbackUrl: 'https://svc.example.com/api/idp/callback', wantGroups: false, signal: AbortSignal.timeout(1000) };
-      for (const { connector } of registry.list().filter((live) => !['ldap', 'saml'].includes(live.type))) {
+      for (const { connector } of registry.list().filter((live) => !['ldap', 'saml', 'github', 'gitlab'].includes(live.type))) {
         const attempt = connector.kind === 'password' ? connector.login('alice', 'pw', ctx) : connector.begin('state', ctx);
         const err: unknown = await attempt.then(() => undefined, (e: unknown) => e);
         expect(err).to.be.instanceOf(ConnectorNotImplemented);
