@@ -20,3 +20,12 @@ export class UpstreamMisconfigured extends SvcError {
     super(message, options);
   }
 }
+
+/**
+ * The upstream signed the person in, but this login does not let them in (outside the allowed
+ * orgs, teams or groups), or they cancelled at the upstream. The message says so, in words a
+ * person can act on; it names no host.
+ */
+export class LoginRefused extends SvcError {
+  readonly code = 'permission_denied';
+}

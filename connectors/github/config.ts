@@ -24,8 +24,8 @@ export const githubConfigSchema = z.strictObject({
   orgs: z.array(org).optional(),
   /** Dex's legacy single org; groups are then team names without the org. */
   org: text.optional(),
-  /** GitHub Enterprise host (API under https://<hostName>/api/v3). */
-  hostName: text.refine((v) => !v.includes('/'), 'must be a host name, without "/"').optional(),
+  /** GitHub Enterprise host, with a port if it is not 443 (API under https://<hostName>/api/v3). */
+  hostName: text.refine(isHostAndPort, 'must be a host name with an optional :port, without a scheme or "/"').optional(),
   /** Added to the system roots for the Enterprise host; needs hostName. */
   rootCA: pemCertificates.optional(),
   teamNameField: z.enum(TEAM_NAME_FIELDS).default(DEFAULT_TEAM_NAME_FIELD),
@@ -36,6 +36,12 @@ export const githubConfigSchema = z.strictObject({
   /** Pick the verified email in this domain (`*` matches one label). */
   preferredEmailDomain: text.refine((v) => !v.endsWith('*'), 'must not end with "*"').optional(),
 });
+
+/** `host`, `host:port` or `[v6]:port`: what goes between `https://` and the path. */
+function isHostAndPort(value: string): boolean {
+  // URL.canParse refuses a port past 65535.
+  return /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(value) && URL.canParse(`https://${value}/`);
+}
 
 export type GithubConfig = Readonly<z.output<typeof githubConfigSchema>>;
 

@@ -4,7 +4,6 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import type { Connector, ConnectorDeps, ConnectorType, PasswordConnector } from '../../connectors/connector.js';
 import { parseTypeConfig } from '../../connectors/config-schema.js';
-import { ConnectorNotImplemented } from '../../connectors/not-implemented.js';
 import { CONNECTOR_TYPES, ConnectorRegistry, connectorTypes, parseConnectorConfig, type ParsedConnector } from '../../connectors/registry.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import { parseIdpConfig, type IdpConfig } from '../../src/idp/config.js';
@@ -97,7 +96,7 @@ describe('connector registry', () => {
       expect(() => parseConnectorConfig('kerberos', { raw: {}, secrets: SECRETS, at: sink.scoped('svc-cm') })).to.throw("unknown connector type 'kerberos'");
     });
 
-    it('builds a connector of every type; the stubs (all but ldap, saml and oidc) say they are not implemented', async () => {
+    it('builds a connector of every type, each one that starts a login in the browser sending it upstream', async () => {
       const { idp, problems } = idpConfig(
         `connectors:
   - { type: ldap, id: corp, name: Corp, config: { host: "ldap.example.com:636", userSearch: { baseDN: "ou=people", username: uid, idAttr: uid } } }
@@ -113,11 +112,12 @@ describe('connector registry', () => {
       await registry.update(idp?.connectors ?? []);
       expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser']);
       const ctx = { callbackUrl: 'https://svc.example.com/api/idp/callback', wantGroups: false, signal: AbortSignal.timeout(1000) };
-      const implemented = new Set(['ldap', 'saml', 'oidc']);
-      for (const { connector } of registry.list().filter((live) => !implemented.has(live.type))) {
-        const attempt = connector.kind === 'password' ? connector.login('alice', 'pw', ctx) : connector.begin('state', ctx);
-        const err: unknown = await attempt.then(() => undefined, (e: unknown) => e);
-        expect(err).to.be.instanceOf(ConnectorNotImplemented);
+      // The oidc connector discovers its provider first, which needs a network: its own tests run it against real ones.
+      for (const { type, connector } of registry.list().filter((live) => !['ldap', 'oidc'].includes(live.type))) {
+        if (connector.kind !== 'browser') throw new Error(`${type} is not a browser connector`);
+        const start = await connector.begin('state-1', ctx);
+        expect(start.via, type).to.equal('redirect');
+        if (start.via === 'redirect') expect(new URL(start.url).protocol, type).to.equal('https:');
       }
     });
   });

@@ -12,8 +12,11 @@ export interface Page {
 export class FormBrowser {
   readonly #jar = new Map<string, string>();
 
+  /** `fetchImpl`: another fetch, for a browser that trusts a test CA (an HTTPS upstream stand-in). */
+  constructor(private readonly fetchImpl: typeof globalThis.fetch = globalThis.fetch) {}
+
   async request(url: string, form?: URLSearchParams): Promise<Response> {
-    const res = await fetch(url, {
+    const res = await this.fetchImpl(url, {
       redirect: 'manual',
       headers: { cookie: [...this.#jar].map(([k, v]) => `${k}=${v}`).join('; ') },
       ...(form === undefined ? {} : { method: 'POST', body: form }),

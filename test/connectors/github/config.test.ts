@@ -48,7 +48,7 @@ describe('github connector config', () => {
       `${AT}.clientSecret: must be a string`,
       `${AT}.orgs[0].teams: must be a list of strings`,
       `${AT}.orgs[1].name: required`,
-      `${AT}.hostName: must be a host name, without "/"`,
+      `${AT}.hostName: must be a host name with an optional :port, without a scheme or "/"`,
       `${AT}.rootCA: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
       `${AT}.teamNameField: Invalid option: expected one of "name"|"slug"|"both"`,
       `${AT}.useLoginAsID: must be true or false`,

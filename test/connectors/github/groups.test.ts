@@ -1,0 +1,51 @@
+/** Who the GitHub connector lets in and their groups (Dex's rules), and the email it picks, apart from HTTP. */
+import { expect } from 'chai';
+import type { GithubConfig } from '../../../connectors/github/config.js';
+import { inPreferredDomain, pickEmail } from '../../../connectors/github/email.js';
+import { decide, type Memberships } from '../../../connectors/github/groups.js';
+
+const BASE: GithubConfig = { clientID: 'a', clientSecret: 'b', teamNameField: 'name', loadAllGroups: false, useLoginAsID: false };
+const M: Memberships = {
+  orgs: ['Acme', 'wonder'],
+  teams: [{ org: 'acme', name: 'Platform Ops', slug: 'platform-ops' }, { org: 'wonder', name: 'Tea', slug: 'tea' }],
+};
+
+describe('the GitHub connector\'s rules', () => {
+  it('orgs: a member of an org without teams is in; groups are org:team; the org alone is no group', () => {
+    expect(decide({ ...BASE, orgs: [{ name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder:Tea'] });
+    expect(decide({ ...BASE, orgs: [{ name: 'other' }] }, M, true)).to.deep.equal({ allowed: false });
+  });
+
+  it('orgs with teams: only a listed team lets in; org logins compare without case', () => {
+    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Platform Ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:Platform Ops'] });
+    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Red'] }] }, M, true)).to.deep.equal({ allowed: false });
+    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Red'] }, { name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder:Tea'] });
+  });
+
+  it('teamNameField slug and both', () => {
+    expect(decide({ ...BASE, teamNameField: 'slug', orgs: [{ name: 'acme' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:platform-ops'] });
+    expect(decide({ ...BASE, teamNameField: 'both', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:platform-ops'] });
+  });
+
+  it('legacy org, loadAllGroups, and neither', () => {
+    expect(decide({ ...BASE, org: 'wonder' }, M, false)).to.deep.equal({ allowed: true, groups: ['Tea'] });
+    expect(decide({ ...BASE, org: 'other' }, M, true)).to.deep.equal({ allowed: false });
+    expect(decide({ ...BASE, loadAllGroups: true }, M, true)).to.deep.equal({ allowed: true, groups: ['Acme', 'Acme:Platform Ops', 'wonder', 'wonder:Tea'] });
+    expect(decide({ ...BASE, loadAllGroups: true }, M, false)).to.deep.equal({ allowed: true, groups: [] });
+    expect(decide(BASE, M, true)).to.deep.equal({ allowed: true, groups: [] });
+  });
+
+  it('picks a verified address: the preferred domain (a * is one label), else the primary', () => {
+    const emails = [
+      { email: 'a@x.example.org', verified: true, primary: false },
+      { email: 'a@y.example.org', verified: false, primary: false },
+      { email: 'a@example.com', verified: true, primary: true },
+    ];
+    expect(pickEmail(emails, '*.example.org')).to.equal('a@x.example.org');
+    expect(pickEmail(emails, 'y.example.org')).to.equal('a@example.com');
+    expect(pickEmail(emails, undefined)).to.equal('a@example.com');
+    expect(pickEmail([{ email: 'a@example.com', verified: false, primary: true }], undefined)).to.equal(undefined);
+    expect(inPreferredDomain('a.b.example.org', '*.example.org')).to.equal(false);
+    expect(inPreferredDomain('EXAMPLE.org', 'example.org')).to.equal(true);
+  });
+});

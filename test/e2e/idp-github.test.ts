@@ -1,0 +1,89 @@
+/**
+ * The bundled identity provider with the GitHub connector, end to end, against the local GitHub
+ * stand-in (test/helpers/fake-github.ts) over HTTPS with a test CA given as rootCA: a person
+ * logs in through /auth/login with a plain HTTP client that follows redirects (svc → the
+ * provider → GitHub's authorize, which approves → svc's callback → the svc.token cookie); the
+ * groups (`org:team`) from GitHub's teams, read page by page, let them through the extension
+ * proxy for one extension and not another. A user outside the listed orgs is refused on a page that says so.
+ */
+import { rm } from 'node:fs/promises';
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { startFakeGithub, type FakeGithub } from '../helpers/fake-github.js';
+import { FormBrowser, isPage } from '../helpers/form-browser.js';
+import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { freePort } from '../helpers/peers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { CLIENT_ID, CLIENT_SECRET, githubConfig, USERS } from '../connectors/github/fixture.js';
+
+const POLICY = [
+  'p, role:dev-tools, extensions, *, */tools, allow',
+  'g, acme:Developers, role:dev-tools',
+  'p, role:admin-tools, extensions, *, */secret, allow',
+  'g, acme:Admins, role:admin-tools',
+].join('\n');
+
+describe('e2e: the bundled identity provider with the GitHub connector (local GitHub stand-in)', function () {
+  this.timeout(60_000);
+  let fake: FakeGithub;
+  let backend: Backend;
+  let server: TestServer;
+  let dir: string;
+  let url: string;
+  let tls: TlsFetch;
+
+  before(async function () {
+    fake = await startFakeGithub({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, users: USERS });
+    tls = createTlsFetch({ rootCAs: [fake.caPem] });
+    backend = await echoBackend('tools');
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
+    dir = tempConfigDir({
+      'svc-cm.yaml': configMap('svc-cm', {
+        url,
+        'idp.config': YAML.stringify({ connectors: [{ type: 'github', id: 'github', name: 'GitHub', config: githubConfig(fake) }] }),
+        'extension.config': YAML.stringify({ extensions }),
+      }),
+      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'idp-github-e2e-secret-key-0123456789', 'github.clientSecret': CLIENT_SECRET }),
+    });
+    server = await startTestServer(dir, { port });
+  });
+
+  after(async function () {
+    await server?.close(1000);
+    await backend?.close();
+    await tls?.close();
+    await fake?.close();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('logs in through /auth/login to the svc.token cookie, whose org:team groups the rights judge', async () => {
+    fake.signedIn = 'alice';
+    const browser = new FormBrowser(tls.fetch);
+    const landed = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
+    if (isPage(landed)) throw new Error(`expected to land on /apps, got a page (${landed.status}): ${landed.html.slice(0, 300)}`);
+    expect(fake.lastScope()).to.equal('user:email read:org');
+    const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+    expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
+    expect((info['groups'] as string[]).sort()).to.deep.equal(['acme:Developers', 'acme:Platform Ops', 'wonder:Tea Party']);
+    expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(200);
+    expect((await browser.request(`${url}/api/v1/extensions/secret/x`)).status).to.equal(403);
+    expect(server.logs()).not.to.contain(CLIENT_SECRET);
+  });
+
+  it('refuses a GitHub user outside the listed orgs and teams, with a page and no cookie', async () => {
+    fake.signedIn = 'bob';
+    const browser = new FormBrowser(tls.fetch);
+    const landed = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
+    if (!isPage(landed)) throw new Error(`expected a refusal page, got a redirect to ${landed.href}`);
+    expect(landed.status).to.equal(401);
+    expect(landed.html).to.contain('Your GitHub account is not a member of the organizations or teams allowed to log in here.');
+    const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+    expect(info['loggedIn']).not.to.equal(true);
+    expect(server.logs()).to.contain('github: login refused: not in the configured orgs or teams');
+  });
+});
