@@ -10,14 +10,17 @@ export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(redis-server slapd ldap-utils openssl simplesamlphp php-cli php-xml php-mbstring
           nginx wrk curl chromium
-          # LemonLDAP::NG, the upstream OpenID provider of the oidc connector's tests (and of
+          # LemonLDAP::NG, the upstream OpenID provider of the oidc connector's and the external
+          # OIDC provider's tests (and of
           # bench/sso-login.ts), served by plackup. With --no-install-recommends several Perl
           # modules it loads at start are not pulled in, and each one missing shows only as a
           # 500 "Initialization failed", so they are listed here.
           lemonldap-ng libplack-perl libgd-securityimage-perl libgd-perl libimage-magick-perl
           libstring-random-perl libemail-sender-perl libnet-ldap-perl libcrypt-openssl-bignum-perl
           libconvert-base32-perl libio-string-perl libipc-run-perl libmime-tools-perl
-          libio-socket-timeout-perl libunicode-string-perl)
+          libio-socket-timeout-perl libunicode-string-perl
+          # LemonLDAP::NG over HTTPS (LLNG_TLS_DIR in start-lemonldap-ng.sh): a TLS-capable PSGI server.
+          starman libio-socket-ssl-perl)
 LOCK_WAIT_S=${LOCK_WAIT_S:-900}
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }

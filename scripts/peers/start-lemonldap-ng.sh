@@ -15,7 +15,7 @@
 # Client: confidential, client_secret_basic/post, RS256 id_token, JWT access tokens, consent skipped, PKCE optional.
 # Claims: scope email -> email, profile -> name, preferred_username, extra scope "groups" -> groups (array).
 # Prints: the pid file path (last line of stdout). Stop: stop-peer.sh <pidfile>
-# Install: scripts/install-bench-deps.sh (optional, benches only; the tests never start it).
+# Install: scripts/install-test-deps.sh (the oidc connector's and the external provider's tests start it).
 #          HTTPS (LLNG_TLS_DIR) also needs the Debian packages starman and libio-socket-ssl-perl.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +24,7 @@ DIR=${1:?usage: start-lemonldap-ng.sh <tmpdir> [port]}
 PORT=${2:-8444}
 PSGI=/usr/share/lemonldap-ng/portal/htdocs/index.psgi
 DEFCONF=/var/lib/lemonldap-ng/conf/lmConf-1.json   # shipped by liblemonldap-ng-common-perl
-[ -f "$PSGI" ] && [ -f "$DEFCONF" ] || { echo "lemonldap-ng is missing: run scripts/install-bench-deps.sh as root" >&2; exit 127; }
+[ -f "$PSGI" ] && [ -f "$DEFCONF" ] || { echo "lemonldap-ng is missing: run scripts/install-test-deps.sh as root" >&2; exit 127; }
 need plackup libplack-perl
 need openssl openssl
 need curl curl
