@@ -9,6 +9,7 @@
  */
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import { createAccountStore } from '../idp/accounts.js';
+import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
 import type { ParsedConnector } from '../idp/config.js';
 import { createConfiguredConnectors } from '../idp/configured-connectors.js';
@@ -43,7 +44,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
   // The provider signs with the first key: the one whose time has come (see keys.ts).
   const inForce = (): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(services.now())) });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state), connectors, log: log.child({ feature: 'idp' }) });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, log: log.child({ feature: 'idp' }) });
   let signerTimer: NodeJS.Timeout | undefined;
   /** Rebuilds the provider when a published key starts signing. */
   function scheduleSignerChange(): void {

@@ -12,7 +12,7 @@ import { describeSsoInForce } from '../oidc/in-force.js';
 import type { LoginFlowDeps } from '../oidc/login-flow.js';
 import { ssoProviderFromOidc, type SsoProvider } from '../oidc/provider.js';
 import { createSessionRefresh } from '../oidc/refresh.js';
-import { createSealer, type SealPurpose, type Sealer } from '../oidc/sealed.js';
+import { createSealer, type SealPurpose, type Sealer } from '../lib/sealed.js';
 import { createUserInfoGroups, type UserInfoGroups } from '../oidc/userinfo-groups.js';
 import { createSsoVerifier, type SsoVerifier } from '../oidc/verifier.js';
 import type { Feature } from './feature.js';

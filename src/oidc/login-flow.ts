@@ -7,7 +7,7 @@ import * as client from 'openid-client';
 import { Unauthenticated } from '../errors.js';
 import type { ProviderClient } from './client.js';
 import { safeReturnUrl } from './return-url.js';
-import type { Sealer } from './sealed.js';
+import type { Sealer } from '../lib/sealed.js';
 
 export const LOGIN_STATE_COOKIE = 'svc.oauthstate';
 export const LOGIN_STATE_TTL_MS = 5 * 60_000;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { StateBackend } from '../state/state.js';
 import type { ProviderClient } from './client.js';
 import { describeFailure } from '../lib/tls-fetch.js';
-import type { Sealer } from './sealed.js';
+import type { Sealer } from '../lib/sealed.js';
 import type { UserInfoGroups } from './userinfo-groups.js';
 import type { SsoVerifier } from './verifier.js';
 

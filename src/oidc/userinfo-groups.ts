@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { StateBackend } from '../state/state.js';
 import type { ProviderClient } from './client.js';
-import type { Sealer } from './sealed.js';
+import type { Sealer } from '../lib/sealed.js';
 import type { GroupSource, VerifiedClaims } from './verifier.js';
 
 const GROUPS_KEY = (tokenId: string): string => `sso:userinfo:${tokenId}`;

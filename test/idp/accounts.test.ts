@@ -1,19 +1,35 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { createAccountStore } from '../../src/idp/accounts.js';
+import { createSealer } from '../../src/lib/sealed.js';
 import { createMemoryState } from '../../src/state/memory.js';
 
 describe('idp/accounts', function () {
-  const identity = { userId: 'u1', username: 'U', emailVerified: false, groups: [] };
+  const identity = { userId: 'u1', username: 'U', email: 'u1@example.org', emailVerified: false, groups: [] };
+  const sealer = createSealer('accounts-test-secret-key', 'idp-account');
 
   it('keeps the identity behind a sub, and a later save never shortens its life', async function () {
     const state = createMemoryState({ log: pino({ level: 'silent' }) });
-    const accounts = createAccountStore(state);
+    const accounts = createAccountStore(state, sealer);
     await accounts.save('sub-1', { connectorId: 'dir', identity }, 1000);
     await accounts.save('sub-1', { connectorId: 'dir', identity: { ...identity, groups: ['g'] } }, 10);
     expect(await accounts.find('sub-1')).to.deep.equal({ connectorId: 'dir', identity: { ...identity, groups: ['g'] } });
     expect(await state.ttlMs('idp:account:sub-1')).to.be.above(10_000);
     expect(await accounts.find('sub-2')).to.equal(undefined);
+    await state.close();
+  });
+
+  it('keeps the record sealed in the state backend: no upstream token or email in clear, and another key opens nothing', async function () {
+    const state = createMemoryState({ log: pino({ level: 'silent' }) });
+    const kept = { ...identity, connectorData: JSON.stringify({ refreshToken: 'upstream-refresh-token-xyz' }) };
+    await createAccountStore(state, sealer).save('sub-1', { connectorId: 'oidc', identity: kept }, 60);
+    const stored = (await state.get('idp:account:sub-1')) ?? '';
+    expect(stored).not.to.contain('upstream-refresh-token-xyz').and.not.to.contain('u1@example.org');
+    expect(await createAccountStore(state, createSealer('another-secret-key', 'idp-account')).find('sub-1')).to.equal(undefined);
+    expect(await createAccountStore(state, createSealer('accounts-test-secret-key', 'refresh-token')).find('sub-1')).to.equal(undefined);
+    await state.set('idp:account:sub-2', JSON.stringify({ connectorId: 'oidc', identity: kept }), { ttlMs: 60_000 });
+    expect(await createAccountStore(state, sealer).find('sub-2'), 'a record written in clear is not taken').to.equal(undefined);
+    expect((await createAccountStore(state, sealer).find('sub-1'))?.identity.connectorData).to.equal(kept.connectorData);
     await state.close();
   });
 });

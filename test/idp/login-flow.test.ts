@@ -7,13 +7,14 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import type { BrowserConnector, LoginContext } from '../../connectors/connector.js';
 import { createAccountStore } from '../../src/idp/accounts.js';
+import { createSealer } from '../../src/lib/sealed.js';
 import { createLoginFlow } from '../../src/idp/login-flow.js';
 import { createMemoryState } from '../../src/state/memory.js';
 
 describe('idp/login-flow: the context a browser connector gets', () => {
   const state = createMemoryState();
   after(() => state.close());
-  const flow = createLoginFlow({ state, accounts: createAccountStore(state), callbackUrl: 'https://svc.example.org/api/idp/callback', csrfKey: 'k', log: pino({ level: 'silent' }) });
+  const flow = createLoginFlow({ state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), callbackUrl: 'https://svc.example.org/api/idp/callback', csrfKey: 'k', log: pino({ level: 'silent' }) });
 
   async function contextFor(scope: string): Promise<LoginContext | undefined> {
     let seen: LoginContext | undefined;

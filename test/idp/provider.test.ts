@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { SignJWT, importJWK } from 'jose';
 import type { BrowserConnector, Identity } from '../../connectors/connector.js';
 import { createAccountStore } from '../../src/idp/accounts.js';
+import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
@@ -59,7 +60,7 @@ describe('idp/provider: login pages and connectors', function () {
     url = `http://127.0.0.1:${port}`;
     keys = { signing: [await generateSigningKey(new Date())], cookie: ['cookie-key-for-provider-tests'] };
     const state = createMemoryState({ log });
-    const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state), connectors, log });
+    const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
     server = createServer((req, res) => void app.handle(req, res));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
@@ -129,7 +130,7 @@ describe('idp/provider: login pages and connectors', function () {
 
   it('with an https url behind an ingress, links use that url whatever forwarded headers a client sends', async function () {
     const state = createMemoryState({ log });
-    const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state), connectors, log });
+    const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
     const port = await freePort();
     const behind = createServer((req, res) => void app.handle(req, res));
     await new Promise<void>((resolve) => behind.listen(port, '127.0.0.1', resolve));

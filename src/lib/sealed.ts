@@ -1,11 +1,12 @@
 /**
  * Small values sealed with AES-256-GCM under a key derived from `server.secretkey` by HKDF,
- * one key per purpose (the login cookie, cached userinfo groups, kept refresh tokens): what
+ * one key per purpose (the login cookie, cached userinfo groups, kept refresh tokens, the bundled
+ * provider's accounts with their upstream tokens): what
  * the browser or the state backend holds cannot be read or altered without svc's key.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
-export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token';
+export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account';
 
 export interface Sealer {
   seal(plain: string): string;

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createSealer } from '../../src/oidc/sealed.js';
+import { createSealer } from '../../src/lib/sealed.js';
 
 describe('sealed values', () => {
   it('open what was sealed with the same key and purpose, and nothing else', () => {
