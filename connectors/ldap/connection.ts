@@ -1,16 +1,15 @@
 /**
- * One connection to the directory for one login or refresh, over ldapts: TLS as configured,
- * the service (or anonymous) bind, the user and group searches, the user's bind, and a close
- * that always runs. No pool: a login is rare enough to pay for a connection, and a pooled one
- * could be handed on still bound as the last user. (Dex opens one per operation, a search or
- * a group query each; one per login is as safe and cheaper.)
+ * The operations of one login or refresh on a directory connection, over ldapts: the service
+ * (or anonymous) bind, the user and group searches, the user's bind. The connection itself,
+ * TLS, its reuse and its close are ./pool.ts's; this class tracks who the connection is bound
+ * as, so that only one bound as the service account is reused.
  *
  * Every failure that is not "wrong credentials" becomes a `DirectoryFailure` naming its stage,
  * for the connector to log and turn into a user-safe error.
  */
 import { rootCertificates, type ConnectionOptions } from 'node:tls';
 import { isIP } from 'node:net';
-import { Client, ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, type Entry } from 'ldapts';
+import { ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, type Client, type Entry } from 'ldapts';
 import type { GroupSearch, LdapConfig } from './config.js';
 import { attributeValues, firstValue, requestedAttributes, type DirectoryEntry } from './entry.js';
 import { matchFilter } from './filter.js';
@@ -68,69 +67,6 @@ export function tlsOptions(config: LdapConfig): ConnectionOptions {
   };
 }
 
-function serverUrl(config: LdapConfig): string {
-  const host = isIP(config.host) === 6 ? `[${config.host}]` : config.host;
-  return `${config.transport === 'ldaps' ? 'ldaps' : 'ldap'}://${host}:${config.port}`;
-}
-
-/**
- * Opens a connection, runs `work` on it, closes it. The session deadline and `signal` end a
- * hung exchange: the promise settles then even if the library's would not.
- */
-export async function withConnection<T>(config: LdapConfig, timeouts: Timeouts, signal: AbortSignal, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
-  signal.throwIfAborted();
-  const client = new Client({
-    url: serverUrl(config),
-    connectTimeout: timeouts.connectMs,
-    timeout: timeouts.operationMs,
-    // Only for ldaps: ldapts takes any tlsOptions as "connect with TLS", which StartTLS must not do.
-    ...(config.transport === 'ldaps' ? { tlsOptions: tlsOptions(config) } : {}),
-  });
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DirectoryFailure('timeout', `no answer within ${timeouts.sessionMs} ms`)), timeouts.sessionMs);
-    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  const run = async (): Promise<T> => {
-    if (config.transport === 'startTLS') {
-      try {
-        await client.startTLS(tlsOptions(config));
-      } catch (err: unknown) {
-        throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
-      }
-    }
-    return work(conn);
-  };
-  const conn = new DirectoryConnection(client, config);
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= closeQuietly(client));
-  const running = run();
-  // Work that outlives the deadline (a connect or StartTLS still pending) is closed when it ends.
-  void running.catch(() => undefined).then(close);
-  try {
-    return await Promise.race([running, deadline]);
-  } finally {
-    // Before the unbind: work still running after the deadline must not reopen the connection,
-    // which ldapts does for an operation on a closed client.
-    conn.closed = true;
-    clearTimeout(timer);
-    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-    await close();
-  }
-}
-
-/** Unbind and drop the socket; a peer that never reads must not hold the login up. */
-async function closeQuietly(client: Client): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const cap = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, 1_000);
-  });
-  await Promise.race([client.unbind().catch(() => undefined), cap]);
-  clearTimeout(timer);
-}
-
 /** A reason for the log: the socket or TLS error with its code, or the LDAP result by name and number. */
 export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -151,11 +87,21 @@ function isConnectionError(err: unknown): boolean {
 export class DirectoryConnection {
   /** Set when the session ends; every operation checks it first. */
   closed = false;
+  /** The last bind that succeeded was the service account's (or the anonymous one configured). */
+  #asService: boolean;
 
+  /** `boundAsService`: a pooled connection, already bound as the service account. */
   constructor(
     private readonly client: Client,
     private readonly config: LdapConfig,
-  ) {}
+    boundAsService: boolean,
+  ) {
+    this.#asService = boundAsService;
+  }
+
+  get boundAsService(): boolean {
+    return this.#asService && this.client.isBound;
+  }
 
   private ensureOpen(): void {
     if (this.closed) throw new DirectoryFailure('timeout', 'the session ended before this operation');
@@ -164,10 +110,12 @@ export class DirectoryConnection {
   /** As the service account, or anonymously when none is configured (a simple bind with an empty name). */
   async serviceBind(): Promise<void> {
     this.ensureOpen();
+    if (this.boundAsService) return;
     const bind = this.config.bind;
     try {
       if (bind === undefined) await this.client.bind('', '');
       else await this.client.bind(bind.dn, bind.password);
+      this.#asService = true;
     } catch (err: unknown) {
       const stage = isConnectionError(err) ? 'connect' : 'service-bind';
       const who = bind === undefined ? 'the anonymous bind' : `the bind as ${bind.dn}`;
@@ -206,6 +154,8 @@ export class DirectoryConnection {
     // An LDAP simple bind with a name and an empty password is an unauthenticated bind that succeeds.
     if (password === '') return false;
     this.ensureOpen();
+    // From here the connection is the user's, or anonymous after a refused bind (RFC 4513 §4.2.1).
+    this.#asService = false;
     try {
       await this.client.bind(dn, password);
       return true;

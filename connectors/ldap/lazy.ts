@@ -30,6 +30,11 @@ export class LazyLdapConnector implements PasswordConnector {
     return (await this.connector()).refresh(identity, ctx);
   }
 
+  /** Closes the pooled connections; a login still under way closes its own when it ends. */
+  async close(): Promise<void> {
+    await (await this.loaded?.catch(() => undefined))?.close();
+  }
+
   private connector(): Promise<LdapConnector> {
     this.loaded ??= import('./ldap.js').then(
       ({ LdapConnector }) => new LdapConnector(this.config, this.deps),

@@ -12,20 +12,23 @@ import type { Identity, LoginContext, PasswordConnector } from '../connector.js'
 import type { ConnectorDeps } from '../connector.js';
 import { UpstreamMisconfigured, UpstreamUnavailable } from '../errors.js';
 import type { LdapConfig } from './config.js';
-import { AmbiguousUser, DEFAULT_TIMEOUTS, DirectoryFailure, UnnamedGroup, describe, withConnection, type DirectoryConnection, type Timeouts } from './connection.js';
+import { AmbiguousUser, DEFAULT_TIMEOUTS, DirectoryFailure, UnnamedGroup, describe, type DirectoryConnection, type Timeouts } from './connection.js';
 import { MissingAttribute, identityFromEntry, readConnectorData } from './identity.js';
+import { DirectoryPool, type PoolOptions } from './pool.js';
 
 const UNREACHABLE = 'the directory is unreachable; try again later';
 const MISCONFIGURED = 'the directory could not complete the login; the server log says why';
 
 export interface LdapConnectorOptions {
   readonly timeouts?: Timeouts;
+  readonly pool?: PoolOptions;
 }
 
 export class LdapConnector implements PasswordConnector {
   readonly kind = 'password';
   readonly prompt: string;
-  private readonly timeouts: Timeouts;
+  /** Connections bound as the service account, reused by the next login or refresh. */
+  readonly pool: DirectoryPool;
 
   constructor(
     private readonly config: LdapConfig,
@@ -33,7 +36,7 @@ export class LdapConnector implements PasswordConnector {
     options: LdapConnectorOptions = {},
   ) {
     this.prompt = config.usernamePrompt;
-    this.timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
+    this.pool = new DirectoryPool(config, options.timeouts ?? DEFAULT_TIMEOUTS, options.pool);
   }
 
   async login(username: string, password: string, ctx: LoginContext): Promise<Identity | null> {
@@ -68,9 +71,13 @@ export class LdapConnector implements PasswordConnector {
     });
   }
 
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
   private async session(action: 'login' | 'refresh', ctx: LoginContext, work: (conn: DirectoryConnection) => Promise<Identity | null>): Promise<Identity | null> {
     try {
-      return await withConnection(this.config, this.timeouts, ctx.signal, work);
+      return await this.pool.run(ctx.signal, work);
     } catch (err: unknown) {
       throw this.userSafe(action, err, ctx.signal);
     }

@@ -41,7 +41,7 @@ describe('e2e: the bundled identity provider with the LDAP connector (real slapd
 
   before(async function () {
     const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
+    slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
     backend = await echoBackend('tools');
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
