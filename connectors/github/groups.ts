@@ -3,8 +3,10 @@
  * connector decides it (connector/github/github.go), apart from HTTP:
  *
  * - `orgs`: the user must be in one listed org with no `teams`, or in a listed team of one;
- *   groups are `<org>:<team>` (the team's name, slug or both, per `teamNameField`) of the
- *   listed orgs, filtered to `teams` where an org lists them. The org itself is no group.
+ *   groups are each listed org that let the user in, and its `<org>:<team>` (the team's name,
+ *   slug or both, per `teamNameField`), filtered to `teams` where an org lists them. Dex gives
+ *   only the `<org>:<team>` groups; svc adds the org, so a policy can name a whole org
+ *   (`g, acme, role:x`) as it can with loadAllGroups, and Dex's `<org>:<team>` rules still hold.
  * - `org` (legacy): the user must be in that org; groups are its team names, without the org.
  *   (Dex lets a non-member in with no groups; svc refuses, failing closed.)
  * - neither, with `loadAllGroups` and groups asked for: every org, and every `<org>:<team>`.
@@ -52,6 +54,7 @@ export function decide(config: GithubConfig, m: Memberships, wantGroups: boolean
       const teams = teamsOf(org.name);
       if (org.teams === undefined) inOrgWithoutTeams = true;
       const kept = org.teams === undefined ? teams : teams.filter((t) => org.teams?.includes(t));
+      if (org.teams === undefined || kept.length > 0) groups.push(org.name);
       groups.push(...kept.map((t) => `${org.name}:${t}`));
     }
     return inOrgWithoutTeams || groups.length > 0 ? { allowed: true, groups: unique(groups) } : { allowed: false };

@@ -69,7 +69,7 @@ describe('e2e: the bundled identity provider with the GitHub connector (local Gi
     expect(fake.lastScope()).to.equal('user:email read:org');
     const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
     expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
-    expect((info['groups'] as string[]).sort()).to.deep.equal(['acme:Developers', 'acme:Platform Ops', 'wonder:Tea Party']);
+    expect((info['groups'] as string[]).sort()).to.deep.equal(['acme', 'acme:Developers', 'acme:Platform Ops', 'wonder', 'wonder:Tea Party']);
     expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(200);
     expect((await browser.request(`${url}/api/v1/extensions/secret/x`)).status).to.equal(403);
     expect(server.logs()).not.to.contain(CLIENT_SECRET);

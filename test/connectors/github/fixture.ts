@@ -57,4 +57,4 @@ export function githubConfig(fake: Pick<FakeGithub, 'host' | 'caPem'>, extra: Re
   };
 }
 
-export const ALICE_GROUPS = ['acme:Platform Ops', 'acme:Developers', 'wonder:Tea Party'];
+export const ALICE_GROUPS = ['acme', 'acme:Platform Ops', 'acme:Developers', 'wonder', 'wonder:Tea Party'];

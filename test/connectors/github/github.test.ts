@@ -111,9 +111,9 @@ describe('the GitHub connector (against a local GitHub stand-in)', function () {
     });
 
     it('names teams by name, slug or both (teamNameField), and filters by the names it uses', async () => {
-      expect((await login(open({ teamNameField: 'slug', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }), 'alice')).groups).to.deep.equal(['acme:platform-ops']);
+      expect((await login(open({ teamNameField: 'slug', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }), 'alice')).groups).to.deep.equal(['acme', 'acme:platform-ops']);
       const both = await login(open({ teamNameField: 'both', orgs: [{ name: 'acme' }] }), 'alice');
-      expect(both.groups).to.have.members(['acme:Platform Ops', 'acme:platform-ops', 'acme:Developers', 'acme:developers', 'acme:Red Team', 'acme:red-team']);
+      expect(both.groups).to.have.members(['acme', 'acme:Platform Ops', 'acme:platform-ops', 'acme:Developers', 'acme:developers', 'acme:Red Team', 'acme:red-team']);
     });
 
     it('loads every org and org:team with loadAllGroups when groups are asked for, and none otherwise', async () => {

@@ -11,20 +11,21 @@ const M: Memberships = {
 };
 
 describe('the GitHub connector\'s rules', () => {
-  it('orgs: a member of an org without teams is in; groups are org:team; the org alone is no group', () => {
-    expect(decide({ ...BASE, orgs: [{ name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder:Tea'] });
+  it('orgs: a member of an org without teams is in; groups are the org and its org:team', () => {
+    expect(decide({ ...BASE, orgs: [{ name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder', 'wonder:Tea'] });
     expect(decide({ ...BASE, orgs: [{ name: 'other' }] }, M, true)).to.deep.equal({ allowed: false });
   });
 
   it('orgs with teams: only a listed team lets in; org logins compare without case', () => {
-    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Platform Ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:Platform Ops'] });
+    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Platform Ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme', 'acme:Platform Ops'] });
     expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Red'] }] }, M, true)).to.deep.equal({ allowed: false });
-    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Red'] }, { name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder:Tea'] });
+    // acme let her in through no team: acme is not a group of hers.
+    expect(decide({ ...BASE, orgs: [{ name: 'acme', teams: ['Red'] }, { name: 'wonder' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['wonder', 'wonder:Tea'] });
   });
 
   it('teamNameField slug and both', () => {
-    expect(decide({ ...BASE, teamNameField: 'slug', orgs: [{ name: 'acme' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:platform-ops'] });
-    expect(decide({ ...BASE, teamNameField: 'both', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme:platform-ops'] });
+    expect(decide({ ...BASE, teamNameField: 'slug', orgs: [{ name: 'acme' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme', 'acme:platform-ops'] });
+    expect(decide({ ...BASE, teamNameField: 'both', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme', 'acme:platform-ops'] });
   });
 
   it('legacy org, loadAllGroups, and neither', () => {
