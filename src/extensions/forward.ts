@@ -170,7 +170,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     this.started = true;
     this.resumeBackend = resume;
     const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders, false, this.request.contentSecurityPolicy);
-    this.res.writeHead(statusCode, list);
+    if (this.res.getHeader('set-cookie') === undefined) this.res.writeHead(statusCode, list);
+    else writeHeadKeepingCookies(this.res, statusCode, list);
     if (contentLength !== undefined && this.request.method !== 'HEAD') {
       this.tally.bytesOut = contentLength;
       this.remaining = contentLength;
@@ -281,4 +282,25 @@ export function mapBackendError(err: unknown, target: { readonly extension: stri
   }
   log.info({ backend: origin, extension, code }, 'extension backend unreachable');
   return new BackendUnreachable(`the backend of extension '${extension}' is unreachable (${code ?? 'connection failed'})`, { cause: err });
+}
+
+/**
+ * writeHead for a response that holds a Set-Cookie already (a session renewed before dispatch):
+ * node's writeHead with a list, once a header was set, keeps one value per name, so the
+ * backend's cookies would replace ours or each other. Every header is set by name with all its
+ * values instead, ours added to the backend's cookies. Only such responses take this way.
+ */
+function writeHeadKeepingCookies(res: ServerResponse, statusCode: number, list: readonly string[]): void {
+  const byName = new Map<string, { name: string; values: string[] }>();
+  const ours = res.getHeader('set-cookie');
+  byName.set('set-cookie', { name: 'set-cookie', values: Array.isArray(ours) ? [...ours] : [String(ours)] });
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = list[i] as string;
+    const lower = name.toLowerCase();
+    const entry = byName.get(lower) ?? { name, values: [] };
+    entry.values.push(list[i + 1] as string);
+    byName.set(lower, entry);
+  }
+  for (const { name, values } of byName.values()) res.setHeader(name, values.length === 1 ? values[0] as string : values);
+  res.writeHead(statusCode);
 }

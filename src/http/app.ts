@@ -18,8 +18,6 @@ export interface AppDeps {
   readonly metrics: HttpMetrics;
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
-  /** Runs just before authenticate (the SSO session renewal, which may replace the cookie's token). */
-  readonly beforeAuthenticate?: readonly Koa.Middleware<AppState>[];
   readonly routers: readonly Router<AppState>[];
   /** Sub-applications under a path prefix (koa-mount), after the routers. */
   readonly mounts?: readonly Koa.Middleware<AppState>[];
@@ -33,7 +31,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // client got (401, 404, 500), not the 404 Koa holds while the error is on its way.
   app.use(deps.metrics.middleware);
   app.use(errorMiddleware(deps.log));
-  for (const middleware of deps.beforeAuthenticate ?? []) app.use(middleware);
   app.use(deps.authenticate);
   for (const router of deps.routers) {
     app.use(router.routes());

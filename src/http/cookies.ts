@@ -22,6 +22,14 @@ export function setSessionCookie(ctx: Koa.Context, token: string, expiresAt: num
   });
 }
 
+/**
+ * The Set-Cookie value of `setSessionCookie`, for a response answered outside Koa (a renewal
+ * before the extension proxy): the same attributes, in the `cookies` module's spelling.
+ */
+export function sessionCookieHeader(token: string, expiresAt: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${token}; path=/; expires=${new Date(expiresAt * 1000).toUTCString()}; samesite=lax${secure ? '; secure' : ''}; httponly`;
+}
+
 export function clearSessionCookie(ctx: Koa.Context, configuredUrl: string): void {
   ctx.cookies.set(SESSION_COOKIE, '', {
     httpOnly: true,

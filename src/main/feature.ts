@@ -8,6 +8,7 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget } from '../http/request-target.js';
+import type { BeforeDispatch } from '../http/sso-renewal.js';
 import type { AppState } from '../http/state.js';
 import type { WebSocketRoute } from '../http/upgrade.js';
 
@@ -24,8 +25,8 @@ export interface Feature {
   /** For logs and errors at start. */
   readonly name: string;
   readonly routers?: readonly Router<AppState>[];
-  /** Koa middleware run before the caller is read (it may renew the session cookie). */
-  readonly beforeAuthenticate?: readonly Koa.Middleware<AppState>[];
+  /** Runs before any request is dispatched, to the raw handlers or Koa (the SSO renewal, which may replace the cookie's token). */
+  readonly beforeDispatch?: BeforeDispatch;
   readonly mounts?: readonly Mount[];
   readonly handle?: RawHandler;
   /** WebSocket handshakes this feature relays (http/upgrade.ts answers every other upgrade). */

@@ -21,9 +21,10 @@ import { createLiveSettings } from '../config/live-settings.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
 import { createHttpMetrics } from '../http/metrics.js';
-import { refuseTarget, requestTarget } from '../http/request-target.js';
+import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes } from '../http/routes/health.js';
 import { settingsRoutes } from '../http/routes/settings.js';
+import type { BeforeDispatch } from '../http/sso-renewal.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
@@ -114,17 +115,37 @@ function requestListener(services: Services, identity: Identity, features: reado
     log,
     metrics,
     authenticate: authMiddleware(identity.readCaller),
-    beforeAuthenticate: features.flatMap((f) => f.beforeAuthenticate ?? []),
     routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
     mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
+  const beforeDispatch = features.flatMap((f) => (f.beforeDispatch !== undefined ? [f.beforeDispatch] : []));
+  function dispatch(req: IncomingMessage, res: ServerResponse, target: RequestTarget): void {
+    for (let i = 0; i < handlers.length; i++) if ((handlers[i] as (typeof handlers)[number])(req, res, target)) return;
+    void koa(req, res);
+  }
+  /** Runs the before-dispatch work from `from` on; only a request that has some waits for it. */
+  function prepareThenDispatch(req: IncomingMessage, res: ServerResponse, target: RequestTarget, from: number): void {
+    for (let i = from; i < beforeDispatch.length; i++) {
+      const pending = (beforeDispatch[i] as BeforeDispatch)(req, res);
+      if (pending !== undefined) {
+        pending.then(
+          () => prepareThenDispatch(req, res, target, i + 1),
+          (err: unknown) => {
+            log.error({ err }, 'work before dispatching a request failed; the request goes on without it');
+            prepareThenDispatch(req, res, target, i + 1);
+          },
+        );
+        return;
+      }
+    }
+    dispatch(req, res, target);
+  }
   return (req, res) => {
     const target = requestTarget(req);
     if (target === undefined) return refuseTarget(req, res, log);
-    for (let i = 0; i < handlers.length; i++) if ((handlers[i] as (typeof handlers)[number])(req, res, target)) return;
-    void koa(req, res);
+    prepareThenDispatch(req, res, target, 0);
   };
 }
 

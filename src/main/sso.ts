@@ -6,7 +6,8 @@
 import { Unavailable } from '../errors.js';
 import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
 import { issuerOf } from '../idp/issuer.js';
-import { ssoRenewal, ssoRoutes } from '../http/routes/sso.js';
+import { ssoRoutes } from '../http/routes/sso.js';
+import { ssoRenewal } from '../http/sso-renewal.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
 import { describeSsoInForce } from '../oidc/in-force.js';
 import type { LoginFlowDeps } from '../oidc/login-flow.js';
@@ -105,7 +106,7 @@ function ssoFeature(
   const login: LoginFlowDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
   return {
     name: 'sso',
-    beforeAuthenticate: [ssoRenewal(refresh, log, () => settings.current().url)],
+    beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
     routers: [ssoRoutes({
       login,
       callback: { client, verifier, refresh, userInfo },

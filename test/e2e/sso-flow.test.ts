@@ -166,6 +166,30 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     expect(refreshes()).to.equal(1);
   });
 
+  it('renews a due session on a request the extension proxy answers, beside the backend\'s own cookies', async () => {
+    const setup = await open({ extensionUrl: echo.url, idTokenTtlSeconds: 4, oidc: { requestedScopes: ['openid', 'profile', 'email', 'groups', 'offline_access'] } });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+    const { browser, token } = await ssoLogin(setup, 'alice');
+    const refreshes = () => setup.provider.requests.filter((r) => r.path === '/token').length - 1;
+    await sleep(2_500);   // less than half of its 4 s left: due for renewal
+    const proxied = await browser.request(`${setup.svc.url}/api/v1/extensions/echo/hello`);
+    expect(proxied.status).to.equal(200);
+    await proxied.body?.cancel();
+    expect(refreshes()).to.equal(1);
+    const cookies = proxied.headers.getSetCookie();
+    // The echo backend sets `theirs=1` and tries to plant svc.token: the proxy keeps the one and drops the other.
+    expect(cookies).to.include('theirs=1; Path=/');
+    expect(cookies.filter((c) => c.startsWith('svc.token=')), 'the renewed session cookie').to.have.length(1);
+    expect(cookies.find((c) => c.startsWith('svc.token='))).not.to.contain('planted');
+    expect(cookies.find((c) => c.startsWith('svc.token='))).to.match(/; path=\/; expires=[^;]+; samesite=lax; httponly$/);
+    const renewed = browser.cookie(setup.svc.url, 'svc.token');
+    expect(renewed).to.be.a('string').and.not.equal(token);
+    expect(await userInfo(setup.svc.url, renewed as string)).to.include({ loggedIn: true, username: 'alice' });
+    // The next request is not due: no second renewal.
+    await (await browser.request(`${setup.svc.url}/api/v1/extensions/echo/hello`)).body?.cancel();
+    expect(refreshes()).to.equal(1);
+  });
+
   it('keeps a refused session only to its expiry: the refresh token is spent, the cookie unchanged, the refusal logged', async () => {
     const setup = await open({ idTokenTtlSeconds: 4, oidc: { requestedScopes: ['openid', 'groups', 'offline_access'] } });
     setup.provider.accounts.set('alice', { groups: ['sso-team'] });

@@ -1,12 +1,10 @@
 /**
  * GET /auth/login, /auth/callback (and /pkce/verify, the same for a public client),
- * /auth/logout, and the middleware that renews an SSO session before its ID token expires.
+ * /auth/logout (the renewal of an SSO session is in ../sso-renewal.ts).
  * Thin: cookies and redirects here, everything else in src/oidc/.
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { Logger } from 'pino';
-import { describeFailure } from '../../lib/tls-fetch.js';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
 import { Unauthenticated } from '../../errors.js';
@@ -14,8 +12,7 @@ import { finishLogin, type CallbackDeps, type FinishedLogin } from '../../oidc/c
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps, type LoginState } from '../../oidc/login-flow.js';
 import { logoutRedirect } from '../../oidc/logout.js';
 import type { SessionRefresh } from '../../oidc/refresh.js';
-import { presentedToken } from '../caller.js';
-import { clearSessionCookie, SESSION_COOKIE, setSessionCookie } from '../cookies.js';
+import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
 
 export interface SsoRouteDeps {
@@ -102,34 +99,4 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
   });
 
   return router;
-}
-
-/**
- * A cookie whose ID token is the provider's and close to (or past) its expiry is renewed with
- * the kept refresh token before the caller is read: the request goes on with the new token, and
- * the browser gets it as the new cookie. With nothing to renew with, an expired one is cleared.
- */
-export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): Koa.Middleware<AppState> {
-  return async function renewSsoSession(ctx, next) {
-    const presented = presentedToken(ctx.req.headers);
-    const token = presented?.via === 'cookie' ? presented.token : undefined;
-    if (token !== undefined && refresh.due(token)) {
-      // A renewal that cannot be made now (provider or state backend down) is no reason to fail
-      // the request: it goes on with the token it came with.
-      const renewed = await refresh.renew(token).catch((err: unknown) => {
-        log.warn({ err: describeFailure(err) }, 'an SSO session could not be renewed now');
-        return undefined;
-      });
-      if (renewed !== undefined) {
-        setSessionCookie(ctx, renewed.idToken, renewed.expiresAt, configuredUrl());
-        ctx.request.headers.cookie = replaceSessionCookie(ctx.get('cookie'), renewed.idToken);
-      }
-    }
-    await next();
-  };
-}
-
-function replaceSessionCookie(header: string, token: string): string {
-  const others = header.split(';').map((c) => c.trim()).filter((c) => c !== '' && !c.startsWith(`${SESSION_COOKIE}=`));
-  return [...others, `${SESSION_COOKIE}=${token}`].join('; ');
 }

@@ -1,0 +1,48 @@
+/**
+ * SSO session renewal before a request is dispatched, for every request: the Koa app's and the
+ * ones the extension proxy answers before Koa (a browser that only talks to an extension keeps
+ * its session too). A cookie whose ID token is the provider's and close to (or past) its expiry
+ * is renewed with the kept refresh token: the request goes on with the new token in its Cookie
+ * header, and the browser gets it as a new `svc.token` cookie on whatever answers (the proxy
+ * keeps it beside a backend's own cookies, see extensions/forward.ts).
+ *
+ * Every other request pays one synchronous check (`due`: a decode of the cookie's token, no
+ * signature) and gets `undefined` back, so the proxy's fast path does not wait on a promise.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import { describeFailure } from '../lib/tls-fetch.js';
+import type { SessionRefresh } from '../oidc/refresh.js';
+import { presentedToken } from './caller.js';
+import { SESSION_COOKIE, sessionCookieHeader } from './cookies.js';
+
+/** Work to finish before the request is dispatched, or undefined when there is none (the usual case). */
+export type BeforeDispatch = (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined;
+
+export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): BeforeDispatch {
+  return (req, res) => {
+    const presented = presentedToken(req.headers);
+    const token = presented?.via === 'cookie' ? presented.token : undefined;
+    if (token === undefined || !refresh.due(token)) return undefined;
+    return renew(token);
+
+    async function renew(due: string): Promise<void> {
+      // A renewal that cannot be made now (provider or state backend down) is no reason to fail
+      // the request: it goes on with the token it came with.
+      const renewed = await refresh.renew(due).catch((err: unknown) => {
+        log.warn({ err: describeFailure(err) }, 'an SSO session could not be renewed now');
+        return undefined;
+      });
+      if (renewed === undefined) return;
+      const secure = req.socket instanceof TLSSocket || configuredUrl().startsWith('https:');
+      res.appendHeader('set-cookie', sessionCookieHeader(renewed.idToken, renewed.expiresAt, secure));
+      req.headers.cookie = replaceSessionCookie(req.headers.cookie ?? '', renewed.idToken);
+    }
+  };
+}
+
+function replaceSessionCookie(header: string, token: string): string {
+  const others = header.split(';').map((c) => c.trim()).filter((c) => c !== '' && !c.startsWith(`${SESSION_COOKIE}=`));
+  return [...others, `${SESSION_COOKIE}=${token}`].join('; ');
+}
