@@ -37,7 +37,7 @@ import { buildIdentity, type Identity } from './identity.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
-import { prepareBundledSso, prepareSso } from './sso.js';
+import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
 
 export interface ServerOptions {
@@ -101,6 +101,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   const features: readonly Feature[] = [
     buildAccounts(services, identity),
     ...(sso !== undefined ? [sso.feature(identity)] : []),
+    ssoChangeNotice(services),
     buildExtensions(services, identity),
     buildWeb(services),
     ...(idp !== undefined ? [idp] : []),

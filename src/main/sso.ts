@@ -9,7 +9,7 @@ import { issuerOf } from '../idp/issuer.js';
 import { ssoRoutes } from '../http/routes/sso.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
-import { describeSsoInForce } from '../oidc/in-force.js';
+import { describeSsoInForce, ssoInForce } from '../oidc/in-force.js';
 import type { LoginFlowDeps } from '../oidc/login-flow.js';
 import { ssoProviderFromOidc, type SsoProvider } from '../oidc/provider.js';
 import { createSessionRefresh } from '../oidc/refresh.js';
@@ -117,4 +117,26 @@ function ssoFeature(
     })],
     close: () => client.close(),
   };
+}
+
+/**
+ * The SSO provider in force, and an external provider's `oidc.config`, are read at start (its
+ * verifier is registered by issuer and its routes hold its client); the bundled provider's
+ * connectors and keys apply live. A change that needs a restart is said in the log, every time,
+ * with what stays in force until then: an operator who edits oidc.config is not left guessing.
+ */
+export function ssoChangeNotice(services: Services): Feature {
+  const { settings, log } = services;
+  const atStart = settings.current();
+  const unsubscribe = settings.onChange((now, previous) => {
+    const providerChanged = ssoInForce(now) !== ssoInForce(previous);
+    // Compared whole, secrets included, never logged.
+    const oidcChanged = JSON.stringify(now.oidc) !== JSON.stringify(previous.oidc);
+    if (!providerChanged && !oidcChanged) return;
+    log.warn(
+      { inForce: describeSsoInForce(atStart), configured: describeSsoInForce(now) },
+      `${oidcChanged ? 'oidc.config' : 'the single sign-on provider'} changed: svc reads it at start; restart svc to apply the change (until then the provider from start stays in force)`,
+    );
+  });
+  return { name: 'sso-change-notice', close: () => Promise.resolve(unsubscribe()).then(() => undefined) };
 }
