@@ -43,18 +43,24 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     : undefined;
   const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
   // The provider signs with the first key: the one whose time has come (see keys.ts).
-  const inForce = (): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(services.now())) });
+  const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
   const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, log: log.child({ feature: 'idp' }) });
   let signerTimer: NodeJS.Timeout | undefined;
-  /** Rebuilds the provider when a published key starts signing. */
-  function scheduleSignerChange(): void {
+  /**
+   * Rebuilds the provider when a published key starts signing. One `now` per decision: a timer
+   * may fire a millisecond before the wall clock reaches `at`; read twice, the clock once said
+   * "not yet" to the signing order and then "nothing waiting" to the next schedule, and the new
+   * key never signed. A timer that fires early waits out the rest.
+   */
+  function scheduleSignerChange(now = services.now()): void {
     clearTimeout(signerTimer);
-    const at = nextSignerChange(keys.signing, new Date(services.now()));
+    const at = nextSignerChange(keys.signing, new Date(now));
     if (at === undefined) return;
     signerTimer = setTimeout(() => {
-      app.reload(inForce());
-      scheduleSignerChange();
-    }, Math.min(Math.max(at - services.now(), 0), MAX_TIMER_MS));
+      const current = services.now();
+      if (current >= at) app.reload(inForce(current));
+      scheduleSignerChange(current);
+    }, Math.min(Math.max(at - now, 0), MAX_TIMER_MS));
     signerTimer.unref();
   }
   scheduleSignerChange();
@@ -70,8 +76,9 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     }
     if (next === undefined || JSON.stringify(next) === JSON.stringify(keys)) return;
     keys = next;
-    app.reload(inForce());
-    scheduleSignerChange();
+    const now = services.now();
+    app.reload(inForce(now));
+    scheduleSignerChange(now);
   });
 
   return {
