@@ -5,6 +5,7 @@
  * and whose connection pools are closed with the connector.
  */
 import type { Logger } from 'pino';
+import type { Connector, ConnectorDeps, ConnectorFactory } from '../../connectors/connector.js';
 import { createTlsFetch, describeFailure, isCertificateError, type TlsFetch } from '../lib/tls-fetch.js';
 
 export interface UpstreamFetches {
@@ -35,6 +36,22 @@ export function upstreamFetches(log: Logger, insecureSkipVerify: boolean): Upstr
       await Promise.all(pools.splice(0).map((p) => p.close()));
     },
   };
+}
+
+/**
+ * Opens a connector with its upstream fetch under the TLS policy, and makes its close also close
+ * the pools that fetch opened: how the registry's connectors are opened, and the connector suite's.
+ */
+export function openWithUpstreamFetches(factory: ConnectorFactory, deps: Omit<ConnectorDeps, 'upstreamFetch'>, insecureSkipVerify: boolean): Connector {
+  const fetches = upstreamFetches(deps.log, insecureSkipVerify);
+  const connector = factory({ ...deps, upstreamFetch: (rootCAs) => fetches.upstreamFetch(rootCAs) });
+  const closeConnector = connector.close?.bind(connector);
+  return Object.assign(connector, {
+    async close() {
+      await closeConnector?.();
+      await fetches.close();
+    },
+  });
 }
 
 function hostOf(input: Parameters<typeof globalThis.fetch>[0]): string {

@@ -17,7 +17,7 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
-import { upstreamFetches } from '../idp/upstream-fetch.js';
+import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
 import type { Feature } from './feature.js';
 import type { Services } from './services.js';
 
@@ -102,19 +102,12 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
 
 /**
  * Opens a parsed idp.config entry with what every connector gets: fetch under the upstream TLS
- * policy, the clock and a logger scoped to it. The connector's close also closes its pools.
+ * policy (its pools closed with the connector), the clock and a logger scoped to it.
  */
 function openConnector(services: Services): (entry: ParsedConnector) => Connector {
-  return (entry) => {
-    const log = services.log.child({ connector: entry.id, type: entry.type });
-    const fetches = upstreamFetches(log, services.settings.current().oidcTlsInsecureSkipVerify);
-    const connector = entry.open({ upstreamFetch: (rootCAs) => fetches.upstreamFetch(rootCAs), now: () => new Date(services.now()), log });
-    const closeConnector = connector.close?.bind(connector);
-    return Object.assign(connector, {
-      async close() {
-        await closeConnector?.();
-        await fetches.close();
-      },
-    });
-  };
+  return (entry) => openWithUpstreamFetches(
+    entry.open,
+    { now: () => new Date(services.now()), log: services.log.child({ connector: entry.id, type: entry.type }) },
+    services.settings.current().oidcTlsInsecureSkipVerify,
+  );
 }

@@ -16,15 +16,16 @@
  * down/slow cases are not registered for it.
  */
 import { expect } from 'chai';
-import { createServer, type Server, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import YAML from 'yaml';
 import type { Connector, ConnectorDeps, ConnectorType, Identity, LoginContext } from '../../connectors/connector.js';
 import { runValidate } from '../../src/commands/validate.js';
+import { openWithUpstreamFetches } from '../../src/idp/upstream-fetch.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import type { SecretLookup } from '../../src/config/secret-ref.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { silentServer } from '../helpers/silent-server.js';
 
 export type Who = 'member' | 'outsider';
 
@@ -66,14 +67,18 @@ export function secretLookup(secrets: Readonly<Record<string, string>>): SecretL
 }
 
 /**
- * Parses `raw` with the connector type, as idp.config parsing does, and opens it with `deps`
- * (fetch, clock) and `log`, as the registry does. A config problem fails the test, with its lines.
+ * Parses `raw` with the connector type, as idp.config parsing does, and opens it as the registry
+ * does: fetch under the upstream TLS policy (pools closed with the connector), the clock, `log`.
+ * `deps` replaces any of those (a pinned clock, a fetch whose pools the test closes itself).
+ * A config problem fails the test, with its lines.
  */
 export function openThroughType(type: ConnectorType, raw: Record<string, unknown>, secrets: Readonly<Record<string, string>>, log: Logger, deps: Partial<ConnectorDeps> = {}): Connector {
   const sink = new ProblemSink();
   const factory = type.parse({ raw, secrets: secretLookup(secrets), at: sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']) });
   if (factory === undefined) throw new Error(`config refused:\n${sink.problems.map(formatProblem).join('\n')}`);
-  return factory({ upstreamFetch: () => globalThis.fetch, now: () => new Date(), log, ...deps });
+  const { upstreamFetch, ...rest } = deps;
+  const base = { now: () => new Date(), log, ...rest };
+  return upstreamFetch === undefined ? openWithUpstreamFetches(factory, base, false) : factory({ ...base, upstreamFetch });
 }
 
 interface LogLine { readonly level: number; readonly msg: string }
@@ -83,27 +88,6 @@ function capture(): { text: string[]; lines: LogLine[]; log: Logger } {
   const lines: LogLine[] = [];
   const log = pino({ level: 'trace' }, { write: (line: string) => { text.push(line); lines.push(JSON.parse(line) as LogLine); } });
   return { text, lines, log };
-}
-
-/** A TCP server that accepts and never answers; or, after close(), a port where nothing listens. */
-async function blackhole(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
-    socket.resume();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  return {
-    port: address.port,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
-  };
 }
 
 /** The outcome of a login: identity, null, or the rejection. */
@@ -161,7 +145,7 @@ export function connectorSuite(harness: ConnectorHarness): void {
     if (harness.upstream !== undefined) describe('an upstream that is down or slow', function () {
       for (const kind of ['down', 'slow'] as const) {
         it(`fails clearly, without hanging, when the upstream is ${kind}`, async () => {
-          const hole = await blackhole();
+          const hole = await silentServer();
           if (kind === 'down') await hole.close();
           const { log } = capture();
           const connector = harness.open(harness.upstream?.(hole.port) ?? {}, log);
@@ -206,7 +190,7 @@ export function connectorSuite(harness: ConnectorHarness): void {
         await connector.close?.();
       }
       if (harness.upstream !== undefined) {
-        const hole = await blackhole();
+        const hole = await silentServer();
         await hole.close();
         const down = harness.open(harness.upstream(hole.port), log);
         await attempt(harness.login(down, 'member', ctx(WITHIN_MS / 2)));

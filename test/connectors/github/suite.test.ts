@@ -1,28 +1,19 @@
 /**
  * The GitHub connector through the shared connector suite, against the local GitHub stand-in
  * (test/helpers/fake-github.ts) over HTTPS with a test CA given as rootCA, and the real
- * upstream fetch (the one TLS policy), started once for the file.
+ * upstream fetch (the one TLS policy, as openThroughType opens every connector), started once for the file.
  */
-import type { Logger } from 'pino';
 import { github } from '../../../connectors/github/index.js';
-import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/upstream-fetch.js';
 import { startFakeGithub, type FakeGithub } from '../../helpers/fake-github.js';
 import { roundTrip } from '../../helpers/oauth-round-trip.js';
 import { connectorSuite, openThroughType } from '../connector-suite.js';
 import { ALICE_GROUPS, CALLBACK, CLIENT_ID, CLIENT_SECRET, githubConfig, SECRETS, USERS } from './fixture.js';
 
 let fake: FakeGithub | undefined;
-const pools: UpstreamFetches[] = [];
 
 function running(): FakeGithub {
   if (fake === undefined) throw new Error('the GitHub stand-in is not running');
   return fake;
-}
-
-function open(raw: Record<string, unknown>, log: Logger) {
-  const fetches = upstreamFetches(log, false);
-  pools.push(fetches);
-  return openThroughType(github, raw, SECRETS, log, { upstreamFetch: fetches.upstreamFetch });
 }
 
 connectorSuite({
@@ -32,12 +23,11 @@ connectorSuite({
     fake = await startFakeGithub({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, users: USERS });
   },
   async stop() {
-    await Promise.all(pools.splice(0).map((p) => p.close()));
     await fake?.close();
   },
   config: () => githubConfig(running()),
   secrets: SECRETS,
-  open,
+  open: (raw, log) => openThroughType(github, raw, SECRETS, log),
   login(connector, who, ctx) {
     const upstream = running();
     upstream.signedIn = who === 'member' ? 'alice' : 'bob';

@@ -1,28 +1,19 @@
 /**
  * The GitLab connector through the shared connector suite, against the local GitLab stand-in
  * (test/helpers/fake-gitlab.ts) over HTTPS with a test CA given as rootCA, and the real
- * upstream fetch (the one TLS policy), started once for the file.
+ * upstream fetch (the one TLS policy, as openThroughType opens every connector), started once for the file.
  */
-import type { Logger } from 'pino';
 import { gitlab } from '../../../connectors/gitlab/index.js';
-import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/upstream-fetch.js';
 import { startFakeGitlab, type FakeGitlab } from '../../helpers/fake-gitlab.js';
 import { roundTrip } from '../../helpers/oauth-round-trip.js';
 import { connectorSuite, openThroughType } from '../connector-suite.js';
 import { ALICE_GROUPS, CALLBACK, CLIENT_ID, CLIENT_SECRET, gitlabConfig, SECRETS, USERS } from './fixture.js';
 
 let fake: FakeGitlab | undefined;
-const pools: UpstreamFetches[] = [];
 
 function running(): FakeGitlab {
   if (fake === undefined) throw new Error('the GitLab stand-in is not running');
   return fake;
-}
-
-function open(raw: Record<string, unknown>, log: Logger) {
-  const fetches = upstreamFetches(log, false);
-  pools.push(fetches);
-  return openThroughType(gitlab, raw, SECRETS, log, { upstreamFetch: fetches.upstreamFetch });
 }
 
 connectorSuite({
@@ -32,12 +23,11 @@ connectorSuite({
     fake = await startFakeGitlab({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: CALLBACK, users: USERS });
   },
   async stop() {
-    await Promise.all(pools.splice(0).map((p) => p.close()));
     await fake?.close();
   },
   config: () => gitlabConfig(running()),
   secrets: SECRETS,
-  open,
+  open: (raw, log) => openThroughType(gitlab, raw, SECRETS, log),
   login(connector, who, ctx) {
     const upstream = running();
     upstream.signedIn = who === 'member' ? 'alice' : 'bob';

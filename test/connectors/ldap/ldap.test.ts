@@ -7,7 +7,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import { ldap } from '../../../connectors/ldap/index.js';
 import { LdapConnector } from '../../../connectors/ldap/ldap.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
+import { silentServer } from '../../helpers/silent-server.js';
 
 const PEERS = fileURLToPath(new URL('../../../scripts/peers/', import.meta.url));
 const ROOT_FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
@@ -113,32 +113,6 @@ async function asAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
   } finally {
     await client.unbind();
   }
-}
-
-/** A server that accepts and counts connections and never answers (a blackhole). */
-async function silentServer(): Promise<{ port: number; connections: () => number; open: () => number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let count = 0;
-  const server: Server = createServer((socket) => {
-    count++;
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
-    // Read and drop: a socket nobody reads never sees the peer's FIN, so never closes.
-    socket.resume();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  return {
-    port: address.port,
-    connections: () => count,
-    open: () => sockets.size,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
-  };
 }
 
 /** The connector closed its side: the server sees every socket close, soon. */

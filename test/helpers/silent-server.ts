@@ -1,0 +1,36 @@
+/** A TCP server on loopback that accepts and counts connections and never answers (a blackhole); after close(), a port where nothing listens. */
+import { createServer, type Server, type Socket } from 'node:net';
+
+export interface SilentServer {
+  readonly port: number;
+  /** Connections accepted so far. */
+  connections(): number;
+  /** Connections still open. */
+  open(): number;
+  close(): Promise<void>;
+}
+
+export async function silentServer(): Promise<SilentServer> {
+  const sockets = new Set<Socket>();
+  let count = 0;
+  const server: Server = createServer((socket) => {
+    count++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    // Read and drop: a socket nobody reads never sees the peer's FIN, so never closes.
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  return {
+    port: address.port,
+    connections: () => count,
+    open: () => sockets.size,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
