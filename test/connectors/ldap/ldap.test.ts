@@ -19,12 +19,12 @@ import { parseLdapConfig } from '../../../connectors/ldap/config.js';
 import { ldap } from '../../../connectors/ldap/index.js';
 import { LdapConnector } from '../../../connectors/ldap/ldap.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
+import { asDirectoryAdmin } from './directory-admin.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
 import { silentServer } from '../../helpers/silent-server.js';
 
 const PEERS = fileURLToPath(new URL('../../../scripts/peers/', import.meta.url));
 const ROOT_FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
-const ADMIN = { dn: 'cn=admin,dc=example,dc=org', password: 'adminpw' };
 const UNREACHABLE = 'the directory is unreachable; try again later';
 const MISCONFIGURED = 'the directory could not complete the login; the server log says why';
 const QUICK = { connectMs: 500, operationMs: 500, sessionMs: 1_500 };
@@ -105,15 +105,7 @@ function expectUpstream(err: Error, type: typeof UpstreamUnavailable | typeof Up
   expect(err.message).to.equal(message);
 }
 
-async function asAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ url: `ldap://127.0.0.1:${ldapPort}`, timeout: 5_000, connectTimeout: 5_000 });
-  try {
-    await client.bind(ADMIN.dn, ADMIN.password);
-    return await work(client);
-  } finally {
-    await client.unbind();
-  }
-}
+const asAdmin = <T>(work: (client: Client) => Promise<T>): Promise<T> => asDirectoryAdmin(ldapPort, work);
 
 /** The connector closed its side: the server sees every socket close, soon. */
 async function expectAllClosed(server: { open: () => number }): Promise<void> {

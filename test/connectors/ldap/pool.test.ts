@@ -15,10 +15,10 @@ import { parseLdapConfig } from '../../../connectors/ldap/config.js';
 import { LdapConnector } from '../../../connectors/ldap/ldap.js';
 import type { PoolOptions } from '../../../connectors/ldap/pool.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
+import { asDirectoryAdmin } from './directory-admin.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
-const ADMIN = { dn: 'cn=admin,dc=example,dc=org', password: 'adminpw' };
 const QUICK = { connectMs: 2_000, operationMs: 2_000, sessionMs: 5_000 };
 
 let peer: Peer;
@@ -114,15 +114,7 @@ function ctx(wantGroups = true): LoginContext {
   return { callbackUrl: 'https://svc.example.org/api/idp/callback', wantGroups, signal: new AbortController().signal };
 }
 
-async function asAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ url: `ldap://127.0.0.1:${ldapPort}`, timeout: 5_000, connectTimeout: 5_000 });
-  try {
-    await client.bind(ADMIN.dn, ADMIN.password);
-    return await work(client);
-  } finally {
-    await client.unbind();
-  }
-}
+const asAdmin = <T>(work: (client: Client) => Promise<T>): Promise<T> => asDirectoryAdmin(ldapPort, work);
 
 const memberUid = (operation: 'add' | 'delete', group: string, uid: string) => asAdmin((c) =>
   c.modify(`cn=${group},ou=groups,dc=example,dc=org`, new Change({ operation, modification: new Attribute({ type: 'memberUid', values: [uid] }) })));
