@@ -17,10 +17,8 @@ import type { SessionRefresh } from '../oidc/refresh.js';
 import { presentedToken } from './caller.js';
 import { SESSION_COOKIE, sessionCookieHeader } from './cookies.js';
 
-/** Work to finish before the request is dispatched, or undefined when there is none (the usual case). */
-export type BeforeDispatch = (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined;
-
-export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): BeforeDispatch {
+/** A Feature's `beforeDispatch`: the renewal to finish first, or undefined when none is due (the usual case). */
+export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined {
   return (req, res) => {
     const presented = presentedToken(req.headers);
     const token = presented?.via === 'cookie' ? presented.token : undefined;

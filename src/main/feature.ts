@@ -8,7 +8,6 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget } from '../http/request-target.js';
-import type { BeforeDispatch } from '../http/sso-renewal.js';
 import type { AppState } from '../http/state.js';
 import type { WebSocketRoute } from '../http/upgrade.js';
 
@@ -20,6 +19,9 @@ export interface Mount {
 
 /** Answers a request on the raw server before Koa (true), or leaves it to the app (false). */
 export type RawHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean;
+
+/** Work to finish before a request is dispatched, or undefined when there is none (the usual case). */
+export type BeforeDispatch = (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined;
 
 export interface Feature {
   /** For logs and errors at start. */
