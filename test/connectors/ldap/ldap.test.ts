@@ -372,6 +372,59 @@ describe('ldap connector against slapd', function () {
       expect(await connector.refresh?.(identity, ctx())).to.equal(null);
     });
 
+    /** Groups by member DN only: the refresh asks for them beside the user. */
+    function byDnOnly(recursion = false): Record<string, unknown> {
+      const base = baseConfig();
+      const groupSearch = base['groupSearch'] as Record<string, unknown>;
+      return { ...base, groupSearch: { ...groupSearch, userMatchers: [{ userAttr: 'DN', groupAttr: 'member', ...(recursion ? { recursionGroupAttr: 'member' } : {}) }] } };
+    }
+
+    it('reads groups found by DN alone again beside the user, nested ones included', async () => {
+      const { connector } = connectorFor(byDnOnly(true));
+      const identity = (await connector.login('bob', 'bob123', ctx())) as Identity;
+      expect(identity.groups).to.have.members(['devs', 'engineering']);
+      const admins = 'cn=admins,ou=groups,dc=example,dc=org';
+      const bob = 'uid=bob,ou=people,dc=example,dc=org';
+      await asAdmin((c) => c.modify(admins, new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [bob] }) })));
+      try {
+        const refreshed = await connector.refresh?.(identity, ctx());
+        expect(refreshed?.groups).to.have.members(['devs', 'engineering', 'admins']);
+        expect(await connector.refresh?.(identity, ctx(false))).to.deep.include({ userId: 'bob', groups: [] });
+      } finally {
+        await asAdmin((c) => c.modify(admins, new Change({ operation: 'delete', modification: new Attribute({ type: 'member', values: [bob] }) })));
+      }
+    });
+
+    it('refuses a refresh once the username names another entry, though its groups were asked for beside it', async () => {
+      const { connector, lines } = connectorFor(byDnOnly());
+      const identity = (await connector.login('erin', 'erin123', ctx())) as Identity;
+      const before = 'uid=erin,ou=people,dc=example,dc=org';
+      const after = 'cn=Erin Twin,ou=people,dc=example,dc=org';
+      const attributes = { objectClass: 'inetOrgPerson', uid: 'erin', cn: 'Erin Twin', sn: 'Twin', mail: 'erin@example.org', userPassword: 'erin123' };
+      await asAdmin(async (c) => {
+        await c.del(before);
+        await c.add(after, attributes);
+      });
+      try {
+        expect(await connector.refresh?.(identity, ctx())).to.equal(null);
+        expect(lines.some((l) => l.msg === 'ldap: refresh refused: the username now names another entry')).to.equal(true);
+      } finally {
+        await asAdmin(async (c) => {
+          await c.del(after);
+          await c.add(before, attributes);
+        });
+      }
+    });
+
+    it('reads the groups by the DN as the directory spells it when the login\'s differs in case', async () => {
+      const { connector } = connectorFor(byDnOnly());
+      const identity = (await connector.login('bob', 'bob123', ctx())) as Identity;
+      const data = JSON.parse(identity.connectorData ?? '{}') as { username: string; dn: string };
+      const shouted = { ...identity, connectorData: JSON.stringify({ ...data, dn: data.dn.toUpperCase() }) };
+      const refreshed = await connector.refresh?.(shouted, ctx());
+      expect(refreshed?.groups).to.deep.equal(['devs']);
+    });
+
     it('answers null for data that is not this connector\'s', async () => {
       const { connector } = connectorFor(baseConfig());
       expect(await connector.refresh?.({ userId: 'x', username: 'x', emailVerified: true, groups: [], connectorData: 'nope' }, ctx())).to.equal(null);
