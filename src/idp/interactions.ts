@@ -83,7 +83,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const list = deps.connectors.list();
     const asked = interaction.params['connector_id'];
     const chosen = list.find((c) => c.id === asked) ?? (list.length === 1 ? list[0] : undefined);
-    if (chosen !== undefined) return ctx.redirect(connectorPath(interaction.uid, chosen.id));
+    // Its page at once, not a redirect to it: one request less per login (the form posts to the connector's path).
+    if (chosen !== undefined) return showConnector(ctx, interaction, chosen.id);
     if (list.length === 0) return page(ctx, 503, errorPage('Login unavailable', 'No login method is configured. Tell your administrator.'));
     page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id)));
   });
@@ -91,7 +92,11 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   router.get('/interaction/:uid/connector/:id', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
-    const id = ctx.params['id'] ?? '';
+    await showConnector(ctx, interaction, ctx.params['id'] ?? '');
+  });
+
+  /** A password connector's form, or the start of a browser connector's login at its upstream. */
+  async function showConnector(ctx: Koa.Context, interaction: Interaction, id: string): Promise<void> {
     const connector = connectorOr404(ctx, id);
     if (connector === undefined) return;
     if (connector.kind === 'password') return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt));
@@ -104,7 +109,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     }
     if (start.via === 'redirect') return ctx.redirect(start.url);
     page(ctx, 200, autoPostPage(start.action, start.fields));
-  });
+  }
 
   router.post('/interaction/:uid/connector/:id', async (ctx) => {
     const interaction = await details(ctx);
