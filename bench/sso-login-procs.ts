@@ -18,7 +18,8 @@ const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf
 export interface Peer { readonly pidFile: string; readonly dir: string }
 const peers: Peer[] = [];
 const tempDirs: string[] = [];
-let svcChild: ChildProcess | undefined;
+/** svc and the bare provider: each leads its own process group, stopped by cleanUp(). */
+const children: ChildProcess[] = [];
 
 function run(script: string, args: readonly string[], env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -85,7 +86,7 @@ export async function startSvc(options: SvcOptions): Promise<{ pid: number; log:
     '--workers', String(options.workers), ...(options.redisUrl !== undefined ? ['--redis', options.redisUrl] : []),
   ], { cwd: root, detached: true, stdio: ['ignore', out.fd, out.fd], env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
   await out.close();
-  svcChild = child;
+  children.push(child);
   let exited: string | undefined;
   child.once('exit', (code, signal) => {
     exited = `exited with ${signal ?? code}`;
@@ -102,11 +103,9 @@ export async function tail(file: string, lines = 20): Promise<string> {
   return (await readFile(file, 'utf8').catch(() => '')).trim().split('\n').slice(-lines).join('\n');
 }
 
-/** SIGTERM to svc's group (the primary and any cluster workers); SIGKILL after 15 s. */
-async function stopSvc(): Promise<void> {
-  const child = svcChild;
-  svcChild = undefined;
-  if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+/** SIGTERM to a child's group (svc's primary and any cluster workers); SIGKILL after 15 s. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   process.kill(-child.pid, 'SIGTERM');
   let timer: NodeJS.Timeout | undefined;
@@ -117,8 +116,42 @@ async function stopSvc(): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * bench/bare-provider.ts in its own process group on `port`, with `chains` seeded refresh tokens
+ * for the client 'bench' and `secret`; resolves with its pid and the tokens once it listens.
+ */
+export async function startBareProvider(port: number, chains: number, secret: string): Promise<{ pid: number; tokens: string[] }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/bare-provider.ts', String(port), String(chains), secret], {
+    cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  let errors = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    errors = (errors + chunk.toString()).slice(-2000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the bare provider did not start in 30 s: ${errors}`)), 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the bare provider exited with ${code}: ${errors}`));
+    });
+    let started = false;
+    // Read to the end, so that later notices of the library never fill the pipe.
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (started) return;
+      output += chunk.toString();
+      const line = output.split('\n').find((l, i, all) => l.startsWith('[') && i < all.length - 1);
+      if (line === undefined) return;
+      started = true;
+      clearTimeout(timer);
+      resolve({ pid: child.pid ?? 0, tokens: JSON.parse(line) as string[] });
+    });
+  });
+}
+
 export async function cleanUp(): Promise<void> {
-  await stopSvc().catch(() => undefined);
+  for (const child of children.splice(0)) await stopChild(child).catch(() => undefined);
   for (const peer of peers.splice(0).reverse()) await run('stop-peer.sh', [peer.pidFile]).catch(() => undefined);
   for (const dir of tempDirs.splice(0)) await rm(dir, { recursive: true, force: true });
 }

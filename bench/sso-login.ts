@@ -1,25 +1,32 @@
 /**
  * Full SSO logins per second through svc's bundled identity provider with the LDAP connector,
  * beside the same authorization-code flow against LemonLDAP::NG authenticating against the same
- * slapd; then refresh-token grants per second against svc. One run prints both and the targets:
+ * slapd; then refresh-token grants per second against svc, beside what oidc-provider alone and
+ * the LDAP connector alone do under the same load. One run prints them all and the targets:
  * logins >= 4 x LemonLDAP::NG's, refresh grants >= 1,000/s.
  *
  * A login is: authorization request (PKCE, state) → the provider's login page → the password form
  * POST → the redirect with the code → the code exchange with a client secret. Both sides are driven
  * by the same client code (openid-client builds the request and exchanges the code, validating the
- * ID token; a cookie-keeping fetch does the pages), N workers in parallel for a fixed time.
- * svc runs compiled in its own process (`svc-server serve`, one process unless --svc-workers,
- * which adds Redis), so it does not share an event loop with the load; LemonLDAP::NG runs as its
- * own plackup process. Every process's CPU time per phase is printed beside the rates, with the
- * load average, because the two cores are shared with the load generator and the directory.
+ * ID token; ./lean-browser.ts does the pages over undici's keep-alive pools), N workers in
+ * parallel for a fixed time. svc runs compiled in its own process (`svc-server serve`, one
+ * process unless --svc-workers, which adds Redis), so it does not share an event loop with the
+ * load; LemonLDAP::NG runs as its own plackup process. Every process's CPU time per phase is
+ * printed beside the rates, with the load average, because the two cores are shared with the
+ * load generator and the directory.
+ *
  * Refresh: logins with offline_access are made before the clock starts; each worker chains one
  * login's refresh tokens (oidc-provider rotates them, so a token is used once) and moves to the
- * next login after REFRESHES_PER_CHAIN.
+ * next login after REFRESHES_PER_CHAIN. The same lean client then drives oidc-provider alone
+ * (./bare-provider.ts: no connector, a Map for storage, its own process), and svc's LDAP
+ * connector refreshes in this process against the same slapd; their CPU per operation adds up
+ * to the floor any server built on the two would pay here, printed as a ceiling in grants/s.
  *
  * Peers: scripts/peers/start-slapd.sh (fixtures/ldap/ldap-connector.ldif),
  * scripts/peers/start-lemonldap-ng.sh (install: scripts/install-bench-deps.sh as root) and, with
  * --svc-workers above 1, start-redis.sh.
- * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins]
+ * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh]
+ *   [--no-bare (skip the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
  */
 import { cpus, loadavg } from 'node:os';
@@ -27,10 +34,17 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as client from 'openid-client';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { Pool } from 'undici';
 import YAML from 'yaml';
+import { pino } from 'pino';
+import { ldap as ldapType } from '../connectors/ldap/index.js';
+import type { Identity, PasswordConnector } from '../connectors/connector.js';
+import { ProblemSink } from '../src/config/problems.js';
 import { webClientSecret } from '../src/idp/clients.js';
-import { FormBrowser, isPage, type Page } from '../test/helpers/form-browser.js';
-import { cleanUp, freePort, groupCpuSeconds, pidOf, ROOT, startPeer, startSvc, tail, tempDir } from './sso-login-procs.js';
+import { isPage, type FormBrowser, type Page } from '../test/helpers/form-browser.js';
+import { closeLeanAgent, LeanBrowser, leanFetch } from './lean-browser.js';
+import { cleanUp, freePort, groupCpuSeconds, pidOf, ROOT, startBareProvider, startPeer, startSvc, tail, tempDir } from './sso-login-procs.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -39,6 +53,8 @@ const { values: opts } = parseArgs({
     'svc-workers': { type: 'string', default: '1' },
     'no-llng': { type: 'boolean', default: false },
     'no-logins': { type: 'boolean', default: false },
+    'no-refresh': { type: 'boolean', default: false },
+    'no-bare': { type: 'boolean', default: false },
     'svc-cpu-prof': { type: 'string' },
     'svc-root': { type: 'string' },
   },
@@ -78,7 +94,7 @@ async function logIn(flow: Flow, username: string, password: string, scope: stri
     redirect_uri: flow.redirectUri, scope, state,
     code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
   });
-  const browser = new FormBrowser();
+  const browser = new LeanBrowser();
   const form = await browser.go(start.href, flow.redirectUri);
   if (!isPage(form)) throw new Error(`expected the login page, got a redirect to ${form.href}`);
   const done = await flow.submit(browser, form, username, password);
@@ -172,7 +188,7 @@ const svc = await startSvc({
 });
 groups.set('svc', svc.pid);
 
-const insecure = { execute: [client.allowInsecureRequests] };
+const insecure = { execute: [client.allowInsecureRequests], [client.customFetch]: leanFetch };
 const svcFlow: Flow = {
   rp: await client.discovery(new URL(`${svcUrl}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), insecure),
   redirectUri: `${svcUrl}/auth/callback`,
@@ -214,10 +230,9 @@ if (llngMissing === undefined) {
  * that a worker logs in again inside the timed phase.
  */
 async function refreshChains(scope: string): Promise<string[]> {
-  const wanted = CONCURRENCY + Math.ceil((DURATION_S * 3000) / REFRESHES_PER_CHAIN);
   const chains: string[] = [];
   await Promise.all(Array.from({ length: CONCURRENCY }, async (_, w) => {
-    for (let i = w; i < wanted; i += CONCURRENCY) chains.push(await offlineLogin(i, scope));
+    for (let i = w; i < CHAINS; i += CONCURRENCY) chains.push(await offlineLogin(i, scope));
   }));
   return chains;
 }
@@ -229,7 +244,165 @@ async function offlineLogin(i: number, scope: string): Promise<string> {
   return tokens.refresh_token;
 }
 
-function report(svcLogins: Tally | undefined, llngLogins: Tally | undefined, refreshes: Tally): boolean {
+/** Where refresh grants go, and what the ID tokens they return must say. */
+interface RefreshTarget {
+  readonly issuer: string;
+  readonly tokenEndpoint: string;
+  readonly jwksUri: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+}
+
+/**
+ * The timed refresh grants, as lean as a load generator can be so that the two cores go to the
+ * servers: one keep-alive pool, the client's Basic header built once, the answer's fields
+ * checked, not the ID token (openid-client did ~1 ms of client CPU per grant here). The last ID
+ * token is verified with jose against the published JWKS, issuer and audience.
+ */
+class RefreshClient {
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly authorization: string;
+
+  constructor(private readonly target: RefreshTarget) {
+    const endpoint = new URL(target.tokenEndpoint);
+    this.pool = new Pool(endpoint.origin, { connections: CONCURRENCY });
+    this.path = endpoint.pathname;
+    this.authorization = `Basic ${Buffer.from(`${encodeURIComponent(target.clientId)}:${encodeURIComponent(target.clientSecret)}`).toString('base64')}`;
+  }
+
+  async refresh(refreshToken: string): Promise<{ refresh_token: string; id_token: string }> {
+    const answer = await this.pool.request({
+      path: this.path, method: 'POST',
+      headers: { authorization: this.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(refreshToken)}`,
+    });
+    const body = (await answer.body.json()) as Record<string, unknown>;
+    if (answer.statusCode !== 200) throw new Error(`refresh answered ${answer.statusCode}: ${JSON.stringify(body)}`);
+    const { access_token: access, refresh_token: refresh, id_token: id } = body;
+    if (typeof access !== 'string' || access === '' || typeof refresh !== 'string' || typeof id !== 'string') throw new Error('refresh gave no new access, refresh or ID token');
+    return { refresh_token: refresh, id_token: id };
+  }
+
+  async verify(idToken: string): Promise<void> {
+    const jwks = createRemoteJWKSet(new URL(this.target.jwksUri));
+    await jwtVerify(idToken, jwks, { issuer: this.target.issuer, audience: this.target.clientId, algorithms: ['RS256'] });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/**
+ * N workers chain refresh tokens for a fixed time, each moving to a fresh chain (`more`) after
+ * REFRESHES_PER_CHAIN; the last ID token is verified.
+ */
+async function chainRefreshes(target: RefreshTarget, chains: string[], more: (worker: number) => Promise<string>): Promise<Tally> {
+  const grants = new RefreshClient(target);
+  const current = chains.splice(0, CONCURRENCY);
+  const used = current.map(() => 0);
+  let lastIdToken = '';
+  const tally = await load(CONCURRENCY, DURATION_S, async (w) => {
+    if ((used[w] ?? 0) >= REFRESHES_PER_CHAIN) {
+      current[w] = chains.pop() ?? (await more(w));
+      used[w] = 0;
+    }
+    used[w] = (used[w] ?? 0) + 1;
+    const tokens = await grants.refresh(current[w] as string);
+    current[w] = tokens.refresh_token;
+    lastIdToken = tokens.id_token;
+  });
+  if (lastIdToken !== '') await grants.verify(lastIdToken);
+  await grants.close();
+  return tally;
+}
+
+/** Chains wanted: every worker's first, and enough to move on after REFRESHES_PER_CHAIN at up to 3,000 grants/s. */
+const CHAINS = CONCURRENCY + Math.ceil((DURATION_S * 3000) / REFRESHES_PER_CHAIN);
+
+/** The timed refresh phase against svc: each worker chains one login's refresh tokens (see the header). */
+async function refreshGrants(scope: string): Promise<Tally> {
+  console.error(`svc refresh grants: ${CONCURRENCY} workers, ${DURATION_S} s`);
+  const chains = await refreshChains(scope);
+  // The first grant goes through openid-client, which validates the answer as a relying party would.
+  chains[0] = (await client.refreshTokenGrant(svcFlow.rp, chains[0] as string)).refresh_token ?? '';
+  const meta = svcFlow.rp.serverMetadata();
+  const target = {
+    issuer: meta.issuer, tokenEndpoint: meta.token_endpoint ?? '', jwksUri: meta.jwks_uri ?? '',
+    clientId: svcFlow.rp.clientMetadata().client_id, clientSecret: webClientSecret(SECRET_KEY),
+  };
+  return chainRefreshes(target, chains, (w) => offlineLogin(w, scope));
+}
+
+/**
+ * svc's LDAP connector alone, in this process, against the same slapd: the directory lookup a
+ * refresh makes (user and groups on a pooled connection), without HTTP or the provider. Its CPU
+ * is the bench's own for this phase.
+ */
+async function connectorRefreshes(): Promise<Tally> {
+  console.error(`LDAP connector alone, refreshes: ${CONCURRENCY} workers, ${DURATION_S} s`);
+  const sink = new ProblemSink();
+  const build = ldapType.parse({ raw: { ...ldap, bindPW: 'readerpw' }, secrets: new Map(), at: sink.scoped('bench', ['ldap']) });
+  if (build === undefined) throw new Error(`the bench's LDAP config is refused: ${JSON.stringify(sink)}`);
+  const connector = build({ log: pino({ level: 'error' }), now: () => new Date(), upstreamFetch: () => fetch }) as PasswordConnector;
+  const refresh = connector.refresh?.bind(connector);
+  if (refresh === undefined) throw new Error('the LDAP connector cannot refresh');
+  const ctx = () => ({ callbackUrl: `${svcUrl}/api/idp/callback`, wantGroups: true, signal: AbortSignal.timeout(15_000) });
+  const identities: Identity[] = [];
+  for (const [name, password] of USERS) {
+    const identity = await connector.login(name, password, ctx());
+    if (identity === null) throw new Error(`${name} cannot log in to the directory`);
+    identities.push(identity);
+  }
+  try {
+    return await load(CONCURRENCY, DURATION_S, async (w, i) => {
+      if ((await refresh(identities[(w + i) % identities.length] as Identity, ctx())) === null) throw new Error('the directory refused a refresh');
+    });
+  } finally {
+    await connector.close?.();
+  }
+}
+
+/** The same load against oidc-provider alone (bench/bare-provider.ts), in its own process. */
+async function bareProviderRefreshes(): Promise<Tally> {
+  console.error(`oidc-provider alone, refresh grants: ${CONCURRENCY} workers, ${DURATION_S} s`);
+  const port = await freePort();
+  const secret = 'bare-provider-bench-secret-0123456789';
+  const bare = await startBareProvider(port, CHAINS, secret);
+  groups.set('provider', bare.pid);
+  const issuer = `http://127.0.0.1:${port}`;
+  const target = { issuer, tokenEndpoint: `${issuer}/token`, jwksUri: `${issuer}/jwks`, clientId: 'bench', clientSecret: secret };
+  return chainRefreshes(target, bare.tokens, () => Promise.reject(new Error('no refresh token chains left')));
+}
+
+interface Results {
+  readonly svcLogins?: Tally | undefined;
+  readonly llngLogins?: Tally | undefined;
+  readonly refreshes?: Tally | undefined;
+  readonly bareRefreshes?: Tally | undefined;
+  readonly connectorRefreshes?: Tally | undefined;
+}
+
+/** CPU ms per operation of one process group in a phase. */
+const cpuMsPer = (t: Tally, who: string): number => (1000 * (t.cpu.get(who) ?? 0)) / Math.max(t.ok, 1);
+
+/**
+ * What any server built on this provider and this directory could reach here: the provider's own
+ * CPU per grant, the connector's per refresh, the directory's, and the load generator's, against
+ * every core busy all the time.
+ */
+function refreshCeiling(bare: Tally, connector: Tally): string {
+  const parts = [
+    ['provider alone', cpuMsPer(bare, 'provider')], ['connector alone', cpuMsPer(connector, 'bench')],
+    ['slapd', cpuMsPer(connector, 'slapd')], ['load generator', cpuMsPer(bare, 'bench')],
+  ] as const;
+  const total = parts.reduce((sum, [, ms]) => sum + ms, 0);
+  const ceiling = (cpus().length * 1000) / total;
+  return `${parts.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(' + ')} = ${total.toFixed(2)} ms of CPU per grant → at most ${ceiling.toFixed(0)} /s on ${cpus().length} cores, every one busy all the time`;
+}
+
+function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector }: Results): boolean {
   const fmt = (n: number) => n.toFixed(1).padStart(9);
   const line = (t: Tally) => `${fmt(rate(t))} /s  (${t.ok} ok, ${t.errors} errors, ${t.seconds.toFixed(1)} s, load ${t.load[0].toFixed(2)}→${t.load[1].toFixed(2)})`;
   const verdict = (ok: boolean) => (ok ? 'pass' : 'below target');
@@ -249,19 +422,31 @@ function report(svcLogins: Tally | undefined, llngLogins: Tally | undefined, ref
       console.log('ratio svc / LLNG      n/a            target >= 4 x       not measured');
     }
   }
-  const refreshPass = rate(refreshes) >= 1000 && refreshes.errors === 0;
-  console.log(`svc refresh grants    ${line(refreshes)}   target >= 1000 /s   ${verdict(refreshPass)}`);
+  let refreshPass: boolean | undefined;
+  if (refreshes !== undefined) {
+    refreshPass = rate(refreshes) >= 1000 && refreshes.errors === 0;
+    console.log(`svc refresh grants    ${line(refreshes)}   target >= 1000 /s   ${verdict(refreshPass)}`);
+  }
+  if (bareRefreshes !== undefined) {
+    console.log(`oidc-provider alone   ${line(bareRefreshes)}   the library's own ceiling here: no connector, directory, state backend or middleware`);
+    if (refreshes !== undefined) console.log(`svc / provider alone  ${(rate(refreshes) / rate(bareRefreshes)).toFixed(2).padStart(9)} x`);
+  }
+  if (connector !== undefined) console.log(`LDAP connector alone  ${line(connector)}   the directory lookup of one refresh, in the bench's process`);
+  if (bareRefreshes !== undefined && connector !== undefined) console.log(`refresh floor         ${refreshCeiling(bareRefreshes, connector)}`);
   console.log(`CPU per phase: % of one core (the machine has ${cpus().length * 100} %), and CPU ms per login or grant:`);
-  for (const [name, t] of [['svc logins', svcLogins], ['LLNG logins', llngLogins], ['refresh', refreshes]] as const) {
+  const phases = [
+    ['svc logins', svcLogins], ['LLNG logins', llngLogins], ['refresh', refreshes], ['bare refresh', bareRefreshes], ['connector', connector],
+  ] as const;
+  for (const [name, t] of phases) {
     if (t === undefined) continue;
     const parts = [...t.cpu].filter(([, s]) => s > 0.05)
       .map(([who, s]) => `${who} ${((100 * s) / t.seconds).toFixed(0)} % ${((1000 * s) / Math.max(t.ok, 1)).toFixed(2)} ms`);
     console.log(`  ${name.padEnd(12)} ${parts.join(', ')}`);
   }
-  for (const [name, t] of [['svc logins', svcLogins], ['LLNG logins', llngLogins], ['refresh', refreshes]] as const) {
+  for (const [name, t] of phases) {
     if (t?.firstError !== undefined) console.log(`first ${name} error: ${t.firstError}`);
   }
-  return loginsPass !== false && refreshPass;
+  return loginsPass !== false && refreshPass !== false;
 }
 
 try {
@@ -288,23 +473,13 @@ try {
     }
   }
 
-  console.error(`svc refresh grants: ${CONCURRENCY} workers, ${DURATION_S} s`);
-  const spare = await refreshChains(svcScope);
-  const chains = spare.splice(0, CONCURRENCY);
-  const used = chains.map(() => 0);
-  const refreshes = await load(CONCURRENCY, DURATION_S, async (w) => {
-    if ((used[w] ?? 0) >= REFRESHES_PER_CHAIN) {
-      chains[w] = spare.pop() ?? (await offlineLogin(w, svcScope));
-      used[w] = 0;
-    }
-    used[w] = (used[w] ?? 0) + 1;
-    const tokens = await client.refreshTokenGrant(svcFlow.rp, chains[w] as string);
-    if (tokens.refresh_token === undefined || tokens.access_token === '') throw new Error('refresh gave no new refresh token');
-    chains[w] = tokens.refresh_token;
-  });
+  const refreshes = opts['no-refresh'] ? undefined : await refreshGrants(svcScope);
+  const bareRefreshes = opts['no-refresh'] || opts['no-bare'] ? undefined : await bareProviderRefreshes();
+  const connector = opts['no-refresh'] || opts['no-bare'] ? undefined : await connectorRefreshes();
 
-  process.exitCode = report(svcLogins, llngLogins, refreshes) ? 0 : 1;
+  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector }) ? 0 : 1;
   if ([svcLogins, refreshes].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
 } finally {
+  await closeLeanAgent();
   await cleanUp();
 }

@@ -1,12 +1,22 @@
 /**
  * Just enough browser for the identity provider's pages, without JavaScript: a cookie jar
  * (paths ignored), redirects followed by hand until one leaves for `stopAt`, and forms read
- * from the HTML and posted as a person would fill them.
+ * from the HTML and posted as a person would fill them. Requests go through fetch; a load
+ * generator that must spend less CPU per request overrides `exchange` (bench/lean-browser.ts).
  */
 export interface Page {
   readonly url: string;
   readonly status: number;
   readonly html: string;
+}
+
+/** What the browser reads of one answer: its status, redirect and body. */
+export interface Answer {
+  readonly status: number;
+  readonly location: string | null;
+  text(): Promise<string>;
+  /** Reads the body to its end without keeping it (a redirect's). */
+  discard(): Promise<void>;
 }
 
 export class FormBrowser {
@@ -15,30 +25,52 @@ export class FormBrowser {
   /** `fetchImpl`: another fetch, for a browser that trusts a test CA (an HTTPS upstream stand-in). */
   constructor(private readonly fetchImpl: typeof globalThis.fetch = globalThis.fetch) {}
 
+  /** One request with the jar's cookies, its Set-Cookies kept; no redirect followed. */
   async request(url: string, form?: URLSearchParams): Promise<Response> {
     const res = await this.fetchImpl(url, {
       redirect: 'manual',
-      headers: { cookie: [...this.#jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+      headers: { cookie: this.cookieHeader() },
       ...(form === undefined ? {} : { method: 'POST', body: form }),
     });
-    for (const cookie of res.headers.getSetCookie()) {
+    this.keepCookies(res.headers.getSetCookie());
+    return res;
+  }
+
+  /** The exchange `go` makes at each hop. */
+  protected async exchange(url: string, form?: URLSearchParams): Promise<Answer> {
+    const res = await this.request(url, form);
+    return {
+      status: res.status,
+      location: res.headers.get('location'),
+      text: () => res.text(),
+      discard: async () => {
+        await res.arrayBuffer();
+      },
+    };
+  }
+
+  protected cookieHeader(): string {
+    return [...this.#jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
+  protected keepCookies(setCookies: readonly string[]): void {
+    for (const cookie of setCookies) {
       const [pair = ''] = cookie.split(';');
       const at = pair.indexOf('=');
       const name = pair.slice(0, at);
       const value = pair.slice(at + 1);
       if (value === '' || /expires=Thu, 01 Jan 1970/i.test(cookie)) this.#jar.delete(name); else this.#jar.set(name, value);
     }
-    return res;
   }
 
   /** Follows redirects from `url`; returns the redirect to `stopAt`, or the page reached. */
   async go(url: string, stopAt: string, form?: URLSearchParams): Promise<URL | Page> {
     let next: { url: string; form?: URLSearchParams } = form === undefined ? { url } : { url, form };
     for (let hop = 0; hop < 20; hop++) {
-      const res = await this.request(next.url, next.form);
-      const location = res.headers.get('location');
+      const res = await this.exchange(next.url, next.form);
+      const location = res.location;
       if (location === null) return { url: next.url, status: res.status, html: await res.text() };
-      await res.arrayBuffer();
+      await res.discard();
       const target = new URL(location, next.url);
       if (target.href.startsWith(stopAt)) return target;
       next = { url: target.href };
