@@ -1,6 +1,7 @@
 /**
  * The identity behind each `sub` the provider issued, in the state backend so that any replica
- * can answer findAccount (token, userinfo, refresh). Written at login and at each refresh.
+ * can answer findAccount (token, userinfo, refresh). Written at login, and at a refresh that
+ * changed it (an unchanged one only has its life extended: no sealing, no rewrite).
  * It lives as long as the longest-lived token that may name it: the session's lifetime, or the
  * refresh token's when the login asked for offline access (a refresh must find it). A save never
  * shortens what an earlier login of the same user still needs.
@@ -21,6 +22,11 @@ export interface StoredAccount {
 
 export interface AccountStore {
   save(sub: string, account: StoredAccount, ttlS: number): Promise<void>;
+  /**
+   * After a refresh: writes `next` unless it equals `previous` (what find() gave); either way the
+   * record lives at least ttlS more (written again if it has gone meanwhile).
+   */
+  update(sub: string, previous: StoredAccount, next: StoredAccount, ttlS: number): Promise<void>;
   find(sub: string): Promise<StoredAccount | undefined>;
 }
 
@@ -28,10 +34,24 @@ const accountKey = (sub: string): string => `idp:account:${sub}`;
 
 /** `sealer`: sealed with the purpose 'idp-account'. */
 export function createAccountStore(state: StateBackend, sealer: Sealer): AccountStore {
+  async function save(sub: string, account: StoredAccount, ttlS: number): Promise<void> {
+    const left = (await state.ttlMs(accountKey(sub))) ?? 0;
+    await state.set(accountKey(sub), sealer.seal(JSON.stringify(account)), { ttlMs: Math.max(ttlS * 1000, left) });
+  }
+
+  /** Extends the record's life to at least ttlS; false when there is none to extend. */
+  async function keep(sub: string, ttlS: number): Promise<boolean> {
+    const left = await state.ttlMs(accountKey(sub));
+    if (left === null) return false;
+    return left >= ttlS * 1000 || state.expire(accountKey(sub), ttlS * 1000);
+  }
+
   return {
-    async save(sub, account, ttlS) {
-      const left = (await state.ttlMs(accountKey(sub))) ?? 0;
-      await state.set(accountKey(sub), sealer.seal(JSON.stringify(account)), { ttlMs: Math.max(ttlS * 1000, left) });
+    save,
+    async update(sub, previous, next, ttlS) {
+      // Both come from the same connector code, so equal identities serialise alike.
+      if (JSON.stringify(previous) === JSON.stringify(next) && (await keep(sub, ttlS))) return;
+      await save(sub, next, ttlS);
     },
     async find(sub) {
       const sealed = await state.get(accountKey(sub));

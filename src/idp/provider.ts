@@ -135,7 +135,7 @@ function findAccount(deps: ProviderDeps): FindAccount {
       const fresh = await refreshed(deps, account.connectorId, identity);
       if (fresh === null) return undefined;   // invalid_grant: the upstream no longer vouches for the user
       identity = fresh;
-      await deps.accounts.save(sub, { connectorId: account.connectorId, identity }, REFRESH_TOKEN_TTL_S);
+      await deps.accounts.update(sub, account, { connectorId: account.connectorId, identity }, REFRESH_TOKEN_TTL_S);
     }
     const claims = claimsOf(sub, account.connectorId, identity);
     return { accountId: sub, claims: () => claims };

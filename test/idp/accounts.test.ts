@@ -19,6 +19,27 @@ describe('idp/accounts', function () {
     await state.close();
   });
 
+  it('after a refresh, rewrites only a changed identity, and keeps either alive for the new refresh token', async function () {
+    const state = createMemoryState({ log: pino({ level: 'silent' }) });
+    const accounts = createAccountStore(state, sealer);
+    const before = { connectorId: 'dir', identity };
+    await accounts.save('sub-1', before, 10);
+    const sealed = await state.get('idp:account:sub-1');
+    await accounts.update('sub-1', before, { connectorId: 'dir', identity: { ...identity } }, 1000);
+    expect(await state.get('idp:account:sub-1'), 'the same identity is not sealed and written again').to.equal(sealed);
+    expect(await state.ttlMs('idp:account:sub-1')).to.be.above(10_000);
+
+    const changed = { connectorId: 'dir', identity: { ...identity, groups: ['admins'] } };
+    await accounts.update('sub-1', before, changed, 1000);
+    expect(await accounts.find('sub-1')).to.deep.equal(changed);
+
+    await state.delete('idp:account:sub-1');
+    await accounts.update('sub-1', changed, changed, 1000);
+    expect(await accounts.find('sub-1'), 'a record gone meanwhile is written again').to.deep.equal(changed);
+    expect(await state.ttlMs('idp:account:sub-1')).to.be.above(10_000);
+    await state.close();
+  });
+
   it('keeps the record sealed in the state backend: no upstream token or email in clear, and another key opens nothing', async function () {
     const state = createMemoryState({ log: pino({ level: 'silent' }) });
     const kept = { ...identity, connectorData: JSON.stringify({ refreshToken: 'upstream-refresh-token-xyz' }) };
