@@ -17,24 +17,6 @@ import { MissingAttribute, identityFromEntry, readConnectorData } from './identi
 import { DirectoryPool, type PoolOptions } from './pool.js';
 
 const UNREACHABLE = 'the directory is unreachable; try again later';
-
-/** Every group matcher names the user by DN (the usual `member` or `uniqueMember`). */
-function groupsNeedOnlyTheDn(config: LdapConfig): boolean {
-  const matchers = config.groupSearch?.userMatchers ?? [];
-  return matchers.length > 0 && matchers.every((m) => m.userAttr.toLowerCase() === 'dn');
-}
-
-type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
-
-/** A promise that never rejects, so one left unawaited on a refusal path cannot surface as unhandled. */
-function settled<T>(promise: Promise<T>): Promise<Settled<T>> {
-  return promise.then((value) => ({ ok: true, value }), (error: unknown) => ({ ok: false, error }));
-}
-
-function unwrap<T>(result: Settled<T>): T {
-  if (result.ok) return result.value;
-  throw result.error;
-}
 const MISCONFIGURED = 'the directory could not complete the login; the server log says why';
 
 export interface LdapConnectorOptions {
@@ -125,4 +107,22 @@ export class LdapConnector implements PasswordConnector {
     this.deps.log.error({ server }, `ldap: ${action} failed: ${describe(err)}`);
     return new UpstreamUnavailable(UNREACHABLE, { cause: err });
   }
+}
+
+/** Every group matcher names the user by DN (the usual `member` or `uniqueMember`). */
+function groupsNeedOnlyTheDn(config: LdapConfig): boolean {
+  const matchers = config.groupSearch?.userMatchers ?? [];
+  return matchers.length > 0 && matchers.every((m) => m.userAttr.toLowerCase() === 'dn');
+}
+
+type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
+
+/** A promise that never rejects: one still running when the refresh is refused cannot surface as unhandled. */
+function settled<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then((value) => ({ ok: true, value }), (error: unknown) => ({ ok: false, error }));
+}
+
+function unwrap<T>(result: Settled<T>): T {
+  if (result.ok) return result.value;
+  throw result.error;
 }
