@@ -29,13 +29,11 @@
  *   [--no-bare (skip the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as client from 'openid-client';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { Pool } from 'undici';
 import YAML from 'yaml';
 import { pino } from 'pino';
 import { ldap as ldapType } from '../connectors/ldap/index.js';
@@ -44,7 +42,9 @@ import { ProblemSink } from '../src/config/problems.js';
 import { webClientSecret } from '../src/idp/clients.js';
 import { isPage, type FormBrowser, type Page } from '../test/helpers/form-browser.js';
 import { closeLeanAgent, LeanBrowser, leanFetch } from './lean-browser.js';
-import { cleanUp, freePort, groupCpuSeconds, pidOf, ROOT, startBareProvider, startPeer, startSvc, tail, tempDir } from './sso-login-procs.js';
+import { RefreshClient, type RefreshTarget } from './refresh-client.js';
+import { cleanUp, freePort, pidOf, ROOT, startBareProvider, startPeer, startSvc, tail, tempDir } from './sso-login-procs.js';
+import { cpuMsPer, groups, load, rate, type Tally } from './sso-load.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -63,8 +63,6 @@ const count = (value: string | undefined, min: number, max: number) => Math.min(
 const DURATION_S = count(opts.duration, 1, 120);
 const CONCURRENCY = count(opts.concurrency, 1, 256);
 const SVC_WORKERS = count(opts['svc-workers'], 1, 16);
-/** Hard cap on iterations per worker and phase, beside the time limit. */
-const MAX_ITERATIONS = 1_000_000;
 /**
  * Refreshes per login before a worker moves to a fresh one: each refresh lists a refresh and an
  * access token in the grant's index, which holds 1,000 unexpired tokens (src/idp/grant-index.ts).
@@ -104,52 +102,12 @@ async function logIn(flow: Flow, username: string, password: string, scope: stri
   return tokens;
 }
 
-/** CPU seconds each process group used during a phase, and the bench's own. */
-type CpuUse = Map<string, number>;
 /** The page's alert or error text, else its start, for the first-error line. */
 function pageMessage(html: string): string {
   const alert = /class="[^"]*(?:alert|message|error)[^"]*"[^>]*>([\s\S]*?)<\/(?:div|p|span)>/.exec(html)?.[1] ?? html;
   return alert.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
 }
 
-interface Tally { ok: number; errors: number; seconds: number; firstError?: string; cpu: CpuUse; load: [number, number] }
-
-/** Process groups to account CPU to (filled in as the processes start). */
-const groups = new Map<string, number>();
-
-async function cpuNow(): Promise<CpuUse> {
-  const use = await groupCpuSeconds(groups);
-  const self = process.cpuUsage();
-  use.set('bench', (self.user + self.system) / 1e6);
-  return use;
-}
-
-/** N workers, each looping `step` until the time is up (or the iteration cap). */
-async function load(workers: number, seconds: number, step: (worker: number, i: number) => Promise<void>): Promise<Tally> {
-  const cpuBefore = await cpuNow();
-  const loadBefore = loadavg()[0] ?? 0;
-  const tally: Tally = { ok: 0, errors: 0, seconds: 0, cpu: new Map(), load: [loadBefore, loadBefore] };
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  await Promise.all(Array.from({ length: workers }, async (_, w) => {
-    for (let i = 0; i < MAX_ITERATIONS && performance.now() < deadline; i++) {
-      try {
-        await step(w, i);
-        tally.ok++;
-      } catch (err) {
-        tally.errors++;
-        tally.firstError ??= err instanceof Error ? err.message : String(err);
-      }
-    }
-  }));
-  tally.seconds = (performance.now() - started) / 1000;
-  const cpuAfter = await cpuNow();
-  for (const [name, after] of cpuAfter) tally.cpu.set(name, after - (cpuBefore.get(name) ?? 0));
-  tally.load[1] = loadavg()[0] ?? 0;
-  return tally;
-}
-
-const rate = (t: Tally) => t.ok / t.seconds;
 const user = (i: number) => USERS[i % USERS.length] ?? USERS[0];
 
 // --- peers and svc ---------------------------------------------------------------------------
@@ -244,66 +202,17 @@ async function offlineLogin(i: number, scope: string): Promise<string> {
   return tokens.refresh_token;
 }
 
-/** Where refresh grants go, and what the ID tokens they return must say. */
-interface RefreshTarget {
-  readonly issuer: string;
-  readonly tokenEndpoint: string;
-  readonly jwksUri: string;
-  readonly clientId: string;
-  readonly clientSecret: string;
-}
-
-/**
- * The timed refresh grants, as lean as a load generator can be so that the two cores go to the
- * servers: one keep-alive pool, the client's Basic header built once, the answer's fields
- * checked, not the ID token (openid-client did ~1 ms of client CPU per grant here). The last ID
- * token is verified with jose against the published JWKS, issuer and audience.
- */
-class RefreshClient {
-  private readonly pool: Pool;
-  private readonly path: string;
-  private readonly authorization: string;
-
-  constructor(private readonly target: RefreshTarget) {
-    const endpoint = new URL(target.tokenEndpoint);
-    this.pool = new Pool(endpoint.origin, { connections: CONCURRENCY });
-    this.path = endpoint.pathname;
-    this.authorization = `Basic ${Buffer.from(`${encodeURIComponent(target.clientId)}:${encodeURIComponent(target.clientSecret)}`).toString('base64')}`;
-  }
-
-  async refresh(refreshToken: string): Promise<{ refresh_token: string; id_token: string }> {
-    const answer = await this.pool.request({
-      path: this.path, method: 'POST',
-      headers: { authorization: this.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(refreshToken)}`,
-    });
-    const body = (await answer.body.json()) as Record<string, unknown>;
-    if (answer.statusCode !== 200) throw new Error(`refresh answered ${answer.statusCode}: ${JSON.stringify(body)}`);
-    const { access_token: access, refresh_token: refresh, id_token: id } = body;
-    if (typeof access !== 'string' || access === '' || typeof refresh !== 'string' || typeof id !== 'string') throw new Error('refresh gave no new access, refresh or ID token');
-    return { refresh_token: refresh, id_token: id };
-  }
-
-  async verify(idToken: string): Promise<void> {
-    const jwks = createRemoteJWKSet(new URL(this.target.jwksUri));
-    await jwtVerify(idToken, jwks, { issuer: this.target.issuer, audience: this.target.clientId, algorithms: ['RS256'] });
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
-  }
-}
-
 /**
  * N workers chain refresh tokens for a fixed time, each moving to a fresh chain (`more`) after
- * REFRESHES_PER_CHAIN; the last ID token is verified.
+ * REFRESHES_PER_CHAIN; the last ID token is verified. `warmUpS` seconds of the same load go
+ * first, untimed, for a server that has not served anything yet (its code not yet optimized).
  */
-async function chainRefreshes(target: RefreshTarget, chains: string[], more: (worker: number) => Promise<string>): Promise<Tally> {
-  const grants = new RefreshClient(target);
+async function chainRefreshes(target: RefreshTarget, chains: string[], more: (worker: number) => Promise<string>, warmUpS = 0): Promise<Tally> {
+  const grants = new RefreshClient(target, CONCURRENCY);
   const current = chains.splice(0, CONCURRENCY);
   const used = current.map(() => 0);
   let lastIdToken = '';
-  const tally = await load(CONCURRENCY, DURATION_S, async (w) => {
+  const step = async (w: number): Promise<void> => {
     if ((used[w] ?? 0) >= REFRESHES_PER_CHAIN) {
       current[w] = chains.pop() ?? (await more(w));
       used[w] = 0;
@@ -312,14 +221,18 @@ async function chainRefreshes(target: RefreshTarget, chains: string[], more: (wo
     const tokens = await grants.refresh(current[w] as string);
     current[w] = tokens.refresh_token;
     lastIdToken = tokens.id_token;
-  });
+  };
+  if (warmUpS > 0) await load(CONCURRENCY, warmUpS, step);
+  const tally = await load(CONCURRENCY, DURATION_S, step);
   if (lastIdToken !== '') await grants.verify(lastIdToken);
   await grants.close();
   return tally;
 }
 
+/** svc has served the chains' logins before its phase; the provider alone gets this much untimed load first. */
+const BARE_WARM_UP_S = 2;
 /** Chains wanted: every worker's first, and enough to move on after REFRESHES_PER_CHAIN at up to 3,000 grants/s. */
-const CHAINS = CONCURRENCY + Math.ceil((DURATION_S * 3000) / REFRESHES_PER_CHAIN);
+const CHAINS = CONCURRENCY + Math.ceil(((DURATION_S + BARE_WARM_UP_S) * 3000) / REFRESHES_PER_CHAIN);
 
 /** The timed refresh phase against svc: each worker chains one login's refresh tokens (see the header). */
 async function refreshGrants(scope: string): Promise<Tally> {
@@ -373,7 +286,7 @@ async function bareProviderRefreshes(): Promise<Tally> {
   groups.set('provider', bare.pid);
   const issuer = `http://127.0.0.1:${port}`;
   const target = { issuer, tokenEndpoint: `${issuer}/token`, jwksUri: `${issuer}/jwks`, clientId: 'bench', clientSecret: secret };
-  return chainRefreshes(target, bare.tokens, () => Promise.reject(new Error('no refresh token chains left')));
+  return chainRefreshes(target, bare.tokens, () => Promise.reject(new Error('no refresh token chains left')), BARE_WARM_UP_S);
 }
 
 interface Results {
@@ -383,9 +296,6 @@ interface Results {
   readonly bareRefreshes?: Tally | undefined;
   readonly connectorRefreshes?: Tally | undefined;
 }
-
-/** CPU ms per operation of one process group in a phase. */
-const cpuMsPer = (t: Tally, who: string): number => (1000 * (t.cpu.get(who) ?? 0)) / Math.max(t.ok, 1);
 
 /**
  * What any server built on this provider and this directory could reach here: the provider's own
