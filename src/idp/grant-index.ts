@@ -8,7 +8,8 @@
  * The bound: a client that refreshes over and over adds a refresh and an access token each
  * time, and the consumed ones stay listed until they expire. Past MAX_GRANT_MEMBERS live
  * members the next token is refused (GrantIndexFull) rather than left unlisted, which would
- * let it survive a revocation.
+ * let it survive a revocation. The bound is checked in the same atomic step as the listing
+ * (hashSet's maxFields), so tokens saved at once, on one replica or several, cannot pass it.
  */
 import type { StateBackend } from '../state/state.js';
 import { grantKey } from './adapter-keys.js';
@@ -54,12 +55,11 @@ export function createGrantIndex({ state, now, maxMembers }: GrantIndexOptions):
   return {
     async add(grantId, member, ttlMs) {
       const key = grantKey(grantId);
-      if (!(await makeRoom(key))) throw new GrantIndexFull(maxMembers);
-      if (ttlMs === undefined) {
-        await state.hashSet(key, member, NEVER);
-        return;
-      }
-      await state.hashSet(key, member, String(now() + ttlMs), { extendTtlMs: ttlMs });
+      const expiry = ttlMs === undefined ? NEVER : String(now() + ttlMs);
+      const options = { maxFields: maxMembers, ...(ttlMs === undefined ? {} : { extendTtlMs: ttlMs }) };
+      // One round trip while there is room; once full, the expired members go and it is tried again.
+      if (await state.hashSet(key, member, expiry, options)) return;
+      if (!(await makeRoom(key)) || !(await state.hashSet(key, member, expiry, options))) throw new GrantIndexFull(maxMembers);
     },
 
     async remove(grantId, member) {

@@ -7,6 +7,7 @@
  */
 import {
   checkTtl,
+  checkPositiveInteger,
   checkTtlMs,
   type StateBackend,
   type StateLog,
@@ -163,14 +164,17 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
     async hashSet(key, field, value, opts) {
       const extend = opts?.extendTtlMs;
       const until = extend === undefined ? null : now() + checkTtlMs(extend, 'extendTtlMs');
+      const max = opts?.maxFields === undefined ? undefined : checkPositiveInteger(opts.maxFields, 'maxFields');
       const entry = hashEntry(key);
       if (entry === undefined) {
         entries.set(key, { kind: 'hash', fields: new Map([[field, value]]), expiresAt: until });
-        return;
+        return true;
       }
+      if (max !== undefined && entry.fields.size >= max && !entry.fields.has(field)) return false;
       entry.fields.set(field, value);
       // Raise a TTL, never lower one, and leave a hash without TTL without (as redis.ts does).
       if (until !== null && entry.expiresAt !== null && entry.expiresAt < until) entry.expiresAt = until;
+      return true;
     },
 
     async hashDelete(key, ...fields) {

@@ -16,6 +16,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import {
   checkTtl,
+  checkPositiveInteger,
   checkTtlMs,
   KEY_PREFIX,
   StateUnavailable,
@@ -45,14 +46,19 @@ local value = redis.call('INCR', KEYS[1])
 if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return value`;
 
-// HSET, then make the hash live at least ARGV[3] ms: a new hash gets that TTL, a shorter TTL
+// Unless the hash already has ARGV[4] fields (0: no bound) and not this one, HSET, then make
+// the hash live at least ARGV[3] ms (0: leave its TTL): a new hash gets that TTL, a shorter TTL
 // is raised, a longer one kept, and a hash that existed without TTL keeps none (PTTL -1).
 // One script, so no caller ever sees (or leaves behind, by dying in between) a hash without
-// the TTL it asked for. PEXPIRE's GT flag would treat the new hash as persistent, hence Lua.
+// the TTL it asked for, or one past its bound. PEXPIRE's GT flag would treat the new hash as
+// persistent, hence Lua.
 const HSET_EXTEND_TTL = `
+local max = tonumber(ARGV[4])
+if max > 0 and redis.call('HLEN', KEYS[1]) >= max and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
 local existed = redis.call('EXISTS', KEYS[1]) == 1
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local ttl = tonumber(ARGV[3])
+if ttl == 0 then return 1 end
 if not existed then
   redis.call('PEXPIRE', KEYS[1], ttl)
 else
@@ -166,12 +172,15 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
 
     async hashSet(key, field, value, opts) {
       const extend = opts?.extendTtlMs;
-      if (extend === undefined) {
+      const max = opts?.maxFields;
+      if (extend === undefined && max === undefined) {
         await run('hashSet', (c) => c.hset(key, field, value));
-        return;
+        return true;
       }
-      const ttl = checkTtlMs(extend, 'extendTtlMs');
-      await run('hashSet', (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl));
+      // 0: no TTL to extend, no bound (both are positive when given).
+      const ttl = extend === undefined ? 0 : checkTtlMs(extend, 'extendTtlMs');
+      const bound = max === undefined ? 0 : checkPositiveInteger(max, 'maxFields');
+      return (await run('hashSet', (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound))) === 1;
     },
 
     async hashDelete(key, ...fields) {

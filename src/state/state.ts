@@ -23,6 +23,8 @@ export interface TtlOptions {
 export interface HashSetOptions {
   /** Positive integer: the hash lives at least this long from now (see hashSet). */
   readonly extendTtlMs?: number;
+  /** Positive integer: a hash with this many fields takes no new one (see hashSet). */
+  readonly maxFields?: number;
 }
 
 export type StateKind = 'memory' | 'redis';
@@ -85,8 +87,10 @@ export interface StateBackend {
    * hash expires no sooner than that many ms from now (a shorter TTL is raised, a longer one
    * kept; a hash that already existed without a TTL keeps none). An index whose members each
    * live a while stays as long as its longest-lived member, and never lives forever.
+   * With `maxFields`, a hash that already has that many fields and not this one is left as it
+   * is and the answer is false (checked in the same atomic step); otherwise true.
    */
-  hashSet(key: string, field: string, value: string, opts?: HashSetOptions): Promise<void>;
+  hashSet(key: string, field: string, value: string, opts?: HashSetOptions): Promise<boolean>;
 
   /** Removes fields; removing the last field removes the hash. Absent fields are ignored. */
   hashDelete(key: string, ...fields: readonly string[]): Promise<void>;
@@ -163,8 +167,12 @@ export function checkTtl(opts: TtlOptions | undefined): number | undefined {
 
 /** The same rule for a TTL given on its own (expire) or under another name (extendTtlMs). */
 export function checkTtlMs(ttl: number, name: string): number {
-  if (!Number.isSafeInteger(ttl) || ttl <= 0) {
-    throw new RangeError(`${name} must be a positive integer, got ${String(ttl)}`);
+  return checkPositiveInteger(ttl, name);
+}
+
+export function checkPositiveInteger(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
   }
-  return ttl;
+  return value;
 }

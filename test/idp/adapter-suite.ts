@@ -219,6 +219,14 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(await state.hashLength(key)).to.equal(3);
       });
 
+      it('holds the bound exactly when tokens of one grant are saved at once', async function () {
+        const tokens = new (createStateAdapterClass(state, { maxGrantMembers: 3 }))('AccessToken');
+        const saves = await Promise.allSettled([1, 2, 3, 4, 5, 6, 7, 8].map((n) => tokens.upsert(id(`c${n}`), { jti: id(`c${n}`), grantId: id('cg') }, 60)));
+        expect(saves.filter((r) => r.status === 'fulfilled')).to.have.length(3);
+        expect(saves.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).to.satisfy((errs: unknown[]) => errs.every((e) => e instanceof GrantIndexFull));
+        expect(await state.hashLength(`idp:grant:${id('cg')}`)).to.equal(3);
+      });
+
       it('refuses a token past the bound of live tokens per grant, and makes room as they expire', async function () {
         let now = Date.now();
         const tokens = new (createStateAdapterClass(state, { now: () => now, maxGrantMembers: 3 }))('AccessToken');
@@ -227,6 +235,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(err).to.be.instanceOf(GrantIndexFull);
         expect(err.message).to.equal('a grant has 3 unexpired tokens already; refusing to issue more');
         expect(await tokens.find(id('at4')), 'a refused token is not written').to.equal(undefined);
+        await tokens.upsert(id('at3'), { jti: id('at3'), grantId: id('g') }, 60);   // listed already: saved again, not refused
         now += 61_000; // the three listed tokens are past their expiry by the index's clock
         await tokens.upsert(id('at4'), { jti: id('at4'), grantId: id('g') }, 60);
         expect(Object.keys(await state.hashGetAll(`idp:grant:${id('g')}`))).to.deep.equal([`AccessToken:${id('at4')}`]);

@@ -214,6 +214,35 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
       });
     });
 
+    describe('hashSet with maxFields', function () {
+      it('takes new fields up to the bound, refuses one past it without writing it, and still updates a field it has', async function () {
+        expect(await state.hashSet(key('h'), 'a', '1', { maxFields: 2 })).to.equal(true);
+        expect(await state.hashSet(key('h'), 'b', '2', { maxFields: 2 })).to.equal(true);
+        expect(await state.hashSet(key('h'), 'c', '3', { maxFields: 2 })).to.equal(false);
+        expect(await state.hashSet(key('h'), 'a', '10', { maxFields: 2 })).to.equal(true);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ a: '10', b: '2' });
+        expect(await state.hashSet(key('h'), 'c', '3'), 'without a bound, as before').to.equal(true);
+        expect(await state.hashLength(key('h'))).to.equal(3);
+      });
+
+      it('with extendTtlMs: a refused field extends nothing, an accepted one does', async function () {
+        await state.hashSet(key('h'), 'a', '1', { extendTtlMs: TTL, maxFields: 1 });
+        expect(await state.hashSet(key('h'), 'b', '2', { extendTtlMs: 10_000, maxFields: 1 })).to.equal(false);
+        expect(await state.ttlMs(key('h'))).to.be.a('number').within(1, TTL);
+        expect(await state.hashSet(key('h'), 'a', '2', { extendTtlMs: 10_000, maxFields: 1 })).to.equal(true);
+        expect(await state.ttlMs(key('h'))).to.be.a('number').above(5_000);
+        expect(await state.hashGetAll(key('h'))).to.deep.equal({ a: '2' });
+      });
+
+      it('rejects a bound that is not a positive integer, and writes nothing', async function () {
+        for (const maxFields of [0, -1, 1.5, Number.NaN]) {
+          const err = await state.hashSet(key('h'), 'a', '1', { maxFields }).catch((e: unknown) => e);
+          expect(err, String(maxFields)).to.be.instanceOf(RangeError);
+        }
+        expect(await state.hashLength(key('h'))).to.equal(0);
+      });
+    });
+
     describe('incr', function () {
       it('counts from 1 without TTL', async function () {
         expect(await state.incr(key('c'))).to.equal(1);
