@@ -21,7 +21,7 @@ import { pino, type Logger } from 'pino';
 import YAML from 'yaml';
 import type { Connector, ConnectorDeps, ConnectorType, Identity, LoginContext } from '../../connectors/connector.js';
 import { runValidate } from '../../src/commands/validate.js';
-import { openWithUpstreamFetches } from '../../src/idp/upstream-fetch.js';
+import { openWithUpstreamFetches, upstreamFetches, type UpstreamFetches } from '../../src/idp/upstream-fetch.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import type { SecretLookup } from '../../src/config/secret-ref.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
@@ -81,11 +81,54 @@ export function openThroughType(type: ConnectorType, raw: Record<string, unknown
   return upstreamFetch === undefined ? openWithUpstreamFetches(factory, base, false) : factory({ ...base, upstreamFetch });
 }
 
-interface LogLine { readonly level: number; readonly msg: string }
+/**
+ * Connectors of one type for a file of unit tests: each opened through the type on an upstream
+ * fetch of its own (the TLS policy's pools, which close() closes), logging under `connectorId`
+ * into `lines` and `text`, which clear() empties (the arrays stay the same ones).
+ */
+export function upstreamConnectors(type: ConnectorType, connectorId: string): {
+  readonly lines: LogLine[];
+  readonly text: string[];
+  open(raw: Record<string, unknown>, secrets: Readonly<Record<string, string>>): Connector;
+  clear(): void;
+  close(): Promise<void>;
+} {
+  const { text, lines, log } = capture();
+  const pools: UpstreamFetches[] = [];
+  return {
+    lines,
+    text,
+    open(raw, secrets) {
+      const scoped = log.child({ connector: connectorId });
+      const fetches = upstreamFetches(scoped, false);
+      pools.push(fetches);
+      return openThroughType(type, raw, secrets, scoped, { upstreamFetch: fetches.upstreamFetch });
+    },
+    clear() {
+      lines.length = 0;
+      text.length = 0;
+    },
+    async close() {
+      await Promise.all(pools.splice(0).map((p) => p.close()));
+    },
+  };
+}
 
-function capture(): { text: string[]; lines: LogLine[]; log: Logger } {
-  const text: string[] = [];
-  const lines: LogLine[] = [];
+/** The error a promise rejects with; fails when it resolves. */
+export async function refusal(promise: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await promise;
+  } catch (err: unknown) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected a refusal');
+}
+
+/** A log line as the tests read it. */
+export interface LogLine { readonly level: number; readonly msg: string; readonly host?: string; readonly connector?: string }
+
+/** A logger that keeps every line, as text and parsed, in the given arrays (new ones by default). */
+function capture(text: string[] = [], lines: LogLine[] = []): { text: string[]; lines: LogLine[]; log: Logger } {
   const log = pino({ level: 'trace' }, { write: (line: string) => { text.push(line); lines.push(JSON.parse(line) as LogLine); } });
   return { text, lines, log };
 }

@@ -5,35 +5,29 @@
  * teamNameField, refusals in words, GitHub's error answers, refresh, and the certificate check.
  */
 import { expect } from 'chai';
-import { pino, type Logger } from 'pino';
 import type { Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { github } from '../../../connectors/github/index.js';
 import { CANCELLED, NO_VERIFIED_EMAIL, NOT_A_MEMBER } from '../../../connectors/github/github.js';
-import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/upstream-fetch.js';
 import { startFakeGithub, type FakeGithub } from '../../helpers/fake-github.js';
 import { browserConnector, roundTrip } from '../../helpers/oauth-round-trip.js';
-import { openThroughType } from '../connector-suite.js';
+import { refusal, upstreamConnectors } from '../connector-suite.js';
 import { ALICE_GROUPS, CALLBACK, CLIENT_ID, CLIENT_SECRET, githubConfig, SECRETS, USERS } from './fixture.js';
-
-interface Line { level: number; msg: string; host?: string; connector?: string }
 
 describe('the GitHub connector (against a local GitHub stand-in)', function () {
   this.timeout(20_000);
   let fake: FakeGithub;
-  const pools: UpstreamFetches[] = [];
-  let lines: Line[] = [];
-  let text: string[] = [];
+  const opened = upstreamConnectors(github, 'github');
+  const { lines, text } = opened;
 
   before(async () => {
     fake = await startFakeGithub({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, users: USERS });
   });
   after(async () => {
-    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await opened.close();
     await fake?.close();
   });
   beforeEach(() => {
-    lines = [];
-    text = [];
+    opened.clear();
     fake.signedIn = 'alice';
     fake.declining = false;
     fake.requests.length = 0;
@@ -41,26 +35,12 @@ describe('the GitHub connector (against a local GitHub stand-in)', function () {
 
   const ctx = (wantGroups = true): LoginContext => ({ callbackUrl: CALLBACK, wantGroups, signal: AbortSignal.timeout(10_000) });
 
-  function open(extra: Record<string, unknown> = {}, secrets: Record<string, string> = SECRETS): Connector {
-    const log: Logger = pino({ level: 'trace' }, { write: (line: string) => { text.push(line); lines.push(JSON.parse(line) as Line); } }).child({ connector: 'github' });
-    const fetches = upstreamFetches(log, false);
-    pools.push(fetches);
-    return openThroughType(github, githubConfig(fake, extra), secrets, log, { upstreamFetch: fetches.upstreamFetch });
-  }
+  const open = (extra: Record<string, unknown> = {}, secrets: Record<string, string> = SECRETS): Connector => opened.open(githubConfig(fake, extra), secrets);
 
   const login = (connector: Connector, as: string, wantGroups = true): Promise<Identity> => {
     fake.signedIn = as;
     return roundTrip(connector, ctx(wantGroups), fake);
   };
-
-  async function refusal(p: Promise<unknown>): Promise<Error & { code?: string }> {
-    try {
-      await p;
-    } catch (err: unknown) {
-      return err as Error & { code?: string };
-    }
-    throw new Error('expected a refusal');
-  }
 
   describe('the authorize URL', () => {
     it('goes to the Enterprise host with client_id, the callback, the state and the scopes', async () => {

@@ -6,60 +6,40 @@
  * refresh token, and the certificate check.
  */
 import { expect } from 'chai';
-import { pino, type Logger } from 'pino';
 import type { Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { gitlab } from '../../../connectors/gitlab/index.js';
 import { CANCELLED, NOT_IN_GROUPS } from '../../../connectors/gitlab/gitlab.js';
-import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/upstream-fetch.js';
 import { startFakeGitlab, type FakeGitlab } from '../../helpers/fake-gitlab.js';
 import { browserConnector, roundTrip } from '../../helpers/oauth-round-trip.js';
-import { openThroughType } from '../connector-suite.js';
+import { refusal, upstreamConnectors } from '../connector-suite.js';
 import { ALICE_GROUPS, CALLBACK, CLIENT_ID, CLIENT_SECRET, gitlabConfig, SECRETS, USERS } from './fixture.js';
-
-interface Line { level: number; msg: string; host?: string; connector?: string }
 
 describe('the GitLab connector (against a local GitLab stand-in)', function () {
   this.timeout(20_000);
   let fake: FakeGitlab;
-  const pools: UpstreamFetches[] = [];
-  let lines: Line[] = [];
-  let text: string[] = [];
+  const opened = upstreamConnectors(gitlab, 'gitlab');
+  const { lines, text } = opened;
 
   before(async () => {
     fake = await startFakeGitlab({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: CALLBACK, users: USERS });
   });
   after(async () => {
-    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await opened.close();
     await fake?.close();
   });
   beforeEach(() => {
-    lines = [];
-    text = [];
+    opened.clear();
     fake.declining = false;
   });
 
   const ctx = (wantGroups = true): LoginContext => ({ callbackUrl: CALLBACK, wantGroups, signal: AbortSignal.timeout(10_000) });
 
-  function open(extra: Record<string, unknown> = {}, secrets: Record<string, string> = SECRETS): Connector {
-    const log: Logger = pino({ level: 'trace' }, { write: (line: string) => { text.push(line); lines.push(JSON.parse(line) as Line); } }).child({ connector: 'gitlab' });
-    const fetches = upstreamFetches(log, false);
-    pools.push(fetches);
-    return openThroughType(gitlab, gitlabConfig(fake, extra), secrets, log, { upstreamFetch: fetches.upstreamFetch });
-  }
+  const open = (extra: Record<string, unknown> = {}, secrets: Record<string, string> = SECRETS): Connector => opened.open(gitlabConfig(fake, extra), secrets);
 
   const login = (connector: Connector, as: string, wantGroups = true): Promise<Identity> => {
     fake.signedIn = as;
     return roundTrip(connector, ctx(wantGroups), fake);
   };
-
-  async function refusal(p: Promise<unknown>): Promise<Error & { code?: string }> {
-    try {
-      await p;
-    } catch (err: unknown) {
-      return err as Error & { code?: string };
-    }
-    throw new Error('expected a refusal');
-  }
 
   it('sends the browser to baseURL/oauth/authorize with the code flow, the state and Dex\'s scopes', async () => {
     const start = await browserConnector(open()).begin('the-state', ctx(false));
