@@ -8,22 +8,16 @@
  */
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
-import YAML from 'yaml';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startFakeGithub, type FakeGithub } from '../helpers/fake-github.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, githubConfig, USERS } from '../connectors/github/fixture.js';
 
-const POLICY = [
-  'p, role:dev-tools, extensions, *, */tools, allow',
-  'g, acme:Developers, role:dev-tools',
-  'p, role:admin-tools, extensions, *, */secret, allow',
-  'g, acme:Admins, role:admin-tools',
-].join('\n');
+const POLICY = toolsAndSecretPolicy('acme:Developers', 'acme:Admins');
 
 describe('e2e: the bundled identity provider with the GitHub connector (local GitHub stand-in)', function () {
   this.timeout(60_000);
@@ -40,15 +34,9 @@ describe('e2e: the bundled identity provider with the GitHub connector (local Gi
     backend = await echoBackend('tools');
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({ connectors: [{ type: 'github', id: 'github', name: 'GitHub', config: githubConfig(fake) }] }),
-        'extension.config': YAML.stringify({ extensions }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'idp-github-e2e-secret-key-0123456789', 'github.clientSecret': CLIENT_SECRET }),
+    dir = idpConfigDir({
+      url, connectors: [{ type: 'github', id: 'github', name: 'GitHub', config: githubConfig(fake) }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': 'idp-github-e2e-secret-key-0123456789', 'github.clientSecret': CLIENT_SECRET },
     });
     server = await startTestServer(dir, { port });
   });

@@ -10,25 +10,19 @@
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { startFakeGitlab, type FakeGitlab } from '../helpers/fake-gitlab.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, gitlabConfig, USERS } from '../connectors/gitlab/fixture.js';
 
 const SECRET_KEY = 'idp-gitlab-e2e-secret-key-0123456789';
-const POLICY = [
-  'p, role:ops-tools, extensions, *, */tools, allow',
-  'g, acme/ops, role:ops-tools',
-  'p, role:admin-tools, extensions, *, */secret, allow',
-  'g, acme/admins, role:admin-tools',
-].join('\n');
+const POLICY = toolsAndSecretPolicy('acme/ops', 'acme/admins');
 
 describe('e2e: the bundled identity provider with the GitLab connector (local GitLab stand-in)', function () {
   this.timeout(60_000);
@@ -46,15 +40,9 @@ describe('e2e: the bundled identity provider with the GitLab connector (local Gi
     fake = await startFakeGitlab({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${url}/api/idp/callback`, users: USERS });
     tls = createTlsFetch({ rootCAs: [fake.caPem] });
     backend = await echoBackend('tools');
-    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({ connectors: [{ type: 'gitlab', id: 'gitlab', name: 'GitLab', config: gitlabConfig(fake) }] }),
-        'extension.config': YAML.stringify({ extensions }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'gitlab.clientSecret': CLIENT_SECRET }),
+    dir = idpConfigDir({
+      url, connectors: [{ type: 'gitlab', id: 'gitlab', name: 'GitLab', config: gitlabConfig(fake) }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': SECRET_KEY, 'gitlab.clientSecret': CLIENT_SECRET },
     });
     server = await startTestServer(dir, { port });
     rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });

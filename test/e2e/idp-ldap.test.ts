@@ -12,23 +12,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-ldap-e2e-secret-key-0123456789';
-const POLICY = [
-  'p, role:dev-tools, extensions, *, */tools, allow',
-  'g, devs, role:dev-tools',
-  'p, role:admin-tools, extensions, *, */secret, allow',
-  'g, admins, role:admin-tools',
-].join('\n');
+const POLICY = toolsAndSecretPolicy('devs', 'admins');
 
 describe('e2e: the bundled identity provider with the LDAP connector (real slapd)', function () {
   this.timeout(60_000);
@@ -50,15 +44,9 @@ describe('e2e: the bundled identity provider with the LDAP connector (real slapd
       userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
       groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
     };
-    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }),
-        'extension.config': YAML.stringify({ extensions }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }),
+    dir = idpConfigDir({
+      url, connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
     });
     server = await startTestServer(dir, { port });
     rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });

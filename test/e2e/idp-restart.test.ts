@@ -10,12 +10,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -58,14 +57,9 @@ describe('e2e: the bundled identity provider across restarts (Redis, real slapd)
       userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
       groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
     };
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }),
-        'extension.config': YAML.stringify({ extensions: [{ name: 'tools', enabled: true, backend: { services: [{ url: backend.url }] } }] }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }),
+    dir = idpConfigDir({
+      url, connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
     });
     await start();
     rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });

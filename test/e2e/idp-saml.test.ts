@@ -10,20 +10,14 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import YAML from 'yaml';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const SECRET_KEY = 'idp-saml-e2e-secret-key-0123456789';
-const POLICY = [
-  'p, role:dev-tools, extensions, *, */tools, allow',
-  'g, devs, role:dev-tools',
-  'p, role:admin-tools, extensions, *, */secret, allow',
-  'g, admins, role:admin-tools',
-].join('\n');
+const POLICY = toolsAndSecretPolicy('devs', 'admins');
 
 interface SamlPost { readonly SAMLResponse: string; readonly RelayState: string }
 
@@ -48,20 +42,13 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
       usernameAttr: 'uid', emailAttr: 'mail', groupsAttr: 'groups', nameIDPolicyFormat: 'unspecified',
     };
     const otherCa = await readFile(new URL('../../fixtures/saml/other.crt', import.meta.url), 'utf8');
-    const extensions = ['tools', 'secret'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backend.url }] } }));
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({
-          connectors: [
-            { type: 'saml', id: 'corp', name: 'Corp SAML', config: { ...saml, allowedGroups: ['admins', 'devs'] } },
-            { type: 'saml', id: 'wrongkey', name: 'Untrusted key', config: { ...saml, ca: otherCa } },
-          ],
-        }),
-        'extension.config': YAML.stringify({ extensions }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
+    const connectors = [
+      { type: 'saml', id: 'corp', name: 'Corp SAML', config: { ...saml, allowedGroups: ['admins', 'devs'] } },
+      { type: 'saml', id: 'wrongkey', name: 'Untrusted key', config: { ...saml, ca: otherCa } },
+    ];
+    dir = idpConfigDir({
+      url, connectors, extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': SECRET_KEY },
     });
     server = await startTestServer(dir, { port });
   });

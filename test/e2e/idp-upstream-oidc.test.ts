@@ -9,13 +9,12 @@
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { LLNG_CLIENT_ID, startLlng, throughLlng, type Llng } from '../helpers/llng-upstream.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { idpConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -45,14 +44,9 @@ describe('e2e: the bundled identity provider with an upstream OIDC connector (re
       // Without userinfo the portal's ID token names the subject only: no name, no email.
       { type: 'oidc', id: 'groups-only', name: 'Groups switch only', config: { ...common, scopes: ['groups'], userNameKey: 'sub', insecureEnableGroups: true } },
     ];
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url,
-        'idp.config': YAML.stringify({ connectors }),
-        'extension.config': YAML.stringify({ extensions: [{ name: 'secret', enabled: true, backend: { services: [{ url: backend.url }] } }] }),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'llng.clientSecret': CLIENT_SECRET }),
+    dir = idpConfigDir({
+      url, connectors: connectors, extensions: ['secret'], backendUrl: backend.url, policy: POLICY,
+      secrets: { 'server.secretkey': SECRET_KEY, 'llng.clientSecret': CLIENT_SECRET },
     });
     server = await startTestServer(dir, { port });
     rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });

@@ -31,6 +31,43 @@ export function tempConfigDir(files: Record<string, string>): string {
   return dir;
 }
 
+/** svc with the bundled provider, as the identity provider's end-to-end tests set it up. */
+export interface IdpConfig {
+  readonly url: string;
+  /** idp.config's connectors. */
+  readonly connectors: readonly unknown[];
+  /** Extensions by name, all in front of `backendUrl`. */
+  readonly extensions: readonly string[];
+  readonly backendUrl: string;
+  readonly policy: string;
+  /** svc-secret's data (server.secretkey and the connectors' secrets). */
+  readonly secrets: Record<string, string>;
+}
+
+/** The policy of the extensions `tools` and `secret`: members of `toolsGroup` may use tools, of `secretGroup` secret. */
+export function toolsAndSecretPolicy(toolsGroup: string, secretGroup: string): string {
+  return [
+    'p, role:dev-tools, extensions, *, */tools, allow',
+    `g, ${toolsGroup}, role:dev-tools`,
+    'p, role:admin-tools, extensions, *, */secret, allow',
+    `g, ${secretGroup}, role:admin-tools`,
+  ].join('\n');
+}
+
+/** A fresh config dir: svc-cm with url, idp.config and extension.config, svc-rbac-cm and svc-secret. */
+export function idpConfigDir(config: IdpConfig): string {
+  const extensions = config.extensions.map((name) => ({ name, enabled: true, backend: { services: [{ url: config.backendUrl }] } }));
+  return tempConfigDir({
+    'svc-cm.yaml': configMap('svc-cm', {
+      url: config.url,
+      'idp.config': YAML.stringify({ connectors: config.connectors }),
+      'extension.config': YAML.stringify({ extensions }),
+    }),
+    'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': config.policy }),
+    'svc-secret.yaml': secret('svc-secret', config.secrets),
+  });
+}
+
 /** A snapshot-shaped value parsed straight from manifests, without a store (pure parser tests). */
 export function docs(...texts: string[]): string {
   return texts.join('---\n');
