@@ -10,10 +10,9 @@
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { webClientSecret } from '../../src/idp/clients.js';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
-import { authorizationRequest } from '../helpers/authorization.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { startFakeGitlab, type FakeGitlab } from '../helpers/fake-gitlab.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
@@ -45,7 +44,7 @@ describe('e2e: the bundled identity provider with the GitLab connector (local Gi
       secrets: { 'server.secretkey': SECRET_KEY, 'gitlab.clientSecret': CLIENT_SECRET },
     });
     server = await startTestServer(dir, { port });
-    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+    rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {

@@ -18,9 +18,8 @@ import { decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
 import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
-import { webClientSecret } from '../../src/idp/clients.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
-import { authorizationRequest } from '../helpers/authorization.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
@@ -93,7 +92,7 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
     });
     const [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
     replicas = { a, b };
-    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+    rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {

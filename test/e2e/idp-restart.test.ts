@@ -10,9 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
-import { authorizationRequest } from '../helpers/authorization.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { idpConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
@@ -62,7 +61,7 @@ describe('e2e: the bundled identity provider across restarts (Redis, real slapd)
       secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
     });
     await start();
-    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+    rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {

@@ -9,9 +9,8 @@
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { webClientSecret } from '../../src/idp/clients.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
-import { authorizationRequest } from '../helpers/authorization.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { LLNG_CLIENT_ID, startLlng, throughLlng, type Llng } from '../helpers/llng-upstream.js';
 import { idpConfigDir } from '../helpers/manifests.js';
@@ -49,7 +48,7 @@ describe('e2e: the bundled identity provider with an upstream OIDC connector (re
       secrets: { 'server.secretkey': SECRET_KEY, 'llng.clientSecret': CLIENT_SECRET },
     });
     server = await startTestServer(dir, { port });
-    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+    rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {

@@ -14,7 +14,6 @@ import { createAccountStore } from '../../src/idp/accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
 import { subjectOf } from '../../src/idp/claims.js';
-import { webClientSecret } from '../../src/idp/clients.js';
 import type { ConnectorSource } from '../../src/idp/connector-source.js';
 import { generateSigningKey, type IdpKeys } from '../../src/idp/keys.js';
 import { escapeHtml } from '../../src/idp/pages.js';
@@ -23,6 +22,7 @@ import { createMemoryState } from '../../src/state/memory.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { freePort } from '../helpers/peers.js';
+import { svcWebClient } from '../helpers/authorization.js';
 
 const log = pino({ level: 'silent' });
 const SECRET_KEY = 'provider-test-secret-key-0123456789';
@@ -63,7 +63,7 @@ describe('idp/provider: login pages and connectors', function () {
     const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
     server = createServer((req, res) => void app.handle(req, res));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    rp = await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), { execute: [client.allowInsecureRequests] });
+    rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
