@@ -18,6 +18,7 @@ import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-ldap-e2e-secret-key-0123456789';
@@ -38,11 +39,7 @@ describe('e2e: the bundled identity provider with the LDAP connector (real slapd
     backend = await echoBackend('tools');
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    const ldap = {
-      host: `127.0.0.1:${ldapPort}`, insecureNoSSL: true, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap.bindPW',
-      userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
-      groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
-    };
+    const ldap = ldapConnectorConfig(ldapPort);
     dir = idpConfigDir({
       url, connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },

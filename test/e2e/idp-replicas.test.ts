@@ -24,6 +24,7 @@ import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-replicas-e2e-secret-key-0123456789';
@@ -80,11 +81,7 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
     lb = await startForwarder(await freePort(), () => replicas);
     url = lb.url;
     redirectUri = `${url}/auth/callback`;
-    const ldap = {
-      host: `127.0.0.1:${ldapPort}`, insecureNoSSL: true, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap.bindPW',
-      userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
-      groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
-    };
+    const ldap = ldapConnectorConfig(ldapPort);
     dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }) }),
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),

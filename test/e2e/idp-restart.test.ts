@@ -16,6 +16,7 @@ import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { idpConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-restart-e2e-secret-key-0123456789';
@@ -51,11 +52,7 @@ describe('e2e: the bundled identity provider across restarts (Redis, real slapd)
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
     redirectUri = `${url}/auth/callback`;
-    const ldap = {
-      host: `127.0.0.1:${ldapPort}`, insecureNoSSL: true, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap.bindPW',
-      userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
-      groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
-    };
+    const ldap = ldapConnectorConfig(ldapPort);
     dir = idpConfigDir({
       url, connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools'], backendUrl: backend.url, policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },

@@ -21,6 +21,7 @@ import { buildWebScripts, openChromium, seriousViolations, ssoLoginFromLoginPage
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const PASSWORDS = { admin: 'admin-ui-pass', alice: 'alice-ui-pass', erin: 'erin-ui-pass', frank: 'frank-ui-pass' } as const;
@@ -39,11 +40,7 @@ describe('e2e: the login and account pages in Chromium', function () {
     slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif'), LDAPS: '0' });
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    const ldap = {
-      host: `127.0.0.1:${ldapPort}`, insecureNoSSL: true, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap.bindPW',
-      userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
-      groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }, { userAttr: 'uid', groupAttr: 'memberUid' }] },
-    };
+    const ldap = ldapConnectorConfig(ldapPort);
     const hash = (p: string) => bcrypt.hashSync(p, 4);
     dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', {
