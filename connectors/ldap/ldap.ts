@@ -62,8 +62,11 @@ export class LdapConnector implements PasswordConnector {
       await conn.serviceBind();
       // Groups found by the user's DN alone are asked for beside the user, with the DN of the
       // login: one round trip instead of two. They count only if the user still has that DN.
-      const early = ctx.wantGroups && groupsNeedOnlyTheDn(this.config) ? settled(conn.groupsOf({ dn: data.dn })) : undefined;
-      const user = await conn.findUser(data.username).catch(async (err: unknown) => {
+      const [early, asked] = conn.inOneWrite(() => [
+        ctx.wantGroups && groupsNeedOnlyTheDn(this.config) ? settled(conn.groupsOf({ dn: data.dn })) : undefined,
+        conn.findUser(data.username),
+      ] as const);
+      const user = await asked.catch(async (err: unknown) => {
         await early;
         throw err;
       });

@@ -76,7 +76,7 @@ export class DirectoryPool {
     signal.throwIfAborted();
     const session = new Session(signal, this.timeouts.sessionMs);
     let lease = this.take() ?? this.open();
-    let conn = new DirectoryConnection(lease.client, this.config, lease.reused);
+    let conn = new DirectoryConnection(lease.client, this.config, lease.reused, lease.sockets);
     try {
       try {
         return await session.race(this.use(lease, conn, work));
@@ -84,7 +84,7 @@ export class DirectoryPool {
         if (!lease.reused || session.over || !(err instanceof DirectoryFailure && err.stage === 'connect')) throw err;
         // The directory closed a pooled connection (idle timeout, restart): once more on a new one.
         lease = this.open();
-        conn = new DirectoryConnection(lease.client, this.config, false);
+        conn = new DirectoryConnection(lease.client, this.config, false, lease.sockets);
         return await session.race(this.use(lease, conn, work));
       }
     } finally {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Socket } from 'node:net';
 import { Attribute, Change, Client } from 'ldapts';
 import { pino } from 'pino';
 import type { Connector, Identity, LoginContext, PasswordConnector } from '../../../connectors/connector.js';
@@ -115,6 +116,32 @@ async function expectAllClosed(server: { open: () => number }): Promise<void> {
 
 function errorsIn(lines: readonly LogLine[]): string[] {
   return lines.filter((l) => l.level >= 50).map((l) => l.msg);
+}
+
+/**
+ * Counts the writes made on sockets to `port` (net.Socket's _write for one chunk, _writev for
+ * several at once), each as the number of chunks it carried; restore() puts the originals back.
+ */
+function writesTo(port: number): { requestsPerWrite: number[]; restore(): void } {
+  const requestsPerWrite: number[] = [];
+  type Writes = { _write: (...args: unknown[]) => unknown; _writev: (chunks: unknown[], cb: unknown) => unknown };
+  const proto = Socket.prototype as unknown as Writes;
+  const { _write: write, _writev: writev } = proto;
+  proto._write = function (this: Socket, ...args: unknown[]) {
+    if (this.remotePort === port) requestsPerWrite.push(1);
+    return write.apply(this, args);
+  };
+  proto._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
+    if (this.remotePort === port) requestsPerWrite.push(chunks.length);
+    return writev.call(this, chunks, cb);
+  };
+  return {
+    requestsPerWrite,
+    restore() {
+      proto._write = write;
+      proto._writev = writev;
+    },
+  };
 }
 
 describe('ldap connector against slapd', function () {
@@ -393,6 +420,19 @@ describe('ldap connector against slapd', function () {
       } finally {
         await asAdmin((c) => c.modify(admins, new Change({ operation: 'delete', modification: new Attribute({ type: 'member', values: [bob] }) })));
       }
+    });
+
+    it('sends the user search and the group search of a refresh in one write', async () => {
+      const { connector } = connectorFor(byDnOnly());
+      const identity = (await connector.login('bob', 'bob123', ctx())) as Identity;
+      const writes = writesTo(ldapPort);
+      try {
+        expect(await connector.refresh?.(identity, ctx())).to.deep.include({ userId: 'bob', groups: ['devs'] });
+      } finally {
+        writes.restore();
+      }
+      // One write of two requests; sent one by one they would be [1, 1].
+      expect(writes.requestsPerWrite).to.deep.equal([2]);
     });
 
     it('refuses a refresh once the username names another entry, though its groups were asked for beside it', async () => {
