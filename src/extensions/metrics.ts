@@ -5,8 +5,7 @@
 import type { Registry } from 'prom-client';
 import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
 
-/** The status recorded when the client left before any answer (nginx's convention). */
-export const CLIENT_GONE = 499;
+export { CLIENT_GONE } from '../http/metrics.js';
 
 export interface ExtensionObservation {
   readonly extension: string;

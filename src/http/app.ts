@@ -19,8 +19,6 @@ export interface AppDeps {
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
   readonly routers: readonly Router<AppState>[];
-  /** Sub-applications under a path prefix (koa-mount), after the routers. */
-  readonly mounts?: readonly Koa.Middleware<AppState>[];
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -36,7 +34,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
-  for (const mounted of deps.mounts ?? []) app.use(mounted);
   app.use(noRoute);
   // Koa logs errors itself unless told otherwise; ours are already logged with the request id.
   app.silent = true;

@@ -4,6 +4,9 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { LocalCounter, LocalHistogram } from '../lib/local-metrics.js';
 import type { AppState } from './state.js';
 
+/** The status recorded when the client left before any answer (nginx's convention). */
+export const CLIENT_GONE = 499;
+
 export interface HttpMetrics {
   readonly registry: Registry;
   readonly middleware: Koa.Middleware<AppState>;

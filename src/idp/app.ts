@@ -1,9 +1,12 @@
 /**
- * The identity provider's own small Koa app: its login pages (interactions.ts) before the
- * provider, mounted at /api/idp with koa-mount. It is its own app, served under svc's app, for
- * two settings that are per app in Koa and must differ from svc's:
- * - `keys`: koa-mount runs the provider with the parent's ctx, whose cookies are signed with the
- *   parent's keys; they must equal the provider's cookie keys (panva/node-oidc-provider#341).
+ * The bundled identity provider at /api/idp: oidc-provider, and beside it the login app, a small
+ * Koa app serving the login pages (interactions.ts). A request is answered by one of the two,
+ * each called on the raw request: the token endpoint, the busiest, passes through no Koa app but
+ * the provider's own (docs/decisions.md).
+ * - The provider is served as koa-mount would serve it: the URL under the mount in `req.url`,
+ *   and the mount in `ctx.mountPath`, from which oidc-provider builds its links.
+ * - The login app has its own `keys`: the provider's cookie keys, so that the interaction
+ *   cookies it reads through the provider (interactionDetails) verify.
  * - `proxy`: with an https `url` behind a TLS-terminating ingress the provider must see https
  *   (secure cookies, https endpoints in discovery). Rather than trusting forwarded headers from
  *   anyone, the scheme and host are pinned to the configured `url`; with an http `url` no
@@ -12,11 +15,11 @@
  * in the state backend, so logins under way carry on.
  */
 import Koa from 'koa';
-import mount from 'koa-mount';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
-import { interactionRoutes } from './interactions.js';
+import type { RequestTarget } from '../http/request-target.js';
+import { interactionRoutes, isLoginAppPath } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
 import { errorPage } from './pages.js';
@@ -28,49 +31,51 @@ import { createProvider, type ProviderDeps } from './provider.js';
 export type IdpAppDeps = ProviderDeps;
 
 export interface IdpApp {
-  /** Serves a request whose URL starts with /api/idp. */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Serves a request whose path is /api/idp or under it. */
+  handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void>;
   /** New keys (rotation): a new provider over the same storage. */
   reload(keys: IdpKeys): void;
 }
 
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
 export function createIdpApp(deps: IdpAppDeps): IdpApp {
   const secure = new URL(deps.url).protocol === 'https:';
-  let provider: Provider;
-  let mounted: Koa.Middleware;
-  function build(keys: IdpKeys): Koa {
-    provider = createProvider({ ...deps, keys });
+  const host = new URL(deps.url).host;
+  function build(keys: IdpKeys): { provider: Handler; login: Handler } {
+    const provider: Provider = createProvider({ ...deps, keys });
     provider.proxy = secure;
-    mounted = mount(MOUNT_PATH, provider);
+    provider.use(function underMount(ctx, next) {
+      (ctx as typeof ctx & { mountPath: string }).mountPath = MOUNT_PATH;
+      return next();
+    });
     const app = new Koa();
     app.keys = [...keys.cookie];
     app.proxy = secure;
     app.silent = true;
-    if (secure) app.use(pinToUrl(new URL(deps.url).host));
     app.use(pageErrors(deps.log));
     const flow = createLoginFlow({
       state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log,
     });
-    const routes = interactionRoutes({ provider: () => provider, flow, connectors: deps.connectors, log: deps.log });
-    app.use(routes.routes());
-    app.use((ctx, next) => mounted(ctx, next));
-    return app;
+    app.use(interactionRoutes({ provider: () => provider, flow, connectors: deps.connectors, log: deps.log }).routes());
+    return { provider: provider.callback(), login: app.callback() };
   }
-  let handler = build(deps.keys).callback();
+  let handlers = build(deps.keys);
   return {
-    handle: (req, res) => handler(req, res),
+    handle(req, res, { path, query }) {
+      if (secure) {
+        req.headers['x-forwarded-proto'] = 'https';
+        req.headers['x-forwarded-host'] = host;
+      }
+      if (isLoginAppPath(path)) return handlers.login(req, res);
+      const rest = path.slice(MOUNT_PATH.length) || '/';
+      req.url = query === '' ? rest : `${rest}?${query}`;
+      return handlers.provider(req, res);
+    },
     reload(keys) {
-      handler = build(keys).callback();
+      handlers = build(keys);
       deps.log.info({ kids: keys.signing.map((k) => k.kid) }, 'identity provider: keys reloaded');
     },
-  };
-}
-
-function pinToUrl(host: string): Koa.Middleware {
-  return async function pinnedToUrl(ctx, next) {
-    ctx.req.headers['x-forwarded-proto'] = 'https';
-    ctx.req.headers['x-forwarded-host'] = host;
-    await next();
   };
 }
 

@@ -48,6 +48,14 @@ function page(ctx: Koa.Context, status: number, html: string): void {
   ctx.body = html;
 }
 
+/**
+ * The paths the routes below answer (with the mount); every other path under the mount is the
+ * provider's. None of the provider's routes starts so (test/idp/app.test.ts checks both sides).
+ */
+export function isLoginAppPath(path: string): boolean {
+  return path.startsWith(`${MOUNT_PATH}/interaction/`) || path === `${MOUNT_PATH}/callback` || path.startsWith(`${MOUNT_PATH}/saml/`);
+}
+
 export function interactionRoutes(deps: InteractionDeps): Router {
   const router = new Router({ prefix: MOUNT_PATH });
 

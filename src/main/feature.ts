@@ -5,17 +5,10 @@
  * made; none reaches for another's internals.
  */
 import type Router from '@koa/router';
-import type Koa from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget } from '../http/request-target.js';
 import type { AppState } from '../http/state.js';
 import type { WebSocketRoute } from '../http/upgrade.js';
-
-/** A sub-application served under a path prefix (oidc-provider under /api/idp, through koa-mount). */
-export interface Mount {
-  readonly prefix: string;
-  readonly app: Koa.Middleware<AppState>;
-}
 
 /** Answers a request on the raw server before Koa (true), or leaves it to the app (false). */
 export type RawHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean;
@@ -29,7 +22,6 @@ export interface Feature {
   readonly routers?: readonly Router<AppState>[];
   /** Runs before any request is dispatched, to the raw handlers or Koa (the SSO renewal, which may replace the cookie's token). */
   readonly beforeDispatch?: BeforeDispatch;
-  readonly mounts?: readonly Mount[];
   readonly handle?: RawHandler;
   /** WebSocket handshakes this feature relays (http/upgrade.ts answers every other upgrade). */
   readonly webSocket?: WebSocketRoute;

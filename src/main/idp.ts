@@ -19,6 +19,8 @@ import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKe
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
 import type { Feature } from './feature.js';
+import { errorReply, sendErrorReply } from '../http/errors.js';
+import { observeRawRequest } from '../http/raw-request.js';
 import type { Services } from './services.js';
 
 export interface IdpOptions {
@@ -83,15 +85,19 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
 
   return {
     name: 'idp',
-    mounts: [{
-      prefix: MOUNT_PATH,
-      // The provider builds its links from the full path; koa-mount stripped the prefix off req.url.
-      app: async (ctx) => {
-        ctx.respond = false;
-        ctx.req.url = ctx.originalUrl;
-        await app.handle(ctx.req, ctx.res);
-      },
-    }],
+    // Before Koa: svc's app would add a Koa context and its middleware to every token request.
+    handle(req, res, target) {
+      if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
+      const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
+      // Both apps answer their own errors; this is for one that escapes them.
+      app.handle(req, res, target).catch((err: unknown) => {
+        if (res.headersSent) {
+          log.warn({ err, requestId }, 'identity provider: error after the response started; connection closed');
+          res.destroy();
+        } else sendErrorReply(res, errorReply(err, requestId, log, target.path), requestId, req.method);
+      });
+      return true;
+    },
     async close() {
       unsubscribe();
       clearTimeout(signerTimer);

@@ -7,9 +7,8 @@
  *   → token verifiers and the caller reading (identity.ts)
  *   → accounts and sessions (accounts.ts), SSO login, callback, logout and renewal (sso.ts)
  *   → the extension proxy (extensions.ts), the login and account pages (web.ts)
- *   → the Koa app with every feature's routers and mounts, and the raw server around it.
+ *   → the Koa app with every feature's routers, and the raw server around it.
  */
-import mount from 'koa-mount';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
@@ -116,7 +115,6 @@ function requestListener(services: Services, identity: Identity, features: reado
     metrics,
     authenticate: authMiddleware(identity.readCaller),
     routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
-    mounts: features.flatMap((f) => f.mounts ?? []).map((m) => mount(m.prefix, m.app)),
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));

@@ -22,6 +22,7 @@ import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { isLoginAppPath } from '../../src/idp/interactions.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev', 'ops'] };
 const SCOPE = 'openid profile email groups offline_access federated:id';
@@ -79,6 +80,23 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
       expect(String(meta[endpoint]), endpoint).to.match(new RegExp(`^${issuer}/`));
     }
     expect(meta.scopes_supported).to.include.members(['openid', 'profile', 'email', 'groups', 'offline_access', 'federated:id']);
+  });
+
+  it('answers under /api/idp with a request id, counted in the metrics under /api/idp; none of its paths is the login app\'s', async function () {
+    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { headers: { 'x-request-id': 'trace-idp-1' } });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('x-request-id')).to.equal('trace-idp-1');
+    const unknown = await fetch(`${issuer}/no-such-endpoint`);
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).to.match(/svc_http_requests_total\{route="\/api\/idp",method="GET",status="200"\} [1-9]/);
+    expect(metrics).to.match(/svc_http_requests_total\{route="\/api\/idp",method="GET",status="404"\} [1-9]/);
+    // The provider's endpoints go to the provider, never to the login app (src/idp/app.ts).
+    const meta = rp.serverMetadata();
+    for (const endpoint of ['authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri', 'revocation_endpoint', 'end_session_endpoint', 'device_authorization_endpoint'] as const) {
+      expect(isLoginAppPath(new URL(String(meta[endpoint])).pathname), endpoint).to.equal(false);
+    }
   });
 
   it('logs in with code + PKCE through the password form; the ID token verifies against the JWKS and works on svc', async function () {

@@ -23,6 +23,7 @@ import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { freePort } from '../helpers/peers.js';
 import { svcWebClient } from '../helpers/authorization.js';
+import { requestTarget, type RequestTarget } from '../../src/http/request-target.js';
 
 const log = pino({ level: 'silent' });
 const SECRET_KEY = 'provider-test-secret-key-0123456789';
@@ -61,7 +62,7 @@ describe('idp/provider: login pages and connectors', function () {
     keys = { signing: [await generateSigningKey(new Date())], cookie: ['cookie-key-for-provider-tests'] };
     const state = createMemoryState({ log });
     const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
-    server = createServer((req, res) => void app.handle(req, res));
+    server = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     rp = await svcWebClient(url, SECRET_KEY);
   });
@@ -132,7 +133,7 @@ describe('idp/provider: login pages and connectors', function () {
     const state = createMemoryState({ log });
     const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
     const port = await freePort();
-    const behind = createServer((req, res) => void app.handle(req, res));
+    const behind = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => behind.listen(port, '127.0.0.1', resolve));
     try {
       const res = await fetch(`http://127.0.0.1:${port}/api/idp/.well-known/openid-configuration`, {

@@ -15,6 +15,7 @@ import { generateSigningKey } from '../../src/idp/keys.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { freePort } from '../helpers/peers.js';
+import { requestTarget, type RequestTarget } from '../../src/http/request-target.js';
 
 const log = pino({ level: 'silent' });
 
@@ -42,7 +43,7 @@ describe('idp: SAML service-provider metadata route', function () {
     const keys = { signing: [await generateSigningKey(new Date())], cookie: ['cookie-key-for-metadata-tests'] };
     const state = createMemoryState({ log });
     const app = createIdpApp({ url, keys, serverSecretKey: 'metadata-test-secret-key-0123456789', state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
-    server = createServer((req, res) => void app.handle(req, res));
+    server = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   });
 

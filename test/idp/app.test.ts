@@ -1,0 +1,31 @@
+/**
+ * Which of the two apps under /api/idp answers a path (src/idp/app.ts): the login app's routes
+ * all count as its paths, and the provider's paths around them do not. The provider's own
+ * endpoints are checked against its discovery document in test/e2e/idp-provider.test.ts.
+ */
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { interactionRoutes, isLoginAppPath } from '../../src/idp/interactions.js';
+import type { LoginFlow } from '../../src/idp/login-flow.js';
+
+describe('idp: the login app\'s paths', function () {
+  it('every route of the login app is one of its paths', function () {
+    const router = interactionRoutes({
+      provider: () => { throw new Error('not called'); },
+      flow: {} as LoginFlow,
+      connectors: { list: () => [], get: () => undefined },
+      log: pino({ level: 'silent' }),
+    });
+    const paths = router.stack.map((layer) => String(layer.path).replace(/:[a-z]+/gi, 'x1'));
+    expect(paths).to.include.members(['/api/idp/interaction/x1', '/api/idp/callback', '/api/idp/saml/x1/metadata']);
+    for (const path of paths) expect(isLoginAppPath(path), path).to.equal(true);
+  });
+
+  it('the provider\'s paths are not, nor are lookalikes outside the mount', function () {
+    for (const path of [
+      '/api/idp', '/api/idp/', '/api/idp/auth', '/api/idp/auth/uid-1', '/api/idp/token', '/api/idp/jwks', '/api/idp/me',
+      '/api/idp/.well-known/openid-configuration', '/api/idp/device', '/api/idp/device/auth', '/api/idp/session/end',
+      '/api/idp/token/revocation', '/api/idp/interaction', '/api/idp/callbacks', '/api/idpx/callback', '/interaction/x',
+    ]) expect(isLoginAppPath(path), path).to.equal(false);
+  });
+});
