@@ -26,6 +26,16 @@ import {
 } from './adapter-payload.js';
 import { createGrantIndex, MAX_GRANT_MEMBERS, type GrantIndex } from './grant-index.js';
 
+/**
+ * The models oidc-provider consumes (their model classes define consume()): only their records
+ * can carry a consumed mark, so only their look-ups and saves touch one. Any other model's
+ * consume() is refused rather than marked.
+ */
+export const CONSUMABLE_MODELS: ReadonlySet<string> = new Set([
+  'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'PushedAuthorizationRequest',
+  'BackchannelAuthenticationRequest', 'PreAuthorizedCode',
+]);
+
 /** The models whose records carry a grantId that revoking the grant must reach. */
 export const GRANTABLE_MODELS: ReadonlySet<string> = new Set([
   'AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode',
@@ -67,7 +77,7 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
         isLookupId(payload.uid) ? state.set(uidKey(model, payload.uid), id, ttl) : undefined,
         isLookupId(payload.userCode) ? state.set(userCodeKey(model, payload.userCode), id, ttl) : undefined,
         // A consumed record saved again stays consumed as long as it lives (no-op otherwise).
-        ttlMs === undefined ? undefined : state.expire(consumedKey(model, id), ttlMs),
+        ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(consumedKey(model, id), ttlMs),
       ]);
     }
 
@@ -91,6 +101,7 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
 
     async consume(id: string): Promise<void> {
       const model = this.#model;
+      if (!CONSUMABLE_MODELS.has(model)) throw new TypeError(`identity provider ${model} records are never consumed`);
       if (!isLookupId(id)) return;
       const ttlMs = await state.ttlMs(recordKey(model, id));
       // No TTL: absent (nothing to mark) or kept forever (so is the mark).
@@ -118,6 +129,10 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
 
 async function findRecord(state: StateBackend, model: string, id: string): Promise<AdapterPayload | undefined> {
   if (!isLookupId(id)) return undefined;
+  if (!CONSUMABLE_MODELS.has(model)) {
+    const text = await state.get(recordKey(model, id));
+    return text === null ? undefined : decodePayload(text);
+  }
   const [text, consumed] = await Promise.all([state.get(recordKey(model, id)), state.get(consumedKey(model, id))]);
   if (text === null) return undefined;
   const payload = decodePayload(text);
@@ -133,7 +148,7 @@ async function removeRecord(
   state: StateBackend, grants: GrantIndex, model: string, id: string, { unlist }: { unlist: boolean },
 ): Promise<void> {
   const text = await state.take(recordKey(model, id));
-  await state.delete(consumedKey(model, id));
+  if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, id));
   if (text === null) return;
   const payload = decodePayload(text);
   await Promise.all([

@@ -151,6 +151,29 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect((await rejection(par.consume(id('p'))) as Error & { error?: string }).error).to.equal('invalid_request_uri');
       });
 
+      it('refuses to consume a model oidc-provider never consumes; such a record is read and saved without a mark', async function () {
+        const grants = new Adapter('Grant');
+        await grants.upsert(id('g'), { jti: id('g'), accountId: 'a' }, 60);
+        expect((await rejection(grants.consume(id('g')))).message).to.equal('identity provider Grant records are never consumed');
+        const reads: string[] = [];
+        const counting = new Proxy(state, {
+          get(target, key, receiver) {
+            const value = Reflect.get(target, key, receiver) as unknown;
+            if (typeof value !== 'function') return value;
+            return (...args: unknown[]) => {
+              reads.push(`${String(key)} ${String(args[0])}`);
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        });
+        const Counted = createStateAdapterClass(counting);
+        expect(await new Counted('Grant').find(id('g'))).to.deep.equal({ jti: id('g'), accountId: 'a' });
+        expect(reads).to.deep.equal([`get idp:Grant:${id('g')}`]);
+        reads.length = 0;
+        await new Counted('RefreshToken').find(id('r'));
+        expect(reads).to.have.members([`get idp:RefreshToken:${id('r')}`, `get idp:consumed:RefreshToken:${id('r')}`]);
+      });
+
       it('does nothing for an absent record, which stays absent', async function () {
         const codes = new Adapter('AuthorizationCode');
         await codes.consume(id('none'));
@@ -256,7 +279,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
 
       it('answers look-ups with an absurd id as not found, and refuses to store under one', async function () {
-        const tokens = new Adapter('AccessToken');
+        const tokens = new Adapter('RefreshToken');
         const long = 'a'.repeat(MAX_ID_LENGTH + 1);
         expect(await tokens.find(long)).to.equal(undefined);
         expect(await tokens.find('')).to.equal(undefined);
@@ -275,7 +298,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
 
       it('keeps ids with colons apart from index keys', async function () {
-        const tokens = new Adapter('AccessToken');
+        const tokens = new Adapter('RefreshToken');
         await tokens.upsert('consumed:x', { jti: 'consumed:x' }, 60);
         await tokens.upsert(id('x'), { jti: id('x') }, 60);
         await tokens.consume(id('x'));
