@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createAccountStore } from '../../src/idp/accounts.js';
+import { createAccountStore, EXTENSION_SLACK_MS } from '../../src/idp/accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createMemoryState } from '../../src/state/memory.js';
 
@@ -37,6 +37,19 @@ describe('idp/accounts', function () {
     await accounts.update('sub-1', changed, changed, 1000);
     expect(await accounts.find('sub-1'), 'a record gone meanwhile is written again').to.deep.equal(changed);
     expect(await state.ttlMs('idp:account:sub-1')).to.be.above(10_000);
+    await state.close();
+  });
+
+  it('extends an unchanged account an hour beyond what a refresh needs, so the next refreshes leave it alone', async function () {
+    const state = createMemoryState({ log: pino({ level: 'silent' }) });
+    const extended: number[] = [];
+    const counting = { ...state, expire: (key: string, ttlMs: number) => (extended.push(ttlMs), state.expire(key, ttlMs)) };
+    const accounts = createAccountStore(counting, sealer);
+    const account = { connectorId: 'dir', identity };
+    await accounts.save('sub-1', account, 100);
+    for (let i = 0; i < 3; i++) await accounts.update('sub-1', account, { connectorId: 'dir', identity: { ...identity } }, 1000);
+    expect(extended).to.deep.equal([1000 * 1000 + EXTENSION_SLACK_MS]);
+    expect(await state.ttlMs('idp:account:sub-1')).to.be.above(1000 * 1000);
     await state.close();
   });
 
