@@ -103,12 +103,9 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       const model = this.#model;
       if (!CONSUMABLE_MODELS.has(model)) throw new TypeError(`identity provider ${model} records are never consumed`);
       if (!isLookupId(id)) return;
-      const ttlMs = await state.ttlMs(recordKey(model, id));
-      // No TTL: absent (nothing to mark) or kept forever (so is the mark).
-      if (ttlMs === null && (await state.get(recordKey(model, id))) === null) return;
+      // The mark lives as long as the record (forever with it); an absent record gets none.
       const stamp = String(Math.floor(now() / 1000));
-      const first = await state.setIfAbsent(consumedKey(model, id), stamp, ttlMs === null ? {} : { ttlMs });
-      if (!first) throw alreadyConsumed(model);
+      if ((await state.setIfAbsentFor(consumedKey(model, id), stamp, recordKey(model, id))) === 'exists') throw alreadyConsumed(model);
     }
 
     async destroy(id: string): Promise<void> {

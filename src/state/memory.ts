@@ -104,6 +104,14 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return true;
     },
 
+    async setIfAbsentFor(key, value, owner) {
+      const source = live(owner);
+      if (source === undefined) return 'no-owner';
+      if (live(key) !== undefined) return 'exists';
+      entries.set(key, { kind: 'string', value, expiresAt: source.expiresAt });
+      return 'set';
+    },
+
     async take(key) {
       const entry = stringEntry(key);
       if (entry === undefined) return null;

@@ -67,6 +67,15 @@ else
 end
 return 1`;
 
+// SET NX with the TTL KEYS[2] has left (none when it has none), only while KEYS[2] exists.
+// PTTL can answer 0 in a key's last millisecond, which SET PX refuses: 1 then.
+const SET_IF_ABSENT_FOR = `
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl == -2 then return 'no-owner' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if ttl == -1 then redis.call('SET', KEYS[1], ARGV[1]) else redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(ttl, 1)) end
+return 'set'`;
+
 /** DECR only an existing key above 0: DECR on an absent key would make -1 with no TTL. */
 const DECREMENT_IF_POSITIVE = `
 local value = redis.call('GET', KEYS[1])
@@ -137,6 +146,12 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
         ttl === undefined ? c.set(key, value, 'NX') : c.set(key, value, 'PX', ttl, 'NX'),
       );
       return reply === 'OK';
+    },
+
+    async setIfAbsentFor(key, value, owner) {
+      const reply = await run('setIfAbsentFor', (c) => c.eval(SET_IF_ABSENT_FOR, 2, key, owner, value));
+      if (reply === 'set' || reply === 'exists' || reply === 'no-owner') return reply;
+      throw new Error(`setIfAbsentFor: unexpected reply ${JSON.stringify(reply)}`);
     },
 
     // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.

@@ -45,6 +45,15 @@ export interface StateBackend {
   setIfAbsent(key: string, value: string, opts?: TtlOptions): Promise<boolean>;
 
   /**
+   * Stores the value only if the key is absent and `owner` exists, to expire when `owner`
+   * expires (never, when `owner` has no TTL), in one atomic step: a mark that lives exactly as
+   * long as what it marks (a code's "consumed"), in one round trip. 'set' when this call stored
+   * it, 'exists' when the key was there (left as it is), 'no-owner' when `owner` is absent
+   * (nothing stored).
+   */
+  setIfAbsentFor(key: string, value: string, owner: string): Promise<'set' | 'exists' | 'no-owner'>;
+
+  /**
    * Reads and removes a string key in one atomic step (GETDEL): of any number of concurrent
    * calls, from any replica, exactly one gets the value and the others null. For single-use
    * values (authorization transactions, one-time codes). Null when absent or expired.

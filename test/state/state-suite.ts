@@ -86,6 +86,24 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
         expect(await state.get(key('n'))).to.equal('third');
       });
 
+      it('setIfAbsentFor stores a mark that expires with its owner, keeps one already there, and stores none without an owner', async function () {
+        expect(await state.setIfAbsentFor(key('mark'), 'm', key('owner'))).to.equal('no-owner');
+        expect(await state.get(key('mark'))).to.equal(null);
+
+        await state.set(key('owner'), 'o', { ttlMs: TTL });
+        expect(await state.setIfAbsentFor(key('mark'), 'first', key('owner'))).to.equal('set');
+        expect(await state.setIfAbsentFor(key('mark'), 'second', key('owner'))).to.equal('exists');
+        expect(await state.get(key('mark'))).to.equal('first');
+        expect(await state.ttlMs(key('mark'))).to.be.a('number').within(1, TTL);
+        await sleep(PAST_TTL);
+        expect(await state.get(key('mark')), 'gone with its owner').to.equal(null);
+
+        await state.set(key('forever'), 'o');
+        expect(await state.setIfAbsentFor(key('mark2'), 'm', key('forever'))).to.equal('set');
+        expect(await state.ttlMs(key('mark2')), 'no TTL, as its owner').to.equal(null);
+        expect(await state.get(key('mark2'))).to.equal('m');
+      });
+
       it('delete removes strings and hashes, and ignores absent keys', async function () {
         await state.set(key('s'), 'v');
         await state.hashSet(key('h'), 'f', 'v');
