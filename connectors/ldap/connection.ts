@@ -31,7 +31,7 @@ export interface Timeouts {
 
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: CONNECT_TIMEOUT_MS, operationMs: OPERATION_TIMEOUT_MS, sessionMs: SESSION_TIMEOUT_MS };
 
-export type FailureStage = 'connect' | 'service-bind' | 'user-search' | 'user-bind' | 'group-search' | 'timeout';
+export type FailureStage = 'connect' | 'service-bind' | 'user-search' | 'user-bind' | 'group-search' | 'timeout' | 'busy';
 
 export class DirectoryFailure extends Error {
   constructor(readonly stage: FailureStage, message: string, options?: ErrorOptions) {

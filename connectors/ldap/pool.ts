@@ -13,9 +13,12 @@
  *   refuse a second connection, so that operation fails instead; a connection taken from the
  *   pool that fails so is replaced by a new one once, in the same login or refresh.
  * - Answers are never kept: every login and refresh asks the directory again.
- * - Bounds: at most MAX_IDLE connections wait in the pool, each at most IDLE_MS; the session
- *   deadline, the caller's signal and the per-operation timeout apply as before. An idle
- *   connection does not keep the process alive, and close() ends them all.
+ * - Bounds: at most MAX_OPEN connections at once per connector; a login or refresh beyond that
+ *   waits for one to be free, within its session deadline, and past MAX_WAITING waiting ones it
+ *   fails at once (the directory is busy) rather than queueing without end. At most MAX_IDLE
+ *   connections wait in the pool, each at most IDLE_MS. The caller's signal and the
+ *   per-operation timeout apply as before. An idle connection does not keep the process alive,
+ *   and close() ends them all.
  */
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
@@ -24,16 +27,32 @@ import { Client } from 'ldapts';
 import type { LdapConfig } from './config.js';
 import { DirectoryConnection, DirectoryFailure, describe, tlsOptions, type Timeouts } from './connection.js';
 
-/** Idle connections kept per connector; more in use at once are opened and closed as before. */
-export const MAX_IDLE = 8;
+/**
+ * Connections open at once per connector: a burst of logins waits for a connection instead of
+ * opening one each (the directory's connections are not the callers' to grow), and a refresh
+ * waiting for a pooled connection costs less than a new connection and bind.
+ */
+export const MAX_OPEN = 16;
+/** Logins and refreshes waiting for a connection; one more fails at once. */
+export const MAX_WAITING = 1_000;
+/** Idle connections kept per connector: as many as may be open, so a steady load reuses them all. */
+export const MAX_IDLE = MAX_OPEN;
 /** An idle connection is closed after this long, before directories and firewalls drop it. */
 export const IDLE_MS = 30_000;
 /** The unbind at close; a peer that never reads must not hold anything up. */
 const CLOSE_WAIT_MS = 1_000;
 
 export interface PoolOptions {
+  readonly maxOpen?: number;
+  readonly maxWaiting?: number;
   readonly maxIdle?: number;
   readonly idleMs?: number;
+}
+
+/** A login or refresh waiting for a connection. */
+interface Waiter {
+  granted: boolean;
+  grant(): void;
 }
 
 /** One ldapts client and the sockets it was given. */
@@ -49,8 +68,13 @@ interface Lease {
 
 export class DirectoryPool {
   private readonly idle: Lease[] = [];
+  private readonly waiting: Waiter[] = [];
+  private readonly maxOpen: number;
+  private readonly maxWaiting: number;
   private readonly maxIdle: number;
   private readonly idleMs: number;
+  /** Sessions holding one of the maxOpen connections (or about to open it). */
+  private inUse = 0;
   private closed = false;
 
   constructor(
@@ -58,7 +82,9 @@ export class DirectoryPool {
     private readonly timeouts: Timeouts,
     options: PoolOptions = {},
   ) {
-    this.maxIdle = options.maxIdle ?? MAX_IDLE;
+    this.maxOpen = options.maxOpen ?? MAX_OPEN;
+    this.maxWaiting = options.maxWaiting ?? MAX_WAITING;
+    this.maxIdle = Math.min(options.maxIdle ?? MAX_IDLE, this.maxOpen);
     this.idleMs = options.idleMs ?? IDLE_MS;
   }
 
@@ -75,7 +101,20 @@ export class DirectoryPool {
   async run<T>(signal: AbortSignal, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
     signal.throwIfAborted();
     const session = new Session(signal, this.timeouts.sessionMs);
-    let lease = this.take() ?? this.open();
+    try {
+      await this.acquire(session);
+    } catch (err: unknown) {
+      session.end();
+      throw err;
+    }
+    let lease: Lease;
+    try {
+      lease = this.take() ?? this.open();
+    } catch (err: unknown) {
+      session.end();
+      this.release();
+      throw err;
+    }
     let conn = new DirectoryConnection(lease.client, this.config, lease.reused, lease.sockets);
     try {
       try {
@@ -94,7 +133,44 @@ export class DirectoryPool {
         conn.closed = true;
         await this.discard(lease);
       }
+      this.release();
     }
+  }
+
+  /** Holds one of the maxOpen connections for this session, waiting within its deadline if need be. */
+  private acquire(session: Session): Promise<void> {
+    if (this.inUse < this.maxOpen) {
+      this.inUse++;
+      return Promise.resolve();
+    }
+    if (this.waiting.length >= this.maxWaiting) {
+      return Promise.reject(new DirectoryFailure('busy', `all ${this.maxOpen} connections are in use and ${this.maxWaiting} logins or refreshes already wait for one`));
+    }
+    let grant: () => void = () => undefined;
+    const turn = new Promise<void>((resolve) => {
+      grant = resolve;
+    });
+    const waiter: Waiter = {
+      granted: false,
+      grant() {
+        this.granted = true;
+        grant();
+      },
+    };
+    this.waiting.push(waiter);
+    return session.race(turn).catch((err: unknown) => {
+      // The deadline or the signal came first: give back a connection handed over meanwhile.
+      if (waiter.granted) this.release();
+      else this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      throw err;
+    });
+  }
+
+  /** The session's connection is free: the next waiting one gets it, else it is one fewer in use. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next === undefined) this.inUse--;
+    else next.grant();
   }
 
   /** Closes the idle connections; connections in use are closed when their session ends. */

@@ -14,6 +14,7 @@ import type { Identity, LoginContext } from '../../../connectors/connector.js';
 import { parseLdapConfig } from '../../../connectors/ldap/config.js';
 import { LdapConnector } from '../../../connectors/ldap/ldap.js';
 import type { PoolOptions } from '../../../connectors/ldap/pool.js';
+import { DirectoryFailure } from '../../../connectors/ldap/connection.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { asDirectoryAdmin } from './directory-admin.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
@@ -93,7 +94,7 @@ async function relay(): Promise<Relay> {
   };
 }
 
-function connectorVia(port: number, pool: PoolOptions = {}): LdapConnector {
+function connectorVia(port: number, pool: PoolOptions = {}, timeouts = QUICK): LdapConnector {
   const sink = new ProblemSink();
   const config = parseLdapConfig({
     host: `127.0.0.1:${port}`,
@@ -107,7 +108,7 @@ function connectorVia(port: number, pool: PoolOptions = {}): LdapConnector {
     },
   }, sink.scoped('svc-cm'));
   if (config === undefined) throw new Error(sink.problems.map(formatProblem).join('\n'));
-  return new LdapConnector(config, { upstreamFetch: () => globalThis.fetch, now: () => new Date(), log: pino({ level: 'silent' }) }, { timeouts: QUICK, pool });
+  return new LdapConnector(config, { upstreamFetch: () => globalThis.fetch, now: () => new Date(), log: pino({ level: 'silent' }) }, { timeouts, pool });
 }
 
 function ctx(wantGroups = true): LoginContext {
@@ -230,5 +231,48 @@ describe('ldap connector: connection reuse', function () {
     await connector.login('bob', 'bob123', ctx());
     expect(connector.pool.idleCount).to.equal(1);
     await eventually(() => via.open() === 0 && connector?.pool.idleCount === 0, 'closed after idleMs');
+  });
+  it('opens at most maxOpen connections at once: the other refreshes wait for one and are served on it', async () => {
+    connector = connectorVia(via.port, { maxOpen: 2 });
+    const bob = (await connector.login('bob', 'bob123', ctx())) as Identity;
+    const before = via.connections();
+    const fresh = await Promise.all(Array.from({ length: 6 }, () => connector?.refresh(bob, ctx())));
+    expect(fresh.map((f) => f?.userId)).to.deep.equal(['bob', 'bob', 'bob', 'bob', 'bob', 'bob']);
+    // The login's pooled connection and one more; without the bound each refresh would open its own.
+    expect(via.connections() - before, 'connections opened by six refreshes at once').to.equal(1);
+  });
+
+  it('past maxWaiting waiting logins the next one fails at once; a waiting one leaves the queue when its caller gives up', async () => {
+    // A directory that accepts connections and never answers: the first login holds the one connection.
+    const accepted = new Set<Socket>();
+    const mute = createServer((socket) => void accepted.add(socket));
+    await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+    const port = (mute.address() as { port: number }).port;
+    connector = connectorVia(port, { maxOpen: 1, maxWaiting: 1 }, { connectMs: 2_000, operationMs: 2_000, sessionMs: 1_500 });
+    const attempt = (signal = new AbortController().signal) =>
+      (connector as LdapConnector).login('bob', 'bob123', { ...ctx(), signal }).then(() => 'answered', (err: unknown) => err);
+    try {
+      const holding = attempt();
+      const giveUp = new AbortController();
+      const waiting = attempt(giveUp.signal);
+      const started = Date.now();
+      const refused = (await attempt()) as Error;
+      expect(Date.now() - started, 'refused at once').to.be.below(500);
+      expect(refused.message).to.equal('the directory is unreachable; try again later');
+      expect(refused.cause).to.be.instanceOf(DirectoryFailure).and.to.have.property('stage', 'busy');
+
+      giveUp.abort(new Error('the caller gave up'));
+      expect(((await waiting) as Error).message).to.equal('the caller gave up');
+      // Its place is free again: the next one waits (it ends with its own deadline, not at once).
+      const next = attempt();
+      const early = await Promise.race([next, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 200))]);
+      expect(early).to.equal('still waiting');
+      expect(((await holding) as Error).cause).to.be.instanceOf(DirectoryFailure).and.to.have.property('stage', 'timeout');
+      expect(((await next) as Error).cause).to.be.instanceOf(DirectoryFailure).and.to.have.property('stage', 'timeout');
+    } finally {
+      // Nothing reads them, so they never see the client's end: closed here.
+      for (const socket of accepted) socket.destroy();
+      await new Promise<void>((resolve) => mute.close(() => resolve()));
+    }
   });
 });
