@@ -101,11 +101,15 @@ export class DirectoryPool {
   async run<T>(signal: AbortSignal, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
     signal.throwIfAborted();
     const session = new Session(signal, this.timeouts.sessionMs);
-    try {
-      await this.acquire(session);
-    } catch (err: unknown) {
-      session.end();
-      throw err;
+    // A free connection is taken without a turn of the promise queue; only a wait awaits.
+    if (this.inUse < this.maxOpen) this.inUse++;
+    else {
+      try {
+        await this.waitForConnection(session);
+      } catch (err: unknown) {
+        session.end();
+        throw err;
+      }
     }
     let lease: Lease;
     try {
@@ -137,12 +141,8 @@ export class DirectoryPool {
     }
   }
 
-  /** Holds one of the maxOpen connections for this session, waiting within its deadline if need be. */
-  private acquire(session: Session): Promise<void> {
-    if (this.inUse < this.maxOpen) {
-      this.inUse++;
-      return Promise.resolve();
-    }
+  /** Waits, within the session's deadline, until a session hands its connection over to this one. */
+  private waitForConnection(session: Session): Promise<void> {
     if (this.waiting.length >= this.maxWaiting) {
       return Promise.reject(new DirectoryFailure('busy', `all ${this.maxOpen} connections are in use and ${this.maxWaiting} logins or refreshes already wait for one`));
     }
