@@ -161,7 +161,10 @@ export class DirectoryPool {
     return session.race(turn).catch((err: unknown) => {
       // The deadline or the signal came first: give back a connection handed over meanwhile.
       if (waiter.granted) this.release();
-      else this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      else {
+        const at = this.waiting.indexOf(waiter);
+        if (at >= 0) this.waiting.splice(at, 1);
+      }
       throw err;
     });
   }
