@@ -84,6 +84,23 @@ function isConnectionError(err: unknown): boolean {
   return !(err instanceof Error && typeof (err as { code?: unknown }).code === 'number');
 }
 
+const corkedThisTurn = new WeakSet<Socket>();
+
+/**
+ * Corks a shared connection's socket until the end of this turn of the event loop (setImmediate
+ * runs after the I/O callbacks of the turn), so the requests of every refresh that reached its
+ * searches in this turn leave in one write.
+ */
+function corkForThisTurn(socket: Socket): void {
+  if (corkedThisTurn.has(socket)) return;
+  corkedThisTurn.add(socket);
+  socket.cork();
+  setImmediate(() => {
+    corkedThisTurn.delete(socket);
+    socket.uncork();
+  });
+}
+
 export class DirectoryConnection {
   /** Set when the session ends; every operation checks it first. */
   closed = false;
@@ -97,6 +114,8 @@ export class DirectoryConnection {
     boundAsService: boolean,
     /** The sockets the client was given, the one it writes to last (a StartTLS upgrade follows the plain one). */
     private readonly sockets: readonly Socket[] = [],
+    /** Shared by concurrent refreshes: requests sent in one turn of the event loop leave in one write. */
+    private readonly shared = false,
   ) {
     this.#asService = boundAsService;
   }
@@ -110,6 +129,8 @@ export class DirectoryConnection {
    * must wait for something else first simply leaves later, in its own write.
    */
   inOneWrite<T>(start: () => T): T {
+    // A shared connection corks every search for the turn already (joinTurn).
+    if (this.shared) return start();
     const socket = this.sockets.at(-1);
     socket?.cork();
     try {
@@ -117,6 +138,12 @@ export class DirectoryConnection {
     } finally {
       if (socket !== undefined) process.nextTick(() => socket.uncork());
     }
+  }
+
+  /** On a shared connection, a search waits for the end of the turn to leave with the others. */
+  private joinTurn(): void {
+    const socket = this.sockets.at(-1);
+    if (this.shared && socket !== undefined) corkForThisTurn(socket);
   }
 
   get boundAsService(): boolean {
@@ -151,6 +178,7 @@ export class DirectoryConnection {
       ...(this.config.groupSearch?.userMatchers.map((m) => m.userAttr) ?? []),
     ]);
     this.ensureOpen();
+    this.joinTurn();
     let entries: Entry[];
     try {
       ({ searchEntries: entries } = await this.client.search(search.baseDN, {
@@ -213,6 +241,7 @@ export class DirectoryConnection {
 
   private async groupsMatching(groupSearch: GroupSearch, groupAttr: string, value: string): Promise<Entry[]> {
     this.ensureOpen();
+    this.joinTurn();
     try {
       const { searchEntries } = await this.client.search(groupSearch.baseDN, {
         scope: groupSearch.scope,

@@ -89,7 +89,8 @@ export class LdapConnector implements PasswordConnector {
 
   private async session(action: 'login' | 'refresh', ctx: LoginContext, work: (conn: DirectoryConnection) => Promise<Identity | null>): Promise<Identity | null> {
     try {
-      return await this.pool.run(ctx.signal, work);
+      // A refresh only searches, so it may share a connection; a login binds as the user.
+      return await (action === 'refresh' ? this.pool.runSearches(ctx.signal, work) : this.pool.run(ctx.signal, work));
     } catch (err: unknown) {
       throw this.userSafe(action, err, ctx.signal);
     }

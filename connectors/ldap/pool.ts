@@ -13,6 +13,11 @@
  *   refuse a second connection, so that operation fails instead; a connection taken from the
  *   pool that fails so is replaced by a new one once, in the same login or refresh.
  * - Answers are never kept: every login and refresh asks the directory again.
+ * - Refreshes only search, so concurrent ones share one more connection (runSearches), bound once
+ *   as the service account and never bound again: the searches of every refresh that reaches
+ *   them in one turn of the event loop leave in one write. A refresh's deadline ends that
+ *   refresh alone; a connection-level failure retires the shared connection and the refresh is
+ *   tried once more on a pooled one. Logins bind as the user, so each has its own connection.
  * - Bounds: at most MAX_OPEN connections at once per connector; a login or refresh beyond that
  *   waits for one to be free, within its session deadline, and past MAX_WAITING waiting ones it
  *   fails at once (the directory is busy) rather than queueing without end. At most MAX_IDLE
@@ -26,6 +31,7 @@ import { isIP } from 'node:net';
 import { Client } from 'ldapts';
 import type { LdapConfig } from './config.js';
 import { DirectoryConnection, DirectoryFailure, describe, tlsOptions, type Timeouts } from './connection.js';
+import { Session } from './session.js';
 
 /**
  * Connections open at once per connector: a burst of logins waits for a connection instead of
@@ -37,6 +43,8 @@ export const MAX_OPEN = 16;
 export const MAX_WAITING = 1_000;
 /** Idle connections kept per connector: as many as may be open, so a steady load reuses them all. */
 export const MAX_IDLE = MAX_OPEN;
+/** Refreshes at once on the shared search connection; more take pooled connections meanwhile. */
+export const MAX_SHARED_SEARCHES = 64;
 /** An idle connection is closed after this long, before directories and firewalls drop it. */
 export const IDLE_MS = 30_000;
 /** The unbind at close; a peer that never reads must not hold anything up. */
@@ -53,6 +61,16 @@ export interface PoolOptions {
 interface Waiter {
   granted: boolean;
   grant(): void;
+}
+
+/** The connection concurrent refreshes share: bound once as the service account, never rebound. */
+interface SearchChannel {
+  readonly lease: Lease;
+  /** Settles when the connection is open and bound (rejects when it could not be). */
+  readonly ready: Promise<void>;
+  inFlight: number;
+  retired: boolean;
+  idleTimer?: NodeJS.Timeout;
 }
 
 /** One ldapts client and the sockets it was given. */
@@ -73,8 +91,9 @@ export class DirectoryPool {
   private readonly maxWaiting: number;
   private readonly maxIdle: number;
   private readonly idleMs: number;
-  /** Sessions holding one of the maxOpen connections (or about to open it). */
+  /** Sessions holding one of the maxOpen connections (or about to open it), the search channel counting as one. */
   private inUse = 0;
+  private channel: SearchChannel | undefined;
   private closed = false;
 
   constructor(
@@ -141,6 +160,87 @@ export class DirectoryPool {
     }
   }
 
+  /**
+   * Runs a refresh's `work`, which only searches (never binds), on the connection concurrent
+   * refreshes share: the searches of every refresh that reaches them in one turn of the event
+   * loop leave in one write, and the answers come back on one socket (docs/connectors.md). The
+   * session deadline and the signal end this refresh alone; a connection-level failure retires
+   * the shared connection, and the next refresh opens another. When it cannot be used (too many
+   * refreshes on it, every connection in use), the refresh takes a pooled connection.
+   */
+  async runSearches<T>(signal: AbortSignal, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
+    const channel = this.searchChannel();
+    if (channel === undefined) return this.run(signal, work);
+    signal.throwIfAborted();
+    this.enter(channel);
+    const session = new Session(signal, this.timeouts.sessionMs);
+    const conn = new DirectoryConnection(channel.lease.client, this.config, true, channel.lease.sockets, true);
+    try {
+      // A connection that lost its bind is never bound again while others use it.
+      await session.race(channel.ready);
+      if (!channel.lease.client.isBound || channel.lease.closing !== undefined) throw new DirectoryFailure('connect', 'the shared connection to the directory closed');
+      return await session.race(work(conn));
+    } catch (err: unknown) {
+      if (!(err instanceof DirectoryFailure && (err.stage === 'connect' || err.stage === 'service-bind'))) throw err;
+      this.retire(channel);
+      // The connection, not the refresh, failed: once more on a pooled connection, as a pooled
+      // connection that failed is replaced once (searches may be sent again).
+      if (session.over) throw err;
+    } finally {
+      conn.closed = true;
+      session.end();
+      this.leave(channel);
+    }
+    return this.run(signal, work);
+  }
+
+  /** The shared connection in force, a new one, or undefined when a pooled one must do. */
+  private searchChannel(): SearchChannel | undefined {
+    const current = this.channel;
+    if (current !== undefined) return current.inFlight < MAX_SHARED_SEARCHES ? current : undefined;
+    if (this.closed || this.inUse >= this.maxOpen) return undefined;
+    this.inUse++;
+    const lease = this.open();
+    const opening = new DirectoryConnection(lease.client, this.config, false, lease.sockets);
+    const ready = (async () => {
+      if (this.config.transport === 'startTLS') {
+        try {
+          await lease.client.startTLS(tlsOptions(this.config));
+        } catch (err: unknown) {
+          throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
+        }
+      }
+      await opening.serviceBind();
+    })();
+    const channel: SearchChannel = { lease, ready, inFlight: 0, retired: false };
+    ready.catch(() => this.retire(channel));
+    this.channel = channel;
+    return channel;
+  }
+
+  private enter(channel: SearchChannel): void {
+    if (channel.inFlight++ > 0) return;
+    clearTimeout(channel.idleTimer);
+    for (const socket of channel.lease.sockets) socket.ref();
+  }
+
+  /** The last refresh on it done: it waits idle as a pooled connection does, then closes. */
+  private leave(channel: SearchChannel): void {
+    if (--channel.inFlight > 0 || channel.retired) return;
+    for (const socket of channel.lease.sockets) socket.unref();
+    channel.idleTimer = setTimeout(() => this.retire(channel), this.idleMs);
+    channel.idleTimer.unref();
+  }
+
+  /** Closes the shared connection once; refreshes still on it fail, the next one opens another. */
+  private retire(channel: SearchChannel): void {
+    if (channel.retired) return;
+    channel.retired = true;
+    clearTimeout(channel.idleTimer);
+    if (this.channel === channel) this.channel = undefined;
+    void this.discard(channel.lease).finally(() => this.release());
+  }
+
   /** Waits, within the session's deadline, until a session hands its connection over to this one. */
   private waitForConnection(session: Session): Promise<void> {
     if (this.waiting.length >= this.maxWaiting) {
@@ -179,6 +279,7 @@ export class DirectoryPool {
   /** Closes the idle connections; connections in use are closed when their session ends. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.channel !== undefined) this.retire(this.channel);
     await Promise.all(this.idle.splice(0).map((lease) => this.discard(lease)));
   }
 
@@ -280,41 +381,4 @@ export class DirectoryPool {
 function serverUrl(config: LdapConfig): string {
   const host = isIP(config.host) === 6 ? `[${config.host}]` : config.host;
   return `${config.transport === 'ldaps' ? 'ldaps' : 'ldap'}://${host}:${config.port}`;
-}
-
-/** The deadline of one login or refresh, and its caller's signal. */
-class Session {
-  over = false;
-  private readonly timer: NodeJS.Timeout;
-  private readonly onAbort: () => void;
-  private readonly ended: Promise<never>;
-
-  constructor(private readonly signal: AbortSignal, sessionMs: number) {
-    let fail: (err: unknown) => void = () => undefined;
-    this.ended = new Promise<never>((_, reject) => {
-      fail = reject;
-    });
-    // Raced only; a rejection nobody awaits any more must not surface as unhandled.
-    this.ended.catch(() => undefined);
-    this.timer = setTimeout(() => {
-      this.over = true;
-      fail(new DirectoryFailure('timeout', `no answer within ${sessionMs} ms`));
-    }, sessionMs);
-    this.onAbort = () => {
-      this.over = true;
-      fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    };
-    signal.addEventListener('abort', this.onAbort, { once: true });
-  }
-
-  race<T>(work: Promise<T>): Promise<T> {
-    // Work that loses the race still ends (and closes its connection) on its own.
-    work.catch(() => undefined);
-    return Promise.race([work, this.ended]);
-  }
-
-  end(): void {
-    clearTimeout(this.timer);
-    this.signal.removeEventListener('abort', this.onAbort);
-  }
 }

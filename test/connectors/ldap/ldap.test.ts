@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Socket } from 'node:net';
 import { Attribute, Change, Client } from 'ldapts';
 import { pino } from 'pino';
 import type { Connector, Identity, LoginContext, PasswordConnector } from '../../../connectors/connector.js';
@@ -21,6 +20,7 @@ import { ldap } from '../../../connectors/ldap/index.js';
 import { LdapConnector } from '../../../connectors/ldap/ldap.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { asDirectoryAdmin } from './directory-admin.js';
+import { writesTo } from './socket-writes.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
 import { silentServer } from '../../helpers/silent-server.js';
 
@@ -116,32 +116,6 @@ async function expectAllClosed(server: { open: () => number }): Promise<void> {
 
 function errorsIn(lines: readonly LogLine[]): string[] {
   return lines.filter((l) => l.level >= 50).map((l) => l.msg);
-}
-
-/**
- * Counts the writes made on sockets to `port` (net.Socket's _write for one chunk, _writev for
- * several at once), each as the number of chunks it carried; restore() puts the originals back.
- */
-function writesTo(port: number): { requestsPerWrite: number[]; restore(): void } {
-  const requestsPerWrite: number[] = [];
-  type Writes = { _write: (...args: unknown[]) => unknown; _writev: (chunks: unknown[], cb: unknown) => unknown };
-  const proto = Socket.prototype as unknown as Writes;
-  const { _write: write, _writev: writev } = proto;
-  proto._write = function (this: Socket, ...args: unknown[]) {
-    if (this.remotePort === port) requestsPerWrite.push(1);
-    return write.apply(this, args);
-  };
-  proto._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
-    if (this.remotePort === port) requestsPerWrite.push(chunks.length);
-    return writev.call(this, chunks, cb);
-  };
-  return {
-    requestsPerWrite,
-    restore() {
-      proto._write = write;
-      proto._writev = writev;
-    },
-  };
 }
 
 describe('ldap connector against slapd', function () {
@@ -425,6 +399,7 @@ describe('ldap connector against slapd', function () {
     it('sends the user search and the group search of a refresh in one write', async () => {
       const { connector } = connectorFor(byDnOnly());
       const identity = (await connector.login('bob', 'bob123', ctx())) as Identity;
+      await connector.refresh?.(identity, ctx());   // opens the connection refreshes share, and binds it
       const writes = writesTo(ldapPort);
       try {
         expect(await connector.refresh?.(identity, ctx())).to.deep.include({ userId: 'bob', groups: ['devs'] });

@@ -17,6 +17,7 @@ import type { PoolOptions } from '../../../connectors/ldap/pool.js';
 import { DirectoryFailure } from '../../../connectors/ldap/connection.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { asDirectoryAdmin } from './directory-admin.js';
+import { writesTo } from './socket-writes.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
@@ -150,7 +151,7 @@ describe('ldap connector: connection reuse', function () {
     await via.close();
   });
 
-  it('a refresh reuses the login\'s connection and still reads the directory again: new groups, then the user gone', async () => {
+  it('refreshes share one connection beside the login\'s, and still read the directory again: new groups, then the user gone', async () => {
     connector = connectorVia(via.port);
     const carol = (await connector.login('carol', 'carol123', ctx())) as Identity;
     expect(carol.groups).to.deep.equal(['devs']);
@@ -161,7 +162,7 @@ describe('ldap connector: connection reuse', function () {
     expect((await connector.refresh(carol, ctx()))?.groups).to.deep.equal(['devs']);
     await asAdmin((c) => c.del('uid=carol,ou=people,dc=example,dc=org'));
     expect(await connector.refresh(carol, ctx())).to.equal(null);
-    expect(via.connections(), 'one connection for the login and three refreshes').to.equal(1);
+    expect(via.connections(), 'one connection for the login, one the three refreshes share').to.equal(2);
   });
 
   it('a connection left bound as a user, or anonymous after a refused bind, is closed, never reused', async () => {
@@ -218,8 +219,7 @@ describe('ldap connector: connection reuse', function () {
 
   it('keeps at most maxIdle connections, closes idle ones after idleMs and all of them at close', async () => {
     connector = connectorVia(via.port, { maxIdle: 2, idleMs: 60_000 });
-    const bob = (await connector.login('bob', 'bob123', ctx())) as Identity;
-    const fresh = await Promise.all(Array.from({ length: 5 }, () => connector?.refresh(bob, ctx())));
+    const fresh = await Promise.all(Array.from({ length: 5 }, () => connector?.login('bob', 'bob123', ctx())));
     expect(fresh.map((f) => f?.userId)).to.deep.equal(['bob', 'bob', 'bob', 'bob', 'bob']);
     expect(connector.pool.idleCount).to.equal(2);
     await eventually(() => via.open() === 2, 'the connections over the bound closed');
@@ -232,14 +232,44 @@ describe('ldap connector: connection reuse', function () {
     expect(connector.pool.idleCount).to.equal(1);
     await eventually(() => via.open() === 0 && connector?.pool.idleCount === 0, 'closed after idleMs');
   });
-  it('opens at most maxOpen connections at once: the other refreshes wait for one and are served on it', async () => {
+  it('opens at most maxOpen connections at once: the other logins wait for one and are served on it', async () => {
     connector = connectorVia(via.port, { maxOpen: 2 });
-    const bob = (await connector.login('bob', 'bob123', ctx())) as Identity;
+    await connector.login('bob', 'bob123', ctx());
     const before = via.connections();
-    const fresh = await Promise.all(Array.from({ length: 6 }, () => connector?.refresh(bob, ctx())));
+    const fresh = await Promise.all(Array.from({ length: 6 }, () => connector?.login('bob', 'bob123', ctx())));
     expect(fresh.map((f) => f?.userId)).to.deep.equal(['bob', 'bob', 'bob', 'bob', 'bob', 'bob']);
-    // The login's pooled connection and one more; without the bound each refresh would open its own.
-    expect(via.connections() - before, 'connections opened by six refreshes at once').to.equal(1);
+    // The first login's pooled connection and one more; without the bound each login would open its own.
+    expect(via.connections() - before, 'connections opened by six logins at once').to.equal(1);
+  });
+
+  it('concurrent refreshes share one connection: the searches of those in one turn leave in one write', async () => {
+    connector = connectorVia(via.port);
+    const bob = (await connector.login('bob', 'bob123', ctx())) as Identity;
+    await connector.refresh(bob, ctx());   // opens the shared connection and binds it
+    const before = via.connections();
+    const writes = writesTo(via.port);
+    try {
+      const fresh = await Promise.all(Array.from({ length: 4 }, () => connector?.refresh(bob, ctx())));
+      expect(fresh.map((f) => f?.groups)).to.deep.equal([['devs', 'qa'], ['devs', 'qa'], ['devs', 'qa'], ['devs', 'qa']]);
+    } finally {
+      writes.restore();
+    }
+    // The four user searches in one write; each refresh's group searches (they need its entry)
+    // share writes with whatever else reached the connection in the same turn.
+    const [first, ...rest] = writes.requestsPerWrite;
+    expect(first, 'the user searches of the four refreshes').to.equal(4);
+    expect(rest.reduce((a, b) => a + b, 0), 'their group searches, by DN and by uid').to.equal(8);
+    expect(via.connections() - before).to.equal(0);
+  });
+
+  it('a shared connection the directory dropped is replaced, and the refresh on it still answers', async () => {
+    connector = connectorVia(via.port);
+    const bob = (await connector.login('bob', 'bob123', ctx())) as Identity;
+    expect((await connector.refresh(bob, ctx()))?.userId).to.equal('bob');
+    via.dropAll();
+    await eventually(() => via.open() === 0, 'the directory dropped every connection');
+    expect((await connector.refresh(bob, ctx()))?.userId).to.equal('bob');
+    expect((await connector.refresh(bob, ctx()))?.userId).to.equal('bob');
   });
 
   it('past maxWaiting waiting logins the next one fails at once; a waiting one leaves the queue when its caller gives up', async () => {
