@@ -202,16 +202,7 @@ export class DirectoryPool {
     this.inUse++;
     const lease = this.open();
     const opening = new DirectoryConnection(lease.client, this.config, false, lease.sockets);
-    const ready = (async () => {
-      if (this.config.transport === 'startTLS') {
-        try {
-          await lease.client.startTLS(tlsOptions(this.config));
-        } catch (err: unknown) {
-          throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
-        }
-      }
-      await opening.serviceBind();
-    })();
+    const ready = this.secure(lease).then(() => opening.serviceBind());
     const channel: SearchChannel = { lease, ready, inFlight: 0, retired: false };
     ready.catch(() => this.retire(channel));
     this.channel = channel;
@@ -283,16 +274,20 @@ export class DirectoryPool {
     await Promise.all(this.idle.splice(0).map((lease) => this.discard(lease)));
   }
 
+  /** A new connection's StartTLS, when the config asks for it, before anything else is sent. */
+  private async secure(lease: Lease): Promise<void> {
+    if (this.config.transport !== 'startTLS') return;
+    try {
+      await lease.client.startTLS(tlsOptions(this.config));
+    } catch (err: unknown) {
+      throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
+    }
+  }
+
   private async use<T>(lease: Lease, conn: DirectoryConnection, work: (conn: DirectoryConnection) => Promise<T>): Promise<T> {
     let done = false;
     try {
-      if (!lease.reused && this.config.transport === 'startTLS') {
-        try {
-          await lease.client.startTLS(tlsOptions(this.config));
-        } catch (err: unknown) {
-          throw new DirectoryFailure('connect', `StartTLS failed: ${describe(err)}`, { cause: err });
-        }
-      }
+      if (!lease.reused) await this.secure(lease);
       const result = await work(conn);
       done = true;
       return result;
