@@ -126,11 +126,10 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
 
 async function findRecord(state: StateBackend, model: string, id: string): Promise<AdapterPayload | undefined> {
   if (!isLookupId(id)) return undefined;
-  if (!CONSUMABLE_MODELS.has(model)) {
-    const text = await state.get(recordKey(model, id));
-    return text === null ? undefined : decodePayload(text);
-  }
-  const [text, consumed] = await Promise.all([state.get(recordKey(model, id)), state.get(consumedKey(model, id))]);
+  const [text, consumed] = await Promise.all([
+    state.get(recordKey(model, id)),
+    CONSUMABLE_MODELS.has(model) ? state.get(consumedKey(model, id)) : null,
+  ]);
   if (text === null) return undefined;
   const payload = decodePayload(text);
   return consumed === null ? payload : { ...payload, consumed: Number(consumed) };
