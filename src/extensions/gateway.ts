@@ -21,6 +21,7 @@ import { ExtensionNotFound } from '../errors.js';
 import { hostOf, protocolOf, type Caller, type ReadCaller } from '../http/caller.js';
 import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
+import { logAccess } from '../http/raw-request.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Rights } from '../rbac/rights.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
@@ -164,9 +165,6 @@ class Exchange {
     this.deps.httpMetrics.record(GATEWAY_ROUTE, method, status, seconds);
     // Configured names only: a client's made-up names would grow the label set without bound.
     if (extension !== undefined) this.deps.metrics.observe({ extension, status, seconds, bytesIn: this.tally.bytesIn, bytesOut: this.tally.bytesOut });
-    if (this.deps.log.isLevelEnabled('debug')) {
-      // Path only: query strings may carry codes or tokens.
-      this.deps.log.debug({ requestId: this.requestId, method, path: this.request.path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
-    }
+    logAccess(this.deps.log, this.requestId, method, this.request.path, status, seconds);
   }
 }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { NotFound } from '../errors.js';
 import { errorMiddleware } from './errors.js';
 import type { HttpMetrics } from './metrics.js';
+import { logAccess } from './raw-request.js';
 import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
 
@@ -54,9 +55,7 @@ function accessLog(log: Logger): Koa.Middleware<AppState> {
     try {
       await next();
     } finally {
-      const ms = Math.round((performance.now() - start) * 10) / 10;
-      // Path only: query strings may carry codes or tokens.
-      log.debug({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+      logAccess(log, ctx.state.requestId, ctx.method, ctx.path, ctx.status, (performance.now() - start) / 1000);
     }
   };
 }

@@ -1,8 +1,8 @@
 /**
  * What the app's outer middleware does for every request (request-context.ts, the access line,
  * the metrics), for a request a feature answers on the raw server before Koa: the X-Request-Id
- * header, and at the end one observation under a route pattern and the debug access line.
- * The extension gateway does the same inline, with its own metrics beside these.
+ * header, and at the end one observation under a route pattern and the debug access line
+ * (logAccess, which the app and the extension gateway write with too).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -12,6 +12,14 @@ import { requestIdFrom } from './request-id.js';
 export interface RawRequestDeps {
   readonly metrics: Pick<HttpMetrics, 'record'>;
   readonly log: Logger;
+}
+
+/**
+ * The debug access line of a request, from Koa's app or before it: one format everywhere.
+ * Path only: query strings may carry codes or tokens.
+ */
+export function logAccess(log: Logger, requestId: string, method: string, path: string, status: number, seconds: number): void {
+  if (log.isLevelEnabled('debug')) log.debug({ requestId, method, path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
 }
 
 /** Sets the request id on the response and observes the request when it ends; returns the id. */
@@ -26,10 +34,7 @@ export function observeRawRequest(req: IncomingMessage, res: ServerResponse, rou
     const seconds = (performance.now() - start) / 1000;
     const method = req.method ?? 'GET';
     deps.metrics.record(route, method, status, seconds);
-    if (deps.log.isLevelEnabled('debug')) {
-      // Path only: query strings may carry codes or tokens.
-      deps.log.debug({ requestId, method, path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
-    }
+    logAccess(deps.log, requestId, method, path, status, seconds);
   });
   return requestId;
 }
