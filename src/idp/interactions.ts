@@ -4,14 +4,21 @@
  *   GET  /api/idp/interaction/:uid                   one connector: straight to it; several: a chooser
  *   GET  /api/idp/interaction/:uid/connector/:id     password form, or off to the upstream
  *   POST /api/idp/interaction/:uid/connector/:id     the password form
- *   GET|POST /api/idp/callback                        the upstream's return (SAML posts)
+ *   GET|POST /api/idp/callback                        the upstream's return (SAML posts): on to the interaction
+ *   GET|POST /api/idp/interaction/:uid/callback       the upstream's answer, completed by the browser that started
  *   GET  /api/idp/interaction/:uid/finish            back on the provider, finish the login
  *   GET  /api/idp/saml/:id/metadata                   a SAML connector's SP metadata, for the IdP's admin
  *
- * The callback gets no `_interaction` cookie (its path is the interaction's), so it only finds
- * the transaction by `state`/`RelayState`; the browser then comes to /finish, under the
- * interaction's path, where interactionDetails proves it is the browser that started.
- * Consent is implied for svc's first-party clients.
+ * A browser connector's round trip is bound to the browser that started it (issue 21): starting
+ * it sets the `svc.idp.login` cookie, a random binding scoped to the interaction's path
+ * (HttpOnly, SameSite=Lax, Secure under https), whose hash the transaction keeps. The callback
+ * URL the upstream knows is not under that path, so /callback only finds the interaction by
+ * `state`/`RelayState` and sends the browser on to the interaction's own callback with the same
+ * parameters: a 303 for a GET, and for a POST (SAML) a page that posts them on from svc's own
+ * origin, because a cross-site POST carries no SameSite=Lax cookie. There the binding must match
+ * before the connector even reads the answer, and /finish checks it again (with interactionDetails,
+ * which proves the `_interaction` cookie). A victim who is sent an attacker's upstream URL ends
+ * that login without filling it. Consent is implied for svc's first-party clients.
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -25,6 +32,7 @@ import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
 import { MOUNT_PATH } from './issuer.js';
 import { setPageHeaders } from '../http/security-headers.js';
+import { CONNECTOR_TRANSACTION_TTL_S } from './lifetimes.js';
 
 export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */
@@ -37,6 +45,9 @@ export interface InteractionDeps {
 const EXPIRED = 'This login has expired or was started in another browser. Go back to the application and log in again.';
 const UNAVAILABLE = 'The directory is unreachable right now. Try again in a few minutes; if it keeps happening, tell your administrator.';
 const WRONG = 'Wrong username or password.';
+
+/** The browser's half of a round trip's binding (login-flow.ts), under the interaction's path. */
+export const BINDING_COOKIE = 'svc.idp.login';
 
 const interactionPath = (uid: string): string => `${MOUNT_PATH}/interaction/${encodeURIComponent(uid)}`;
 const connectorPath = (uid: string, id: string): string => `${interactionPath(uid)}/connector/${encodeURIComponent(id)}`;
@@ -108,13 +119,15 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const connector = connectorOr404(ctx, id);
     if (connector === undefined) return;
     if (connector.kind === 'password') return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt));
-    let start;
+    let bound;
     try {
-      start = await deps.flow.begin(connector, requestOf(interaction, id));
+      bound = await deps.flow.begin(connector, requestOf(interaction, id));
     } catch (err: unknown) {
       deps.log.error({ err, connector: id }, 'identity provider: a connector could not start a login');
       return page(ctx, 503, errorPage('Login unavailable', 'The identity provider cannot be reached right now. Try again in a few minutes.'));
     }
+    setBinding(ctx, interaction.uid, bound.binding, new Date(Date.now() + CONNECTOR_TRANSACTION_TTL_S * 1000));
+    const { start } = bound;
     if (start.via === 'redirect') return ctx.redirect(start.url);
     page(ctx, 200, autoPostPage(start.action, start.fields));
   }
@@ -138,26 +151,47 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   router.get('/interaction/:uid/finish', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
-    const sub = await deps.flow.takePending(interaction.uid);
+    const sub = await deps.flow.takePending(interaction.uid, ctx.cookies.get(BINDING_COOKIE, { signed: false }));
     if (sub === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    setBinding(ctx, interaction.uid, '', new Date(0));
     await finish(ctx, { login: { accountId: sub } }, false);
   });
 
+  const paramsOf = async (ctx: Koa.Context): Promise<URLSearchParams> => (ctx.method === 'POST' ? await readForm(ctx.req) : new URLSearchParams(ctx.querystring));
+  const stateOf = (params: URLSearchParams): string => params.get('state') ?? params.get('RelayState') ?? '';
+
+  /** The URL the upstream knows: on to the interaction's path, where the binding cookie is sent. */
   const callback = async (ctx: Koa.Context): Promise<void> => {
-    const params = ctx.method === 'POST' ? await readForm(ctx.req) : new URLSearchParams(ctx.querystring);
-    const state = params.get('state') ?? params.get('RelayState') ?? '';
-    const outcome = await deps.flow.complete(state, params, (id) => deps.connectors.get(id));
+    const params = await paramsOf(ctx);
+    const uid = await deps.flow.interactionOf(stateOf(params));
+    if (uid === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    const next = `${interactionPath(uid)}/callback`;
+    if (ctx.method === 'POST') return page(ctx, 200, autoPostPage(next, Object.fromEntries(params), 'Back to svc to finish logging in.'));
+    ctx.status = 303;
+    ctx.redirect(`${next}?${params.toString()}`);
+  };
+  router.get('/callback', callback);
+  router.post('/callback', callback);
+
+  const boundCallback = async (ctx: Koa.Context): Promise<void> => {
+    const params = await paramsOf(ctx);
+    const outcome = await deps.flow.complete(ctx.params['uid'] ?? '', stateOf(params), ctx.cookies.get(BINDING_COOKIE, { signed: false }), params, (id) => deps.connectors.get(id));
     if (outcome.kind === 'ok') {
       // 303: a SAML POST must become a GET; the browser sends the interaction cookie there.
       ctx.status = 303;
       return ctx.redirect(`${interactionPath(outcome.uid)}/finish`);
     }
-    if (outcome.kind === 'expired') return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    if (outcome.kind === 'expired' || outcome.kind === 'foreign') return page(ctx, 400, errorPage('Login expired', EXPIRED));
     const said = outcome.message === undefined ? undefined : `${outcome.message.charAt(0).toUpperCase()}${outcome.message.slice(1)}.`;
     page(ctx, 401, errorPage('Login failed', said ?? 'Your identity provider did not confirm the login. Go back to the application and try again.'));
   };
-  router.get('/callback', callback);
-  router.post('/callback', callback);
+  router.get('/interaction/:uid/callback', boundCallback);
+  router.post('/interaction/:uid/callback', boundCallback);
+
+  /** Koa's `secure` follows the configured url (app.ts pins the forwarded scheme under https). */
+  function setBinding(ctx: Koa.Context, uid: string, value: string, expires: Date): void {
+    ctx.cookies.set(BINDING_COOKIE, value, { path: interactionPath(uid), httpOnly: true, sameSite: 'lax', secure: ctx.secure, expires, overwrite: true, signed: false });
+  }
 
   router.get('/saml/:id/metadata', async (ctx) => {
     const id = ctx.params['id'] ?? '';

@@ -4,8 +4,14 @@
  * backend under the `state`/`RelayState` it sent upstream), and the identity kept for the
  * interaction until the browser is back on the provider's pages. The routes (interactions.ts)
  * turn these outcomes into pages and redirects.
+ *
+ * A round trip is bound to the browser that started it: `begin` draws a random binding the
+ * browser keeps in a cookie, and the transaction and then the pending login keep only its
+ * SHA-256. The upstream's answer completes the login only when it arrives with that binding, and
+ * /finish hands the identity only to it; `state` alone (which the upstream URL carries, so anyone
+ * the URL is sent to holds it) completes nothing.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext } from '../../connectors/connector.js';
 import type { StateBackend } from '../state/state.js';
@@ -35,9 +41,17 @@ export type PasswordOutcome =
   | { readonly kind: 'wrong' }
   | { readonly kind: 'unavailable' };
 
+/** A browser connector's start, and the binding the browser must keep (a cookie) to complete it. */
+export interface BoundStart {
+  readonly start: BrowserStart;
+  readonly binding: string;
+}
+
 export type CallbackOutcome =
   | { readonly kind: 'ok'; readonly uid: string }
   | { readonly kind: 'expired' }
+  /** The answer came back in a browser without the binding of the login it answers. */
+  | { readonly kind: 'foreign' }
   /** `message`: the connector's own sentence for the person (an SvcError's), when it gave one. */
   | { readonly kind: 'failed'; readonly message?: string };
 
@@ -46,6 +60,13 @@ interface Transaction {
   readonly connectorId: string;
   readonly scope: string;
   readonly saved?: string;
+  /** SHA-256 (base64url) of the binding the starting browser holds. */
+  readonly binding: string;
+}
+
+interface Pending {
+  readonly sub: string;
+  readonly binding: string;
 }
 
 /** Time a connector may take for one login step (a directory bind, a token exchange). */
@@ -58,11 +79,16 @@ export interface LoginFlow {
   csrfToken(uid: string): string;
   csrfValid(uid: string, token: string): boolean;
   password(connector: Connector & { kind: 'password' }, req: LoginRequest, username: string, password: string): Promise<PasswordOutcome>;
-  begin(connector: Connector & { kind: 'browser' }, req: LoginRequest): Promise<BrowserStart>;
-  /** Finds the transaction by `state` (single use) and completes it with its connector. */
-  complete(stateParam: string, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined): Promise<CallbackOutcome>;
-  /** The sub a callback logged in for this interaction, once. */
-  takePending(uid: string): Promise<string | undefined>;
+  begin(connector: Connector & { kind: 'browser' }, req: LoginRequest): Promise<BoundStart>;
+  /** The interaction a round trip's `state` belongs to (read, not used up), to route its answer there. */
+  interactionOf(stateParam: string): Promise<string | undefined>;
+  /**
+   * Takes the transaction by `state` (single use, whatever the outcome) and, when it belongs to
+   * interaction `uid` and `binding` is the one its browser was given, completes it with its connector.
+   */
+  complete(uid: string, stateParam: string, binding: string | undefined, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined): Promise<CallbackOutcome>;
+  /** The sub a callback logged in for this interaction, once, and only for the browser with its binding. */
+  takePending(uid: string, binding: string | undefined): Promise<string | undefined>;
 }
 
 export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
@@ -100,17 +126,31 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
 
     async begin(connector, req) {
       const id = randomBytes(24).toString('base64url');
+      const binding = randomBytes(32).toString('base64url');
       const start = await connector.begin(id, contextFor(req.scope));
-      const txn: Transaction = { uid: req.uid, connectorId: req.connectorId, scope: req.scope, ...(start.saved !== undefined ? { saved: start.saved } : {}) };
+      const txn: Transaction = {
+        uid: req.uid, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
+      };
       await deps.state.set(txnKey(id), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
-      return start;
+      return { start, binding };
     },
 
-    async complete(stateParam, params, connectorOf) {
-      if (stateParam === '' || stateParam.length > 200) return { kind: 'expired' };
+    async interactionOf(stateParam) {
+      if (!plausibleState(stateParam)) return undefined;
+      const text = await deps.state.get(txnKey(stateParam));
+      return text === null ? undefined : (JSON.parse(text) as Transaction).uid;
+    },
+
+    async complete(uid, stateParam, binding, params, connectorOf) {
+      if (!plausibleState(stateParam)) return { kind: 'expired' };
       const text = await deps.state.take(txnKey(stateParam));
       if (text === null) return { kind: 'expired' };
       const txn = JSON.parse(text) as Transaction;
+      if (txn.uid !== uid || !sameHash(txn.binding, binding)) {
+        // Used up all the same: a state that reached another browser ends the login it belongs to.
+        deps.log.warn({ connector: txn.connectorId, interaction: txn.uid }, 'identity provider: a login response came back in a browser that did not start the login; refused');
+        return { kind: 'foreign' };
+      }
       const connector = connectorOf(txn.connectorId);
       if (connector?.kind !== 'browser') return { kind: 'expired' };
       let identity: Identity;
@@ -122,14 +162,29 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
         return message === undefined ? { kind: 'failed' } : { kind: 'failed', message };
       }
       const sub = await remember(txn, identity);
-      await deps.state.set(pendingKey(txn.uid), sub, { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      const pending: Pending = { sub, binding: txn.binding };
+      await deps.state.set(pendingKey(txn.uid), JSON.stringify(pending), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
       return { kind: 'ok', uid: txn.uid };
     },
 
-    async takePending(uid) {
-      return (await deps.state.take(pendingKey(uid))) ?? undefined;
+    async takePending(uid, binding) {
+      const text = await deps.state.take(pendingKey(uid));
+      if (text === null) return undefined;
+      const pending = JSON.parse(text) as Pending;
+      return sameHash(pending.binding, binding) ? pending.sub : undefined;
     },
   };
+}
+
+const plausibleState = (value: string): boolean => value !== '' && value.length <= 200;
+const hashOf = (binding: string): string => createHash('sha256').update(binding).digest('base64url');
+
+/** Whether `binding` hashes to `expected`, in constant time; false without a binding. */
+function sameHash(expected: string, binding: string | undefined): boolean {
+  if (binding === undefined || binding === '' || binding.length > 100) return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(hashOf(binding));
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**

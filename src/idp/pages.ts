@@ -53,11 +53,11 @@ export function passwordPage(form: PasswordForm): string {
 }
 
 /** Sends the browser on with a POST (SAML HTTP-POST binding); the button is there for browsers without JavaScript. */
-export function autoPostPage(action: string, fields: Readonly<Record<string, string>>): string {
+export function autoPostPage(action: string, fields: Readonly<Record<string, string>>, note = 'Your identity provider is next.'): string {
   const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`);
   return layout('Continue to log in', `<form method="post" action="${escapeHtml(action)}" data-auto-post>
 ${inputs.join('\n')}
-<p>Your identity provider is next.</p><button type="submit">Continue</button>
+<p>${escapeHtml(note)}</p><button type="submit">Continue</button>
 </form>
 <script type="module" src="/web/auto-post.js"></script>`);
 }

@@ -5,7 +5,9 @@
  * form → its auto-POST form back to /api/idp/callback → the svc.token cookie, whose SAML groups
  * a `g, <group>, role:x` rule judges on the extension proxy. Refused: a user in none of
  * allowedGroups, a response signed by a key the connector does not trust (a second connector
- * whose `ca` is another certificate, same IdP), and a replayed response.
+ * whose `ca` is another certificate, same IdP), and a replayed response. A login's round trip
+ * is bound to the browser that started it: an attacker who sends the upstream URL of a login
+ * they started to a victim already signed in at the IdP gets nothing at /finish (issue 21).
  */
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,6 +30,7 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
   let server: TestServer;
   let dir: string;
   let url: string;
+  let ssoUrl: string;
 
   before(async function () {
     const port = await freePort();
@@ -37,6 +40,7 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     ssp = await startPeer('start-simplesamlphp.sh', [String(sspPort)], { SP_ENTITY_ID: acs, SP_ACS_URL: acs, SP_SLO_URL: `${url}/api/idp/logout` });
     backend = await echoBackend('tools');
     const idp = `http://127.0.0.1:${sspPort}`;
+    ssoUrl = `${idp}/saml2/idp/SSOService.php`;
     const saml = {
       ssoURL: `${idp}/saml2/idp/SSOService.php`, ssoIssuer: `${idp}/saml2/idp/metadata.php`, ca: await readFile(join(ssp.dir, 'cert', 'idp.crt'), 'utf8'),
       usernameAttr: 'uid', emailAttr: 'mail', groupsAttr: 'groups', nameIDPolicyFormat: 'unspecified',
@@ -143,6 +147,38 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     const replay = page(await browser.go(`${url}/api/idp/callback`, `${url}/apps`, new URLSearchParams({ SAMLResponse: saml.SAMLResponse, RelayState: fresh.saml.RelayState })), 'the refusal page');
     expect(replay.status).to.equal(401);
     expect(server.logs()).to.match(/saml: response refused: the Response answers request _[0-9a-f]{40}, not this login's _[0-9a-f]{40}/);
+  });
+
+  it('binds the round trip to the browser that started it: the attacker\'s /finish gets no token, the victim\'s own login completes', async () => {
+    // The victim already has a session at the IdP (from an earlier login through svc).
+    const victim = (await logIn('corp', 'bob', 'bob123')).browser;
+    const attacker = new FormBrowser();
+    const chooser = page(await attacker.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`), 'the chooser');
+    const href = /href="([^"]*\/interaction\/([^/"]+)\/connector\/corp)"/.exec(chooser.html);
+    if (href?.[1] === undefined || href[2] === undefined) throw new Error(`no corp on the chooser: ${chooser.html}`);
+    const uid = href[2];
+    const upstream = await attacker.go(new URL(href[1], url).href, ssoUrl);
+    expect(upstream, 'the attacker stops at the IdP').to.be.instanceOf(URL);
+    // The victim opens the link: the IdP answers at once (no click), the answer posts back to svc.
+    const post = page(await victim.go((upstream as URL).href, `${url}/apps`), 'the IdP auto-POST form');
+    expect(post.html).to.contain(`action="${url}/api/idp/callback"`);
+    const landed = page(await victim.submit(post, {}, `${url}/apps`), 'the refusal');
+    expect(landed.status).to.equal(400);
+    expect(landed.html).to.contain('Login expired');
+    // The attacker's /finish, with the interaction's cookies: no login, no token.
+    const finish = await attacker.go(`${url}/api/idp/interaction/${uid}/finish`, `${url}/apps`);
+    expect(finish, 'no way back to the application').not.to.be.instanceOf(URL);
+    expect((finish as Page).status).to.equal(400);
+    const info = await (await attacker.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+    expect(info['loggedIn'], 'the attacker holds no session').not.to.equal(true);
+    expect((await attacker.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(401);
+    expect(server.logs()).to.contain('a login response came back in a browser that did not start the login; refused');
+    // The victim's own login goes through, without a click at the IdP.
+    const own = await victim.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
+    const onward = isPage(own) ? await victim.go(new URL(/href="([^"]*\/connector\/corp)"/.exec(own.html)?.[1] ?? '', url).href, `${url}/apps`) : own;
+    const back = isPage(onward) ? await victim.submit(onward, {}, `${url}/apps`) : onward;
+    expect(back, 'back at return_url').to.be.instanceOf(URL);
+    expect(await groupsOf(victim)).to.deep.equal(['devs']);
   });
 
   it('serves the SP metadata of a SAML connector, and 404 for any other id', async () => {

@@ -1,7 +1,9 @@
 /**
  * Just enough browser for the identity provider's pages, without JavaScript: a cookie jar
  * (paths ignored), redirects followed by hand until one leaves for `stopAt`, and forms read
- * from the HTML and posted as a person would fill them. Requests go through fetch; a load
+ * from the HTML and posted as a person would fill them. A page that posts itself on to its own
+ * origin (`data-auto-post`, svc's script does it) is followed as a browser with scripts would;
+ * one posting to another origin is returned, for the test to look at. Requests go through fetch; a load
  * generator that must spend less CPU per request overrides `exchange` (bench/lean-browser.ts).
  */
 export interface Page {
@@ -69,7 +71,13 @@ export class FormBrowser {
     for (let hop = 0; hop < 20; hop++) {
       const res = await this.exchange(next.url, next.form);
       const location = res.location;
-      if (location === null) return { url: next.url, status: res.status, html: await res.text() };
+      if (location === null) {
+        const page = { url: next.url, status: res.status, html: await res.text() };
+        const onward = sameOriginAutoPost(page);
+        if (onward === undefined) return page;
+        next = onward;
+        continue;
+      }
       await res.discard();
       const target = new URL(location, next.url);
       if (target.href.startsWith(stopAt)) return target;
@@ -80,15 +88,27 @@ export class FormBrowser {
 
   /** Submits the page's first form with `fields` over its hidden inputs. */
   submit(page: Page, fields: Record<string, string>, stopAt: string, formIndex = 0): Promise<URL | Page> {
-    const forms = [...page.html.matchAll(/<form[^>]*>[\s\S]*?<\/form>/g)].map((m) => m[0]);
-    const form = forms[formIndex];
-    if (form === undefined) throw new Error(`no form on the page (${page.status}): ${page.html.slice(0, 400)}`);
-    const action = /action="([^"]*)"/.exec(form)?.[1] ?? page.url;
-    const body = new URLSearchParams();
-    for (const m of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) body.set(m[1] as string, unescape(m[2] as string));
-    for (const [k, v] of Object.entries(fields)) body.set(k, v);
-    return this.go(new URL(unescape(action), page.url).href, stopAt, body);
+    const { url, form } = formOf(page, fields, formIndex);
+    return this.go(url, stopAt, form);
   }
+}
+
+function formOf(page: Page, fields: Record<string, string>, formIndex = 0): { url: string; form: URLSearchParams } {
+  const forms = [...page.html.matchAll(/<form[^>]*>[\s\S]*?<\/form>/g)].map((m) => m[0]);
+  const form = forms[formIndex];
+  if (form === undefined) throw new Error(`no form on the page (${page.status}): ${page.html.slice(0, 400)}`);
+  const action = /action="([^"]*)"/.exec(form)?.[1] ?? page.url;
+  const body = new URLSearchParams();
+  for (const m of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) body.set(m[1] as string, unescape(m[2] as string));
+  for (const [k, v] of Object.entries(fields)) body.set(k, v);
+  return { url: new URL(unescape(action), page.url).href, form: body };
+}
+
+/** The POST a `data-auto-post` page makes to its own origin, if it is one. */
+function sameOriginAutoPost(page: Page): { url: string; form: URLSearchParams } | undefined {
+  if (!/<form[^>]*data-auto-post/.test(page.html)) return undefined;
+  const onward = formOf(page, {});
+  return new URL(onward.url).origin === new URL(page.url).origin ? onward : undefined;
 }
 
 function unescape(value: string): string {
