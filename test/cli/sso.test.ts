@@ -36,7 +36,7 @@ async function failure(promise: Promise<unknown>): Promise<Error> {
 
 describe('cli/sso: the loopback listener', function () {
   it('answers other paths 404, takes one callback with a page to close, then stops listening', async function () {
-    const listener = await listenForCallback(await freePort());
+    const listener = await listenForCallback(await freePort(), 's');
     const other = await fetch(listener.redirectUri.replace('/auth/callback', '/favicon.ico'));
     expect(other.status).to.equal(404);
     const page = await fetch(`${listener.redirectUri}?code=c&state=s`);
@@ -45,18 +45,34 @@ describe('cli/sso: the loopback listener', function () {
     expect(await fetch(listener.redirectUri).then(() => 'open', () => 'closed')).to.equal('closed');
   });
 
+  it('ignores a request with another state or none, and keeps listening for the login\'s own', async function () {
+    const listener = await listenForCallback(0, 'the-state');
+    let taken: URL | undefined;
+    void listener.callback.then((url) => (taken = url));
+    // What a page elsewhere in the browser can send, with an <img> to the port.
+    for (const query of ['code=evil', 'code=evil&state=forged', 'error=access_denied', 'code=evil&state=the-stat', 'code=evil&state=']) {
+      const res = await fetch(`${listener.redirectUri}?${query}`);
+      expect(res.status, query).to.equal(400);
+      expect(await res.text()).to.include('not the login svc is waiting for');
+    }
+    expect(taken, 'no request taken yet').to.equal(undefined);
+    const page = await fetch(`${listener.redirectUri}?code=good&state=the-state`);
+    expect(await page.text()).to.include('you may close this window');
+    expect((await listener.callback).searchParams.get('code')).to.equal('good');
+  });
+
   it('gives up after its timeout, with a line that says what to do', async function () {
-    const listener = await listenForCallback(0, 20);
+    const listener = await listenForCallback(0, 's', 20);
     const err = await failure(listener.callback);
     expect(err).to.be.instanceOf(CliError);
     expect(err.message).to.equal("no answer from the browser within 0 minutes; run 'svc login' again");
   });
 
   it('names the port when it is taken', async function () {
-    const first = await listenForCallback(0);
+    const first = await listenForCallback(0, 's');
     const port = Number(new URL(first.redirectUri).port);
     try {
-      const err = await failure(listenForCallback(port));
+      const err = await failure(listenForCallback(port, 's'));
       expect(err.message).to.equal(`cannot listen on 127.0.0.1:${port} for the SSO callback: it is in use; pick another with --sso-port`);
     } finally {
       first.close();
@@ -65,14 +81,18 @@ describe('cli/sso: the loopback listener', function () {
 });
 
 describe('cli/sso: the code flow', function () {
-  it('refuses a callback whose state is not the one sent', async function () {
+  it('is not ended by a request with another state: the login\'s own answer still comes through', async function () {
     const config = providerConfig({ authorization_endpoint: `${ISSUER}/auth` }, () => ({ status: 500, body: {} }));
     const open = (url: string): void => {
-      const redirect = new URL(url).searchParams.get('redirect_uri') as string;
-      void fetch(`${redirect}?code=c&state=forged`);
+      const params = new URL(url).searchParams;
+      const redirect = params.get('redirect_uri') as string;
+      void (async () => {
+        await fetch(`${redirect}?code=c&state=forged`);
+        await fetch(`${redirect}?error=access_denied&error_description=own&state=${params.get('state') as string}`);
+      })();
     };
     const err = await failure(codeFlowLogin(config, PROVIDER, { port: 0, open, say: () => undefined }));
-    expect(err.message).to.equal("SSO login failed: the browser came back with another login's state; run 'svc login' again");
+    expect(err.message).to.equal('SSO login failed: access_denied (own)');
   });
 
   it('reports the provider refusing the login', async function () {

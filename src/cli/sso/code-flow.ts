@@ -1,7 +1,7 @@
 /**
  * The browser login: authorization code + PKCE (S256) with state and nonce, the browser coming
  * back to a loopback listener. The URL is always printed on stderr (the opener may find no
- * browser); the listener takes one callback and closes.
+ * browser); the listener takes the one callback with this login's state and closes.
  */
 import * as oidc from 'openid-client';
 import { CliError } from '../errors.js';
@@ -17,10 +17,10 @@ export interface CodeFlowOptions {
 }
 
 export async function codeFlowLogin(config: oidc.Configuration, provider: SsoProvider, options: CodeFlowOptions): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers> {
-  const listener = await listenForCallback(options.port);
+  const state = oidc.randomState();
+  const listener = await listenForCallback(options.port, state);
   try {
     const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: listener.redirectUri,
@@ -36,11 +36,8 @@ export async function codeFlowLogin(config: oidc.Configuration, provider: SsoPro
       options.say(`Opening the login page in your browser; if it does not open, visit:\n${url.href}`);
       options.open(url.href);
     }
+    // The listener takes only the callback with this state; openid-client checks it again.
     const callback = await listener.callback;
-    // Checked here as well as by openid-client, for a sentence a person understands.
-    if (callback.searchParams.get('state') !== state) {
-      throw new CliError("SSO login failed: the browser came back with another login's state; run 'svc login' again");
-    }
     try {
       return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     } catch (err: unknown) {

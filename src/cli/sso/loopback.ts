@@ -1,8 +1,12 @@
 /**
  * The loopback listener of a native app's code flow (RFC 8252 §7.3): 127.0.0.1 only, one
- * callback at `/auth/callback`, then closed; also closed when no browser comes back within
- * CALLBACK_TIMEOUT_MS, so a forgotten login never leaves a port open.
+ * callback at `/auth/callback` carrying this login's `state`, then closed; also closed when no
+ * browser comes back within CALLBACK_TIMEOUT_MS, so a forgotten login never leaves a port open.
+ * A request with another state (or none) is answered 400 and ignored, and the listener keeps
+ * waiting: any page in the browser can reach a loopback port (an `<img>` to 127.0.0.1:8085), and
+ * it must not end the login that is under way (issue 21).
  */
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { CliError } from '../errors.js';
 
@@ -16,21 +20,31 @@ const DONE_PAGE = `<!doctype html>
 <body><p>svc: the login is complete; you may close this window.</p></body></html>
 `;
 
+const NOT_THIS_LOGIN = `<!doctype html>
+<html><head><meta charset="utf-8"><title>svc login</title></head>
+<body><p>svc: this is not the login svc is waiting for; it was ignored.</p></body></html>
+`;
+
 export interface LoopbackListener {
   /** `http://127.0.0.1:<port>/auth/callback`: the redirect URI to register the request with. */
   readonly redirectUri: string;
-  /** The full callback URL the browser brought (code, state or error), once. */
+  /** The full callback URL the browser brought (code or error) with the expected state, once. */
   readonly callback: Promise<URL>;
   close(): void;
 }
 
-export async function listenForCallback(port: number, timeoutMs = CALLBACK_TIMEOUT_MS): Promise<LoopbackListener> {
+/** `state`: the login's own; only a callback carrying it is taken. */
+export async function listenForCallback(port: number, state: string, timeoutMs = CALLBACK_TIMEOUT_MS): Promise<LoopbackListener> {
   let settle: { resolve: (url: URL) => void; reject: (err: Error) => void } | undefined;
   const callback = new Promise<URL>((resolve, reject) => (settle = { resolve, reject }));
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', `http://${LOOPBACK_HOST}:${port}`);
     if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    if (!sameState(url.searchParams.get('state'), state)) {
+      res.writeHead(400, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(NOT_THIS_LOGIN);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', connection: 'close' }).end(DONE_PAGE);
@@ -49,6 +63,13 @@ export async function listenForCallback(port: number, timeoutMs = CALLBACK_TIMEO
   await listen(server, port);
   const bound = (server.address() as { port: number }).port;
   return { redirectUri: `http://${LOOPBACK_HOST}:${bound}${CALLBACK_PATH}`, callback, close };
+}
+
+function sameState(given: string | null, expected: string): boolean {
+  if (given === null) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function listen(server: Server, port: number): Promise<void> {
