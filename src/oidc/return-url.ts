@@ -1,16 +1,5 @@
 /**
- * Where a login may send the browser back to: a path on svc, or an absolute URL on svc's own
- * `url` (same scheme, host and port, under its path). Anything else is `/`: no open redirect.
+ * The return URL rule lives with the login page's scripts, which run it in the browser, so that
+ * the server and the page cannot disagree about it (issue 21).
  */
-export function safeReturnUrl(raw: string | undefined, serverUrl: string): string {
-  if (raw === undefined || raw === '' || /[\r\n\\]/.test(raw)) return '/';
-  // A path, but not `//host` (a scheme-relative URL to another site).
-  if (raw.startsWith('/') && !raw.startsWith('//')) return new URL(raw, 'http://svc.invalid').pathname === raw.split(/[?#]/)[0] ? raw : '/';
-  if (!URL.canParse(raw)) return '/';
-  const target = new URL(raw);
-  const base = new URL(serverUrl);
-  const basePath = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
-  if (target.protocol !== base.protocol || target.host !== base.host || target.username !== '' || target.password !== '') return '/';
-  if (!`${target.pathname}/`.startsWith(basePath) && target.pathname !== base.pathname) return '/';
-  return target.href;
-}
+export { safeReturnUrl } from '../../web/src/return-url.js';

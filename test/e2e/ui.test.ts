@@ -127,6 +127,23 @@ describe('e2e: the login and account pages in Chromium', function () {
     expect(await page.locator('#accounts').isHidden(), 'alice may not list accounts').to.equal(true);
   });
 
+  it('stays on svc after a local login whatever return_url says: the page goes by the server\'s rule', async function () {
+    for (const returnUrl of ['/.//evil.example/x', '/a/..//evil.example/y', '//evil.example/z']) {
+      const page = await chromium.page();
+      const offSite: string[] = [];
+      await page.route((u) => u.hostname === 'evil.example', async (route) => {
+        offSite.push(route.request().url());
+        await route.abort();
+      });
+      await page.goto(`${url}/login?return_url=${encodeURIComponent(returnUrl)}`);
+      await localLogin(page, 'alice', PASSWORDS.alice);
+      await page.waitForURL((u) => u.hostname === 'evil.example' || u.href === `${url}/`, { waitUntil: 'commit' }).catch(() => undefined);
+      expect(offSite, returnUrl).to.deep.equal([]);
+      expect(page.url(), returnUrl).to.equal(`${url}/`);
+      await page.close();
+    }
+  });
+
   it('says "Wrong username or password" for a wrong password, and keeps the name', async function () {
     const page = await chromium.page();
     await page.goto(`${url}/login`);

@@ -5,6 +5,8 @@
  * protects these calls from cross-site request forgery; `credentials: 'same-origin'` and no
  * token in script reach keep it that way (the cookie is HttpOnly).
  */
+import { safeReturnUrl } from './return-url.js';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -46,16 +48,9 @@ function safeParse(text: string): unknown {
   }
 }
 
-/** `raw` when it is a place on this site (a path, or a URL of this origin); else `/`. */
+/** `raw` when it is a place on this site (a path, or a URL of this origin); else `/`: the server's own rule. */
 export function sameSiteReturnUrl(raw: string | null): string {
-  if (raw === null || raw === '' || raw.startsWith('//') || raw.startsWith('/\\')) return '/';
-  try {
-    const url = new URL(raw, location.origin);
-    if (url.origin !== location.origin) return '/';
-    return `${url.pathname}${url.search}${url.hash}`;
-  } catch {
-    return '/';
-  }
+  return safeReturnUrl(raw ?? undefined, location.origin);
 }
 
 /** A moment in seconds since the epoch, as the reader's locale writes date and time. */

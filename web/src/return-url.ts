@@ -1,0 +1,20 @@
+/**
+ * Where a login may send the browser back to: a path on svc, or an absolute URL on svc's own
+ * `url` (same scheme, host and port, under its path). Anything else is `/`: no open redirect.
+ * One rule for the server (src/oidc/return-url.ts re-exports it) and for the login page's script,
+ * which imports it from here: a page that went by a looser copy of its own let `//host`,
+ * `/.//host/x` and `/a/..//host/y` through (issue 21). No DOM and no Node here, so both builds take it.
+ */
+export function safeReturnUrl(raw: string | undefined, serverUrl: string): string {
+  if (raw === undefined || raw === '' || /[\r\n\\]/.test(raw)) return '/';
+  // A path, but not `//host` (a scheme-relative URL to another site), and only in its normal form:
+  // `/./`, `/../` or a tab would let a browser resolve it to `//host`.
+  if (raw.startsWith('/') && !raw.startsWith('//')) return new URL(raw, 'http://svc.invalid').pathname === raw.split(/[?#]/)[0] ? raw : '/';
+  if (!URL.canParse(raw)) return '/';
+  const target = new URL(raw);
+  const base = new URL(serverUrl);
+  const basePath = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
+  if (target.protocol !== base.protocol || target.host !== base.host || target.username !== '' || target.password !== '') return '/';
+  if (!`${target.pathname}/`.startsWith(basePath) && target.pathname !== base.pathname) return '/';
+  return target.href;
+}
