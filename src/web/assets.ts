@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type PageName = 'login' | 'account';
+export type PageName = 'login' | 'account' | 'logout';
 
 export interface Asset {
   readonly type: string;
@@ -23,7 +23,7 @@ export interface WebAssets {
   readonly missing: readonly string[];
 }
 
-const PAGES: Readonly<Record<PageName, string>> = { login: 'login.html', account: 'account.html' };
+const PAGES: Readonly<Record<PageName, string>> = { login: 'login.html', account: 'account.html', logout: 'logout.html' };
 const STATIC = ['style.css'] as const;
 /** The compiled scripts (web/src/<name>.ts). */
 const SCRIPTS = ['login.js', 'account.js', 'api.js', 'auto-post.js', 'return-url.js'] as const;

@@ -1,5 +1,6 @@
 /**
- * GET /login, GET / (the account page) and GET /web/<file>: svc's own pages (docs/ui.md).
+ * GET /login, GET / (the account page), GET /auth/logout (the confirmation of a logout, which
+ * only its form's POST does) and GET /web/<file>: svc's own pages (docs/ui.md).
  * Thin: the pages are static and talk to the JSON API (/api/v1/session, /api/v1/account,
  * /api/v1/settings) themselves; the only decision here is that `/` without a valid session goes
  * to the login page, which brings the browser back afterwards.
@@ -24,6 +25,11 @@ export function webRoutes(assets: WebAssets): Router<AppState> {
       return;
     }
     send(ctx, assets.page('account'));
+  });
+
+  // A link from any site lands here and logs no one out: the form posts from svc's own origin.
+  router.get('/auth/logout', function logoutPage(ctx) {
+    send(ctx, assets.page('logout'));
   });
 
   router.get('/web/:file', function webFile(ctx) {

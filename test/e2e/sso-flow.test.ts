@@ -41,8 +41,22 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     expect(proxied.status).to.equal(200);
     expect(((await proxied.json()) as { url: string }).url).to.equal('/hello');
 
-    const logout = await browser.request(`${setup.svc.url}/auth/logout`);
-    expect(logout.status).to.equal(302);
+    // A link or a form from another site logs no one out (issue 21): a GET is a confirmation page, a POST needs svc's Origin.
+    const confirm = await browser.request(`${setup.svc.url}/auth/logout`);
+    expect(confirm.status).to.equal(200);
+    expect(confirm.headers.get('content-security-policy')).to.contain("frame-ancestors 'none'").and.contain("form-action 'self'");
+    expect(await confirm.text()).to.contain('<form method="post" action="/auth/logout">');
+    for (const origin of [undefined, 'https://evil.example', 'http://127.0.0.1:1']) {
+      const forged = await browser.request(`${setup.svc.url}/auth/logout`, { method: 'POST', ...(origin === undefined ? {} : { headers: { origin } }) });
+      expect(forged.status, String(origin)).to.equal(403);
+      expect(((await forged.json()) as { message: string }).message).to.equal("logging out takes a POST from svc's own pages: open /auth/logout and confirm");
+      expect(forged.headers.getSetCookie(), 'the cookie is left alone').to.deep.equal([]);
+    }
+    expect(await userInfo(setup.svc.url, token)).to.deep.include({ loggedIn: true });
+    expect((await browser.request(`${setup.svc.url}/api/v1/extensions/echo/hello`)).status, 'still logged in').to.equal(200);
+
+    const logout = await browser.request(`${setup.svc.url}/auth/logout`, { method: 'POST', headers: { origin: setup.svc.url } });
+    expect(logout.status).to.equal(303);
     expect(logout.headers.get('location')).to.equal(`${setup.svc.url}/login`);
     expect(browser.cookie(setup.svc.url, 'svc.token')).to.equal(undefined);
     const after = await fetch(`${setup.svc.url}/api/v1/extensions/echo/hello`, { headers: { authorization: `Bearer ${token}` } });
@@ -114,7 +128,7 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     const setup = await open({ oidc: { logoutURL: 'https://idp.example.com/logout?id_token_hint={{token}}&post_logout_redirect_uri={{logoutRedirectURL}}' } });
     setup.provider.accounts.set('alice', { groups: [] });
     const { browser, token } = await ssoLogin(setup, 'alice');
-    const res = await browser.request(`${setup.svc.url}/auth/logout`);
+    const res = await browser.request(`${setup.svc.url}/auth/logout`, { method: 'POST', headers: { origin: setup.svc.url } });
     const expected = `https://idp.example.com/logout?id_token_hint=${encodeURIComponent(token)}&post_logout_redirect_uri=${encodeURIComponent(setup.svc.url)}`;
     expect(res.headers.get('location')).to.equal(expected);
   });

@@ -266,6 +266,43 @@ describe('e2e: the login and account pages in Chromium', function () {
     expect(info).to.deep.equal({ loggedIn: false });
   });
 
+  it('logs no one out from a link or a form on another site; /auth/logout asks, and its button logs out', async function () {
+    const page = await chromium.page();
+    await ssoLoginFromLoginPage(page, {
+      svcUrl: url, button: 'Log in via Corp directory', returnUrl: '/',
+      async logIn(at) {
+        await at.getByLabel('Username').fill('bob');
+        await at.getByLabel('Password').fill('bob123');
+        await at.getByRole('button', { name: 'Log in' }).click();
+      },
+    });
+    await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    const loggedIn = async (): Promise<unknown> => (await page.evaluate("fetch('/api/v1/session/userinfo').then((r) => r.json())") as { loggedIn: unknown }).loggedIn;
+    // Another site's page: an <img> to /auth/logout, and a form that posts there.
+    const evil = await pageServer(`<!doctype html><img src="${url}/auth/logout"><form method="post" action="${url}/auth/logout"></form>`);
+    try {
+      await page.goto(evil.url);
+      await page.evaluate('document.forms[0].submit()');
+      await page.waitForURL(`${url}/auth/logout`);
+      expect(await page.locator('body').textContent()).to.contain('permission_denied');
+    } finally {
+      evil.server.close();
+    }
+    await page.goto(`${url}/`);
+    expect(await loggedIn(), 'still logged in').to.equal(true);
+    // A link to /auth/logout shows svc's page, which asks; its button logs out.
+    const res = await page.goto(`${url}/auth/logout`);
+    expect(res?.headers()['content-security-policy']).to.contain("form-action 'self'");
+    await page.getByRole('heading', { name: 'Log out of svc?' }).waitFor();
+    await noSeriousViolations(page, 'the logout confirmation');
+    expect(await loggedIn(), 'still logged in').to.equal(true);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Log out' }).waitFor();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(/\/login/);
+    expect(await loggedIn()).to.equal(false);
+  });
+
   it("the provider's chooser and error pages look like svc's and pass the accessibility check", async function () {
     const page = await chromium.page();
     await page.goto(`${url}/auth/login?return_url=/`);

@@ -2,7 +2,7 @@
  * The account page: who I am (GET /api/v1/session/userinfo), my API tokens (GET
  * /api/v1/account/<me>, POST and DELETE .../token) when my account has `apiKey`, the password
  * form for a local account (PUT /api/v1/account/password), the account list for those allowed
- * to read every account, and log out (DELETE /api/v1/session, or /auth/logout for SSO, which
+ * to read every account, and log out (DELETE /api/v1/session, or a POST to /auth/logout for SSO, which
  * also ends the provider's session).
  */
 import { api, ApiError, byId, formatTime, showMessage } from './api.js';
@@ -157,7 +157,12 @@ function showAccounts(accounts: readonly Account[]): void {
 
 async function logOut(): Promise<void> {
   if (me.iss !== LOCAL_ISSUER) {
-    location.assign('/auth/logout');
+    // A navigation (the provider's logout page is next), and a POST from this origin: svc logs out on nothing else.
+    const form = document.createElement('form');
+    form.method = 'post';
+    form.action = '/auth/logout';
+    document.body.append(form);
+    form.submit();
     return;
   }
   try {

@@ -1,18 +1,20 @@
 /**
  * GET /auth/login, /auth/callback (and /pkce/verify, the same for a public client),
- * /auth/logout (the renewal of an SSO session is in ../sso-renewal.ts).
+ * POST /auth/logout (its confirmation page, GET, is svc's own page: src/web/routes.ts; the renewal
+ * of an SSO session is in ../sso-renewal.ts).
  * Thin: cookies and redirects here, everything else in src/oidc/.
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
-import { Unauthenticated } from '../../errors.js';
+import { PermissionDenied, Unauthenticated } from '../../errors.js';
 import { finishLogin, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps, type LoginState } from '../../oidc/login-flow.js';
 import { logoutRedirect } from '../../oidc/logout.js';
 import type { SessionRefresh } from '../../oidc/refresh.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
+import { isOwnOrigin } from '../same-origin.js';
 import type { AppState } from '../state.js';
 
 export interface SsoRouteDeps {
@@ -82,9 +84,15 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
   router.get('/pkce/verify', callback);
 
   // As DELETE /api/v1/session: the cookie is cleared whatever happens, the token revoked on
-  // every replica until it expires, and it can no longer be renewed.
-  router.get('/auth/logout', async function ssoLogout(ctx) {
-    // The caller as every route reads it (http/caller.ts); a GET, so the cookie needs no Origin.
+  // every replica until it expires, and it can no longer be renewed. A POST from svc's own origin
+  // only (issue 21): a GET, or a form another site posts, would let any page log the user out.
+  // Refused outright, not merely without the cookie's identity, since clearing the cookie is
+  // itself the harm.
+  router.post('/auth/logout', async function ssoLogout(ctx) {
+    const origin = ctx.get('origin');
+    if (!isOwnOrigin(origin === '' ? undefined : origin, { host: ctx.host, protocol: ctx.protocol }, deps.login.serverUrl())) {
+      throw new PermissionDenied("logging out takes a POST from svc's own pages: open /auth/logout and confirm");
+    }
     const { principal, token } = ctx.state;
     clearSessionCookie(ctx, deps.login.serverUrl());
     let idToken: string | undefined;
@@ -95,6 +103,8 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
         if (principal.kind === 'sso' && principal.issuer === deps.callback.client.provider.issuer) idToken = token;
       }
     }
+    // 303: the browser leaves the POST behind on its way to the provider's logout page.
+    ctx.status = 303;
     ctx.redirect(logoutRedirect({ logoutURL: deps.logoutURL(), serverUrl: deps.login.serverUrl(), idToken }));
   });
 
