@@ -7,6 +7,7 @@
  *   GET|POST /api/idp/callback                        the upstream's return (SAML posts): on to the interaction
  *   GET|POST /api/idp/interaction/:uid/callback       the upstream's answer, completed by the browser that started
  *   GET  /api/idp/interaction/:uid/finish            back on the provider, finish the login
+ *   POST /api/idp/interaction/:uid/consent           the answer to the CLI client's question
  *   GET  /api/idp/saml/:id/metadata                   a SAML connector's SP metadata, for the IdP's admin
  *
  * A browser connector's round trip is bound to the browser that started it (issue 21): starting
@@ -18,7 +19,10 @@
  * origin, because a cross-site POST carries no SameSite=Lax cookie. There the binding must match
  * before the connector even reads the answer, and /finish checks it again (with interactionDetails,
  * which proves the `_interaction` cookie). A victim who is sent an attacker's upstream URL ends
- * that login without filling it. Consent is implied for svc's first-party clients.
+ * that login without filling it. Consent is implied for svc's first-party clients, except for
+ * the CLI's code flow: any page can start it for a loopback port of its choosing, so the person
+ * is asked, on a page naming the port, with a CSRF-protected form (the device flow has its own
+ * confirmation of the code).
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -29,7 +33,8 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
-import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
+import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage } from './pages.js';
+import { CLI_CLIENT_ID } from './clients.js';
 import { MOUNT_PATH } from './issuer.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { CONNECTOR_TRANSACTION_TTL_S } from './lifetimes.js';
@@ -98,7 +103,14 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   router.get('/interaction/:uid', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
-    if (interaction.prompt.name === 'consent') return finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
+    if (interaction.prompt.name === 'consent') {
+      const port = cliLoopbackPort(interaction);
+      if (port !== undefined) {
+        const offline = String(interaction.params['scope'] ?? '').split(' ').includes('offline_access');
+        return page(ctx, 200, cliConsentPage({ port, action: `${interactionPath(interaction.uid)}/consent`, csrf: deps.flow.csrfToken(interaction.uid), offline }));
+      }
+      return finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
+    }
     const list = deps.connectors.list();
     const asked = interaction.params['connector_id'];
     const chosen = list.find((c) => c.id === asked) ?? (list.length === 1 ? list[0] : undefined);
@@ -155,6 +167,17 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     if (sub === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
     setBinding(ctx, interaction.uid, '', new Date(0));
     await finish(ctx, { login: { accountId: sub } }, false);
+  });
+
+  router.post('/interaction/:uid/consent', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction === undefined) return;
+    const form = await readForm(ctx.req);
+    if (interaction.prompt.name !== 'consent' || !deps.flow.csrfValid(interaction.uid, form.get('csrf') ?? '')) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    if (form.get('decision') !== 'allow') {
+      return finish(ctx, { error: 'access_denied', error_description: 'the user did not allow the svc command line' }, false);
+    }
+    await finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
   });
 
   const paramsOf = async (ctx: Koa.Context): Promise<URLSearchParams> => (ctx.method === 'POST' ? await readForm(ctx.req) : new URLSearchParams(ctx.querystring));
@@ -222,6 +245,13 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   }
 
   return router;
+}
+
+/** The loopback port of a CLI code flow's redirect, or undefined for any other request (the device flow has none). */
+function cliLoopbackPort(interaction: Interaction): string | undefined {
+  const { client_id: clientId, redirect_uri: redirectUri } = interaction.params;
+  if (clientId !== CLI_CLIENT_ID || typeof redirectUri !== 'string' || !URL.canParse(redirectUri)) return undefined;
+  return new URL(redirectUri).port || '80';
 }
 
 /** The consent prompt (asked for by offline_access): grant what is missing, as the user would. */

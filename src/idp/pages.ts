@@ -62,6 +62,29 @@ ${inputs.join('\n')}
 <script type="module" src="/web/auto-post.js"></script>`);
 }
 
+export interface CliConsentForm {
+  /** The loopback port the tokens would go to. */
+  readonly port: string;
+  readonly action: string;
+  readonly csrf: string;
+  readonly offline: boolean;
+}
+
+/**
+ * The question before the CLI client gets a code (issue 21): any page can start its
+ * authorization, and whatever listens on the named loopback port would get the tokens.
+ */
+export function cliConsentPage(form: CliConsentForm): string {
+  const keep = form.offline ? ', and to stay logged in (a refresh token)' : '';
+  return layout('Allow the svc command line?', `<p>A program on this computer, listening on port <strong>${escapeHtml(form.port)}</strong>, asks to act as you on svc as the svc command line${keep}.</p>
+<p>Allow it only if you just ran <code>svc login</code> and it chose that port. If you did not, choose Cancel.</p>
+<form method="post" action="${escapeHtml(form.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(form.csrf)}">
+<button type="submit" name="decision" value="allow" class="block">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary block">Cancel</button>
+</form>`);
+}
+
 export function errorPage(title: string, message: string): string {
   return layout(title, `<p class="error" role="alert">${escapeHtml(message)}</p>
 <p><a href="/login">Go to svc's login page</a></p>`);

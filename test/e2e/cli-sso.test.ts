@@ -1,8 +1,8 @@
 /**
  * `svc login --sso` end to end: a real svc with the bundled provider at /api/idp and a fake
  * password connector, the CLI as a real process (SVC_NO_BROWSER_OPEN=1, the test plays the
- * browser: it reads the URL the CLI prints, fills the password form and lands on the CLI's
- * loopback listener), the device flow approved on the device page, and the refresh of an
+ * browser: it reads the URL the CLI prints, fills the password form, allows the CLI on the page
+ * that names its port and lands on the CLI's loopback listener), the device flow approved on the device page, and the refresh of an
  * expired ID token (the CLI run in-process with its clock moved a day ahead).
  */
 import { expect } from 'chai';
@@ -75,7 +75,10 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
     const browser = new FormBrowser();
     const form = await browser.go(visit, redirectUri);
     if (!isPage(form)) throw new Error('expected the password form');
-    const landing = await browser.submit(form, { username: 'alice', password: 'alice-pw' }, redirectUri);
+    const asked = await browser.submit(form, { username: 'alice', password: 'alice-pw' }, redirectUri);
+    if (!isPage(asked)) throw new Error('expected the page that asks before the CLI gets its tokens');
+    expect(asked.html).to.include(`listening on port <strong>${port}</strong>`);
+    const landing = await browser.submit(asked, { decision: 'allow' }, redirectUri);
     expect(landing).to.be.instanceOf(URL);
     const page = await fetch((landing as URL).href);
     expect(await page.text()).to.include('you may close this window');

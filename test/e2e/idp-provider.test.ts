@@ -183,11 +183,40 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     expect((failed as Page).status).to.equal(400);
   });
 
-  it('lets svc-cli log in with PKCE on any loopback port', async function () {
+  /** The page asking whether the CLI may have the tokens, from `value`. */
+  function cliConsent(value: URL | Page, port: string): Page {
+    if (!isPage(value)) throw new Error(`expected the CLI consent page, got a redirect to ${value.href}`);
+    expect(value.status).to.equal(200);
+    expect(value.html).to.include('Allow the svc command line?').and.include(`listening on port <strong>${port}</strong>`);
+    return value;
+  }
+
+  it('lets svc-cli log in with PKCE on any loopback port, once the person allows it on a page naming the port', async function () {
     const redirect = 'http://127.0.0.1:53117/auth/callback';
-    const { done, verifier, state } = await login(cli, redirect);
+    const { done: asked, verifier, state, browser } = await login(cli, redirect);
+    const done = await browser.submit(cliConsent(asked, '53117'), { decision: 'allow' }, redirect);
     const tokens = await client.authorizationCodeGrant(cli, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
     expect(tokens.claims()).to.include({ aud: 'svc-cli' });
+  });
+
+  it('asks before svc-cli gets a code for a browser already logged in (a page may start it), and Cancel sends none', async function () {
+    // The browser has a session at the provider: a page elsewhere starts the CLI's flow for a port of its own.
+    const { browser } = await login(rp, `${url}/auth/callback`);
+    const redirect = 'http://127.0.0.1:41999/auth/callback';
+    const silent = await authorizationRequest(cli, redirect, 'openid offline_access');
+    const asked = cliConsent(await browser.go(silent.href, redirect), '41999');
+    expect(asked.html).to.include('a refresh token');
+    const cancelled = await browser.submit(asked, { decision: 'deny' }, redirect);
+    expect((cancelled as URL).searchParams.get('error')).to.equal('access_denied');
+    expect((cancelled as URL).searchParams.get('code')).to.equal(null);
+    // Without its CSRF token the answer is refused (a form posted from elsewhere), and no code leaves.
+    const again = await authorizationRequest(cli, redirect, 'openid offline_access');
+    const form = cliConsent(await browser.go(again.href, redirect), '41999');
+    const forged = await browser.submit(form, { csrf: 'forged', decision: 'allow' }, redirect);
+    expect(isPage(forged) && forged.status).to.equal(400);
+    // The svc web client is not asked: its redirect is svc's own.
+    const web = await authorizationRequest(rp, `${url}/auth/callback`, SCOPE);
+    expect(await browser.go(web.href, `${url}/auth/callback`)).to.be.instanceOf(URL);
   });
 
   it('runs the device flow: the user approves the code on the device page', async function () {
