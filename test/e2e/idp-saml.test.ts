@@ -181,6 +181,18 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     expect(await groupsOf(victim)).to.deep.equal(['devs']);
   });
 
+  it('keeps the binding in a cookie only the interaction\'s pages get: HttpOnly, SameSite=Lax, 5 minutes', async () => {
+    const browser = new FormBrowser();
+    const chooser = page(await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`), 'the chooser');
+    const href = /href="([^"]*\/interaction\/([^/"]+)\/connector\/corp)"/.exec(chooser.html);
+    const res = await browser.request(new URL(href?.[1] ?? '', url).href);
+    expect(res.status).to.equal(302);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('svc.idp.login='));
+    expect(cookie).to.match(new RegExp(`^svc\\.idp\\.login=[A-Za-z0-9_-]{43}; path=/api/idp/interaction/${href?.[2] ?? ''}; expires=[^;]+; samesite=lax; httponly$`));
+    const expires = Date.parse(/expires=([^;]+)/.exec(cookie ?? '')?.[1] ?? '');
+    expect(expires - Date.now()).to.be.within(290_000, 301_000);
+  });
+
   it('serves the SP metadata of a SAML connector, and 404 for any other id', async () => {
     const res = await fetch(`${url}/api/idp/saml/corp/metadata`);
     expect(res.status).to.equal(200);
