@@ -191,7 +191,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const next = `${interactionPath(uid)}/callback`;
     if (ctx.method === 'POST') return page(ctx, 200, autoPostPage(next, Object.fromEntries(params), 'Back to svc to finish logging in.'));
     ctx.status = 303;
-    ctx.redirect(`${next}?${params.toString()}`);
+    // The query as it came: a signed redirect-binding message is verified over its exact bytes.
+    ctx.redirect(`${next}?${ctx.querystring}`);
   };
   router.get('/callback', callback);
   router.post('/callback', callback);
