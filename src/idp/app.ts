@@ -25,10 +25,13 @@ import { createLoginFlow } from './login-flow.js';
 import { errorPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
+import type { PasswordGuard } from './password-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 
-/** The app needs what the provider needs, no more. */
-export type IdpAppDeps = ProviderDeps;
+/** What the provider needs, and the password form's limits. */
+export interface IdpAppDeps extends ProviderDeps {
+  readonly passwordGuard: PasswordGuard;
+}
 
 export interface IdpApp {
   /** Serves a request whose path is /api/idp or under it. */
@@ -57,7 +60,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     const flow = createLoginFlow({
       state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log,
     });
-    app.use(interactionRoutes({ provider: () => provider, flow, connectors: deps.connectors, log: deps.log }).routes());
+    app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log }).routes());
     return { provider: provider.callback(), login: app.callback() };
   }
   let handlers = build(deps.keys);

@@ -22,6 +22,7 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
+import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
 import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
 import { MOUNT_PATH } from './issuer.js';
 import { setPageHeaders } from '../http/security-headers.js';
@@ -30,6 +31,7 @@ export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */
   readonly provider: () => Provider;
   readonly flow: LoginFlow;
+  readonly guard: PasswordGuard;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
 }
@@ -37,6 +39,8 @@ export interface InteractionDeps {
 const EXPIRED = 'This login has expired or was started in another browser. Go back to the application and log in again.';
 const UNAVAILABLE = 'The directory is unreachable right now. Try again in a few minutes; if it keeps happening, tell your administrator.';
 const WRONG = 'Wrong username or password.';
+const BUSY = 'Too many logins are in progress. Try again in a moment.';
+const EXHAUSTED = 'Too many attempts on this login page. Go back to the application and log in again.';
 
 const interactionPath = (uid: string): string => `${MOUNT_PATH}/interaction/${encodeURIComponent(uid)}`;
 const connectorPath = (uid: string, id: string): string => `${interactionPath(uid)}/connector/${encodeURIComponent(id)}`;
@@ -129,10 +133,15 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const form = await readForm(ctx.req);
     if (!deps.flow.csrfValid(interaction.uid, form.get('csrf') ?? '')) return page(ctx, 400, errorPage('Login expired', EXPIRED));
     const username = form.get('username') ?? '';
-    const outcome = await deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? '');
+    const requestId = String(ctx.res.getHeader('X-Request-Id') ?? '');
+    const outcome = await deps.guard.attempt({ uid: interaction.uid, connectorId: id, username, requestId },
+      () => deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? ''));
     if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
-    const error = outcome.kind === 'wrong' ? WRONG : UNAVAILABLE;
-    page(ctx, outcome.kind === 'wrong' ? 401 : 503, passwordForm(interaction.uid, id, connector.prompt, username, error));
+    if (outcome.kind === 'exhausted') return page(ctx, 429, errorPage('Login failed', EXHAUSTED));
+    if (outcome.kind === 'locked' && outcome.retryAfterS !== undefined) ctx.set('Retry-After', String(outcome.retryAfterS));
+    if (outcome.kind === 'busy') ctx.set('Retry-After', '1');
+    const [status, error] = refusal(outcome);
+    page(ctx, status, passwordForm(interaction.uid, id, connector.prompt, username, error));
   });
 
   router.get('/interaction/:uid/finish', async (ctx) => {
@@ -188,6 +197,24 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   }
 
   return router;
+}
+
+/** The status and sentence of a password post that did not log in. */
+function refusal(outcome: Exclude<GuardedOutcome, { kind: 'ok' | 'exhausted' }>): [number, string] {
+  switch (outcome.kind) {
+    case 'wrong': return [401, WRONG];
+    case 'unavailable': return [503, UNAVAILABLE];
+    case 'busy': return [429, BUSY];
+    case 'locked': return [429, lockoutText(outcome.retryAfterS, new Date())];
+  }
+}
+
+/** As the login page says it (web/src/login.ts), with the time in UTC: the server knows no time zone of the person. */
+export function lockoutText(seconds: number | undefined, now: Date): string {
+  if (seconds === undefined) return 'Too many failed logins for this user. Logins for this name are locked until an administrator clears them.';
+  const at = new Date(now.getTime() + seconds * 1000).toISOString().slice(11, 16);
+  const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
+  return `Too many failed logins for this user. Try again in ${wait} (at ${at} UTC).`;
 }
 
 /** The consent prompt (asked for by offline_access): grant what is missing, as the user would. */
