@@ -25,7 +25,7 @@ describe('idp: the password form\'s limits', function () {
     lines = [];
     checks = 0;
     delays = 0;
-    const log = { info: (obj: object, msg: string) => void lines.push({ obj: obj as Record<string, unknown>, msg }), warn: () => undefined };
+    const log = { info: (obj: object, msg?: string) => void lines.push({ obj: obj as Record<string, unknown>, msg: msg ?? "" }), warn: () => undefined };
     const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 100, maxConcurrentLogins: 2 };
     const throttle = createLoginThrottle({ state, limits, log, registry: new Registry(), now: Date.now, maxWaitMs: 50 });
     guard = createPasswordGuard({ state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log, failureDelay: async () => void delays++ });
