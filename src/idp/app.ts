@@ -22,6 +22,7 @@ import type { RequestTarget } from '../http/request-target.js';
 import { interactionRoutes, isLoginAppPath } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
+import { FormTooLarge } from './form-body.js';
 import { errorPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
@@ -88,6 +89,16 @@ function pageErrors(log: Logger): Koa.Middleware {
     try {
       await next();
     } catch (err: unknown) {
+      if (err instanceof FormTooLarge) {
+        // The unread rest of the body (and anything pipelined behind it) is not a request: close.
+        log.info({ path: ctx.path, reason: err.message }, 'identity provider: a form over the size limit was refused');
+        ctx.status = 413;
+        ctx.set('Connection', 'close');
+        ctx.type = 'html';
+        setPageHeaders(ctx, 'idp');
+        ctx.body = errorPage('Login failed', 'The form sent was too large. Go back to the application and try again.');
+        return;
+      }
       log.error({ err, path: ctx.path }, 'identity provider: a login page failed');
       ctx.status = 500;
       ctx.type = 'html';
