@@ -10,7 +10,8 @@
  * - `proxy`: with an https `url` behind a TLS-terminating ingress the provider must see https
  *   (secure cookies, https endpoints in discovery). Rather than trusting forwarded headers from
  *   anyone, the scheme and host are pinned to the configured `url`; with an http `url` no
- *   forwarded header is trusted, as in the rest of svc.
+ *   forwarded header is trusted, as in the rest of svc, and the Host header is replaced by
+ *   `url`'s, so that a client's Host never names the provider's endpoints.
  * The provider is rebuilt when the keys in svc-secret change (rotate-keys); what it stores lives
  * in the state backend, so logins under way carry on.
  */
@@ -70,6 +71,9 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       if (secure) {
         req.headers['x-forwarded-proto'] = 'https';
         req.headers['x-forwarded-host'] = host;
+      } else {
+        // The provider builds its endpoints (discovery, redirects) from the host: `url`'s, never the client's.
+        req.headers.host = host;
       }
       if (isLoginAppPath(path)) return handlers.login(req, res);
       const rest = path.slice(MOUNT_PATH.length) || '/';

@@ -76,17 +76,25 @@ export function serveDevicePage(issuer: string, key: string, secure: boolean) {
   };
 }
 
-/** A posted device form's CSRF secret, from its cookie, where oidc-provider looks for it (the session's `state`). */
+/**
+ * A posted device form's CSRF secret, from its cookie, where oidc-provider looks for it (the
+ * session's `state`). Without the cookie the secret is a random one of the request, which no
+ * form carries: the post is refused, as a post without the provider's session was. The state
+ * is fixed for the request: oidc-provider's error page writes a new random secret there, which
+ * would not match the cookie; and a session never stored is not "persisted" after an error
+ * (oidc-provider would throw for it and answer 500).
+ */
 export function withDeviceXsrf(provider: Provider, key: string): void {
   const Session = provider.Session;
   const get = Session.get.bind(Session);
   Session.get = async function getWithDeviceXsrf(ctx) {
     const session = await get(ctx);
-    if (ctx.method === 'POST' && ctx.path === '/device') {
-      const nonce = ctx.cookies.get(DEVICE_COOKIE);
-      // Set on the record, not through the request's proxy: not a change that makes it saved.
-      session.state = nonce === undefined || nonce === '' ? undefined : { secret: xsrfOf(key, nonce) };
-    }
+    if (ctx.method !== 'POST' || ctx.path !== '/device') return session;
+    const nonce = ctx.cookies.get(DEVICE_COOKIE);
+    const state = { secret: nonce === undefined || nonce === '' ? randomBytes(24).toString('hex') : xsrfOf(key, nonce) };
+    Object.defineProperty(session, 'state', { configurable: true, enumerable: true, get: () => state, set: () => undefined });
+    const persist = session.persist.bind(session);
+    Object.defineProperty(session, 'persist', { configurable: true, value: async () => (typeof session.exp === 'number' ? persist() : undefined) });
     return session;
   };
 }

@@ -4,6 +4,7 @@
  * Host header that is not `url`'s, and the device page's headers. The connector is a fake
  * PasswordConnector (a double of the Connector contract).
  */
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { expect } from 'chai';
 import YAML from 'yaml';
@@ -70,4 +71,54 @@ describe('e2e: the identity provider\'s answers to odd requests', function () {
       expect(server.logs()).to.not.include('a login page failed');
     });
   }
+
+  /** A GET with the given Host header (fetch will not send one of ours). */
+  function get(path: string, host: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('names its endpoints after `url` in discovery and redirects, whatever Host the client sends', async function () {
+    const { body } = await get('/api/idp/.well-known/openid-configuration', 'evil.example');
+    const discovery = JSON.parse(body) as Record<string, unknown>;
+    expect(discovery['issuer']).to.equal(`${url}/api/idp`);
+    for (const key of ['authorization_endpoint', 'token_endpoint', 'jwks_uri', 'userinfo_endpoint', 'device_authorization_endpoint', 'end_session_endpoint']) {
+      expect(String(discovery[key]), key).to.match(new RegExp(`^${url}/api/idp/`));
+    }
+    expect(body).to.not.include('evil.example');
+  });
+
+  it('serves the device page with a code from the link as svc\'s own page: CSP, no inline script, no session stored', async function () {
+    const { status, headers, body } = await get('/api/idp/device?user_code=BCDF-GHJK', `127.0.0.1:${port}`);
+    expect(status).to.equal(200);
+    expect(String(headers['content-security-policy'])).to.include("script-src 'self'").and.include("frame-ancestors 'none'");
+    expect(body, 'no inline script').to.not.match(/<script(?![^>]*\ssrc=)[^>]*>/);
+    expect(body).to.include('value="BCDF-GHJK"').and.include('<label for="user_code">');
+    const cookies = ([] as string[]).concat(headers['set-cookie'] ?? []);
+    expect(cookies.filter((c) => c.startsWith('_session')), 'no provider session').to.deep.equal([]);
+  });
+
+  it('refuses a device form posted without the cookie its page set (its CSRF secret)', async function () {
+    const page = await fetch(`${url}/api/idp/device`);
+    const html = await page.text();
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const cookie = (page.headers.getSetCookie().find((c) => c.startsWith('svc.device=')) ?? '').split(';')[0] ?? '';
+    expect(xsrf).to.not.equal('');
+    expect(cookie).to.match(/^svc\.device=./);
+    const post = (headers: Record<string, string>) => fetch(`${url}/api/idp/device`, { method: 'POST', headers, body: new URLSearchParams({ xsrf, user_code: 'BCDF-GHJK' }), redirect: 'manual' });
+    const forged = await post({});
+    expect(forged.status).to.equal(400);
+    expect(await forged.text()).to.not.include('Confirm the device');
+    const own = await post({ cookie });
+    // Its own browser gets past the CSRF check: the code is unknown, so the input page again.
+    expect(await own.text()).to.include('That code is not right');
+  });
 });
