@@ -8,7 +8,7 @@
  *
  * The replicas are called at their own addresses (the issuer is the configured `url`, which
  * nothing here serves): the authorization request is written by hand, as a relying party of
- * `url` would send it.
+ * `url` would send it, and a login that passes the form ends at the redirect to the issuer.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -103,9 +103,10 @@ describe('e2e: the identity provider\'s password form is throttled across replic
     expect(isPage(right) && right.status).to.equal(429);
     expect(await bindsOf(bob)).to.equal(before + binds);
 
-    // Another user is not affected.
+    // Another user is not affected: past the form, the provider resumes the authorization at
+    // the issuer (`url`, which nothing here serves).
     const other = await formAt(replicas[0]);
-    const alice = await other.browser.submit(other.form, { username: 'alice', password: 'alice123' }, REDIRECT_URI);
+    const alice = await other.browser.submit(other.form, { username: 'alice', password: 'alice123' }, `${URL_OF_SVC}/api/idp/auth/`);
     expect(alice, 'alice logs in').to.be.instanceOf(URL);
   });
 });
