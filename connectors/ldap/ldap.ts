@@ -4,10 +4,14 @@
  * anonymously), find exactly one user by `(&<filter>(<username>=<escaped>))`, bind as that
  * user's DN with the password, bind back as the service account and read the groups.
  *
- * Wrong password and unknown user both answer null, so nothing tells one from the other.
+ * Wrong password and unknown user both answer null, so nothing tells one from the other; nor
+ * does the time taken: for an unknown user the password is bound against a DN that names no
+ * entry (under the user search's base, one random RDN per connector), so both paths make the
+ * same round trips and binds.
  * Anything else is logged with its reason (never a password) and thrown as a user-safe
  * `UpstreamUnavailable` or `UpstreamMisconfigured`.
  */
+import { randomBytes } from 'node:crypto';
 import type { Identity, LoginContext, PasswordConnector } from '../connector.js';
 import type { ConnectorDeps } from '../connector.js';
 import { UpstreamMisconfigured, UpstreamUnavailable } from '../errors.js';
@@ -29,6 +33,8 @@ export class LdapConnector implements PasswordConnector {
   readonly prompt: string;
   /** Connections bound as the service account, reused by the next login or refresh. */
   readonly pool: DirectoryPool;
+  /** The bind target of an unknown username (see the header). */
+  private readonly absentDn: string;
 
   constructor(
     private readonly config: LdapConfig,
@@ -37,6 +43,7 @@ export class LdapConnector implements PasswordConnector {
   ) {
     this.prompt = config.usernamePrompt;
     this.pool = new DirectoryPool(config, options.timeouts ?? DEFAULT_TIMEOUTS, options.pool);
+    this.absentDn = `cn=svc-absent-${randomBytes(12).toString('hex')},${config.userSearch.baseDN}`;
   }
 
   async login(username: string, password: string, ctx: LoginContext): Promise<Identity | null> {
@@ -45,7 +52,7 @@ export class LdapConnector implements PasswordConnector {
     return this.session('login', ctx, async (conn) => {
       await conn.serviceBind();
       const user = await conn.findUser(username);
-      if (user === undefined) return null;
+      if (user === undefined) return this.bindAbsent(conn, password);
       if (!(await conn.userBind(user.dn, password))) return null;
       // Groups are read with the service account's rights, as Dex does, not the user's.
       if (!ctx.wantGroups || this.config.groupSearch === undefined) return identityFromEntry(user, this.config.userSearch, username, []);
@@ -85,6 +92,20 @@ export class LdapConnector implements PasswordConnector {
 
   close(): Promise<void> {
     return this.pool.close();
+  }
+
+  /**
+   * The work of a wrong password for a name that has no entry: a bind the directory refuses.
+   * Whatever it answers, the login is refused; only a lost connection is an error, as it would
+   * be for a real user.
+   */
+  private async bindAbsent(conn: DirectoryConnection, password: string): Promise<null> {
+    try {
+      await conn.userBind(this.absentDn, password);
+    } catch (err: unknown) {
+      if (err instanceof DirectoryFailure && err.stage === 'connect') throw err;
+    }
+    return null;
   }
 
   private async session(action: 'login' | 'refresh', ctx: LoginContext, work: (conn: DirectoryConnection) => Promise<Identity | null>): Promise<Identity | null> {

@@ -4,6 +4,9 @@
 #   env: ADMIN_PASSWORD (default adminpw), ALICE_PASSWORD (alice123), BOB_PASSWORD (bob123)
 #        USERS_LDIF: another users/groups LDIF (placeholders @ALICE_PW@ and @BOB_PW@ are filled in)
 #        LDAPS=0 to skip the ldaps listener / certificate generation.
+#        ACCESSLOG=1: record every bind (reqDN, reqResult) in the accesslog database
+#        cn=accesslog (read as cn=admin,cn=accesslog with ADMIN_PASSWORD), for tests that count
+#        the binds reaching the directory.
 #        TLS_FILES: a dir with cert.pem and key.pem to serve instead of a generated self-signed pair
 #        (scripts/peers/make-test-ca.sh makes one signed by a test CA).
 # Result: suffix dc=example,dc=org, rootdn cn=admin,dc=example,dc=org, mdb in <dir>/db,
@@ -47,6 +50,19 @@ TLSCACertificateFile $DIR/tls/cert.pem"
 fi
 
 ROOTPW=$(slappasswd -h '{SSHA}' -s "$ADMIN_PASSWORD")
+ACCESSLOGDB=""
+if [ "${ACCESSLOG:-0}" = 1 ]; then
+  mkdir -p "$DIR/accesslog"
+  ACCESSLOGDB="database mdb
+maxsize 104857600
+suffix cn=accesslog
+rootdn cn=admin,cn=accesslog
+rootpw $ROOTPW
+directory $DIR/accesslog
+index reqStart eq
+access to * by * none
+"
+fi
 cat > "$DIR/slapd.conf" <<CONF
 include /etc/ldap/schema/core.schema
 include /etc/ldap/schema/cosine.schema
@@ -56,11 +72,12 @@ modulepath /usr/lib/ldap
 moduleload back_mdb
 moduleload memberof
 moduleload refint
+$([ "${ACCESSLOG:-0}" = 1 ] && echo "moduleload accesslog")
 pidfile  $PIDFILE
 argsfile $DIR/run/slapd.args
 loglevel none
 $TLSCONF
-
+$ACCESSLOGDB
 database mdb
 maxsize 104857600
 suffix "dc=example,dc=org"
@@ -77,6 +94,7 @@ memberof-memberof-ad memberOf
 memberof-refint TRUE
 overlay refint
 refint_attributes member
+$([ "${ACCESSLOG:-0}" = 1 ] && printf 'overlay accesslog\nlogdb cn=accesslog\nlogops bind\n')
 access to attrs=userPassword
   by self write
   by anonymous auth
@@ -86,7 +104,7 @@ access to *
 CONF
 
 # Offline load of the base entries (fast, no server needed).
-slapadd -q -f "$DIR/slapd.conf" -l "$FIXTURES/ldap/base.ldif"
+slapadd -q -f "$DIR/slapd.conf" -b "dc=example,dc=org" -l "$FIXTURES/ldap/base.ldif"
 
 # Start slapd; it daemonizes and writes the pid file.
 slapd -f "$DIR/slapd.conf" -h "$URLS" -s 0

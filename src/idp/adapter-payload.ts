@@ -7,11 +7,11 @@
 import type { AdapterPayload } from 'oidc-provider';
 
 /**
- * Above the provider's own 56 KiB cap on request bodies, so every payload a request it accepts
- * can produce fits (a pushed authorization request keeps its request object); far below what
- * would hurt Redis. A Session grows by one small entry per client, so it stays well under it.
+ * Far above what an interaction of the largest authorization request taken (4 KB,
+ * request-bounds.ts) makes (about 6 KB), pushed authorization requests being off; far below
+ * what would hurt Redis. A Session grows by one small entry per client, so it stays well under it.
  */
-export const MAX_PAYLOAD_BYTES = 128 * 1024;
+export const MAX_PAYLOAD_BYTES = 32 * 1024;
 
 /** Ids are 43-character nanoids or JWT ids; anything past this is not one of ours. */
 export const MAX_ID_LENGTH = 512;

@@ -25,6 +25,7 @@ import {
   decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor,
 } from './adapter-payload.js';
 import { createGrantIndex, MAX_GRANT_MEMBERS, type GrantIndex } from './grant-index.js';
+import type { PendingBound } from './pending-bound.js';
 
 /**
  * The models oidc-provider consumes (their model classes define consume()): only their records
@@ -47,6 +48,23 @@ export interface StateAdapterOptions {
   readonly now?: () => number;
   readonly maxPayloadBytes?: number;
   readonly maxGrantMembers?: number;
+  /**
+   * Bounds on new records anonymous requests make (./pending-bound.ts), by model: a new record
+   * past its bound is refused with `temporarily_unavailable` before anything is written.
+   */
+  readonly pending?: Readonly<Partial<Record<'Interaction' | 'DeviceCode', PendingBound>>>;
+}
+
+/** The client a bounded record is for: a DeviceCode names it, an Interaction keeps the request's parameters. */
+function clientOf(payload: AdapterPayload): string {
+  const params = payload.params as Record<string, unknown> | undefined;
+  return String(payload.clientId ?? params?.['client_id'] ?? '');
+}
+
+function pendingRefused(model: string): Error {
+  const err = new errors.TemporarilyUnavailable(`too many ${model === 'DeviceCode' ? 'device logins' : 'logins'} are pending; try again in a few minutes`);
+  Object.assign(err, { status: 503, statusCode: 503 });
+  return err;
 }
 
 /** The class for oidc-provider's `adapter` option: `new Adapter('AccessToken')`. */
@@ -69,6 +87,8 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       const text = encodePayload(model, payload, maxPayloadBytes);
       const ttlMs = ttlMsFor(expiresIn);
       const ttl = ttlMs === undefined ? {} : { ttlMs };
+      const bound = options.pending?.[model as 'Interaction' | 'DeviceCode'];
+      if (bound !== undefined && (await state.get(recordKey(model, id))) === null && !(await bound.admit(clientOf(payload)))) throw pendingRefused(model);
       if (GRANTABLE_MODELS.has(model) && isLookupId(payload.grantId)) {
         await grants.add(payload.grantId, grantMember(model, id), ttlMs);   // before the record
       }

@@ -10,7 +10,8 @@
  * - `proxy`: with an https `url` behind a TLS-terminating ingress the provider must see https
  *   (secure cookies, https endpoints in discovery). Rather than trusting forwarded headers from
  *   anyone, the scheme and host are pinned to the configured `url`; with an http `url` no
- *   forwarded header is trusted, as in the rest of svc.
+ *   forwarded header is trusted, as in the rest of svc, and the Host header is replaced by
+ *   `url`'s, so that a client's Host never names the provider's endpoints.
  * The provider is rebuilt when the keys in svc-secret change (rotate-keys); what it stores lives
  * in the state backend, so logins under way carry on.
  */
@@ -22,13 +23,17 @@ import type { RequestTarget } from '../http/request-target.js';
 import { interactionRoutes, isLoginAppPath } from './interactions.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login-flow.js';
+import { FormTooLarge } from './form-body.js';
 import { errorPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
+import type { PasswordGuard } from './password-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 
-/** The app needs what the provider needs, no more. */
-export type IdpAppDeps = ProviderDeps;
+/** What the provider needs, and the password form's limits. */
+export interface IdpAppDeps extends ProviderDeps {
+  readonly passwordGuard: PasswordGuard;
+}
 
 export interface IdpApp {
   /** Serves a request whose path is /api/idp or under it. */
@@ -57,7 +62,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     const flow = createLoginFlow({
       state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log,
     });
-    app.use(interactionRoutes({ provider: () => provider, flow, connectors: deps.connectors, log: deps.log }).routes());
+    app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log }).routes());
     return { provider: provider.callback(), login: app.callback() };
   }
   let handlers = build(deps.keys);
@@ -66,6 +71,9 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       if (secure) {
         req.headers['x-forwarded-proto'] = 'https';
         req.headers['x-forwarded-host'] = host;
+      } else {
+        // The provider builds its endpoints (discovery, redirects) from the host: `url`'s, never the client's.
+        req.headers.host = host;
       }
       if (isLoginAppPath(path)) return handlers.login(req, res);
       const rest = path.slice(MOUNT_PATH.length) || '/';
@@ -85,6 +93,16 @@ function pageErrors(log: Logger): Koa.Middleware {
     try {
       await next();
     } catch (err: unknown) {
+      if (err instanceof FormTooLarge) {
+        // The unread rest of the body (and anything pipelined behind it) is not a request: close.
+        log.info({ path: ctx.path, reason: err.message }, 'identity provider: a form over the size limit was refused');
+        ctx.status = 413;
+        ctx.set('Connection', 'close');
+        ctx.type = 'html';
+        setPageHeaders(ctx, 'idp');
+        ctx.body = errorPage('Login failed', 'The form sent was too large. Go back to the application and try again.');
+        return;
+      }
       log.error({ err, path: ctx.path }, 'identity provider: a login page failed');
       ctx.status = 500;
       ctx.type = 'html';

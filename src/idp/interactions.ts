@@ -35,6 +35,7 @@ import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage } from './pages.js';
 import { CLI_CLIENT_ID } from './clients.js';
+import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
 import { MOUNT_PATH } from './issuer.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { CONNECTOR_TRANSACTION_TTL_S } from './lifetimes.js';
@@ -43,6 +44,7 @@ export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */
   readonly provider: () => Provider;
   readonly flow: LoginFlow;
+  readonly guard: PasswordGuard;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
 }
@@ -50,6 +52,8 @@ export interface InteractionDeps {
 const EXPIRED = 'This login has expired or was started in another browser. Go back to the application and log in again.';
 const UNAVAILABLE = 'The directory is unreachable right now. Try again in a few minutes; if it keeps happening, tell your administrator.';
 const WRONG = 'Wrong username or password.';
+const BUSY = 'Too many logins are in progress. Try again in a moment.';
+const EXHAUSTED = 'Too many attempts on this login page. Go back to the application and log in again.';
 
 /** The browser's half of a round trip's binding (login-flow.ts), under the interaction's path. */
 export const BINDING_COOKIE = 'svc.idp.login';
@@ -154,10 +158,15 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const form = await readForm(ctx.req);
     if (!deps.flow.csrfValid(interaction.uid, form.get('csrf') ?? '')) return page(ctx, 400, errorPage('Login expired', EXPIRED));
     const username = form.get('username') ?? '';
-    const outcome = await deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? '');
+    const requestId = String(ctx.res.getHeader('X-Request-Id') ?? '');
+    const outcome = await deps.guard.attempt({ uid: interaction.uid, connectorId: id, username, requestId },
+      () => deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? ''));
     if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
-    const error = outcome.kind === 'wrong' ? WRONG : UNAVAILABLE;
-    page(ctx, outcome.kind === 'wrong' ? 401 : 503, passwordForm(interaction.uid, id, connector.prompt, username, error));
+    if (outcome.kind === 'exhausted') return page(ctx, 429, errorPage('Login failed', EXHAUSTED));
+    if (outcome.kind === 'locked' && outcome.retryAfterS !== undefined) ctx.set('Retry-After', String(outcome.retryAfterS));
+    if (outcome.kind === 'busy') ctx.set('Retry-After', '1');
+    const [status, error] = refusal(outcome);
+    page(ctx, status, passwordForm(interaction.uid, id, connector.prompt, username, error));
   });
 
   router.get('/interaction/:uid/finish', async (ctx) => {
@@ -253,6 +262,24 @@ function cliLoopbackPort(interaction: Interaction): string | undefined {
   const { client_id: clientId, redirect_uri: redirectUri } = interaction.params;
   if (clientId !== CLI_CLIENT_ID || typeof redirectUri !== 'string' || !URL.canParse(redirectUri)) return undefined;
   return new URL(redirectUri).port || '80';
+}
+
+/** The status and sentence of a password post that did not log in. */
+function refusal(outcome: Exclude<GuardedOutcome, { kind: 'ok' | 'exhausted' }>): [number, string] {
+  switch (outcome.kind) {
+    case 'wrong': return [401, WRONG];
+    case 'unavailable': return [503, UNAVAILABLE];
+    case 'busy': return [429, BUSY];
+    case 'locked': return [429, lockoutText(outcome.retryAfterS, new Date())];
+  }
+}
+
+/** As the login page says it (web/src/login.ts), with the time in UTC: the server knows no time zone of the person. */
+export function lockoutText(seconds: number | undefined, now: Date): string {
+  if (seconds === undefined) return 'Too many failed logins for this user. Logins for this name are locked until an administrator clears them.';
+  const at = new Date(now.getTime() + seconds * 1000).toISOString().slice(11, 16);
+  const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
+  return `Too many failed logins for this user. Try again in ${wait} (at ${at} UTC).`;
 }
 
 /** The consent prompt (asked for by offline_access): grant what is missing, as the user would. */

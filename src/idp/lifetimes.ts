@@ -8,8 +8,13 @@ export const ID_TOKEN_TTL_S = 24 * 60 * 60;
 export const ACCESS_TOKEN_TTL_S = ID_TOKEN_TTL_S;
 /** Dex: 30 minutes, single use. */
 export const AUTHORIZATION_CODE_TTL_S = 30 * 60;
-/** Dex `expiry.authRequests` (24h). */
-export const INTERACTION_TTL_S = 24 * 60 * 60;
+/**
+ * A login in progress, from the authorization request to the code: what a person needs to type
+ * a password or pass an upstream's login (whose own round trip is 5 min), not Dex's 24 h
+ * `expiry.authRequests`: anonymous requests make these records, so their lifetime bounds what
+ * a flood can make the provider hold (with the bounds in provider.ts).
+ */
+export const INTERACTION_TTL_S = 10 * 60;
 /** Dex `expiry.deviceRequests` (5m). */
 export const DEVICE_CODE_TTL_S = 5 * 60;
 /** Dex's browser session (absolute 24h). */

@@ -24,6 +24,8 @@ import {
 } from './lifetimes.js';
 import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
+import { createPendingBound } from './pending-bound.js';
+import { limitRequestSize, PENDING_DEVICE_CODES, PENDING_INTERACTIONS, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
 
 
 export interface ProviderDeps {
@@ -35,6 +37,8 @@ export interface ProviderDeps {
   readonly accounts: AccountStore;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
+  /** Epoch ms; the pending bounds count by it. */
+  readonly now?: () => number;
 }
 
 
@@ -42,8 +46,15 @@ export interface ProviderDeps {
 const REFRESH_TIMEOUT_MS = 15_000;
 
 export function createProvider(deps: ProviderDeps): Provider {
+  const now = deps.now ?? Date.now;
+  const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
-    adapter: createStateAdapterClass(deps.state),
+    adapter: createStateAdapterClass(deps.state, {
+      pending: {
+        Interaction: createPendingBound(deps.state, 'Interaction', PENDING_INTERACTIONS, now),
+        DeviceCode: createPendingBound(deps.state, 'DeviceCode', PENDING_DEVICE_CODES, now),
+      },
+    }),
     clients: staticClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie] },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
@@ -61,6 +72,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     rotateRefreshToken: true,
     features: {
       devInteractions: { enabled: false },
+      // svc's clients never push their requests; on by default, it stored 56 KB per anonymous request.
+      pushedAuthorizationRequests: { enabled: false },
       deviceFlow: {
         enabled: true,
         userCodeInputSource: (ctx, form, _out, err) => {
@@ -109,6 +122,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
   const provider = new Provider(issuerOf(deps.url), config);
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
+  provider.use(limitRequestSize);
+  provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));
+  withDeviceXsrf(provider, xsrfKey);
   // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
   // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
   // that, so the prompt is added here and the consent is implied in interactions.ts.

@@ -18,6 +18,11 @@ import type { ConnectorSource } from '../idp/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
+import { createPasswordGuard } from '../idp/password-guard.js';
+import { createLoginConcurrency } from '../session/concurrency.js';
+import { readLoginLimits } from '../session/limits.js';
+import { randomFailureDelay } from '../session/login.js';
+import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
 import { errorReply, sendErrorReply } from '../http/errors.js';
 import { observeRawRequest } from '../http/raw-request.js';
@@ -26,6 +31,8 @@ import type { Services } from './services.js';
 export interface IdpOptions {
   /** Replaces the connectors built from idp.config (tests). */
   readonly connectors?: (services: Services) => ConnectorSource;
+  /** Replaces the random wait after a failed password (tests). */
+  readonly failureDelay?: () => Promise<void>;
 }
 
 /** The provider's own ID tokens are verified by the SSO client side's verifier (main/sso.ts). */
@@ -46,7 +53,14 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
   // The provider signs with the first key: the one whose time has come (see keys.ts).
   const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, log: log.child({ feature: 'idp' }) });
+  const idpLog = log.child({ feature: 'idp' });
+  // The password form is throttled as svc's own login is (idp/password-guard.ts).
+  const limits = readLoginLimits(services.env, log);
+  const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
+  const passwordGuard = createPasswordGuard({
+    state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
+  });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog });
   let signerTimer: NodeJS.Timeout | undefined;
   /**
    * Rebuilds the provider when a published key starts signing. One `now` per decision: a timer
@@ -102,6 +116,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       unsubscribe();
       clearTimeout(signerTimer);
       await configured?.close();
+      await throttle.close();
     },
   };
 }

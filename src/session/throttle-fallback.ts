@@ -24,16 +24,21 @@ export interface FallbackDeps {
   readonly log: Pick<Logger, 'warn' | 'info'>;
   readonly registry: Registry;
   readonly now: () => number;
+  /**
+   * Names the metrics (`<metricPrefix>_fallback`, `<metricPrefix>_fallback_total`) and the log
+   * lines, so that two throttles (local logins, the identity provider's form) report apart.
+   */
+  readonly metricPrefix?: string;
 }
 
-export function createFallbackRunner({ state, log, registry, now }: FallbackDeps): FallbackRunner {
+export function createFallbackRunner({ state, log, registry, now, metricPrefix = 'svc_login_throttle' }: FallbackDeps): FallbackRunner {
   const gauge = new Gauge({
-    name: 'svc_login_throttle_fallback',
+    name: `${metricPrefix}_fallback`,
     help: '1 while login throttling counts in this replica\'s memory because the state backend is unreachable',
     registers: [registry],
   });
   const fallbacks = new Counter({
-    name: 'svc_login_throttle_fallback_total',
+    name: `${metricPrefix}_fallback_total`,
     help: 'Login throttle operations run in memory because the state backend was unreachable',
     registers: [registry],
   });
@@ -48,14 +53,14 @@ export function createFallbackRunner({ state, log, registry, now }: FallbackDeps
     if (degraded) return;
     degraded = true;
     gauge.set(1);
-    log.warn({ err }, 'login throttle: state backend unreachable; counting failed logins in this replica\'s memory');
+    log.warn({ err, throttle: metricPrefix }, 'login throttle: state backend unreachable; counting failed logins in this replica\'s memory');
   }
 
   function recovered(): void {
     if (!degraded) return;
     degraded = false;
     gauge.set(0);
-    log.info('login throttle: state backend reachable again; counting failed logins there');
+    log.info({ throttle: metricPrefix }, 'login throttle: state backend reachable again; counting failed logins there');
   }
 
   return {

@@ -75,6 +75,8 @@ export interface ThrottleDeps {
   readonly log: Pick<Logger, 'warn' | 'info'>;
   readonly registry: Registry;
   readonly now: () => number;
+  /** The metrics' names (throttle-fallback.ts); the default is the local logins'. */
+  readonly metricPrefix?: string;
   /** DEFAULT_ADMIT_WAIT_MS; tests shorten it. */
   readonly maxWaitMs?: number;
   /** Injected so tests can count polls; the default sleeps. */

@@ -271,7 +271,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         const big = { jti: id('s'), uid: id('su'), accountId: 'x'.repeat(MAX_PAYLOAD_BYTES) };
         const err = await rejection(sessions.upsert(id('s'), big, 60));
         expect(err).to.be.instanceOf(IdpPayloadTooLarge);
-        expect(err.message).to.match(/^identity provider Session payload of \d+ bytes is over the 131072-byte limit$/);
+        expect(err.message).to.match(/^identity provider Session payload of \d+ bytes is over the 32768-byte limit$/);
         expect(err.message).not.to.include('xxxx');
         expect(await sessions.find(id('s'))).to.equal(undefined);
         expect(await sessions.findByUid(id('su'))).to.equal(undefined);

@@ -7,12 +7,14 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { interactionRoutes, isLoginAppPath } from '../../src/idp/interactions.js';
 import type { LoginFlow } from '../../src/idp/login-flow.js';
+import type { PasswordGuard } from '../../src/idp/password-guard.js';
 
 describe('idp: the login app\'s paths', function () {
   it('every route of the login app is one of its paths', function () {
     const router = interactionRoutes({
       provider: () => { throw new Error('not called'); },
       flow: {} as LoginFlow,
+      guard: {} as PasswordGuard,
       connectors: { list: () => [], get: () => undefined },
       log: pino({ level: 'silent' }),
     });

@@ -15,6 +15,7 @@ import { BINDING_COOKIE, interactionRoutes } from '../../src/idp/interactions.js
 import { createLoginFlow } from '../../src/idp/login-flow.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createMemoryState } from '../../src/state/memory.js';
+import { testPasswordGuard } from '../helpers/password-guard.js';
 
 const IDENTITY: Identity = { userId: '42', username: 'victim', emailVerified: true, groups: [] };
 
@@ -44,6 +45,7 @@ for (const type of ['github', 'gitlab', 'oidc']) {
       provider: () => { throw new Error('the callbacks do not need the provider'); },
       flow,
       connectors: { list: () => [{ id: type, type, name: type }], get: (id) => (id === type ? connector : undefined) },
+      guard: testPasswordGuard(state),
       log: pino({ level: 'silent' }),
     }).routes());
     const server = app.callback();

@@ -13,6 +13,7 @@ import type { BrowserConnector, Identity } from '../../connectors/connector.js';
 import { createAccountStore } from '../../src/idp/accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
+import { testPasswordGuard } from '../helpers/password-guard.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import type { ConnectorSource } from '../../src/idp/connector-source.js';
 import { generateSigningKey, type IdpKeys } from '../../src/idp/keys.js';
@@ -61,7 +62,7 @@ describe('idp/provider: login pages and connectors', function () {
     url = `http://127.0.0.1:${port}`;
     keys = { signing: [await generateSigningKey(new Date())], cookie: ['cookie-key-for-provider-tests'] };
     const state = createMemoryState({ log });
-    const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
+    const app = createIdpApp({ url, keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, passwordGuard: testPasswordGuard(state), log });
     server = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     rp = await svcWebClient(url, SECRET_KEY);
@@ -131,7 +132,7 @@ describe('idp/provider: login pages and connectors', function () {
 
   it('with an https url behind an ingress, links use that url whatever forwarded headers a client sends', async function () {
     const state = createMemoryState({ log });
-    const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
+    const app = createIdpApp({ url: 'https://svc.example.com', keys, serverSecretKey: SECRET_KEY, state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, passwordGuard: testPasswordGuard(state), log });
     const port = await freePort();
     const behind = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => behind.listen(port, '127.0.0.1', resolve));

@@ -10,6 +10,7 @@ import type { BrowserConnector } from '../../connectors/connector.js';
 import { createAccountStore } from '../../src/idp/accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
+import { testPasswordGuard } from '../helpers/password-guard.js';
 import type { ConnectorSource } from '../../src/idp/connector-source.js';
 import { generateSigningKey } from '../../src/idp/keys.js';
 import { createMemoryState } from '../../src/state/memory.js';
@@ -42,7 +43,7 @@ describe('idp: SAML service-provider metadata route', function () {
     port = await freePort();
     const keys = { signing: [await generateSigningKey(new Date())], cookie: ['cookie-key-for-metadata-tests'] };
     const state = createMemoryState({ log });
-    const app = createIdpApp({ url, keys, serverSecretKey: 'metadata-test-secret-key-0123456789', state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, log });
+    const app = createIdpApp({ url, keys, serverSecretKey: 'metadata-test-secret-key-0123456789', state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), connectors, passwordGuard: testPasswordGuard(state), log });
     server = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   });

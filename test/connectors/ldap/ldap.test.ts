@@ -106,6 +106,18 @@ function expectUpstream(err: Error, type: typeof UpstreamUnavailable | typeof Up
   expect(err.message).to.equal(message);
 }
 
+/** Every bind slapd has seen, oldest first: the DNs of its accesslog (ACCESSLOG=1). */
+async function binds(): Promise<string[]> {
+  const client = new Client({ url: `ldap://127.0.0.1:${ldapPort}` });
+  try {
+    await client.bind('cn=admin,cn=accesslog', 'adminpw');
+    const { searchEntries } = await client.search('cn=accesslog', { filter: '(objectClass=auditBind)', attributes: ['reqStart', 'reqDN'] });
+    return searchEntries.sort((a, b) => String(a['reqStart']).localeCompare(String(b['reqStart']))).map((e) => String(e['reqDN']));
+  } finally {
+    await client.unbind();
+  }
+}
+
 const asAdmin = <T>(work: (client: Client) => Promise<T>): Promise<T> => asDirectoryAdmin(ldapPort, work);
 
 /** The connector closed its side: the server sees every socket close, soon. */
@@ -131,6 +143,7 @@ describe('ldap connector against slapd', function () {
     peer = await startPeer('start-slapd.sh', [String(ldapPort), String(ldapsPort)], {
       USERS_LDIF: join(ROOT_FIXTURES, 'ldap', 'ldap-connector.ldif'),
       TLS_FILES: tlsDir,
+      ACCESSLOG: '1',
     });
   });
 
@@ -177,6 +190,24 @@ describe('ldap connector against slapd', function () {
       expect(await connector.login('alice', 'bob123', ctx())).to.equal(null);
       expect(await connector.login('mallory', 'alice123', ctx())).to.equal(null);
       expect(errorsIn(lines)).to.deep.equal([]);
+    });
+
+    it('makes the same binds for an unknown user as for a wrong password: no telling them apart by time', async () => {
+      const { connector } = connectorFor(baseConfig());
+      /** The DNs bound (slapd's accesslog) during one login. */
+      const bindsDuring = async (username: string, password: string): Promise<string[]> => {
+        const seen = (await binds()).length;
+        expect(await connector.login(username, password, ctx())).to.equal(null);
+        return (await binds()).slice(seen);
+      };
+      // Each from a pooled connection bound as the service account, as after the first login.
+      await connector.login('alice', 'alice123', ctx());
+      const wrong = await bindsDuring('alice', 'wrong-pw');
+      await connector.login('alice', 'alice123', ctx());
+      const unknown = await bindsDuring('mallory', 'wrong-pw');
+      expect(wrong.filter((dn) => dn !== 'cn=reader,dc=example,dc=org')).to.deep.equal(['uid=alice,ou=people,dc=example,dc=org']);
+      expect(unknown.filter((dn) => dn !== 'cn=reader,dc=example,dc=org')).to.have.lengthOf(1).and.to.match(/^cn=svc-absent-[0-9a-f]+,ou=people,dc=example,dc=org$/);
+      expect(unknown).to.have.lengthOf(wrong.length);
     });
 
     it('refuses an empty password before opening any connection', async () => {
