@@ -24,6 +24,7 @@ import { refuseTarget, requestTarget, type RequestTarget } from '../http/request
 import { healthRoutes } from '../http/routes/health.js';
 import { settingsRoutes } from '../http/routes/settings.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
+import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
 import { openState } from '../state/index.js';
@@ -71,7 +72,10 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
-  const rights = await createRights(settings.current().policy);
+  const rights = await createRights(settings.current().policy, {}, {
+    localAccountNames: () => settings.current().accounts,
+    onReserved: ({ issuer, name, as, reason }) => log.warn({ issuer, name: printable(name), as }, `single sign-on ${as} '${printable(name)}' from ${issuer} is not used for rights: ${reason}; rename it at the provider, or write rules for another of the user's names (docs/rbac.md)`),
+  });
   settings.onChange((next, previous) => {
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));

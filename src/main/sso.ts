@@ -109,7 +109,7 @@ function ssoFeature(
     beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
     routers: [ssoRoutes({
       login,
-      callback: { client, verifier, refresh, userInfo },
+      callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,
       authenticator: identity.authenticator,
       revocation: identity.revocation,
