@@ -43,7 +43,7 @@ const REFRESH_TIMEOUT_MS = 15_000;
 
 export function createProvider(deps: ProviderDeps): Provider {
   const config: Configuration = {
-    adapter: createStateAdapterClass(deps.state),
+    adapter: createStateAdapterClass(deps.state, { serverSecretKey: deps.serverSecretKey }),
     clients: staticClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie] },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
