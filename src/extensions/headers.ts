@@ -13,6 +13,7 @@
  * Connection value could name (and so make the backend drop) headers we add.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { PROVIDER_COOKIE_NAMES } from '../idp/cookie-names.js';
 
 /** Hop-by-hop (RFC 9110 §7.6.1) plus what must not be forwarded as received. */
 const DROPPED = new Set([
@@ -43,8 +44,17 @@ const DROPPED_PREFIXES = [
   'x-goog-iap-', 'x-ms-client-principal', 'cf-access-', 'x-authentik-',
 ];
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
-/** A backend must not plant the session cookie (svc.token) on our origin. */
-const OUR_COOKIE = /^\s*svc\./i;
+/**
+ * A backend must not plant a cookie of svc's (svc.token, svc.oauthstate: every svc cookie is
+ * named `svc.*`) or of its identity provider on our origin: those names, and their variants
+ * (`<name>.sig`, `<name>.legacy`), are refused in any case.
+ */
+const OUR_COOKIE = new RegExp(`^\\s*(svc\\.|(${Object.values(PROVIDER_COOKIE_NAMES).join('|')})(\\.[^=]*)?\\s*=)`, 'i');
+
+/** Whether a Set-Cookie value sets a cookie of svc or of its identity provider. */
+export function isOurCookie(setCookie: string): boolean {
+  return OUR_COOKIE.test(setCookie);
+}
 
 export interface Identity {
   readonly username: string;
@@ -145,7 +155,7 @@ export function responseHeaderList(raw: readonly (Buffer | string)[], extra: rea
       if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
       continue;
     }
-    if (lower === 'set-cookie' && OUR_COOKIE.test(value)) continue;
+    if (lower === 'set-cookie' && isOurCookie(value)) continue;
     if (lower === 'content-length') contentLength = Number(value);
     else if (lower === 'content-type') eventStream = value.startsWith('text/event-stream');
     list.push(name, value);

@@ -134,7 +134,7 @@ describe('extension proxy: forwarding and headers', function () {
       expect(seen['svc-project-name']).to.equal('team-a');
     });
 
-    it('drops a backend Set-Cookie for our own svc.* cookies and keeps the others', async () => {
+    it("drops a backend Set-Cookie for svc's own svc.* cookies and the identity provider's, and keeps the others", async () => {
       const res = await call('/api/v1/extensions/echo/c', 'carol');
       expect(res.headers['set-cookie']).to.equal('theirs=1; Path=/');
       expect(res.headers['x-backend']).to.equal('echo');
