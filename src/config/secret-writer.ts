@@ -13,7 +13,6 @@
  */
 import { mkdir, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from 'pino';
 import { writeFileAtomic } from '../lib/atomic-file.js';
 import { errorCode, withFileLock, type LockOptions } from '../lib/file-lock.js';
 import { listYamlFiles } from './load-dir.js';
@@ -39,7 +38,7 @@ export interface UpdateSecretRequest {
   readonly hint?: string | undefined;
   readonly lock?: LockOptions;
   /** Told when the write tightened the file's mode. */
-  readonly log?: Pick<Logger, 'warn'>;
+  readonly log?: { warn(fields: object, message: string): void };
 }
 
 export interface UpdateSecretResult {

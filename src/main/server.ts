@@ -23,6 +23,7 @@ import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes } from '../http/routes/health.js';
 import { settingsRoutes } from '../http/routes/settings.js';
+import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
@@ -98,7 +99,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   // An external provider (oidc.config) is in force when set; else the bundled one, when configured.
   const external = prepareSso(services);
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
-  const sso = external ?? (idp !== undefined ? prepareBundledSso(services) : undefined);
+  const sso = external ?? (idp !== undefined ? prepareBundledSso(services, idp) : undefined);
   const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
   const features: readonly Feature[] = [
     buildAccounts(services, identity),
@@ -145,6 +146,9 @@ function requestListener(services: Services, identity: Identity, features: reado
     dispatch(req, res, target);
   }
   return (req, res) => {
+    // Set first: every answer carries it, the provider's and a refusal's included (a proxied backend's own value wins).
+    const hsts = transportSecurityFor(settings.current().url);
+    if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
     const target = requestTarget(req);
     if (target === undefined) return refuseTarget(req, res, log);
     prepareThenDispatch(req, res, target, 0);

@@ -119,8 +119,13 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const info = await client.fetchUserInfo(rp, tokens.access_token, sub);
     expect(info).to.deep.include({ sub, groups: ['dev', 'ops'], email: 'alice@example.com' });
 
+    // svc verifies the ID token with the provider's keys in process: it never fetches its own JWKS.
+    const jwksFetches = () => server.logs().split('\n').filter((line) => line.includes('"path":"/api/idp/jwks"')).length;
+    const fetchedBefore = jwksFetches();
+    expect(fetchedBefore, 'the test itself fetched the JWKS above, and that shows in the access log').to.be.above(0);
     const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${tokens.id_token}` } });
     expect(await me.json()).to.deep.include({ loggedIn: true, username: sub, iss: issuer, groups: ['dev', 'ops'] });
+    expect(jwksFetches()).to.equal(fetchedBefore);
   });
 
   it('refreshes through the connector, and gives no tokens once the connector no longer knows the user', async function () {
