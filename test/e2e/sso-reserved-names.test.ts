@@ -121,5 +121,10 @@ describe('e2e: SSO names that are reserved (LemonLDAP::NG, sub = username)', fun
     expect(JSON.parse(again.body)).to.deep.include({ error: 'unauthenticated', message });
     expect(svc.logs()).to.include(message);
 
+    // A browser (it asks for HTML) is sent back to the login page, which says the name is reserved.
+    const browser = llng.browser();
+    const { url } = await llngBrowse(browser, new URL(llng.issuer).origin, `${svcUrl}/auth/login?return_url=%2Fapps`, 'rtyler', 'rtyler', { accept: 'text/html' });
+    expect(url).to.equal(`${svcUrl}/login?error=sso_reserved_name&return_url=%2Fapps`);
+    expect(browser.cookie(svcUrl, 'svc.token')).to.equal(undefined);
   });
 });
