@@ -1,4 +1,15 @@
-/** Who is calling, once a token has been verified. Knows nothing of HTTP. */
+/**
+ * Who is calling, once a token has been verified, and which RBAC subjects that gives. Knows
+ * nothing of HTTP.
+ *
+ * A name from outside (an SSO `sub` or group) shares the rights namespace with local accounts and
+ * roles, so that Argo CD-style lines (`g, <group>, role:x`, `p, <sub>, ...`) keep working. It must
+ * never be taken for one of them: an external name that starts with a reserved prefix (`role:`,
+ * `workload:`) or equals a local account's name is reserved, and never becomes a subject. This
+ * file is the one place that rule lives (docs/rbac.md "SSO users and groups").
+ */
+import { ADMIN } from './accounts/config.js';
+
 export interface Principal {
   /** Local account name, or the SSO `sub`. */
   readonly username: string;
@@ -11,7 +22,52 @@ export interface Principal {
   readonly expiresAt: number | undefined;
 }
 
-/** The RBAC subjects of a principal: the user, then each of its groups. */
-export function subjectsOf(principal: Principal): readonly string[] {
-  return [principal.username, ...principal.groups];
+/** Prefixes only svc gives names: roles (`role:admin`) and workloads (`workload:<issuer>:<subject>`). */
+export const RESERVED_PREFIXES: readonly string[] = ['role:', 'workload:'];
+
+/**
+ * The local accounts a check compares with (svc's account map, or a Set of names). Account names
+ * are lower-case by rule; `admin` is reserved even when it is turned off.
+ */
+export interface LocalAccountNames {
+  has(name: string): boolean;
+}
+
+/**
+ * Why an external name may not be an RBAC subject, or undefined when it may. Compared trimmed and
+ * lower-cased, so ` Role:admin` or `ADMIN` do not slip through (account names are lower-case).
+ */
+export function reservedExternalName(name: string, localAccountNames: LocalAccountNames): string | undefined {
+  const folded = name.trim().toLowerCase();
+  const prefix = RESERVED_PREFIXES.find((p) => folded.startsWith(p));
+  if (prefix !== undefined) return `names starting with '${prefix}' are reserved for svc's own ${prefix === 'role:' ? 'roles' : 'workload identities'}`;
+  if (folded === ADMIN) return `it is the name of the built-in local account '${ADMIN}'`;
+  if (localAccountNames.has(folded)) return `it is the name of the local account '${folded}'`;
+  return undefined;
+}
+
+/** An external name left out of a principal's subjects, and why. */
+export interface DroppedName {
+  readonly name: string;
+  readonly as: 'sub' | 'group';
+  readonly reason: string;
+}
+
+/**
+ * The RBAC subjects of a principal: the user, then each of its groups. A local principal's name is
+ * its account's; an SSO principal's `sub` and groups are kept as written unless reserved, and a
+ * reserved one is left out (and passed to `dropped`), so the request is granted less, never more.
+ * The accounts are read at each check: an account added after a login takes effect at once.
+ */
+export function rbacSubjectsOf(principal: Principal, localAccountNames: LocalAccountNames, dropped?: (name: DroppedName) => void): readonly string[] {
+  if (principal.kind !== 'sso') return [principal.username, ...principal.groups];
+  const subjects: string[] = [];
+  const consider = (name: string, as: DroppedName['as']): void => {
+    const reason = reservedExternalName(name, localAccountNames);
+    if (reason === undefined) subjects.push(name);
+    else dropped?.({ name, as, reason });
+  };
+  consider(principal.username, 'sub');
+  for (const group of principal.groups) consider(group, 'group');
+  return subjects;
 }

@@ -9,7 +9,8 @@
 #        PHP_CLI_SERVER_WORKERS (default 4; php -S is single threaded otherwise)
 #        AUTHSOURCES: another authsources.php template (same placeholders)
 # Users (fixtures/simplesamlphp/config/authsources.php): alice (groups admins, devs),
-#   bob (devs), carol (contractors); attributes uid, mail, cn, displayName, groups.
+#   bob (devs), carol (contractors), mallory:mallory123 (devs, role:admin, admin, Role:Admin);
+#   attributes uid, mail, cn, displayName, groups.
 # IdP entityID / metadata URL: http://127.0.0.1:<port>/saml2/idp/metadata.php
 # SSO (Redirect/POST):          http://127.0.0.1:<port>/saml2/idp/SSOService.php
 # Signing cert (PEM):           <dir>/cert/idp.crt

@@ -7,7 +7,7 @@
 import { AccountNotFound, InvalidRequest, PermissionDenied } from '../errors.js';
 import { RESOURCES } from '../rbac/builtin.js';
 import type { Rights } from '../rbac/rights.js';
-import { subjectsOf, type Principal } from '../principal.js';
+import type { Principal } from '../principal.js';
 import { usernameProblem, type AccountSettings, type Capability } from './config.js';
 
 export type AccountAction = 'get' | 'update';
@@ -39,7 +39,7 @@ export function accountView(account: AccountSettings): AccountView {
 
 export interface AccountsDeps {
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
-  readonly rights: Pick<Rights, 'can'>;
+  readonly rights: Pick<Rights, 'allows'>;
 }
 
 export interface Accounts {
@@ -89,7 +89,7 @@ function checkResource(resource: string): void {
 export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
   function allowed(caller: Principal, action: AccountAction, name: string): boolean {
     checkName(name);
-    return isSelf(caller, name) || rights.can(subjectsOf(caller), ACCOUNTS_RESOURCE, action, name);
+    return isSelf(caller, name) || rights.allows(caller, ACCOUNTS_RESOURCE, action, name);
   }
 
   function find(name: string): AccountSettings {
@@ -118,7 +118,7 @@ export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
       checkResource(resource);
       if (resource === ACCOUNTS_RESOURCE) checkName(object);
       if (resource === ACCOUNTS_RESOURCE && ACCOUNT_ACTIONS.includes(action) && isSelf(caller, object)) return true;
-      return rights.can(subjectsOf(caller), resource, action, object);
+      return rights.allows(caller, resource, action, object);
     },
   };
 }

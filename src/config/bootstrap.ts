@@ -185,7 +185,7 @@ async function completeSecret(run: Bootstrap, snapshot: StoreSnapshot): Promise<
     added = Object.keys(set).map((key) => `${SETTINGS_SECRET}/${key}`);
     return { set };
   };
-  const result = await updateSecretOnDisk({ dir: run.dir, name: SETTINGS_SECRET, mutate });
+  const result = await updateSecretOnDisk({ dir: run.dir, name: SETTINGS_SECRET, mutate, log: run.log });
   if (added.length > 0) run.log.info({ file: result.file, keys: added }, `added generated keys to Secret ${SETTINGS_SECRET}`);
   const createdFiles = result.created ? [result.file] : [];
   if (adminFile === undefined) return { createdFiles, addedKeys: added };
@@ -195,6 +195,7 @@ async function completeSecret(run: Bootstrap, snapshot: StoreSnapshot): Promise<
 async function writeInitialPassword(dir: string, log: Logger, password: string): Promise<string> {
   const result = await updateSecretOnDisk({
     dir,
+    log,
     name: INITIAL_ADMIN_SECRET,
     mutate: () => ({ set: { [INITIAL_PASSWORD_KEY]: password } }),
   });

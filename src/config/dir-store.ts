@@ -87,7 +87,7 @@ class ManifestDirStore implements DirStore {
     if (this.#closed) return Promise.reject(new Error('the config store is closed'));
     return this.#writes(async () => {
       const hint = this.#snapshot.secrets.get(name)?.file;
-      const result = await updateSecretOnDisk({ dir: this.dir, name, mutate, hint });
+      const result = await updateSecretOnDisk({ dir: this.dir, name, mutate, hint, log: this.log });
       // Callers expect to read their own write through current() once this resolves. Also when
       // nothing was written: the file may already say what the caller asks (a token removed by
       // hand) while a rejected object keeps an older version, the one with the token, in force.

@@ -5,6 +5,11 @@
  * process can have written since), the patch is applied to that text, and the result replaces
  * the file atomically. The lock is `<file>.lock`, next to the file, so writers of different
  * files do not wait on each other.
+ *
+ * A Secret holds secret material (keys, password hashes, token records), so its file is written
+ * readable by its owner only: a new file gets 0600, and an existing one that group or others
+ * could read or write (0644 as an editor or `git checkout` leaves it) is tightened to it by the
+ * write, which says so in the log (`log`, or the caller reads `tightenedFrom`).
  */
 import { mkdir, realpath, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,11 +37,15 @@ export interface UpdateSecretRequest {
   /** Where the caller last saw the Secret; checked, not trusted. */
   readonly hint?: string | undefined;
   readonly lock?: LockOptions;
+  /** Told when the write tightened the file's mode. */
+  readonly log?: { warn(fields: object, message: string): void };
 }
 
 export interface UpdateSecretResult {
   readonly file: string;
   readonly created: boolean;
+  /** The mode the file had when this write tightened it to owner-only. */
+  readonly tightenedFrom?: number;
   /** What the write replaced; undefined when nothing was written (the patch changed nothing). */
   readonly change?: SecretFileChange;
 }
@@ -52,6 +61,18 @@ export interface SecretFileChange {
 /** Kubernetes object names (DNS-1123 subdomain); also keeps the new file's path inside `dir`. */
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const SECRET_FILE_MODE = 0o600;
+/** Group and others: no bit of theirs is kept on a Secret's file. */
+const NOT_OWNER = 0o077;
+
+/** The mode a Secret's file is written with: its own, less anything group or others could do. */
+async function ownerOnlyMode(target: string): Promise<{ mode: number; tightenedFrom?: number }> {
+  const mode = (await stat(target)).mode & 0o777;
+  return (mode & NOT_OWNER) === 0 ? { mode } : { mode: mode & ~NOT_OWNER, tightenedFrom: mode };
+}
+
+function describeMode(mode: number): string {
+  return `0${mode.toString(8).padStart(3, '0')}`;
+}
 
 /** Rejects with an `Unavailable` (503) when the write cannot land, saying why (write-failure.ts). */
 export async function updateSecretOnDisk(request: UpdateSecretRequest): Promise<UpdateSecretResult> {
@@ -73,8 +94,17 @@ async function updateUnchecked(request: UpdateSecretRequest): Promise<UpdateSecr
     // and the rename must be beside the real file, or the rename would replace the link itself.
     const target = await realPath(shown);
     const outcome = await withFileLock(target, () => writeUnderLock(target, request, candidate === undefined), request.lock);
-    if (outcome !== 'moved') return { ...outcome, file: shown };
-    candidate = await locateSecret(request.dir, request.name);
+    if (outcome === 'moved') {
+      candidate = await locateSecret(request.dir, request.name);
+      continue;
+    }
+    if (outcome.tightenedFrom !== undefined) {
+      request.log?.warn(
+        { file: shown, secret: request.name, from: describeMode(outcome.tightenedFrom), to: describeMode(outcome.tightenedFrom & ~NOT_OWNER) },
+        `Secret ${request.name}: ${shown} was readable or writable by others (mode ${describeMode(outcome.tightenedFrom)}); svc wrote secret material to it and made it ${describeMode(outcome.tightenedFrom & ~NOT_OWNER)}`,
+      );
+    }
+    return { ...outcome, file: shown };
   }
   throw new SecretWriteFailed(`Secret ${request.name} keeps moving between files; not written`);
 }
@@ -106,16 +136,18 @@ async function writeUnderLock(
   applySecretPatch(doc, request.mutate(secretValues(doc)));
   const next = replaceDocument(text, parsed.docs, index);
   if (next === text) return { file: target, created: false };
-  await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: false, change: { target, before: text, after: next } };
+  const { mode, tightenedFrom } = await ownerOnlyMode(target);
+  await writeFileAtomic(target, next, { mode });
+  return { file: target, created: false, change: { target, before: text, after: next }, ...(tightenedFrom !== undefined ? { tightenedFrom } : {}) };
 }
 
 /** `<name>.yaml` exists but holds other objects: add the Secret as a new document at its end. */
 async function appendSecret(target: string, text: string, request: UpdateSecretRequest): Promise<UpdateSecretResult> {
   const separator = text === '' || text.endsWith('\n') ? '' : '\n';
   const next = `${text}${separator}---\n${newSecretText(request.name, patchedValues({}, request.mutate({})))}`;
-  await writeFileAtomic(target, next, { mode: (await stat(target)).mode & 0o777 });
-  return { file: target, created: true, change: { target, before: text, after: next } };
+  const { mode, tightenedFrom } = await ownerOnlyMode(target);
+  await writeFileAtomic(target, next, { mode });
+  return { file: target, created: true, change: { target, before: text, after: next }, ...(tightenedFrom !== undefined ? { tightenedFrom } : {}) };
 }
 
 /**

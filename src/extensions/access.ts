@@ -9,7 +9,7 @@ import type { AppCatalog, Application } from '../apps/catalog.js';
 import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
 import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
-import { subjectsOf, type Principal } from '../principal.js';
+import type { Principal } from '../principal.js';
 import type { BackendService, ExtensionConfig } from './config.js';
 import { selectBackend } from './select-backend.js';
 
@@ -57,13 +57,13 @@ export function findExtension(settings: AccessSettings, name: string): Extension
   return index.get(name);
 }
 
-export function routeExtensionRequest(request: ExtensionRequest, settings: AccessSettings, rights: Pick<Rights, 'can'>): ExtensionRoute {
+export function routeExtensionRequest(request: ExtensionRequest, settings: AccessSettings, rights: Pick<Rights, 'allows'>): ExtensionRoute {
   const extension = enabledExtension(settings, request.name);
   const principal = request.principal;
   if (principal === undefined) throw request.authError ?? new Unauthenticated();
   const application = namedApplication(request.application, settings);
   const object = `${application?.project ?? '*'}/${extension.name}`;
-  if (!rights.can(subjectsOf(principal), EXTENSION_RESOURCE, EXTENSION_ACTION, object)) {
+  if (!rights.allows(principal, EXTENSION_RESOURCE, EXTENSION_ACTION, object)) {
     throw new PermissionDenied(`'${principal.username}' may not use extension '${extension.name}': no rights rule allows ${EXTENSION_RESOURCE}, ${EXTENSION_ACTION}, ${object}`);
   }
   return { extension, principal, application, backend: selectBackend(extension, application, settings.catalog) };

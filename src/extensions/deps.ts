@@ -21,7 +21,7 @@ export interface ProxySettingsSource {
 
 export interface ExtensionProxyDeps {
   readonly settings: ProxySettingsSource;
-  readonly rights: Pick<Rights, 'can' | 'onUpdate'>;
+  readonly rights: Pick<Rights, 'allows' | 'onUpdate'>;
   readonly log: Logger;
   readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
   readonly readCaller: ReadCaller;

@@ -38,7 +38,7 @@ export const GATEWAY_ROUTE = '/api/v1/extensions/:name';
 
 export interface GatewayDeps {
   readonly settings: Pick<ProxySettingsSource, 'current'>;
-  readonly rights: Pick<Rights, 'can'>;
+  readonly rights: Pick<Rights, 'allows'>;
   readonly readCaller: ReadCaller;
   readonly pools: BackendPools;
   readonly metrics: ExtensionMetrics;

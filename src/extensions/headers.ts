@@ -2,8 +2,9 @@
  * What a backend is told and what the browser gets back (DESIGN §6). Inbound headers are
  * filtered, never passed as received: credentials (Cookie, Authorization), hop-by-hop headers
  * (and every header the Connection header names), `Expect` (Node has answered 100-continue; undici
- * refuses it), and every client-sent `X-Forwarded-*`, `Forwarded`, `X-Real-IP` and `Svc-*`
- * header go, always, before ours are added. So an identity header can never be spoofed, even when
+ * refuses it), every client-sent `X-Forwarded-*`, `Forwarded`, `X-Real-IP` and `Svc-*` header,
+ * and the identity headers other authenticating proxies send (X-WEBAUTH-USER, Remote-User,
+ * X-Auth-Request-*, X-User, X-Remote-Group, ...: a backend may trust those) go, always, before ours are added. So an identity header can never be spoofed, even when
  * our derived value is empty (the gap in the reference implementation).
  *
  * Names are compared with `_` read as `-`: CGI, WSGI, PHP and Rack backends turn both into
@@ -12,6 +13,7 @@
  * Connection value could name (and so make the backend drop) headers we add.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { PROVIDER_COOKIE_NAMES } from '../idp/cookie-names.js';
 
 /** Hop-by-hop (RFC 9110 §7.6.1) plus what must not be forwarded as received. */
 const DROPPED = new Set([
@@ -21,10 +23,38 @@ const DROPPED = new Set([
   // Spring's remote user, Akamai's and Cloudflare's client IP) or as the path to serve (IIS URL
   // Rewrite, Symfony, Zend): a client must not choose them.
   'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url',
+  // The user as authenticating front proxies tell it to the apps behind them, which trust it:
+  // Authelia and Authentik (Remote-*), oauth2-proxy-style apps (X-User, X-Email), Kong
+  // (X-Consumer-*, X-Authenticated-*), Apache and Spring (X-Auth-User, X-Proxy-User).
+  'x-user', 'x-email', 'x-user-email', 'x-user-name', 'x-user-groups', 'x-groups', 'x-auth-user', 'x-auth-username',
+  'x-auth-email', 'x-auth-groups', 'x-proxy-user', 'x-authenticated-user', 'x-authenticated-userid', 'x-authenticated-groups',
+  'x-consumer-username', 'x-consumer-id', 'x-consumer-custom-id', 'x-credential-identifier', 'x-preferred-username',
 ]);
+/**
+ * Header families of the same kind, by prefix: Grafana's auth proxy (X-WEBAUTH-USER, -EMAIL,
+ * -NAME, -ROLE, -GROUPS), oauth2-proxy (X-Auth-Request-User, -Email, -Preferred-Username,
+ * -Groups, -Access-Token), the Kubernetes front proxy and Apache (X-Remote-User, -Group,
+ * -Extra-*), Authelia and Authentik (Remote-User, -Groups, -Name, -Email), AWS ALB
+ * (X-Amzn-Oidc-*), Google IAP (X-Goog-Authenticated-User-*, X-Goog-Iap-*), Azure App Service
+ * (X-MS-Client-Principal*), Cloudflare Access (Cf-Access-*). X-Forwarded-User, -Email, -Groups
+ * and -Preferred-Username go with every X-Forwarded-* header.
+ */
+const DROPPED_PREFIXES = [
+  'x-forwarded-', 'svc-', 'x-webauth-', 'x-auth-request-', 'x-remote-', 'remote-', 'x-amzn-oidc-', 'x-goog-authenticated-',
+  'x-goog-iap-', 'x-ms-client-principal', 'cf-access-', 'x-authentik-',
+];
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
-/** A backend must not plant the session cookie (svc.token) on our origin. */
-const OUR_COOKIE = /^\s*svc\./i;
+/**
+ * A backend must not plant a cookie of svc's (svc.token, svc.oauthstate: every svc cookie is
+ * named `svc.*`) or of its identity provider on our origin: those names, and their variants
+ * (`<name>.sig`, `<name>.legacy`), are refused in any case.
+ */
+const OUR_COOKIE = new RegExp(`^\\s*(svc\\.|(${Object.values(PROVIDER_COOKIE_NAMES).join('|')})(\\.[^=]*)?\\s*=)`, 'i');
+
+/** Whether a Set-Cookie value sets a cookie of svc or of its identity provider. */
+export function isOurCookie(setCookie: string): boolean {
+  return OUR_COOKIE.test(setCookie);
+}
 
 export interface Identity {
   readonly username: string;
@@ -49,7 +79,8 @@ function canonicalName(name: string): string {
 }
 
 function isDropped(name: string, named: ReadonlySet<string> | undefined): boolean {
-  if (DROPPED.has(name) || name.startsWith('x-forwarded-') || name.startsWith('svc-')) return true;
+  if (DROPPED.has(name)) return true;
+  for (const prefix of DROPPED_PREFIXES) if (name.startsWith(prefix)) return true;
   return named?.has(name) ?? false;
 }
 
@@ -124,7 +155,7 @@ export function responseHeaderList(raw: readonly (Buffer | string)[], extra: rea
       if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
       continue;
     }
-    if (lower === 'set-cookie' && OUR_COOKIE.test(value)) continue;
+    if (lower === 'set-cookie' && isOurCookie(value)) continue;
     if (lower === 'content-length') contentLength = Number(value);
     else if (lower === 'content-type') eventStream = value.startsWith('text/event-stream');
     list.push(name, value);

@@ -34,3 +34,18 @@ export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
 export function setPageHeaders(ctx: { set(field: Readonly<Record<string, string>>): void }, kind: PageKind): void {
   ctx.set(pageHeaders(kind));
 }
+
+/**
+ * HSTS, on every response (pages, API, the identity provider, proxied extensions unless the
+ * backend sends its own) when svc's `url` is https: a browser that once reached svc keeps to
+ * https for a year, so a network attacker cannot strip TLS from a later visit and read the
+ * session cookie or a login. One year, as browsers' preload lists ask; no `includeSubDomains`:
+ * svc does not own the hosts under its own. Browsers ignore the header over plain http, and with
+ * an http `url` it is not sent (a local setup must stay reachable over http).
+ */
+export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
+
+/** The Strict-Transport-Security value for svc's `url`, or undefined for an http one. */
+export function transportSecurityFor(url: string): string | undefined {
+  return url.startsWith('https:') ? STRICT_TRANSPORT_SECURITY : undefined;
+}

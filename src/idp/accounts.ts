@@ -9,7 +9,9 @@
  * The record is sealed (src/lib/sealed.ts, its own key from `server.secretkey`): it holds what a
  * connector keeps to refresh a login (an upstream refresh or access token) and the user's email
  * and groups, which whoever reads the state backend (a Redis shared with other tools) must not
- * learn or alter. A record that does not open is no account: the token asking gets nothing.
+ * learn or alter. The seal is bound to the record's `sub` (its additional data), so a record
+ * copied under another user's key does not open there. A record that does not open is no
+ * account: the token asking gets nothing.
  */
 import type { Identity } from '../../connectors/connector.js';
 import type { Sealer } from '../lib/sealed.js';
@@ -42,7 +44,7 @@ export const EXTENSION_SLACK_MS = 60 * 60 * 1000;
 export function createAccountStore(state: StateBackend, sealer: Sealer): AccountStore {
   async function save(sub: string, account: StoredAccount, ttlS: number): Promise<void> {
     const left = (await state.ttlMs(accountKey(sub))) ?? 0;
-    await state.set(accountKey(sub), sealer.seal(JSON.stringify(account)), { ttlMs: Math.max(ttlS * 1000, left) });
+    await state.set(accountKey(sub), sealer.seal(JSON.stringify(account), sub), { ttlMs: Math.max(ttlS * 1000, left) });
   }
 
   /** Makes the record live at least ttlS more; false when there is none to extend. */
@@ -61,7 +63,7 @@ export function createAccountStore(state: StateBackend, sealer: Sealer): Account
     },
     async find(sub) {
       const sealed = await state.get(accountKey(sub));
-      const text = sealed === null ? undefined : sealer.open(sealed);
+      const text = sealed === null ? undefined : sealer.open(sealed, sub);
       if (text === undefined) return undefined;
       const value = JSON.parse(text) as StoredAccount;
       return typeof value.connectorId === 'string' && typeof value.identity?.userId === 'string' ? value : undefined;

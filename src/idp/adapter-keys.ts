@@ -1,16 +1,21 @@
 /**
  * Where the identity provider's adapter keeps things in the state backend (bare keys; Redis
- * adds `svc:`). A record lives under its model name, CamelCase as oidc-provider names models;
+ * adds `svc:`). No key holds an id, uid, user code or grant id as the provider gave it: each is
+ * replaced by its ref, an HMAC-SHA256 of it under a key derived from `server.secretkey`
+ * (createIdRefs). Ids are bearer values (a refresh token, an access token, a code, the session
+ * cookie): whoever can list or read the backend must not be able to redeem them, and without the
+ * server's key a ref cannot be computed from a guess either. A record lives under its model name, CamelCase as oidc-provider names models;
  * every index lives under a lowercase word, so no id (whatever characters it holds) can make
  * a record key equal to an index key: the part before the id is fixed and differs.
  *
- *   idp:<Model>:<id>               the payload, JSON, TTL = expiresIn
- *   idp:consumed:<Model>:<id>      epoch seconds of the first consume(), TTL = the record's
- *   idp:uid:<Model>:<uid>          id of the record with that uid (Session), TTL = the record's
- *   idp:user-code:<Model>:<code>   id of the record with that userCode (DeviceCode), same TTL
- *   idp:grant:<grantId>            hash: field `<Model>:<id>` per token of the grant, value its
- *                                  expiry in ms ('never' without one); TTL = the longest member's
+ *   idp:<Model>:<ref id>              the payload, JSON without its `jti`, TTL = expiresIn
+ *   idp:consumed:<Model>:<ref id>     epoch seconds of the first consume(), TTL = the record's
+ *   idp:uid:<Model>:<ref uid>         ref of the record's id with that uid (Session), same TTL
+ *   idp:user-code:<Model>:<ref code>  ref of the record's id with that userCode (DeviceCode)
+ *   idp:grant:<ref grantId>           hash: field `<Model>:<ref id>` per token of the grant, value
+ *                                     its expiry in ms ('never' without one); TTL = the longest member's
  */
+import { createHmac, hkdfSync } from 'node:crypto';
 
 const ROOT = 'idp';
 
@@ -35,4 +40,17 @@ export function parseGrantMember(member: string): { model: string; id: string } 
   const model = member.slice(0, colon);
   if (colon < 0 || !isModelName(model)) return undefined;
   return { model, id: member.slice(colon + 1) };
+}
+
+/** An id as the backend holds it: 43 base64url characters that only svc's key can compute. */
+export type IdRef = (id: string) => string;
+
+/**
+ * The refs of one server key. A rotated `server.secretkey` gives other refs, so what the
+ * provider stored before is no longer found: its logins, codes and tokens end, as the sealed
+ * account records (../idp/accounts.ts) already do.
+ */
+export function createIdRefs(serverSecretKey: string): IdRef {
+  const key = Buffer.from(hkdfSync('sha256', serverSecretKey, 'svc-idp', 'svc idp-record-id v1', 32));
+  return (id) => createHmac('sha256', key).update(id, 'utf8').digest('base64url');
 }

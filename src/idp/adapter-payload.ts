@@ -50,3 +50,21 @@ export function ttlMsFor(expiresIn: number | undefined): number | undefined {
   if (!Number.isFinite(expiresIn)) throw new RangeError(`expiresIn must be a finite number of seconds, got ${String(expiresIn)}`);
   return Math.max(1, Math.ceil(expiresIn)) * 1000;
 }
+
+/**
+ * The payload as the backend keeps it: its `jti` (the record's id: a token, a code, the session
+ * cookie) sealed by `sealId`, so only svc can read it back (a record found through its uid or
+ * user code must be saved again under its id), and an Interaction's copy of the session cookie
+ * left out: the provider never reads it back.
+ */
+export function withoutBearerValues(payload: AdapterPayload, sealId: (jti: string) => string): AdapterPayload {
+  const { jti, session, ...rest } = payload;
+  const stored: AdapterPayload = rest;
+  if (typeof jti === 'string') stored.jti = sealId(jti);
+  if (session !== undefined) {
+    const { cookie: _cookie, ...kept } = session;
+    stored.session = kept;
+  }
+  return stored;
+}
+

@@ -15,14 +15,18 @@
  * - findByUid / findByUserCode: index keys with the record's TTL; a stale index entry (record
  *   destroyed, or the id reused with another uid) answers undefined.
  * - TTLs from expiresIn; payloads and ids bounded (./adapter-payload.ts).
+ * - No id as the provider gave it is kept (./adapter-keys.ts): keys hold refs, a payload's `jti`
+ *   (its id) is put back by find(), and an Interaction's copy of the session cookie is dropped
+ *   (the provider never reads it back).
  */
 import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
+import { createSealer } from '../lib/sealed.js';
 import type { StateBackend } from '../state/state.js';
 import {
-  consumedKey, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
+  consumedKey, createIdRefs, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
 } from './adapter-keys.js';
 import {
-  decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor,
+  decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor, withoutBearerValues,
 } from './adapter-payload.js';
 import { createGrantIndex, MAX_GRANT_MEMBERS, type GrantIndex } from './grant-index.js';
 import type { PendingBound } from './pending-bound.js';
@@ -44,6 +48,8 @@ export const GRANTABLE_MODELS: ReadonlySet<string> = new Set([
 ]);
 
 export interface StateAdapterOptions {
+  /** `server.secretkey`: the key of the refs that stand for ids in the backend (./adapter-keys.ts). */
+  readonly serverSecretKey: string;
   /** Epoch ms; consume() stamps with it and the grant index prunes by it. */
   readonly now?: () => number;
   readonly maxPayloadBytes?: number;
@@ -68,8 +74,16 @@ function pendingRefused(model: string): Error {
 }
 
 /** The class for oidc-provider's `adapter` option: `new Adapter('AccessToken')`. */
-export function createStateAdapterClass(state: StateBackend, options: StateAdapterOptions = {}): AdapterConstructor {
+export function createStateAdapterClass(state: StateBackend, options: StateAdapterOptions): AdapterConstructor {
   const now = options.now ?? Date.now;
+  const ref = createIdRefs(options.serverSecretKey);
+  const ids = createSealer(options.serverSecretKey, 'idp-record-id');
+  /** A record reached through an index: its sealed `jti`, opened for the record's own key. */
+  const opened = (model: string, at: string, payload: AdapterPayload): AdapterPayload | undefined => {
+    if (typeof payload.jti !== 'string') return payload;
+    const jti = ids.open(payload.jti, recordKey(model, at));
+    return jti === undefined ? undefined : { ...payload, jti };
+  };
   const maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
   const grants = createGrantIndex({ state, now, maxMembers: options.maxGrantMembers ?? MAX_GRANT_MEMBERS });
 
@@ -84,39 +98,45 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
     async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
       const model = this.#model;
       if (!isLookupId(id)) throw new RangeError(`identity provider ${model} id is empty or too long`);
-      const text = encodePayload(model, payload, maxPayloadBytes);
+      const at = ref(id);
+      const text = encodePayload(model, withoutBearerValues(payload, (jti) => ids.seal(jti, recordKey(model, at))), maxPayloadBytes);
       const ttlMs = ttlMsFor(expiresIn);
       const ttl = ttlMs === undefined ? {} : { ttlMs };
       const bound = options.pending?.[model as 'Interaction' | 'DeviceCode'];
       if (bound !== undefined && (await state.get(recordKey(model, id))) === null && !(await bound.admit(clientOf(payload)))) throw pendingRefused(model);
       if (GRANTABLE_MODELS.has(model) && isLookupId(payload.grantId)) {
-        await grants.add(payload.grantId, grantMember(model, id), ttlMs);   // before the record
+        await grants.add(ref(payload.grantId), grantMember(model, at), ttlMs);   // before the record
       }
       await Promise.all([
-        state.set(recordKey(model, id), text, ttl),
-        isLookupId(payload.uid) ? state.set(uidKey(model, payload.uid), id, ttl) : undefined,
-        isLookupId(payload.userCode) ? state.set(userCodeKey(model, payload.userCode), id, ttl) : undefined,
+        state.set(recordKey(model, at), text, ttl),
+        isLookupId(payload.uid) ? state.set(uidKey(model, ref(payload.uid)), at, ttl) : undefined,
+        isLookupId(payload.userCode) ? state.set(userCodeKey(model, ref(payload.userCode)), at, ttl) : undefined,
         // A consumed record saved again stays consumed as long as it lives (no-op otherwise).
-        ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(consumedKey(model, id), ttlMs),
+        ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(consumedKey(model, at), ttlMs),
       ]);
     }
 
-    find(id: string): Promise<AdapterPayload | undefined> {
-      return findRecord(state, this.#model, id);
+    /** A payload whose sealed `jti` does not open for this key was moved here: not found. */
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      if (!isLookupId(id)) return undefined;
+      const at = ref(id);
+      const payload = await findRecord(state, this.#model, at);
+      return payload === undefined ? undefined : opened(this.#model, at, payload);
     }
 
+    /** Through the index to the record's ref; the sealed `jti` is then the way back to its id. */
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
       if (!isLookupId(uid)) return undefined;
-      const id = await state.get(uidKey(this.#model, uid));
-      const payload = id === null ? undefined : await this.find(id);
-      return payload?.uid === uid ? payload : undefined;
+      const at = await state.get(uidKey(this.#model, ref(uid)));
+      const payload = at === null ? undefined : await findRecord(state, this.#model, at);
+      return payload?.uid === uid ? opened(this.#model, at as string, payload) : undefined;
     }
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       if (!isLookupId(userCode)) return undefined;
-      const id = await state.get(userCodeKey(this.#model, userCode));
-      const payload = id === null ? undefined : await this.find(id);
-      return payload?.userCode === userCode ? payload : undefined;
+      const at = await state.get(userCodeKey(this.#model, ref(userCode)));
+      const payload = at === null ? undefined : await findRecord(state, this.#model, at);
+      return payload?.userCode === userCode ? opened(this.#model, at as string, payload) : undefined;
     }
 
     async consume(id: string): Promise<void> {
@@ -125,30 +145,32 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       if (!isLookupId(id)) return;
       // The mark lives as long as the record (forever with it); an absent record gets none.
       const stamp = String(Math.floor(now() / 1000));
-      if ((await state.setIfAbsentFor(consumedKey(model, id), stamp, recordKey(model, id))) === 'exists') throw alreadyConsumed(model);
+      const at = ref(id);
+      if ((await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at))) === 'exists') throw alreadyConsumed(model);
     }
 
     async destroy(id: string): Promise<void> {
-      if (isLookupId(id)) await removeRecord(state, grants, this.#model, id, { unlist: true });
+      if (isLookupId(id)) await removeRecord(state, grants, ref, this.#model, ref(id), { unlist: true });
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
       if (!isLookupId(grantId)) return;
-      const members = await grants.members(grantId);
+      const grant = ref(grantId);
+      const members = await grants.members(grant);
       await Promise.all(members.map(async (member) => {
         const at = parseGrantMember(member);
-        if (at !== undefined) await removeRecord(state, grants, at.model, at.id, { unlist: false });
+        if (at !== undefined) await removeRecord(state, grants, ref, at.model, at.id, { unlist: false });
       }));
-      await grants.forget(grantId, members);
+      await grants.forget(grant, members);
     }
   };
 }
 
-async function findRecord(state: StateBackend, model: string, id: string): Promise<AdapterPayload | undefined> {
-  if (!isLookupId(id)) return undefined;
+/** The record stored under a ref, as stored (its `jti` sealed), with its consumed mark. */
+async function findRecord(state: StateBackend, model: string, at: string): Promise<AdapterPayload | undefined> {
   const [text, consumed] = await Promise.all([
-    state.get(recordKey(model, id)),
-    CONSUMABLE_MODELS.has(model) ? state.get(consumedKey(model, id)) : null,
+    state.get(recordKey(model, at)),
+    CONSUMABLE_MODELS.has(model) ? state.get(consumedKey(model, at)) : null,
   ]);
   if (text === null) return undefined;
   const payload = decodePayload(text);
@@ -161,23 +183,23 @@ async function findRecord(state: StateBackend, model: string, id: string): Promi
  * whole grant itself.
  */
 async function removeRecord(
-  state: StateBackend, grants: GrantIndex, model: string, id: string, { unlist }: { unlist: boolean },
+  state: StateBackend, grants: GrantIndex, ref: IdRef, model: string, at: string, { unlist }: { unlist: boolean },
 ): Promise<void> {
-  const text = await state.take(recordKey(model, id));
-  if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, id));
+  const text = await state.take(recordKey(model, at));
+  if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, at));
   if (text === null) return;
   const payload = decodePayload(text);
   await Promise.all([
-    isLookupId(payload.uid) ? deleteIfPointsAt(state, uidKey(model, payload.uid), id) : undefined,
-    isLookupId(payload.userCode) ? deleteIfPointsAt(state, userCodeKey(model, payload.userCode), id) : undefined,
+    isLookupId(payload.uid) ? deleteIfPointsAt(state, uidKey(model, ref(payload.uid)), at) : undefined,
+    isLookupId(payload.userCode) ? deleteIfPointsAt(state, userCodeKey(model, ref(payload.userCode)), at) : undefined,
     unlist && GRANTABLE_MODELS.has(model) && isLookupId(payload.grantId)
-      ? grants.remove(payload.grantId, grantMember(model, id))
+      ? grants.remove(ref(payload.grantId), grantMember(model, at))
       : undefined,
   ]);
 }
 
-async function deleteIfPointsAt(state: StateBackend, key: string, id: string): Promise<void> {
-  if ((await state.get(key)) === id) await state.delete(key);
+async function deleteIfPointsAt(state: StateBackend, key: string, at: string): Promise<void> {
+  if ((await state.get(key)) === at) await state.delete(key);
 }
 
 /** The loser of a race to redeem: the provider's own answer to a code or token used twice. */

@@ -18,6 +18,7 @@
 import { createHash, generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { z } from 'zod';
+import { createLocalJWKSet, type JWTVerifyGetKey } from 'jose';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { SvcError } from '../errors.js';
@@ -178,4 +179,18 @@ export async function rotateSigningKeys(store: ConfigStore, now: Date): Promise<
 /** The public half of each key, as published in the JWKS. */
 export function publicJwks(keys: readonly SigningKey[]): { keys: { kty: 'RSA'; kid: string; n: string; e: string; alg: 'RS256'; use: 'sig' }[] } {
   return { keys: keys.map((k) => ({ kty: 'RSA', kid: k.kid, n: k.jwk.n, e: k.jwk.e, alg: 'RS256', use: 'sig' })) };
+}
+
+/**
+ * The keys the provider publishes now, as a key source for jose's jwtVerify: svc verifies the
+ * bundled provider's ID tokens with them in process, rather than fetching its own JWKS over
+ * HTTP. Built again only when the list changes (a rotation).
+ */
+export function localKeySet(keys: () => readonly SigningKey[]): JWTVerifyGetKey {
+  let built: { of: readonly SigningKey[]; jwks: JWTVerifyGetKey } | undefined;
+  return (header, token) => {
+    const now = keys();
+    if (built?.of !== now) built = { of: now, jwks: createLocalJWKSet(publicJwks(now)) };
+    return built.jwks(header, token);
+  };
 }

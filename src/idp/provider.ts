@@ -13,6 +13,7 @@ import type { Identity } from '../../connectors/connector.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './accounts.js';
 import { createStateAdapterClass } from './adapter.js';
+import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
 import { staticClients } from './clients.js';
 import type { ConnectorSource } from './connector-source.js';
@@ -50,13 +51,14 @@ export function createProvider(deps: ProviderDeps): Provider {
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
     adapter: createStateAdapterClass(deps.state, {
+      serverSecretKey: deps.serverSecretKey,
       pending: {
         Interaction: createPendingBound(deps.state, 'Interaction', PENDING_INTERACTIONS, now),
         DeviceCode: createPendingBound(deps.state, 'DeviceCode', PENDING_DEVICE_CODES, now),
       },
     }),
     clients: staticClients(deps.url, deps.serverSecretKey),
-    cookies: { keys: [...deps.keys.cookie] },
+    cookies: { keys: [...deps.keys.cookie], names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
     scopes: [...SCOPES],
     claims: Object.fromEntries(Object.entries(CLAIMS_BY_SCOPE).map(([scope, claims]) => [scope, [...claims]])),

@@ -15,7 +15,7 @@ import type { ParsedConnector } from '../idp/config.js';
 import { createConfiguredConnectors } from '../idp/configured-connectors.js';
 import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from '../idp/connector-source.js';
-import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys } from '../idp/keys.js';
+import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys, type SigningKey } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
 import { createPasswordGuard } from '../idp/password-guard.js';
@@ -35,8 +35,14 @@ export interface IdpOptions {
   readonly failureDelay?: () => Promise<void>;
 }
 
-/** The provider's own ID tokens are verified by the SSO client side's verifier (main/sso.ts). */
-export type IdpFeature = Feature;
+/**
+ * The provider's own ID tokens are verified by the SSO client side's verifier (main/sso.ts),
+ * with the keys the provider publishes, read here in process.
+ */
+export interface IdpFeature extends Feature {
+  /** The signing keys the provider publishes now (its JWKS), the one it signs with first. */
+  readonly publishedKeys: () => readonly SigningKey[];
+}
 
 /** setTimeout's longest delay; a later signer change is rescheduled from there. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -61,6 +67,12 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
   });
   const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog });
+  // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
+  let published = inForce().signing;
+  function publish(next: IdpKeys): void {
+    app.reload(next);
+    published = next.signing;
+  }
   let signerTimer: NodeJS.Timeout | undefined;
   /**
    * Rebuilds the provider when a published key starts signing. One `now` per decision: a timer
@@ -74,7 +86,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     if (at === undefined) return;
     signerTimer = setTimeout(() => {
       const current = services.now();
-      if (current >= at) app.reload(inForce(current));
+      if (current >= at) publish(inForce(current));
       scheduleSignerChange(current);
     }, Math.min(Math.max(at - now, 0), MAX_TIMER_MS));
     signerTimer.unref();
@@ -93,12 +105,13 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     if (next === undefined || JSON.stringify(next) === JSON.stringify(keys)) return;
     keys = next;
     const now = services.now();
-    app.reload(inForce(now));
+    publish(inForce(now));
     scheduleSignerChange(now);
   });
 
   return {
     name: 'idp',
+    publishedKeys: () => published,
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;

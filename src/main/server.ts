@@ -23,7 +23,9 @@ import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes } from '../http/routes/health.js';
 import { settingsRoutes } from '../http/routes/settings.js';
+import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
+import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
 import { openState } from '../state/index.js';
@@ -71,7 +73,10 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
-  const rights = await createRights(settings.current().policy);
+  const rights = await createRights(settings.current().policy, {}, {
+    localAccountNames: () => settings.current().accounts,
+    onReserved: ({ issuer, name, as, reason }) => log.warn({ issuer, name: printable(name), as }, `single sign-on ${as} '${printable(name)}' from ${issuer} is not used for rights: ${reason}; rename it at the provider, or write rules for another of the user's names (docs/rbac.md)`),
+  });
   settings.onChange((next, previous) => {
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
@@ -94,7 +99,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   // An external provider (oidc.config) is in force when set; else the bundled one, when configured.
   const external = prepareSso(services);
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
-  const sso = external ?? (idp !== undefined ? prepareBundledSso(services) : undefined);
+  const sso = external ?? (idp !== undefined ? prepareBundledSso(services, idp) : undefined);
   const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
   const features: readonly Feature[] = [
     buildAccounts(services, identity),
@@ -141,6 +146,9 @@ function requestListener(services: Services, identity: Identity, features: reado
     dispatch(req, res, target);
   }
   return (req, res) => {
+    // Set first: every answer carries it, the provider's and a refusal's included (a proxied backend's own value wins).
+    const hsts = transportSecurityFor(settings.current().url);
+    if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
     const target = requestTarget(req);
     if (target === undefined) return refuseTarget(req, res, log);
     prepareThenDispatch(req, res, target, 0);

@@ -6,6 +6,9 @@
 import { Unavailable } from '../errors.js';
 import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
 import { issuerOf } from '../idp/issuer.js';
+import { localKeySet } from '../idp/keys.js';
+import type { JWTVerifyGetKey } from 'jose';
+import type { IdpFeature } from './idp.js';
 import { ssoRoutes } from '../http/routes/sso.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
@@ -41,10 +44,11 @@ export function prepareSso(services: Services): SsoStage | undefined {
  * `svc` with its secret derived from server.secretkey, tokens for `svc` or `svc-cli`, and its
  * end-session endpoint as the logout URL. svc reaches it at its own `url`, as a browser does.
  */
-export function prepareBundledSso(services: Services): SsoStage | undefined {
+export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'publishedKeys'>): SsoStage | undefined {
   const { url, serverSecretKey } = services.settings.current();
   if (serverSecretKey === undefined) return undefined;
   const issuer = issuerOf(url);
+  // Its ID tokens are verified with the keys it publishes, in process: no HTTP fetch of its JWKS.
   return prepareSsoFor(services, {
     issuer,
     clientID: WEB_CLIENT_ID,
@@ -57,10 +61,11 @@ export function prepareBundledSso(services: Services): SsoStage | undefined {
     logoutURL: `${issuer}/session/end?id_token_hint={{token}}&post_logout_redirect_uri={{logoutRedirectURL}}`,
     userInfo: undefined,
     tls: { rootCA: undefined, insecureSkipVerify: false },
-  });
+  }, localKeySet(idp.publishedKeys));
 }
 
-export function prepareSsoFor(services: Services, provider: SsoProvider): SsoStage {
+/** `localKeys`: the provider's keys in process, for the bundled provider (else its JWKS is fetched). */
+export function prepareSsoFor(services: Services, provider: SsoProvider, localKeys?: JWTVerifyGetKey): SsoStage {
   const { settings, state, log, now } = services;
   const client = createProviderClient(provider);
   const sealers = new Map<SealPurpose, Sealer>();
@@ -84,6 +89,7 @@ export function prepareSsoFor(services: Services, provider: SsoProvider): SsoSta
     client,
     groupClaims: () => settings.current().policy.scopes,
     ...(userInfo !== undefined ? { groupSource: userInfo.source } : {}),
+    ...(localKeys !== undefined ? { localKeys } : {}),
     now,
   });
   return { verifier, feature: (identity) => ssoFeature(services, identity, client, verifier, userInfo, sealer) };
@@ -109,7 +115,7 @@ function ssoFeature(
     beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
     routers: [ssoRoutes({
       login,
-      callback: { client, verifier, refresh, userInfo },
+      callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,
       authenticator: identity.authenticator,
       revocation: identity.revocation,

@@ -2,11 +2,14 @@
  * The end of a browser login: the code is exchanged (with the PKCE verifier and, for a
  * confidential client, the secret), the ID token is checked by openid-client (signature, issuer,
  * audience, nonce, expiry) and then by svc's own verifier (SPEC.md's audience rule, the
- * principal). A refresh token, when the provider gives one, is kept server-side, sealed.
+ * principal). A `sub` that is reserved (a role prefix, a local account's name: src/principal.ts)
+ * is refused before anything is kept, so it never holds a session. A refresh token, when the
+ * provider gives one, is kept server-side, sealed.
  */
 import * as client from 'openid-client';
 import { printable } from '../lib/printable.js';
 import { Unauthenticated } from '../errors.js';
+import { reservedExternalName, type LocalAccountNames } from '../principal.js';
 import type { ProviderClient } from './client.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { LoginState } from './login-flow.js';
@@ -19,6 +22,15 @@ export interface CallbackDeps {
   readonly verifier: SsoVerifier;
   readonly refresh: Pick<SessionRefresh, 'keep'>;
   readonly userInfo: UserInfoGroups | undefined;
+  /** The local accounts now: a `sub` equal to one of their names is refused. */
+  readonly localAccountNames: () => LocalAccountNames;
+}
+
+/** The login of an SSO user whose `sub` is reserved: the login page says so (docs/rbac.md). */
+export class ReservedSubject extends Unauthenticated {
+  constructor(readonly sub: string, readonly issuer: string, readonly reason: string) {
+    super(`single sign-on user '${printable(sub)}' from ${issuer} cannot log in: ${reason}; svc never takes a name from the identity provider for a local account or a role. Give the user another subject at the provider, or rename the local account`);
+  }
 }
 
 export interface FinishedLogin {
@@ -54,6 +66,8 @@ export async function finishLogin(deps: CallbackDeps, login: LoginState, callbac
   const claims = await deps.verifier.verifyIgnoringExpiry(idToken);
   if (deps.userInfo !== undefined) await deps.userInfo.remember(claims, tokens.access_token);
   const principal = await deps.verifier.verify(idToken);
+  const reserved = reservedExternalName(principal.username, deps.localAccountNames());
+  if (reserved !== undefined) throw new ReservedSubject(principal.username, principal.issuer, reserved);
   if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
   return { idToken, username: principal.username, expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
 }

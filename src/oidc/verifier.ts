@@ -1,11 +1,12 @@
 /**
  * The provider's ID tokens as a TokenVerifier: signature against its JWKS (fetched once, then
- * again when a token names an unknown `kid`, never more often than `jwksCooldownMs`), issuer,
+ * again when a token names an unknown `kid`, never more often than `jwksCooldownMs`; or, for the
+ * bundled provider, its keys in process: `localKeys`), issuer,
  * SPEC.md's audience rule, expiry with a small clock skew. The principal is the `sub` with the
  * groups of the claims RBAC reads (`scopes` of svc-rbac-cm), or of the userinfo endpoint.
  */
 import { createHash } from 'node:crypto';
-import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
 import { BoundedCache } from '../lib/bounded-cache.js';
 import type { Principal } from '../principal.js';
@@ -33,6 +34,11 @@ export interface SsoVerifierDeps {
   readonly groupClaims: () => readonly string[];
   readonly groupSource?: GroupSource;
   readonly jwksCooldownMs?: number;
+  /**
+   * The provider's public keys as it publishes them now, read in process (the bundled provider,
+   * whose keys svc holds): its JWKS is then never fetched over HTTP.
+   */
+  readonly localKeys?: JWTVerifyGetKey;
   readonly now: () => number;
 }
 
@@ -49,10 +55,10 @@ export function tokenIdOf(token: string, payload: JWTPayload): string {
 
 export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
   const { provider } = deps.client;
-  let jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
+  let jwks: JWTVerifyGetKey | undefined = deps.localKeys;
   const seen = new BoundedCache<string, Known>(10_000);
 
-  async function keys(): Promise<ReturnType<typeof createRemoteJWKSet>> {
+  async function keys(): Promise<JWTVerifyGetKey> {
     if (jwks !== undefined) return jwks;
     const jwksUri = (await deps.client.configuration()).serverMetadata().jwks_uri;
     if (jwksUri === undefined) throw new Unavailable(`the OIDC provider ${provider.issuer} publishes no jwks_uri`);

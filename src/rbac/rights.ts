@@ -5,12 +5,26 @@
  * never replaces a newer one. A policy equal to the one last asked for is not rebuilt: every
  * store change (a password set, a token issued) gives a new Policy object, and a rebuild would
  * throw away the decision cache for nothing.
+ *
+ * `allows` is how the product asks about a caller: the caller's subjects come from
+ * `rbacSubjectsOf` (src/principal.ts) against the local accounts of this moment, so an SSO name
+ * that is reserved (a role prefix, a local account's name) is never a subject. A reserved group is
+ * logged once at warn per issuer and name (bounded); a reserved `sub` was refused at login, and one
+ * that became reserved since (an account added) is dropped here, quietly after its first warning.
  */
 import { createEnforcer } from './enforcer.js';
 import type { EnforcerOptions, RbacEnforcer } from './enforcer.js';
 import type { Policy } from './policy.js';
+import { BoundedCache } from '../lib/bounded-cache.js';
+import { rbacSubjectsOf, type DroppedName, type LocalAccountNames, type Principal } from '../principal.js';
+
+/** How many (issuer, name) pairs are remembered as already warned about. */
+export const RESERVED_WARNINGS_REMEMBERED = 10_000;
 
 export interface Rights {
+  /** May this caller do it: its subjects by the naming rule (src/principal.ts), then can(). */
+  allows(principal: Principal, resource: string, action: string, object: string): boolean;
+  /** The engine's answer for subjects already decided (tests, `svc-server rbac can`). */
   can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
   readonly policy: Policy;
   update(policy: Policy): Promise<void>;
@@ -23,7 +37,13 @@ export type BuildEnforcer = (policy: Policy, options: EnforcerOptions) => Promis
 export interface RightsDeps {
   /** Builds one enforcer; tests inject a slow one to finish updates out of order. */
   readonly build?: BuildEnforcer;
+  /** The local accounts now (read at each check); none but the built-in admin when absent. */
+  readonly localAccountNames?: () => LocalAccountNames;
+  /** Told once per (issuer, name) about an SSO name left out of a caller's subjects. */
+  readonly onReserved?: (dropped: DroppedName & { readonly issuer: string }) => void;
 }
+
+const NO_ACCOUNTS: LocalAccountNames = new Set<string>();
 
 export async function createRights(initialPolicy: Policy, options: EnforcerOptions = {}, deps: RightsDeps = {}): Promise<Rights> {
   const build = deps.build ?? createEnforcer;
@@ -31,7 +51,19 @@ export async function createRights(initialPolicy: Policy, options: EnforcerOptio
   let generation = 0;
   let wanted = policyFingerprint(initialPolicy);
   const listeners = new Set<() => void>();
+  const localAccountNames = deps.localAccountNames ?? (() => NO_ACCOUNTS);
+  const warned = new BoundedCache<string, true>(RESERVED_WARNINGS_REMEMBERED);
+  const { onReserved } = deps;
   return {
+    allows(principal, resource, action, object) {
+      const subjects = rbacSubjectsOf(principal, localAccountNames(), onReserved === undefined ? undefined : (dropped) => {
+        const key = JSON.stringify([principal.issuer, dropped.as, dropped.name]);
+        if (warned.get(key) !== undefined) return;
+        warned.set(key, true);
+        onReserved({ ...dropped, issuer: principal.issuer });
+      });
+      return current.can(subjects, resource, action, object);
+    },
     can: (subjects, resource, action, object) => current.can(subjects, resource, action, object),
     get policy() {
       return current.policy;

@@ -10,8 +10,8 @@ function setup() {
   const accounts = createAccounts({
     accounts: () => new Map<string, AccountSettings>([['bob', { name: 'bob', enabled: true, capabilities: ['login'], tokens: [] }]]),
     rights: {
-      can: (subjects, resource, action, object) => {
-        asked.push([...subjects, resource, action, object]);
+      allows: (caller, resource, action, object) => {
+        asked.push([caller.username, ...caller.groups, resource, action, object]);
         return false;
       },
     },

@@ -107,7 +107,9 @@ describe('config/bootstrap', () => {
     expect(after.slice(EXISTING_SECRET.length).split('\n').map((l) => l.split(':')[0])).to.deep.equal([
       '  server.secretkey', '  admin.password', '  admin.passwordMtime', '',
     ]);
-    expect((await stat(path.join(root, 'secret.yaml'))).mode & 0o777).to.equal(0o640);
+    // Secret material went in: the file others could read is now owner-only, and the log says so.
+    expect((await stat(path.join(root, 'secret.yaml'))).mode & 0o777).to.equal(0o600);
+    expect(text()).to.include(`Secret svc-secret: ${path.join(root, 'secret.yaml')} was readable or writable by others (mode 0640); svc wrote secret material to it and made it 0600`);
     expect(await readFile(path.join(root, 'cm.yaml'), 'utf8')).to.equal(cmText);
     expect(await readdir(root)).not.to.include('svc-rbac-cm.yaml');
     expect(text()).to.include('ConfigMap svc-rbac-cm not found');

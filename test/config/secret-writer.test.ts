@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { restoreSecretFile, updateSecretOnDisk } from '../../src/config/secret-writer.js';
@@ -63,7 +63,8 @@ describe('config/secret-writer', () => {
     const first = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '1' } }) });
     expect(await restoreSecretFile(first.change!)).to.equal('restored');
     expect(await readFile(file, 'utf8')).to.equal(SECRET);
-    expect((await stat(file)).mode & 0o777).to.equal(0o640);
+    // The write made it owner-only; putting the bytes back keeps the mode the file has now.
+    expect((await stat(file)).mode & 0o777).to.equal(0o600);
 
     const second = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { a: '2' } }) });
     await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { b: '3' } }) });
@@ -75,4 +76,36 @@ describe('config/secret-writer', () => {
     expect(await restoreSecretFile(created.change!)).to.equal('restored');
     expect((await readdir(root)).sort()).to.deep.equal(['svc-secret.yaml']);
   });
+
+  it('makes a Secret file that others could read owner-only when it writes to it, and says so', async () => {
+    const warnings: [object, string][] = [];
+    const log = { warn: (fields: object, message: string) => void warnings.push([fields, message]) };
+    const file = path.join(root, 'svc-secret.yaml');
+    await writeFile(file, SECRET);
+    await chmod(file, 0o644);
+    const written = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { 'idp.signing.key': 'private' } }), log });
+    expect((await stat(file)).mode & 0o777).to.equal(0o600);
+    expect(written.tightenedFrom).to.equal(0o644);
+    expect(warnings).to.deep.equal([[
+      { file, secret: 'svc-secret', from: '0644', to: '0600' },
+      `Secret svc-secret: ${file} was readable or writable by others (mode 0644); svc wrote secret material to it and made it 0600`,
+    ]]);
+
+    // Owner-only already: kept as it is (0400 too), and nothing said.
+    await chmod(file, 0o400);
+    const again = await updateSecretOnDisk({ dir: root, name: 'svc-secret', mutate: () => ({ set: { b: '2' } }), log });
+    expect((await stat(file)).mode & 0o777).to.equal(0o400);
+    expect(again.tightenedFrom).to.equal(undefined);
+    expect(warnings).to.have.length(1);
+
+    // A Secret added to a file of other objects makes that file owner-only too; a new file is 0600.
+    const shared = path.join(root, 'svc-more.yaml');
+    await writeFile(shared, 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: svc-more }\n');
+    await chmod(shared, 0o664);
+    await updateSecretOnDisk({ dir: root, name: 'svc-more', mutate: () => ({ set: { k: 'v' } }), log });
+    expect((await stat(shared)).mode & 0o777).to.equal(0o600);
+    await updateSecretOnDisk({ dir: root, name: 'svc-new', mutate: () => ({ set: { k: 'v' } }), log });
+    expect((await stat(path.join(root, 'svc-new.yaml'))).mode & 0o777).to.equal(0o600);
+  });
 });
+

@@ -28,6 +28,7 @@ const CLIENT_ID = 'svc';
 const CLIENT_SECRET = 'a-client-secret-for-tests';
 const REDIRECT_URI = 'http://127.0.0.1:1/auth/callback';   // never fetched: the flow stops at it
 const COOKIE_KEYS = ['cookie-key-for-tests'];
+const SERVER_SECRET_KEY = 'adapter-flow-server-secret-key';
 
 interface Replica {
   readonly origin: string;
@@ -36,7 +37,7 @@ interface Replica {
 
 async function startReplica(port: number, issuer: string, state: StateBackend, jwk: object): Promise<Replica> {
   const config: Configuration = {
-    adapter: createStateAdapterClass(state),
+    adapter: createStateAdapterClass(state, { serverSecretKey: SERVER_SECRET_KEY }),
     clients: [{
       client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI],
       grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
@@ -69,8 +70,7 @@ function on(replica: Replica, url: string): string {
  * where they matter), redirects followed by hand, and the dev interaction forms (log in as
  * `account`, then approve). Request n goes to replica n % 2. Returns the redirect to the client.
  */
-async function browse(start: string, replicas: readonly Replica[], account: string): Promise<URL> {
-  const jar = new Map<string, string>();
+async function browse(start: string, replicas: readonly Replica[], account: string, jar = new Map<string, string>()): Promise<URL> {
   let request: { url: string; form?: URLSearchParams } = { url: start };
   for (let hop = 0; hop < 20; hop++) {
     const replica = replicas[hop % replicas.length] as Replica;
@@ -107,6 +107,8 @@ interface Backend {
   readonly name: string;
   open(): StateBackend;
   rawKeys?(): Promise<string[]>;
+  /** Every value under svc:idp:*, a hash's fields and values joined. */
+  rawValues?(): Promise<string[]>;
   setup?(): Promise<void>;
   teardown?(): Promise<void>;
 }
@@ -127,6 +129,12 @@ const backends: Backend[] = [
     },
     open: () => createRedisState({ url: (redis as RedisPeer).url, log }),
     rawKeys: () => (raw as Redis).keys('svc:idp:*'),
+    async rawValues() {
+      const keys = await (raw as Redis).keys('svc:idp:*');
+      return Promise.all(keys.map(async (key) => ((await (raw as Redis).type(key)) === 'hash'
+        ? JSON.stringify(await (raw as Redis).hgetall(key))
+        : ((await (raw as Redis).get(key)) ?? ''))));
+    },
     async teardown() {
       raw?.disconnect();
       await redis?.stop();
@@ -173,14 +181,14 @@ for (const backend of backends) {
     });
 
     /** One login of `account` through both replicas; the code as the client receives it. */
-    async function authorize(account: string, scope: string): Promise<{ callback: URL; verifier: string; state: string }> {
+    async function authorize(account: string, scope: string, jar?: Map<string, string>): Promise<{ callback: URL; verifier: string; state: string }> {
       const verifier = client.randomPKCECodeVerifier();
       const state = client.randomState();
       const url = client.buildAuthorizationUrl(rp, {
         redirect_uri: REDIRECT_URI, scope, state, prompt: 'consent',
         code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
       });
-      return { callback: await browse(url.href, replicas, account), verifier, state };
+      return { callback: await browse(url.href, replicas, account, jar), verifier, state };
     }
 
     it('logs in with code + PKCE, refreshes, and revokes the whole grant when a refresh token is reused', async function () {
@@ -201,7 +209,7 @@ for (const backend of backends) {
       expect(await client.fetchUserInfo(rp, refreshed.access_token, 'alice')).to.include({ sub: 'alice' });
 
       // Opaque tokens are their own ids: the stored records, as either replica sees them.
-      const stored = createStateAdapterClass(states[0] as StateBackend);
+      const stored = createStateAdapterClass(states[0] as StateBackend, { serverSecretKey: SERVER_SECRET_KEY });
       expect(await new stored('AccessToken').find(refreshed.access_token)).to.include({ accountId: 'alice' });
       expect(await new stored('RefreshToken').find(tokens.refresh_token as string)).to.have.property('consumed');
 
@@ -220,6 +228,26 @@ for (const backend of backends) {
       expect(String((info as { response?: Response }).response?.status)).to.equal('401');
     });
 
+    if (backend.rawKeys !== undefined) {
+      it('keeps no code, token or session cookie value in any key or value of the backend', async function () {
+        const cookies = new Map<string, string>();
+        const { callback, verifier, state } = await authorize('dave', 'openid offline_access', cookies);
+        const code = callback.searchParams.get('code') as string;
+        const before = [...(await backend.rawKeys?.() ?? []), ...(await backend.rawValues?.() ?? [])];
+        const tokens = await client.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state });
+        const refreshed = await client.refreshTokenGrant(rp, tokens.refresh_token as string);
+        const after = [...(await backend.rawKeys?.() ?? []), ...(await backend.rawValues?.() ?? [])];
+        const session = cookies.get('_session') as string;
+        expect(session).to.be.a('string').with.length.above(20);
+        expect(after.some((k) => k.startsWith('svc:idp:RefreshToken:'))).to.equal(true);
+        for (const [what, value] of [['code', code], ['session cookie', session], ['access token', tokens.access_token],
+          ['refresh token', tokens.refresh_token as string], ['new access token', refreshed.access_token], ['new refresh token', refreshed.refresh_token as string]] as const) {
+          expect(value, what).to.be.a('string').with.length.above(20);
+          for (const text of [...before, ...after]) expect(text.includes(value), `${what} in the backend`).to.equal(false);
+        }
+      });
+    }
+
     it('redeems a code once; a second redemption fails and revokes what the first one got', async function () {
       const { callback, verifier, state } = await authorize('bob', 'openid');
       const tokens = await client.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state });
@@ -227,7 +255,7 @@ for (const backend of backends) {
       const again = await client.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state })
         .catch((e: unknown) => e);
       expect(again).to.have.property('error', 'invalid_grant');
-      expect(await new (createStateAdapterClass(states[1] as StateBackend))('AccessToken').find(tokens.access_token)).to.equal(undefined);
+      expect(await new (createStateAdapterClass(states[1] as StateBackend, { serverSecretKey: SERVER_SECRET_KEY }))('AccessToken').find(tokens.access_token)).to.equal(undefined);
       const info = await client.fetchUserInfo(rp, tokens.access_token, 'bob').catch((e: unknown) => e);
       expect(String((info as { response?: Response }).response?.status)).to.equal('401');
     });

@@ -19,6 +19,7 @@ import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
+import { isOurCookie } from '../../src/extensions/headers.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -100,8 +101,11 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
   });
 
   it('logs in with code + PKCE through the password form; the ID token verifies against the JWKS and works on svc', async function () {
-    const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+    const { done, verifier, state, browser } = await login(rp, `${url}/auth/callback`);
     expect(done).to.be.instanceOf(URL);
+    // Every cookie the provider set is one the extension proxy refuses from a backend.
+    expect([...browser.cookieNamesSet]).to.include.members(['_session', '_interaction']);
+    for (const name of browser.cookieNamesSet) expect(isOurCookie(`${name}=x`), name).to.equal(true);
     const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
     const sub = subjectOf('u-alice', 'directory');
     expect(tokens.claims()).to.deep.include({
@@ -115,8 +119,13 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const info = await client.fetchUserInfo(rp, tokens.access_token, sub);
     expect(info).to.deep.include({ sub, groups: ['dev', 'ops'], email: 'alice@example.com' });
 
+    // svc verifies the ID token with the provider's keys in process: it never fetches its own JWKS.
+    const jwksFetches = () => server.logs().split('\n').filter((line) => line.includes('"path":"/api/idp/jwks"')).length;
+    const fetchedBefore = jwksFetches();
+    expect(fetchedBefore, 'the test itself fetched the JWKS above, and that shows in the access log').to.be.above(0);
     const me = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${tokens.id_token}` } });
     expect(await me.json()).to.deep.include({ loggedIn: true, username: sub, iss: issuer, groups: ['dev', 'ops'] });
+    expect(jwksFetches()).to.equal(fetchedBefore);
   });
 
   it('refreshes through the connector, and gives no tokens once the connector no longer knows the user', async function () {

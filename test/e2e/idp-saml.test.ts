@@ -3,7 +3,8 @@
  * (scripts/peers/start-simplesamlphp.sh, started once for the file), end to end with a plain HTTP
  * client that follows redirects and posts forms: /auth/login → svc's chooser → the IdP's login
  * form → its auto-POST form back to /api/idp/callback → the svc.token cookie, whose SAML groups
- * a `g, <group>, role:x` rule judges on the extension proxy. Refused: a user in none of
+ * a `g, <group>, role:x` rule judges on the extension proxy; groups named like svc's roles or its
+admin account grant nothing. Refused: a user in none of
  * allowedGroups, a response signed by a key the connector does not trust (a second connector
  * whose `ca` is another certificate, same IdP), and a replayed response. A login's round trip
  * is bound to the browser that started it: an attacker who sends the upstream URL of a login
@@ -112,6 +113,19 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     expect(await groupsOf(browser)).to.deep.equal(['admins', 'devs']);
     expect(await status(browser, 'tools')).to.equal(200);
     expect(await status(browser, 'secret')).to.equal(200);
+  });
+
+  it("gives mallory's signed SAML groups 'role:admin' and 'admin' nothing: only her group devs counts", async () => {
+    const { browser, landed } = await logIn('corp', 'mallory', 'mallory123');
+    expect(landed).to.be.instanceOf(URL);
+    // The token says what the IdP said; the rights leave out the names svc reserves.
+    expect(await groupsOf(browser)).to.deep.equal(['Role:Admin', 'admin', 'devs', 'role:admin']);
+    expect(await status(browser, 'tools')).to.equal(200);
+    expect(await status(browser, 'secret')).to.equal(403);
+    const canI = await browser.request(`${url}/api/v1/account/can-i/applications/delete/x`);
+    expect(await canI.json()).to.deep.equal({ value: 'no' });
+    expect(server.logs()).to.contain(`single sign-on group 'role:admin' from ${url}/api/idp is not used for rights: names starting with 'role:' are reserved for svc's own roles`);
+    expect(server.logs()).to.contain(`single sign-on group 'admin' from ${url}/api/idp is not used for rights: it is the name of the built-in local account 'admin'`);
   });
 
   it('refuses carol, in none of allowedGroups, tells her so and logs why', async () => {

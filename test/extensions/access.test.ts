@@ -25,8 +25,8 @@ const catalog: AppCatalog = {
 const settings: AccessSettings = { extensions, catalog };
 /** Rights: team-a may use every extension of project team-a, and `metrics` of every project. */
 const rights = {
-  can: (subjects: readonly string[], resource: string, action: string, object: string) =>
-    subjects.includes('team-a') && resource === 'extensions' && action === '*' && (object.startsWith('team-a/') || object === '*/metrics'),
+  allows: (caller: Principal, resource: string, action: string, object: string) =>
+    [caller.username, ...caller.groups].includes('team-a') && resource === 'extensions' && action === '*' && (object.startsWith('team-a/') || object === '*/metrics'),
 };
 
 const ok: ExtensionRequest = { name: 'metrics', principal: alice, authError: undefined, application: 'ns/app-a' };

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { PROVIDER_COOKIE_NAMES } from '../../src/idp/cookie-names.js';
 import { responseHeaderList } from '../../src/extensions/headers.js';
 
 const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
@@ -15,6 +16,13 @@ describe('responseHeaderList (backend answer -> client headers)', () => {
   it('drops a Set-Cookie for our svc.* cookies and keeps the others', () => {
     const { list } = responseHeaderList(raw('Set-Cookie', 'svc.token=planted; Path=/', 'set-cookie', 'theirs=1', 'Set-Cookie', ' SVC.other=x'), []);
     expect(list).to.deep.equal(['set-cookie', 'theirs=1']);
+  });
+
+  it("drops a Set-Cookie for every cookie the identity provider is configured with, and their .sig/.legacy variants", () => {
+    const planted = Object.values(PROVIDER_COOKIE_NAMES).flatMap((n) => [`${n}=x; Path=/api/idp`, `${n}.sig=x`, `${n}.legacy=x`, `${n}.legacy.sig=x`, ` ${n.toUpperCase()}=x`]);
+    const { list } = responseHeaderList(raw(...planted.flatMap((c) => ['Set-Cookie', c]), 'Set-Cookie', '_sessionid=1', 'Set-Cookie', 'a=_session'), []);
+    expect(list).to.deep.equal(['Set-Cookie', '_sessionid=1', 'Set-Cookie', 'a=_session']);
+    expect(PROVIDER_COOKIE_NAMES).to.include({ session: '_session', interaction: '_interaction', resume: '_interaction_resume' });
   });
 
   it('adds the extra pairs unless the backend sent that name, in any case', () => {

@@ -59,7 +59,12 @@ export function echoBackend(label: string): Promise<Backend> {
         bodyLength: body.length,
         body: body.length <= 1024 ? body.toString('utf8') : '',
       };
-      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['svc.token=planted; Path=/', 'theirs=1; Path=/'], 'x-backend': label });
+      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': [
+        'svc.token=planted; Path=/', 'theirs=1; Path=/',
+        // The bundled identity provider's cookies and their variants: a backend must not plant them either.
+        '_session=planted; Path=/api/idp', '_session.sig=planted; Path=/api/idp', '_session.legacy=planted; Path=/api/idp',
+        '_interaction=planted; Path=/api/idp', '_interaction.sig=planted; Path=/api/idp', '_interaction_resume=planted; Path=/api/idp',
+      ], 'x-backend': label });
       res.end(JSON.stringify(echo));
     });
   });

@@ -77,6 +77,23 @@ describe('extension proxy: forwarding and headers', function () {
       expect(seen['svc-username']).to.equal('carol');
     });
 
+    it('never forwards the identity headers other authenticating proxies send, which backends trust', async () => {
+      const identity = [
+        'X-WEBAUTH-USER', 'X-WEBAUTH-EMAIL', 'X-WEBAUTH-GROUPS', 'Remote-User', 'Remote-Groups', 'Remote-Email', 'Remote-Name',
+        'X-Auth-Request-User', 'X-Auth-Request-Email', 'X-Auth-Request-Preferred-Username', 'X-Auth-Request-Groups',
+        'X-User', 'X-Email', 'X-Forwarded-User', 'X-Forwarded-Email', 'X-Forwarded-Preferred-Username', 'X-Forwarded-Groups',
+        'X-Remote-Group', 'X-Remote-Extra-Scopes', 'X-Auth-User', 'X-Proxy-User', 'X-Authenticated-User', 'X-Consumer-Username',
+        'X-Amzn-Oidc-Identity', 'X-Goog-Authenticated-User-Email', 'X-MS-Client-Principal-Name', 'Cf-Access-Authenticated-User-Email',
+        'X_WEBAUTH_USER', 'Remote_User',
+      ];
+      const res = await raw('/api/v1/extensions/echo/h', 'carol', { ...Object.fromEntries(identity.map((h) => [h, 'admin'])), 'X-Userland': 'kept' });
+      const seen = (JSON.parse(res.text) as Echo).headers;
+      expect(seen).to.not.have.any.keys(...identity.map((h) => h.toLowerCase()));
+      expect(Object.entries(seen).filter(([, v]) => v === 'admin')).to.deep.equal([]);
+      expect(seen['x-userland']).to.equal('kept');
+      expect(seen['svc-username']).to.equal('carol');
+    });
+
     it('answers with Content-Security-Policy: sandbox, the entry\'s own policy beside the backend\'s, or none when turned off', async () => {
       const sandboxed = await call('/api/v1/extensions/echo/h', 'admin');
       expect(sandboxed.status).to.equal(200);
@@ -117,7 +134,7 @@ describe('extension proxy: forwarding and headers', function () {
       expect(seen['svc-project-name']).to.equal('team-a');
     });
 
-    it('drops a backend Set-Cookie for our own svc.* cookies and keeps the others', async () => {
+    it("drops a backend Set-Cookie for svc's own svc.* cookies and the identity provider's, and keeps the others", async () => {
       const res = await call('/api/v1/extensions/echo/c', 'carol');
       expect(res.headers['set-cookie']).to.equal('theirs=1; Path=/');
       expect(res.headers['x-backend']).to.equal('echo');

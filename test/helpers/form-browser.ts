@@ -23,6 +23,8 @@ export interface Answer {
 
 export class FormBrowser {
   readonly #jar = new Map<string, string>();
+  /** The name of every cookie any response set, deleted ones included. */
+  readonly cookieNamesSet = new Set<string>();
 
   /** `fetchImpl`: another fetch, for a browser that trusts a test CA (an HTTPS upstream stand-in). */
   constructor(private readonly fetchImpl: typeof globalThis.fetch = globalThis.fetch) {}
@@ -61,6 +63,7 @@ export class FormBrowser {
       const at = pair.indexOf('=');
       const name = pair.slice(0, at);
       const value = pair.slice(at + 1);
+      this.cookieNamesSet.add(name.trim());
       if (value === '' || /expires=Thu, 01 Jan 1970/i.test(cookie)) this.#jar.delete(name); else this.#jar.set(name, value);
     }
   }

@@ -55,13 +55,14 @@ export async function startLlng(ca: TestCa, redirectUris: readonly string[]): Pr
 
 /**
  * Follows redirects from `start` (svc's /auth/login); on the portal's login page posts `user`
- * and `password` with the form's hidden fields; returns where the redirects end.
+ * and `password` with the form's hidden fields; returns where the redirects end. `headers` go
+ * with every request (a browser's Accept, say).
  */
-export async function llngBrowse(browser: SsoBrowser, portalOrigin: string, start: string, user: string, password: string): Promise<{ url: string; res: Response }> {
+export async function llngBrowse(browser: SsoBrowser, portalOrigin: string, start: string, user: string, password: string, headers: Record<string, string> = {}): Promise<{ url: string; res: Response }> {
   let next: { url: string; form?: URLSearchParams } = { url: start };
   let posted = false;
   for (let hop = 0; hop < 20; hop++) {
-    const res = await browser.request(next.url, next.form === undefined ? {} : { method: 'POST', body: next.form });
+    const res = await browser.request(next.url, next.form === undefined ? { headers } : { method: 'POST', body: next.form, headers });
     const location = res.headers.get('location');
     if (location !== null && res.status >= 300 && res.status < 400) {
       await res.body?.cancel();

@@ -3,6 +3,8 @@ import { pino } from 'pino';
 import { createAccountStore, EXTENSION_SLACK_MS } from '../../src/idp/accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createMemoryState } from '../../src/state/memory.js';
+import { createRedisState } from '../../src/state/redis.js';
+import { startRedis, type RedisPeer } from '../helpers/peers.js';
 
 describe('idp/accounts', function () {
   const identity = { userId: 'u1', username: 'U', email: 'u1@example.org', emailVerified: false, groups: [] };
@@ -66,4 +68,33 @@ describe('idp/accounts', function () {
     expect((await createAccountStore(state, sealer).find('sub-1'))?.identity.connectorData).to.equal(kept.connectorData);
     await state.close();
   });
+});
+
+describe('idp/accounts: a record sealed for one sub does not open under another', function () {
+  const log = pino({ level: 'silent' });
+  const sealer = createSealer('accounts-test-secret-key', 'idp-account');
+  const identity = (userId: string) => ({ userId, username: userId, email: `${userId}@example.org`, emailVerified: true, groups: userId === 'root' ? ['admins'] : [] });
+  let redis: RedisPeer;
+  before(async function () {
+    redis = await startRedis();
+  });
+  after(async function () {
+    await redis?.stop();
+  });
+
+  for (const [name, open] of [
+    ['memory', () => createMemoryState({ log })],
+    ['redis', () => createRedisState({ url: redis.url, log })],
+  ] as const) {
+    it(`on ${name}: the victim's record copied under the attacker's sub is no account`, async function () {
+      const state = open();
+      const accounts = createAccountStore(state, sealer);
+      await accounts.save('sub-root', { connectorId: 'dir', identity: identity('root') }, 60);
+      await accounts.save('sub-mallory', { connectorId: 'dir', identity: identity('mallory') }, 60);
+      await state.set('idp:account:sub-mallory', (await state.get('idp:account:sub-root')) as string);
+      expect(await accounts.find('sub-mallory')).to.equal(undefined);
+      expect(await accounts.find('sub-root')).to.deep.include({ connectorId: 'dir' });
+      await state.close();
+    });
+  }
 });

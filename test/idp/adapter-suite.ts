@@ -9,14 +9,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AdapterConstructor, AdapterPayload } from 'oidc-provider';
 import { createStateAdapterClass, type StateAdapterOptions } from '../../src/idp/adapter.js';
 import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../src/idp/adapter-payload.js';
+import { createIdRefs } from '../../src/idp/adapter-keys.js';
 import { GrantIndexFull } from '../../src/idp/grant-index.js';
 import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+
+const SECRET = 'adapter-suite-server-secret-key';
+/** An id as the backend's keys hold it. */
+const ref = createIdRefs(SECRET);
 
 export interface AdapterSuiteFactory {
   /** A client of the backend; every client opened in one test sees the same data. */
   open(): Promise<StateBackend>;
-  /** The raw keys as the backend stores them, when it has such a notion (Redis). */
-  rawKeys?(): Promise<string[]>;
+  /** Every raw key with its value (a hash's fields and values joined), when the backend has such a notion (Redis). */
+  rawEntries?(): Promise<(readonly [string, string])[]>;
 }
 
 /** What a rejected promise rejected with (fails the test if it resolved). */
@@ -41,14 +46,14 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       return s;
     }
 
-    async function replica(options: StateAdapterOptions = {}): Promise<AdapterConstructor> {
-      return createStateAdapterClass(await open(), options);
+    async function replica(options: Partial<StateAdapterOptions> = {}): Promise<AdapterConstructor> {
+      return createStateAdapterClass(await open(), { serverSecretKey: SECRET, ...options });
     }
 
     beforeEach(async function () {
       ns = randomUUID();
       state = await open();
-      Adapter = createStateAdapterClass(state);
+      Adapter = createStateAdapterClass(state, { serverSecretKey: SECRET });
     });
 
     afterEach(async function () {
@@ -71,9 +76,9 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
 
       it('keeps a record for expiresIn seconds', async function () {
         await new Adapter('AuthorizationCode').upsert(id('c'), { jti: id('c') }, 600);
-        expect(await state.ttlMs(`idp:AuthorizationCode:${id('c')}`)).to.be.a('number').within(590_000, 600_000);
+        expect(await state.ttlMs(`idp:AuthorizationCode:${ref(id('c'))}`)).to.be.a('number').within(590_000, 600_000);
         await new Adapter('Client').upsert(id('forever'), { client_id: id('forever') });
-        expect(await state.ttlMs(`idp:Client:${id('forever')}`)).to.equal(null);
+        expect(await state.ttlMs(`idp:Client:${ref(id('forever'))}`)).to.equal(null);
         expect(await new Adapter('Client').find(id('forever'))).to.deep.equal({ client_id: id('forever') });
       });
 
@@ -86,8 +91,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(await new Adapter('Session').find(id('s'))).to.equal(undefined);
         expect(await new Adapter('Session').findByUid(id('uid'))).to.equal(undefined);
         expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.equal(undefined);
-        expect(await state.get(`idp:uid:Session:${id('uid')}`)).to.equal(null);
-        expect(await state.get(`idp:user-code:DeviceCode:${id('UC')}`)).to.equal(null);
+        expect(await state.get(`idp:uid:Session:${ref(id('uid'))}`)).to.equal(null);
+        expect(await state.get(`idp:user-code:DeviceCode:${ref(id('UC'))}`)).to.equal(null);
       });
     });
 
@@ -119,14 +124,14 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
     describe('consume', function () {
       it('marks the record consumed at the current time, and the mark survives a new upsert', async function () {
         const now = 1_700_000_000_500;
-        const codes = new (createStateAdapterClass(state, { now: () => now }))('AuthorizationCode');
+        const codes = new (createStateAdapterClass(state, { serverSecretKey: SECRET, now: () => now }))('AuthorizationCode');
         await codes.upsert(id('c'), { jti: id('c'), grantId: id('g') }, 60);
         expect(await codes.find(id('c'))).not.to.have.property('consumed');
         await codes.consume(id('c'));
         expect(await codes.find(id('c'))).to.deep.equal({ jti: id('c'), grantId: id('g'), consumed: 1_700_000_000 });
         await codes.upsert(id('c'), { jti: id('c'), grantId: id('g') }, 600);
         expect(await codes.find(id('c'))).to.have.property('consumed', 1_700_000_000);
-        expect(await state.ttlMs(`idp:consumed:AuthorizationCode:${id('c')}`)).to.be.a('number').above(590_000);
+        expect(await state.ttlMs(`idp:consumed:AuthorizationCode:${ref(id('c'))}`)).to.be.a('number').above(590_000);
       });
 
       it('lets exactly one of two replicas consume a code; the other gets invalid_grant', async function () {
@@ -166,19 +171,19 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
             };
           },
         });
-        const Counted = createStateAdapterClass(counting);
+        const Counted = createStateAdapterClass(counting, { serverSecretKey: SECRET });
         expect(await new Counted('Grant').find(id('g'))).to.deep.equal({ jti: id('g'), accountId: 'a' });
-        expect(reads).to.deep.equal([`get idp:Grant:${id('g')}`]);
+        expect(reads).to.deep.equal([`get idp:Grant:${ref(id('g'))}`]);
         reads.length = 0;
         await new Counted('RefreshToken').find(id('r'));
-        expect(reads).to.have.members([`get idp:RefreshToken:${id('r')}`, `get idp:consumed:RefreshToken:${id('r')}`]);
+        expect(reads).to.have.members([`get idp:RefreshToken:${ref(id('r'))}`, `get idp:consumed:RefreshToken:${ref(id('r'))}`]);
       });
 
       it('does nothing for an absent record, which stays absent', async function () {
         const codes = new Adapter('AuthorizationCode');
         await codes.consume(id('none'));
         expect(await codes.find(id('none'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:AuthorizationCode:${id('none')}`)).to.equal(null);
+        expect(await state.get(`idp:consumed:AuthorizationCode:${ref(id('none'))}`)).to.equal(null);
       });
     });
 
@@ -192,14 +197,14 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         await devices.destroy(id('d'));
         expect(await devices.find(id('d'))).to.equal(undefined);
         expect(await devices.findByUserCode(id('UC'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:DeviceCode:${id('d')}`)).to.equal(null);
-        expect(await state.get(`idp:user-code:DeviceCode:${id('UC')}`)).to.equal(null);
-        expect(Object.keys(await state.hashGetAll(`idp:grant:${id('g')}`))).to.deep.equal([`AccessToken:${id('at')}`]);
+        expect(await state.get(`idp:consumed:DeviceCode:${ref(id('d'))}`)).to.equal(null);
+        expect(await state.get(`idp:user-code:DeviceCode:${ref(id('UC'))}`)).to.equal(null);
+        expect(Object.keys(await state.hashGetAll(`idp:grant:${ref(id('g'))}`))).to.deep.equal([`AccessToken:${ref(id('at'))}`]);
         const sessions = new Adapter('Session');
         await sessions.upsert(id('s'), { jti: id('s'), uid: id('su') }, 60);
         await sessions.destroy(id('s'));
         expect(await sessions.findByUid(id('su'))).to.equal(undefined);
-        expect(await state.get(`idp:uid:Session:${id('su')}`)).to.equal(null);
+        expect(await state.get(`idp:uid:Session:${ref(id('su'))}`)).to.equal(null);
       });
     });
 
@@ -222,8 +227,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
           expect(await new Adapter(model).find(id(tokenId)), `${model} ${tokenId}`).to.equal(undefined);
         }
         expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:AuthorizationCode:${id('c')}`)).to.equal(null);
-        expect(await state.hashLength(`idp:grant:${g}`)).to.equal(0);
+        expect(await state.get(`idp:consumed:AuthorizationCode:${ref(id('c'))}`)).to.equal(null);
+        expect(await state.hashLength(`idp:grant:${ref(g)}`)).to.equal(0);
         expect(await new Adapter('AccessToken').find(id('keep'))).to.include({ grantId: id('other') });
         // The Grant itself is the provider's to destroy (revokeGrantPolicy), not the token index's.
         expect(await new Adapter('Grant').find(g)).to.include({ accountId: 'alice' });
@@ -231,7 +236,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
 
       it('keeps the grant index as long as its longest-lived token', async function () {
-        const key = `idp:grant:${id('g')}`;
+        const key = `idp:grant:${ref(id('g'))}`;
         await new Adapter('AccessToken').upsert(id('at'), { jti: id('at'), grantId: id('g') }, 60);
         expect(await state.ttlMs(key)).to.be.a('number').within(50_000, 60_000);
         await new Adapter('RefreshToken').upsert(id('rt'), { jti: id('rt'), grantId: id('g') }, 86_400);
@@ -243,16 +248,16 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
 
       it('holds the bound exactly when tokens of one grant are saved at once', async function () {
-        const tokens = new (createStateAdapterClass(state, { maxGrantMembers: 3 }))('AccessToken');
+        const tokens = new (createStateAdapterClass(state, { serverSecretKey: SECRET, maxGrantMembers: 3 }))('AccessToken');
         const saves = await Promise.allSettled([1, 2, 3, 4, 5, 6, 7, 8].map((n) => tokens.upsert(id(`c${n}`), { jti: id(`c${n}`), grantId: id('cg') }, 60)));
         expect(saves.filter((r) => r.status === 'fulfilled')).to.have.length(3);
         expect(saves.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).to.satisfy((errs: unknown[]) => errs.every((e) => e instanceof GrantIndexFull));
-        expect(await state.hashLength(`idp:grant:${id('cg')}`)).to.equal(3);
+        expect(await state.hashLength(`idp:grant:${ref(id('cg'))}`)).to.equal(3);
       });
 
       it('refuses a token past the bound of live tokens per grant, and makes room as they expire', async function () {
         let now = Date.now();
-        const tokens = new (createStateAdapterClass(state, { now: () => now, maxGrantMembers: 3 }))('AccessToken');
+        const tokens = new (createStateAdapterClass(state, { serverSecretKey: SECRET, now: () => now, maxGrantMembers: 3 }))('AccessToken');
         for (const n of [1, 2, 3]) await tokens.upsert(id(`at${n}`), { jti: id(`at${n}`), grantId: id('g') }, 60);
         const err = await rejection(tokens.upsert(id('at4'), { jti: id('at4'), grantId: id('g') }, 60));
         expect(err).to.be.instanceOf(GrantIndexFull);
@@ -261,7 +266,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         await tokens.upsert(id('at3'), { jti: id('at3'), grantId: id('g') }, 60);   // listed already: saved again, not refused
         now += 61_000; // the three listed tokens are past their expiry by the index's clock
         await tokens.upsert(id('at4'), { jti: id('at4'), grantId: id('g') }, 60);
-        expect(Object.keys(await state.hashGetAll(`idp:grant:${id('g')}`))).to.deep.equal([`AccessToken:${id('at4')}`]);
+        expect(Object.keys(await state.hashGetAll(`idp:grant:${ref(id('g'))}`))).to.deep.equal([`AccessToken:${ref(id('at4'))}`]);
       });
     });
 
@@ -325,17 +330,59 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
     });
 
-    if (factory.rawKeys !== undefined) {
-      const rawKeys = factory.rawKeys.bind(factory);
-      it(`stores every key under ${KEY_PREFIX}idp:`, async function () {
+    describe('what the backend holds', function () {
+      it('finds records by id, uid and user code while keeping no id in clear (sealed jti, refs in keys)', async function () {
+        const device: AdapterPayload = { jti: id('device-code'), kind: 'DeviceCode', uid: id('du'), userCode: id('UC'), grantId: id('g') };
+        await new Adapter('DeviceCode').upsert(id('device-code'), device, 60);
+        const session: AdapterPayload = { jti: id('session-cookie'), uid: id('su'), accountId: 'alice' };
+        await new Adapter('Session').upsert(id('session-cookie'), session, 60);
+        await new Adapter('Interaction').upsert(id('i'), { jti: id('i'), uid: id('i'), session: { uid: id('su'), cookie: id('session-cookie'), accountId: 'alice' } }, 60);
+        for (const stored of [
+          await state.get(`idp:DeviceCode:${ref(id('device-code'))}`), await state.get(`idp:Session:${ref(id('session-cookie'))}`),
+          await state.get(`idp:Interaction:${ref(id('i'))}`),
+        ]) {
+          expect(stored).to.be.a('string').and.not.include(id('device-code')).and.not.include(id('session-cookie'));
+        }
+        expect(await new Adapter('DeviceCode').find(id('device-code'))).to.deep.equal(device);
+        expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.deep.equal(device);
+        expect(await new Adapter('Session').findByUid(id('su'))).to.deep.equal(session);
+        // The interaction's copy of the session cookie is not kept (the provider never reads it).
+        expect(await new Adapter('Interaction').find(id('i'))).to.deep.equal({ jti: id('i'), uid: id('i'), session: { uid: id('su'), accountId: 'alice' } });
+      });
+
+      it('finds nothing when a record is copied under another id, or read with another server key', async function () {
+        const tokens = new Adapter('RefreshToken');
+        await tokens.upsert(id('victim'), { jti: id('victim'), accountId: 'victim', grantId: id('gv') }, 60);
+        await tokens.upsert(id('mine'), { jti: id('mine'), accountId: 'attacker', grantId: id('gm') }, 60);
+        await state.set(`idp:RefreshToken:${ref(id('mine'))}`, (await state.get(`idp:RefreshToken:${ref(id('victim'))}`)) as string);
+        expect(await tokens.find(id('mine'))).to.equal(undefined);
+        expect(await tokens.find(id('victim'))).to.include({ accountId: 'victim' });
+        const otherKey = createStateAdapterClass(state, { serverSecretKey: 'another-server-secret-key' });
+        expect(await new otherKey('RefreshToken').find(id('victim'))).to.equal(undefined);
+      });
+    });
+
+    if (factory.rawEntries !== undefined) {
+      const rawEntries = factory.rawEntries.bind(factory);
+      it(`stores every key under ${KEY_PREFIX}idp:, and no token value in any key or value`, async function () {
         const payload: AdapterPayload = { jti: id('d'), uid: id('u'), userCode: id('UC'), grantId: id('g') };
         await new Adapter('DeviceCode').upsert(id('d'), payload, 60);
         await new Adapter('DeviceCode').consume(id('d'));
-        const mine = (await rawKeys()).filter((k) => k.includes(ns)).sort();
-        expect(mine).to.deep.equal([
-          `idp:DeviceCode:${id('d')}`, `idp:consumed:DeviceCode:${id('d')}`, `idp:grant:${id('g')}`,
-          `idp:uid:DeviceCode:${id('u')}`, `idp:user-code:DeviceCode:${id('UC')}`,
-        ].map((k) => KEY_PREFIX + k).sort());
+        await new Adapter('AccessToken').upsert(id('access'), { jti: id('access'), grantId: id('g'), accountId: 'alice' }, 60);
+        await new Adapter('RefreshToken').upsert(id('refresh'), { jti: id('refresh'), grantId: id('g'), accountId: 'alice' }, 60);
+        const expected = [
+          `idp:DeviceCode:${ref(id('d'))}`, `idp:consumed:DeviceCode:${ref(id('d'))}`, `idp:grant:${ref(id('g'))}`,
+          `idp:uid:DeviceCode:${ref(id('u'))}`, `idp:user-code:DeviceCode:${ref(id('UC'))}`,
+          `idp:AccessToken:${ref(id('access'))}`, `idp:RefreshToken:${ref(id('refresh'))}`,
+        ].map((k) => KEY_PREFIX + k);
+        const entries = await rawEntries();
+        expect(entries.map(([k]) => k)).to.include.members(expected);
+        for (const [key, value] of entries) {
+          for (const secret of [id('d'), id('access'), id('refresh')]) {
+            expect(key, key).to.not.include(secret);
+            expect(value, key).to.not.include(secret);
+          }
+        }
       });
     }
   });

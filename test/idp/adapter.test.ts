@@ -35,7 +35,14 @@ describe('idp: adapter', function () {
     });
     runAdapterSuite('redis', {
       open: async () => createRedisState({ url: redis.url, log }),
-      rawKeys: () => raw.keys('*'),
+      async rawEntries() {
+        const keys = await raw.keys('*');
+        return Promise.all(keys.map(async (key) => {
+          const type = await raw.type(key);
+          const value = type === 'hash' ? JSON.stringify(await raw.hgetall(key)) : type === 'string' ? await raw.get(key) : `(${type})`;
+          return [key, value ?? ''] as const;
+        }));
+      },
     });
   });
 });

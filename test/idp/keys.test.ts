@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import { importJWK, jwtVerify, SignJWT } from 'jose';
 import { pino } from 'pino';
 import { openDirStore } from '../../src/config/dir-store.js';
 import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import {
-  COOKIE_KEYS_KEY, ensureIdpKeys, generateSigningKey, IdpKeysUnreadable, nextSignerChange, parseIdpKeys,
+  COOKIE_KEYS_KEY, ensureIdpKeys, generateSigningKey, IdpKeysUnreadable, localKeySet, nextSignerChange, parseIdpKeys,
   PUBLISH_BEFORE_SIGNING_S, RETIRED_KEY_GRACE_S, rotatedKeys, rotateSigningKeys, SIGNING_KEYS_KEY, signingOrder,
   type SigningKey,
 } from '../../src/idp/keys.js';
@@ -81,5 +82,22 @@ describe('idp/keys', function () {
     expect(after?.signing.map((k) => k.kid)).to.deep.equal([report.added.kid, before.signing[0]?.kid]);
     expect(after?.cookie).to.deep.equal(before.cookie);
     await store.close();
+  });
+
+  it('gives the published keys to jwtVerify in process, following a rotation, and refuses another key', async function () {
+    const first = await generateSigningKey(T0);
+    const second = await generateSigningKey(T0);
+    let published: readonly SigningKey[] = [first];
+    const keySet = localKeySet(() => published);
+    const sign = async (key: SigningKey, kid = key.kid) =>
+      new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid }).setSubject('s').setIssuedAt().setExpirationTime('5m')
+        .sign(await importJWK({ ...key.jwk, alg: 'RS256' }));
+    expect((await jwtVerify(await sign(first), keySet)).payload.sub).to.equal('s');
+    const refused = (token: string) => jwtVerify(token, keySet).then(() => 'verified', (err: unknown) => (err as { code?: string }).code);
+    expect(await refused(await sign(second))).to.equal('ERR_JWKS_NO_MATCHING_KEY');
+    expect(await refused(await sign(second, first.kid))).to.equal('ERR_JWS_SIGNATURE_VERIFICATION_FAILED');
+    published = [second, first];
+    expect(await refused(await sign(second))).to.equal('verified');
+    expect(await refused(await sign(first))).to.equal('verified');
   });
 });

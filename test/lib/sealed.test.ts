@@ -15,4 +15,13 @@ describe('sealed values', () => {
     expect(sealer.open('')).to.equal(undefined);
     expect(sealer.seal('x')).to.not.equal(sealer.seal('x'));
   });
+
+  it('open a value sealed with a context only with that context', () => {
+    const sealer = createSealer('key-one-0123456789', 'idp-account');
+    const sealed = sealer.seal('{"user":"root"}', 'sub-root');
+    expect(sealer.open(sealed, 'sub-root')).to.equal('{"user":"root"}');
+    expect(sealer.open(sealed, 'sub-mallory')).to.equal(undefined);
+    expect(sealer.open(sealed)).to.equal(undefined);
+    expect(sealer.open(sealer.seal('x'), 'sub-root')).to.equal(undefined);
+  });
 });

@@ -3,6 +3,7 @@ import { canOffline } from '../../src/rbac/offline.js';
 import { createEnforcer } from '../../src/rbac/enforcer.js';
 import { createRights, type BuildEnforcer } from '../../src/rbac/rights.js';
 import { policyOf } from './helpers.js';
+import type { Principal } from '../../src/principal.js';
 
 describe('rbac/rights', () => {
   it('drops cached decisions when the policy is updated', async () => {
@@ -72,5 +73,44 @@ describe('rbac/rights', () => {
     expect(await canOffline(policy, 'eve', 'extensions', 'invoke', 'team-a/metrics')).to.equal(true);
     expect(await canOffline(policy, 'mallory', 'extensions', 'invoke', 'team-a/metrics')).to.equal(false);
     expect(await canOffline(policy, 'admin', 'accounts', 'update', 'eve')).to.equal(true);
+  });
+});
+
+describe('rbac/rights: allows() applies the naming rule to SSO callers', () => {
+  const sso = (username: string, groups: readonly string[]): Principal => ({ username, groups, issuer: 'https://idp.example', kind: 'sso', tokenId: 'j', expiresAt: undefined });
+  const local = (username: string): Principal => ({ username, groups: [], issuer: 'svc', kind: 'session', tokenId: 'j', expiresAt: undefined });
+
+  it("the built-in 'g, admin, role:admin' holds for the local admin only, never an SSO sub or group 'admin'", async () => {
+    const rights = await createRights(policyOf(''));
+    expect(rights.allows(local('admin'), 'applications', 'delete', 'x/y')).to.equal(true);
+    expect(rights.allows(sso('admin', []), 'applications', 'delete', 'x/y')).to.equal(false);
+    expect(rights.allows(sso('bob', ['admin']), 'applications', 'delete', 'x/y')).to.equal(false);
+    expect(rights.allows(sso('bob', ['ADMIN']), 'applications', 'get', 'x/y')).to.equal(false);
+  });
+
+  it("a group named 'role:admin' or like a local account grants nothing; Argo CD-style group lines still work", async () => {
+    const accounts = new Set(['alice']);
+    const rights = await createRights(policyOf('p, alice, logs, get, *\ng, devs, role:readonly\np, carol, clusters, get, *'), {}, { localAccountNames: () => accounts });
+    expect(rights.allows(sso('bob', ['role:admin']), 'applications', 'get', 'x/y')).to.equal(false);
+    expect(rights.allows(sso('bob', ['role:readonly']), 'applications', 'get', 'x/y')).to.equal(false);
+    expect(rights.allows(sso('bob', ['alice']), 'logs', 'get', 'x')).to.equal(false);
+    expect(rights.allows(local('alice'), 'logs', 'get', 'x')).to.equal(true);
+    expect(rights.allows(sso('bob', ['devs']), 'applications', 'get', 'x/y')).to.equal(true);
+    expect(rights.allows(sso('carol', []), 'clusters', 'get', 'c')).to.equal(true);
+    // An account added after carol's login takes her sub out at the next request.
+    accounts.add('carol');
+    expect(rights.allows(sso('carol', []), 'clusters', 'get', 'c')).to.equal(false);
+  });
+
+  it('reports each dropped SSO name once per issuer', async () => {
+    const reported: string[] = [];
+    const rights = await createRights(policyOf(''), {}, { onReserved: (d) => reported.push(`${d.issuer} ${d.as} ${d.name}: ${d.reason}`) });
+    rights.allows(sso('bob', ['role:admin']), 'logs', 'get', 'x');
+    rights.allows(sso('bob', ['role:admin']), 'logs', 'get', 'y');
+    rights.allows({ ...sso('bob', ['role:admin']), issuer: 'https://other.example' }, 'logs', 'get', 'x');
+    expect(reported).to.deep.equal([
+      "https://idp.example group role:admin: names starting with 'role:' are reserved for svc's own roles",
+      "https://other.example group role:admin: names starting with 'role:' are reserved for svc's own roles",
+    ]);
   });
 });

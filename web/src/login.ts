@@ -17,6 +17,7 @@ const RETURN_KEY = 'svc.return_url';
 const SSO_ERRORS: Readonly<Record<string, string>> = {
   sso_failed: 'Your identity provider did not complete the login. Try again, or ask your administrator if it keeps happening.',
   sso_expired: 'That login took too long or was started in another browser. Log in again.',
+  sso_reserved_name: 'Your identity provider signed you in under a name svc reserves (a local account or a role), so svc cannot log you in with it. Ask your administrator: the server log says which name and why.',
 };
 
 const params = new URLSearchParams(location.search);

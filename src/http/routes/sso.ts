@@ -9,12 +9,13 @@ import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
-import { finishLogin, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
+import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps, type LoginState } from '../../oidc/login-flow.js';
 import { logoutRedirect } from '../../oidc/logout.js';
 import type { SessionRefresh } from '../../oidc/refresh.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import { isOwnOrigin } from '../same-origin.js';
+import { printable } from '../../lib/printable.js';
 import type { AppState } from '../state.js';
 
 export interface SsoRouteDeps {
@@ -38,7 +39,7 @@ function wantsPage(ctx: Koa.ParameterizedContext<AppState>, err: unknown): boole
 }
 
 /** /login?error=<why>&return_url=<where the login was going>: the page says what happened (docs/ui.md). */
-function backToLoginPage(ctx: Koa.ParameterizedContext<AppState>, error: 'sso_failed' | 'sso_expired', returnUrl: string | undefined): void {
+function backToLoginPage(ctx: Koa.ParameterizedContext<AppState>, error: 'sso_failed' | 'sso_expired' | 'sso_reserved_name', returnUrl: string | undefined): void {
   const query = new URLSearchParams({ error, ...(returnUrl !== undefined ? { return_url: returnUrl } : {}) });
   ctx.set('Cache-Control', 'no-store');
   ctx.redirect(`/login?${query.toString()}`);
@@ -72,9 +73,10 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     try {
       done = await finishLogin(deps.callback, login, url);
     } catch (err: unknown) {
+      if (err instanceof ReservedSubject) ctx.state.log.warn({ sub: printable(err.sub), issuer: err.issuer, reason: err.reason }, err.message);
       if (!wantsPage(ctx, err)) throw err;
-      ctx.state.log.warn({ reason: (err as Error).message }, 'SSO login failed');
-      return backToLoginPage(ctx, 'sso_failed', login.returnUrl);
+      if (!(err instanceof ReservedSubject)) ctx.state.log.warn({ reason: (err as Error).message }, 'SSO login failed');
+      return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
     ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');

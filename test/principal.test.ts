@@ -1,0 +1,46 @@
+import { expect } from 'chai';
+import { rbacSubjectsOf, reservedExternalName, type DroppedName, type Principal } from '../src/principal.js';
+
+const accounts = new Set(['alice', 'ci-bot']);
+const sso = (username: string, groups: readonly string[]): Principal => ({ username, groups, issuer: 'https://idp.example', kind: 'sso', tokenId: 'j', expiresAt: undefined });
+
+describe('principal: names from outside never become a local account or a role', () => {
+  it('reserves the role: and workload: prefixes, whatever their case or surrounding blanks', () => {
+    for (const name of ['role:admin', 'Role:admin', ' role:readonly', 'ROLE:x', 'workload:ci:repo', '\tWorkload:a:b']) {
+      expect(reservedExternalName(name, accounts), name).to.be.a('string').and.match(/^names starting with '(role|workload):' are reserved/);
+    }
+  });
+
+  it("reserves the built-in admin always and every local account's name", () => {
+    expect(reservedExternalName('admin', new Set())).to.equal("it is the name of the built-in local account 'admin'");
+    expect(reservedExternalName(' Admin ', new Set())).to.equal("it is the name of the built-in local account 'admin'");
+    expect(reservedExternalName('alice', accounts)).to.equal("it is the name of the local account 'alice'");
+    expect(reservedExternalName('CI-Bot', accounts)).to.equal("it is the name of the local account 'ci-bot'");
+  });
+
+  it('leaves every other name alone, role-like names included', () => {
+    for (const name of ['bob', 'admins', 'team-admin', 'roles', 'my-role:admin', 'CgNib2ISBGxkYXA']) {
+      expect(reservedExternalName(name, accounts), name).to.equal(undefined);
+    }
+  });
+
+  it('gives an SSO principal its sub and groups as written, reserved ones left out and reported', () => {
+    const dropped: DroppedName[] = [];
+    const subjects = rbacSubjectsOf(sso('admin', ['devs', 'role:admin', 'alice', 'Team-A', 'workload:x:y']), accounts, (d) => dropped.push(d));
+    expect(subjects).to.deep.equal(['devs', 'Team-A']);
+    expect(dropped.map((d) => [d.name, d.as])).to.deep.equal([['admin', 'sub'], ['role:admin', 'group'], ['alice', 'group'], ['workload:x:y', 'group']]);
+  });
+
+  it('reads the accounts at each call: an account added after the login drops the sub', () => {
+    const names = new Set<string>();
+    expect(rbacSubjectsOf(sso('dwho', ['timelords']), names)).to.deep.equal(['dwho', 'timelords']);
+    names.add('dwho');
+    expect(rbacSubjectsOf(sso('dwho', ['timelords']), names)).to.deep.equal(['timelords']);
+  });
+
+  it('keeps a local principal as it is: its name is its account', () => {
+    const local: Principal = { username: 'admin', groups: [], issuer: 'svc', kind: 'session', tokenId: 'j', expiresAt: undefined };
+    expect(rbacSubjectsOf(local, accounts)).to.deep.equal(['admin']);
+    expect(rbacSubjectsOf({ ...local, username: 'alice', kind: 'apiKey' }, accounts)).to.deep.equal(['alice']);
+  });
+});
