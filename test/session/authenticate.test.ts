@@ -12,6 +12,8 @@ import { createLocalVerifier } from '../../src/session/local-verifier.js';
 import { createRevocation, type Revocation } from '../../src/session/revocation.js';
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { createMemoryState } from '../../src/state/memory.js';
+import type { StateBackend } from '../../src/state/state.js';
+import { createTestVerifier, mintTestToken } from '../helpers/test-issuer.js';
 
 const log = pino({ level: 'silent' });
 
@@ -91,5 +93,102 @@ describe('session/authenticate: known() and authenticate()', () => {
     expect(await refusal(() => auth.authenticate(token))).to.equal('token is revoked; log in again');
     expect(asked).to.equal(1);
     expect(auth.known(token)).to.equal(undefined);
+  });
+});
+
+/**
+ * An SSO token (the tests' own issuer, test-issuer.ts, standing for the bundled provider's and
+ * an external provider's ID tokens) revoked by a logout stays refused wherever it is presented
+ * next: on a replica that never saw it, after a restart, and after the verifier's cache let it
+ * go. Each of these goes through authenticate(), not the fast path of a replica that has the
+ * token cached, which the end-to-end logout tests exercise.
+ */
+describe('session/authenticate: a revoked SSO token', () => {
+  const REVOKED = 'token is revoked; log in again';
+  let closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.reverse()) await close();
+    closers = [];
+  });
+
+  /** One replica: its own verifier (and cache) and revocation list over the shared state. */
+  async function replica(state: StateBackend) {
+    const revocation = await createRevocation({ state, log, now: Date.now });
+    closers.push(() => revocation.close());
+    const verifier = createTestVerifier();
+    return { revocation, verifier, auth: createAuthenticator({ verifiers: [verifier], revocation }) };
+  }
+
+  function sharedState(): StateBackend {
+    const state = createMemoryState();
+    closers.push(() => state.close());
+    return state;
+  }
+
+  async function refusal(run: () => Promise<unknown>): Promise<string | undefined> {
+    try {
+      await run();
+      return undefined;
+    } catch (err: unknown) {
+      expect(err).to.be.instanceOf(Unauthenticated);
+      return (err as Error).message;
+    }
+  }
+
+  async function loggedOut(on: Awaited<ReturnType<typeof replica>>): Promise<string> {
+    const token = await mintTestToken('sso-user', ['sso-team']);
+    const principal = await on.auth.authenticate(token);
+    expect(principal).to.include({ username: 'sso-user', kind: 'sso' });
+    await on.revocation.revoke(principal.tokenId, principal.expiresAt);
+    return token;
+  }
+
+  it('is refused by another replica that never saw it, by authenticate() alone', async () => {
+    const state = sharedState();
+    const [a, b] = [await replica(state), await replica(state)];
+    const token = await loggedOut(a);
+    expect(b.auth.known(token)).to.equal(undefined); // not seen there: the caller awaits authenticate()
+    expect(await refusal(() => b.auth.authenticate(token))).to.equal(REVOKED);
+    expect(b.verifier.verifications()).to.equal(1);
+  });
+
+  it('is refused after a restart (a new replica over the same state)', async () => {
+    const state = sharedState();
+    const before = await replica(state);
+    const token = await loggedOut(before);
+    await before.revocation.close();
+    const after = await replica(state);
+    expect(await refusal(() => after.auth.authenticate(token))).to.equal(REVOKED);
+  });
+
+  it('is refused once the verifier has dropped it from its cache', async () => {
+    const state = sharedState();
+    const a = await replica(state);
+    const token = await loggedOut(a);
+    expect(await refusal(async () => a.auth.known(token))).to.equal(REVOKED); // cached: the fast path refuses
+    // The same revocation list in front of a verifier that no longer has the token (a bounded cache let it go).
+    const dropped = createAuthenticator({ verifiers: [createTestVerifier()], revocation: a.revocation });
+    expect(dropped.known(token)).to.equal(undefined);
+    expect(await refusal(() => dropped.authenticate(token))).to.equal(REVOKED);
+  });
+
+  it('is refused while the revocation list is incomplete: authenticate() asks the backend', async () => {
+    const asked: string[] = [];
+    const incomplete: Revocation = {
+      revoke: async () => undefined,
+      onRevoked: () => () => undefined,
+      isRevoked: async (jti) => {
+        asked.push(jti);
+        return true;
+      },
+      revokedNow: () => undefined,
+      close: async () => undefined,
+    };
+    const auth = createAuthenticator({ verifiers: [createTestVerifier()], revocation: incomplete });
+    const token = await mintTestToken('sso-user', ['sso-team']);
+    expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED);
+    expect(asked).to.have.length(1);
+    expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED); // seen now, still asked
+    expect(asked).to.have.length(2);
   });
 });
