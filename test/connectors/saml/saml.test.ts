@@ -73,6 +73,7 @@ describe('saml connector: responses', () => {
     ['a response to another request', 'other-request.xml', /belongs to another login/, /answers request _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000002, not this login's/],
     ['an unsolicited (IdP-initiated) response', 'unsolicited.xml', /was not started here/, /no InResponseTo\): unsolicited, IdP-initiated responses are refused/],
     ['an unsolicited assertion in a forged response naming this request', 'unsolicited-assertion.xml', /was not started here/, /assertion answers no request/],
+    ['an assertion signed for another request in a forged response naming this one', 'other-request-assertion.xml', /belongs to another login/, /the assertion answers request _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000002, not this login's _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000001/],
     ['a comment injected into the signed NameID', 'comment-in-nameid.xml', /could not be verified/, /contains an XML comment/],
     ['a second, forged assertion', 'second-assertion.xml', /could not be verified/, /holds 2 assertions/],
     ['a signed Response wrapped in a forged one', 'wrapped-response.xml', /could not be verified/, /holds 2 <Response> elements/],
