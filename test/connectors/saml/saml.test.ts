@@ -123,6 +123,18 @@ describe('saml connector: responses', () => {
     expect(filtered.identity?.groups).to.deep.equal(['devs']);
   });
 
+  it('splits a groups attribute sent as one value on groupsDelim, as Dex does: no trimming, each group once', async () => {
+    const split = await outcome(open({ groupsDelim: ';' }).connector, fixture('groups-one-value.xml'));
+    expect(split.identity?.groups).to.deep.equal(['admins', 'devs', ' ops']);
+    const whole = await outcome(open().connector, fixture('groups-one-value.xml'));
+    expect(whole.identity?.groups).to.deep.equal(['admins;devs; ops;;devs']);
+    // Several values are each split.
+    expect((await outcome(open({ groupsDelim: 'd' }).connector, fixture('valid.xml'))).identity?.groups).to.deep.equal(['a', 'mins', 'evs']);
+    // The split groups are the ones allowedGroups reads.
+    const allowed = await outcome(open({ groupsDelim: ';', allowedGroups: ['devs'], filterGroups: true }).connector, fixture('groups-one-value.xml'));
+    expect(allowed.identity?.groups).to.deep.equal(['devs']);
+  });
+
   it('gives no groups to a client that did not ask for them', async () => {
     const { identity } = await outcome(open().connector, fixture('valid.xml'), CLOCK.requestId, false);
     expect(identity?.groups).to.deep.equal([]);
