@@ -75,6 +75,47 @@ describe('session/authenticate: known() and authenticate()', () => {
     expect(await refusal(() => auth.authenticate(token))).to.equal('token is revoked; log in again');
   });
 
+  it('gives a session and an API token their kind, svc as issuer, no groups, and refuses a disabled account on the first verification', async () => {
+    const auth = authenticator();
+    account = { ...account, capabilities: ['apiKey', 'login'], tokens: [{ id: 'k', jti: 'k', iat: now }] };
+    const session = await signer.sign({ username: 'alice', kind: 'login', jti: 's1', iat: now, exp: now + 60 });
+    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 60 });
+    expect(await auth.authenticate(await sessionOf('k'))).to.deep.include({ kind: 'apiKey', groups: [], tokenId: 'k' });
+    account = { ...account, enabled: false };
+    const later = await signer.sign({ username: 'alice', kind: 'login', jti: 's2', iat: now, exp: now + 60 });
+    expect(await refusal(() => auth.authenticate(later))).to.equal("account 'alice' is disabled");
+  });
+
+  it('refuses what is not a token, and a token of an issuer no verifier answers for', async () => {
+    const auth = authenticator();
+    expect(await refusal(() => auth.authenticate('not-a-token'))).to.equal('token is invalid');
+    const foreign = await mintTestToken('sso-user', []);
+    expect(await refusal(() => auth.authenticate(foreign))).to.equal('token issuer is not accepted');
+  });
+
+  it('asks each verifier in turn for a known token, and verifies a token only once', async () => {
+    const sso = createTestVerifier();
+    const auth = createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined }), sso], revocation });
+    const token = await mintTestToken('sso-user', ['g']);
+    const principal = await auth.authenticate(token);
+    expect(auth.known(token)).to.equal(principal);
+    expect(await auth.authenticate(token)).to.equal(principal);
+    expect(sso.verifications()).to.equal(1);
+  });
+
+  it('refuses two verifiers for one issuer', () => {
+    expect(() => createAuthenticator({ verifiers: [createTestVerifier(), createTestVerifier()], revocation })).to.throw("two token verifiers for issuer 'https://issuer.test.invalid'");
+  });
+
+  it('tells its listeners each revoked token id', async () => {
+    const heard: string[] = [];
+    const stop = authenticator().onRevoked((jti) => heard.push(jti));
+    await revocation.revoke('r1', undefined);
+    stop();
+    await revocation.revoke('r2', undefined);
+    expect(heard).to.deep.equal(['r1']);
+  });
+
   it('steps aside (undefined) while the revocation list is incomplete, and authenticate() asks the backend', async () => {
     let asked = 0;
     const incomplete: Revocation = {

@@ -74,6 +74,46 @@ describe('session/validity', () => {
     expect(reason(session(), { passwordMtime: new Date(101_000) })).to.equal(CHANGED);
   });
 
+  it('refuses a token whose account is gone or lacks the token\'s capability', () => {
+    expect(reason({ username: 'bob', kind: 'login', jti: 'j', iat: 100, exp: 200 }, {})).to.equal("account 'bob' does not exist");
+    expect(reason({ username: 'alice', kind: 'login', jti: 'j', iat: 100, exp: 200 }, { capabilities: ['apiKey'] })).to.equal("account 'alice' does not have the login capability");
+    expect(reason(apiKey('uuid-1', 100), { capabilities: ['login'], tokens: [{ id: 'ci', jti: 'uuid-1', iat: 100 }] })).to.equal("account 'alice' does not have the apiKey capability");
+  });
+
+  it('keeps a session made in the very second of a password change, and refuses one made before it; API tokens survive it', () => {
+    const session = (iat: number): TokenClaims => ({ username: 'alice', kind: 'login', jti: 'j', iat, exp: iat + 100 });
+    expect(reason(session(100), { passwordMtime: new Date(100_000) })).to.equal(undefined);
+    expect(reason(session(99), { passwordMtime: new Date(100_000) })).to.equal(CHANGED);
+    const tokens: ApiTokenRecord[] = [{ id: 'ci', jti: 'uuid-1', iat: 50 }];
+    expect(reason({ ...apiKey('uuid-1', 50), pwh: 'another-binding' }, { tokens, passwordMtime: new Date(100_000) })).to.equal(undefined);
+  });
+
+  it('refuses a token of the second its account was last seen disabled, or before, and keeps a later one', () => {
+    const at = (disabledAt: number | undefined) => ({ ...deps({}), disabledAt: (name: string) => (name === 'alice' ? disabledAt : undefined) });
+    const session = (iat: number): TokenClaims => ({ username: 'alice', kind: 'login', jti: 'j', iat, exp: iat + 100 });
+    const why = (iat: number, disabledAt: number | undefined) => {
+      try {
+        checkAccount(session(iat), at(disabledAt));
+        return undefined;
+      } catch (err: unknown) {
+        return (err as Error).message;
+      }
+    };
+    const DISABLED = "account 'alice' was disabled after this token was issued; log in again";
+    expect(why(100, undefined)).to.equal(undefined);
+    expect(why(101, 100_500)).to.equal(undefined);
+    expect(why(100, 100_000)).to.equal(DISABLED);
+    expect(why(100, 100_500)).to.equal(DISABLED);
+    expect(why(99, 100_000)).to.equal(DISABLED);
+  });
+
+  it('finds every record filed under one key: two records without jti with the same id', () => {
+    const tokens: ApiTokenRecord[] = [{ id: 'ci', iat: 100, exp: 900 }, { id: 'ci', iat: 200, exp: 900 }];
+    expect(reason(apiKey('ci', 100, 900), { tokens })).to.equal(undefined);
+    expect(reason(apiKey('ci', 200, 900), { tokens })).to.equal(undefined);
+    expect(reason(apiKey('ci', 150, 900), { tokens })).to.equal(DELETED);
+  });
+
   it('derives the binding from server.secretkey: another key gives another binding', () => {
     const other = createTokenSigner({ secretKey: () => 'another-key-0123456789abcdef0123', now: Date.now });
     expect(other.passwordBinding(HASH)).to.not.equal(signer.passwordBinding(HASH));
