@@ -59,7 +59,7 @@ export const GROUPS = {
   },
   restrict: {
     mutate: ['src/accounts/restrict.ts'],
-    tests: ['test/accounts/config.test.ts'],
+    tests: ['test/accounts/restrict.test.ts', 'test/accounts/config.test.ts'],
   },
 };
 
