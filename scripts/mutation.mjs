@@ -41,7 +41,7 @@ export const GROUPS = {
   },
   'connectors-saml': {
     mutate: ['connectors/saml/assertion.ts', 'connectors/saml/document.ts', 'connectors/saml/identity.ts'],
-    tests: ['test/connectors/saml/document.test.ts', 'test/connectors/saml/saml.test.ts'],
+    tests: ['test/connectors/saml/document.test.ts', 'test/connectors/saml/assertion.test.ts', 'test/connectors/saml/identity.test.ts', 'test/connectors/saml/saml.test.ts'],
   },
   'connectors-groups': {
     mutate: ['connectors/ldap/filter.ts', 'connectors/github/groups.ts', 'connectors/gitlab/groups.ts'],
