@@ -94,9 +94,11 @@ describe('rbac/rights', () => {
     expect(heard).to.deep.equal(['first:true', 'third', 'third']);
   });
 
-  it('after an older update\'s build failed, does not build again the newer policy already in force', async () => {
+  it('after an older update\'s build failed, does not build again the newer policy still being built', async () => {
     let releaseFirst: () => void = () => undefined;
+    let releaseSecond: () => void = () => undefined;
     const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const secondHeld = new Promise<void>((resolve) => (releaseSecond = resolve));
     const built: string[] = [];
     const build: BuildEnforcer = async (policy, options) => {
       const rules = policy.lines.map((l) => (l.kind === 'p' ? l.sub : l.member)).join();
@@ -105,14 +107,17 @@ describe('rbac/rights', () => {
         await firstHeld;
         throw new Error('build failed');
       }
+      if (rules === 'b') await secondHeld;
       return createEnforcer(policy, options);
     };
     const rights = await createRights(policyOf(''), {}, { build });
     const first = rights.update(policyOf('p, a, logs, get, *')).catch((err: unknown) => err);
-    await rights.update(policyOf('p, b, logs, get, *'));
+    const second = rights.update(policyOf('p, b, logs, get, *'));
     releaseFirst();
     expect(((await first) as Error).message).to.equal('build failed');
-    await rights.update(policyOf('p, b, logs, get, *'));
+    const again = rights.update(policyOf('p, b, logs, get, *'));
+    releaseSecond();
+    await Promise.all([second, again]);
     expect(built).to.deep.equal(['', 'a', 'b']);
     expect(rights.can(['b'], 'logs', 'get', 'x')).to.equal(true);
   });
