@@ -33,7 +33,7 @@ export const GROUPS = {
   },
   extensions: {
     mutate: ['src/extensions/access.ts', 'src/extensions/headers.ts'],
-    tests: ['test/extensions/access.test.ts', 'test/extensions/headers.test.ts'],
+    tests: ['test/extensions/access.test.ts', 'test/extensions/headers.test.ts', 'test/extensions/handshake-application.test.ts'],
   },
   oidc: {
     mutate: ['src/oidc/audience.ts', 'src/oidc/return-url.ts', 'src/oidc/login-flow.ts', 'src/oidc/verifier.ts'],

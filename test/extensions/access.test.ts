@@ -77,7 +77,7 @@ describe('extensions/access: the application name', () => {
   };
 
   it('takes <DNS-1123 label>/<DNS-1123 subdomain> up to 63 and 253 characters, and an empty header as none', () => {
-    for (const name of ['a/b', 'ns-1/app.x-y', '0/9', `${'n'.repeat(63)}/a`, `ns/${'a'.repeat(253)}`, `ns/${'a'.repeat(61)}.${'b'.repeat(63)}`]) {
+    for (const name of ['a/b', 'ns-1/app.x-y', 'ns/a.b.c', '0/9', `${'n'.repeat(63)}/a`, `ns/${'a'.repeat(253)}`, `ns/${'a'.repeat(61)}.${'b'.repeat(63)}`]) {
       expect(code(name), name).to.equal('application_not_found');
     }
     expect(code('')).to.equal(undefined);

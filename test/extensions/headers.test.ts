@@ -66,6 +66,10 @@ describe('forwardHeaders (client request -> backend headers)', () => {
     }
   });
 
+  it('reads close, keep-alive and empty entries in Connection as no header name', () => {
+    expect(forwardHeaders(['Close', 'x', 'X-A', '1', 'Keep', '2'], { connection: 'close, X-A' }, context)).to.deep.equal(['Close', 'x', 'Keep', '2', ...OURS]);
+  });
+
   it('sends its own Connection and Upgrade on a WebSocket upgrade only', () => {
     expect(forwardHeaders(['Upgrade', 'websocket', 'Connection', 'Upgrade, X-Ours'], { connection: 'Upgrade, X-Ours' }, { ...context, upgrade: true })).to.deep.equal(['connection', 'upgrade', 'upgrade', 'websocket', ...OURS]);
     expect(forwardHeaders([], {}, { ...context, upgrade: false })).to.deep.equal(OURS);
@@ -106,7 +110,17 @@ describe('responseHeaderList: more of what the backend cannot do', () => {
     expect(list).to.deep.equal(['Set-Cookie', 'mysvc.token=1', 'Set-Cookie', 'a=svc.x', 'Content-Security-Policy', "default-src 'self'", 'X-Request-Id', 'r1', 'content-security-policy', 'sandbox']);
   });
 
+  it('drops only the names listed in Connection, not those other hop-by-hop headers carry as values', () => {
+    const { list } = responseHeaderList(raw('Trailer', 'X-Checksum', 'Keep-Alive', 'timeout', 'Connection', 'X-A', 'X-Checksum', '1', 'timeout', '2', 'undefined', '3', 'X-A', '4'), []);
+    expect(list).to.deep.equal(['X-Checksum', '1', 'timeout', '2', 'undefined', '3']);
+  });
+
+  it('protects only Set-Cookie from a value starting with svc.', () => {
+    expect(responseHeaderList(raw('X-Note', 'svc.example', 'Link', ' svc.x'), []).list).to.deep.equal(['X-Note', 'svc.example', 'Link', ' svc.x']);
+  });
+
   it('reads an event stream only from Content-Type, and the length only from Content-Length', () => {
+    expect(responseHeaderList(raw('Content-Type', 'text/event-stream', 'X-After', 'text/plain'), [])).to.include({ eventStream: true });
     expect(responseHeaderList(raw('X-Type', 'text/event-stream', 'X-Length', '5'), [])).to.include({ eventStream: false, contentLength: undefined });
     expect(responseHeaderList(raw('Content-Type', 'application/json'), [])).to.include({ eventStream: false });
   });
