@@ -11,7 +11,7 @@ import * as client from 'openid-client';
 import { Unauthenticated } from '../../src/errors.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import type { ProviderClient } from '../../src/oidc/client.js';
-import { LOGIN_STATE_TTL_MS, openLoginState, startLogin, type LoginFlowDeps, type LoginState } from '../../src/oidc/login-flow.js';
+import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, startLogin, type LoginFlowDeps, type LoginState } from '../../src/oidc/login-flow.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
 
 const ISSUER = 'https://idp.example.org';
@@ -81,11 +81,20 @@ describe('oidc/login-flow', () => {
     expect(asked.params.get('connector_id')).to.equal('ldap');
   });
 
+  it('builds the redirect URI on svc\'s url without its trailing slashes', async () => {
+    const d = { ...deps(), serverUrl: () => `${SERVER}//` };
+    expect((await start(d)).params.get('redirect_uri')).to.equal(`${SERVER}/auth/callback`);
+  });
+
   it('keeps a return URL on svc only, and gives the login five minutes', async () => {
     const d = deps();
     expect((await start(d, `${SERVER}/applications?x=1`)).login.returnUrl).to.equal(`${SERVER}/applications?x=1`);
     expect((await start(d, 'https://evil.example.org/')).login.returnUrl).to.equal('/');
     expect((await start(d)).login.expiresAt).to.equal(1_700_000_000_000 + LOGIN_STATE_TTL_MS);
+  });
+
+  it('names its cookie svc.oauthstate, as docs/sso.md says: one of svc\'s own svc.* cookies a backend cannot set', () => {
+    expect(LOGIN_STATE_COOKIE).to.equal('svc.oauthstate');
   });
 
   it('opens only its own sealed cookie, and only for five minutes', async () => {
