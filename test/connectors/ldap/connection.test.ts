@@ -80,5 +80,19 @@ describe('ldap connection: the user\'s bind (real slapd)', function () {
     expect(failure).to.be.instanceOf(DirectoryFailure);
     expect((failure as DirectoryFailure).stage).to.equal('user-bind');
     expect((failure as Error).message).to.match(/^the user's bind failed: /);
+    expect((failure as Error).cause).to.be.instanceOf(Error);
+  });
+
+  it('names a directory it cannot reach as such, and binds nothing once the session has ended', async function () {
+    const nowhere = new Client({ url: `ldap://127.0.0.1:${await freePort()}`, connectTimeout: 2_000, timeout: 2_000 });
+    const unreachable = await new DirectoryConnection(nowhere, config, false).userBind(CAROL, 'carol123').then(() => undefined, (err: unknown) => err);
+    expect(unreachable).to.be.instanceOf(DirectoryFailure);
+    expect((unreachable as DirectoryFailure).stage).to.equal('connect');
+    const ended = await serviceConnection();
+    ended.conn.closed = true;
+    const refused = await ended.conn.userBind(CAROL, 'carol123').then(() => undefined, (err: unknown) => err);
+    expect(refused).to.be.instanceOf(DirectoryFailure);
+    expect((refused as DirectoryFailure).stage).to.equal('timeout');
+    expect(ended.binds).to.deep.equal([]);
   });
 });
