@@ -94,6 +94,15 @@ describe('saml assertion: the checks svc makes itself', () => {
     expect(refusal(conditions, at('2026-01-01T12:01:30Z'))).to.equal(undefined);
   });
 
+  it('takes a Conditions element without attributes (xml2js gives it no $) as bounding nothing more', () => {
+    const value = parsed([{ Method: BEARER, data: [DATA] }], null);
+    expect(refusal({ Assertion: { ...value.Assertion, Conditions: [{}] } })).to.equal(undefined);
+  });
+
+  it('names the attribute whose time is not one', () => {
+    expect(refusal(parsed([{ Method: BEARER, data: [{ ...DATA, NotBefore: 'soon' }] }], [{}]))?.reason).to.equal('SubjectConfirmationData NotBefore is not a UTC xs:dateTime: soon');
+  });
+
   it('reads times only as UTC xs:dateTime, with an optional fraction', () => {
     const confirm = (NotOnOrAfter: string) => refusal(parsed([{ Method: BEARER, data: [{ ...DATA, NotOnOrAfter }] }], [{}]));
     expect(confirm('2026-01-01T12:05:00.5Z')).to.equal(undefined);

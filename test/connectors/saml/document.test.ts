@@ -40,6 +40,15 @@ describe('saml document: the response\'s shape', () => {
     expect(refusal(response('<saml:NameID><![CDATA[alice]]></saml:NameID>'))).to.equal('the response contains a DOCTYPE, an entity declaration or CDATA');
   });
 
+  it('reads the attributes of a pretty-printed root, one per line', () => {
+    const shape = responseShape(`<samlp:Response\n    xmlns:samlp="${P}"\n    ID="_r1"\t\tInResponseTo="_q1">${ASSERTION}</samlp:Response>`);
+    expect('response' in shape && shape.response.get('InResponseTo')).to.equal('_q1');
+  });
+
+  it('removes the XML declaration only at the very start', () => {
+    expect(refusal(response('<?xml version="1.0"?>'))).to.equal('the response contains a processing instruction');
+  });
+
   it('refuses what is not a Response at its root', () => {
     for (const xml of ['', 'plain text', `text before ${response('')}`, ASSERTION, `<samlp:LogoutResponse xmlns:samlp="${P}"/>`, `<samlp:ResponseX xmlns:samlp="${P}"></samlp:ResponseX>`]) {
       expect(refusal(xml), xml).to.equal('the document is not a SAML <Response>');
