@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'test/summary-reporter.cjs', 'scripts/**', 'fixtures/**', 'eslint.config.js', '.dependency-cruiser.cjs'] },
+  { ignores: ['dist/**', 'node_modules/**', 'reports/**', '.stryker-tmp/**', 'test/summary-reporter.cjs', 'scripts/**', 'fixtures/**', 'eslint.config.js', '.dependency-cruiser.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,22 +1,21 @@
 /**
- * Whether a well-signed svc token is still honoured (DESIGN §3), as a pipeline of small named
- * checks run in order; the first that fails names the reason. The account-based checks are
- * synchronous and run first; the revocation look-up (one state-backend read) runs last.
+ * Whether a well-signed svc token is still honoured by its account (DESIGN §3), as a pipeline of
+ * small named checks run in order; the first that fails names the reason. Synchronous: the
+ * local verifier runs it on every use, on the proxy's fast path too. Revocation is not here but
+ * in the authenticator (authenticate.ts), which applies it to every issuer's tokens alike.
  */
 import type { AccountSettings, ApiTokenRecord } from '../accounts/config.js';
 import { Unauthenticated } from '../errors.js';
-import type { Revocation } from './revocation.js';
 import type { TokenClaims, TokenSigner } from './tokens.js';
 
 export interface ValidityDeps {
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
-  readonly revocation: Revocation;
   readonly signer: Pick<TokenSigner, 'passwordBinding'>;
   /** When the account was last seen disabled (account-cutoffs.ts), in ms; undefined: never. */
   readonly disabledAt: (name: string) => number | undefined;
 }
 
-type Check = (claims: TokenClaims, account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>) => string | undefined;
+type Check = (claims: TokenClaims, account: AccountSettings, deps: ValidityDeps) => string | undefined;
 
 function accountEnabled(claims: TokenClaims, account: AccountSettings): string | undefined {
   return account.enabled ? undefined : `account '${claims.username}' is disabled`;
@@ -88,7 +87,7 @@ function issuedAfterPasswordChange(claims: TokenClaims, account: AccountSettings
  * misses a login that read the old hash before the change and signed after it (iat >= mtime):
  * its `pwh` names the old hash. Sessions from versions without `pwh` are left to the mtime rule.
  */
-function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>): string | undefined {
+function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSettings, deps: ValidityDeps): string | undefined {
   if (claims.kind !== 'login' || claims.pwh === undefined) return undefined;
   const hash = account.passwordHash;
   return hash !== undefined && deps.signer.passwordBinding(hash) === claims.pwh ? undefined : PASSWORD_CHANGED(claims.username);
@@ -99,7 +98,7 @@ function checkedAgainstCurrentPassword(claims: TokenClaims, account: AccountSett
  * be issued after the account was last seen disabled. `iat` has whole seconds, so a token of the
  * very second of the disable is refused too (the account could not log in then anyway).
  */
-function issuedAfterLastDisabled(claims: TokenClaims, _account: AccountSettings, deps: Omit<ValidityDeps, 'revocation'>): string | undefined {
+function issuedAfterLastDisabled(claims: TokenClaims, _account: AccountSettings, deps: ValidityDeps): string | undefined {
   const disabledAt = deps.disabledAt(claims.username);
   if (disabledAt === undefined || claims.iat * 1000 > disabledAt) return undefined;
   return `account '${claims.username}' was disabled after this token was issued; log in again`;
@@ -108,7 +107,7 @@ function issuedAfterLastDisabled(claims: TokenClaims, _account: AccountSettings,
 const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword, issuedAfterLastDisabled];
 
 /** The token's account when every account rule holds; throws Unauthenticated with the first that fails. Synchronous. */
-export function checkAccount(claims: TokenClaims, deps: Omit<ValidityDeps, 'revocation'>): AccountSettings {
+export function checkAccount(claims: TokenClaims, deps: ValidityDeps): AccountSettings {
   const account = deps.accounts().get(claims.username);
   if (account === undefined) throw new Unauthenticated(`account '${claims.username}' does not exist`);
   for (const check of ACCOUNT_CHECKS) {
@@ -119,10 +118,3 @@ export function checkAccount(claims: TokenClaims, deps: Omit<ValidityDeps, 'revo
 }
 
 export const REVOKED = 'token is revoked; log in again';
-
-/** Resolves with the token's account, or throws Unauthenticated with the first failed rule. */
-export async function checkValidity(claims: TokenClaims, deps: ValidityDeps): Promise<AccountSettings> {
-  const account = checkAccount(claims, deps);
-  if (await deps.revocation.isRevoked(claims.jti)) throw new Unauthenticated(REVOKED);
-  return account;
-}

@@ -109,6 +109,20 @@ describe('two replicas sharing Redis and a config dir', function () {
       expect((await call(replica.url, 'GET', '/api/v1/session/userinfo', { token })).body).to.deep.equal({ loggedIn: false });
     }
   });
+
+  it('refuses a registered issuer\'s token logged out on one replica when it first reaches the other', async function () {
+    const [token, marker] = await Promise.all([mintTestToken('sso-first-seen', ['sso-team']), mintTestToken('sso-marker', ['sso-team'])]);
+    expect((await call(a.url, 'GET', '/api/v1/extensions/echo/x', { token })).status).to.equal(200);
+    expect((await call(b.url, 'GET', '/api/v1/extensions/echo/x', { token: marker })).status).to.equal(200);
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token })).body).to.deep.equal({ revoked: true });
+    expect((await call(a.url, 'DELETE', '/api/v1/session', { token: marker })).body).to.deep.equal({ revoked: true });
+    // Revocations reach B in order: once B refuses the marker, it has heard of the token too.
+    expect((await eventually(() => call(b.url, 'GET', '/api/v1/extensions/echo/x', { token: marker }), (r) => r.status === 401)).status).to.equal(401);
+    // B has never verified the token: no cached principal, so authenticate()'s revocation check
+    // decides, and the first request must be refused (a second would find it cached and be refused anyway).
+    const first = await call(b.url, 'GET', '/api/v1/extensions/echo/x', { token });
+    expect(first.body).to.deep.equal({ error: 'unauthenticated', message: 'token is revoked; log in again' });
+  });
 });
 
 /**

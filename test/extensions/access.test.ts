@@ -65,3 +65,29 @@ describe('extensions/access: the checks in order', () => {
     });
   }
 });
+
+describe('extensions/access: the application name', () => {
+  const code = (application: string): string | undefined => {
+    try {
+      routeExtensionRequest({ ...ok, application }, settings, rights);
+      return undefined;
+    } catch (err: unknown) {
+      return (err as { code?: string }).code;
+    }
+  };
+
+  it('takes <DNS-1123 label>/<DNS-1123 subdomain> up to 63 and 253 characters, and an empty header as none', () => {
+    for (const name of ['a/b', 'ns-1/app.x-y', 'ns/a.b.c', '0/9', `${'n'.repeat(63)}/a`, `ns/${'a'.repeat(253)}`, `ns/${'a'.repeat(61)}.${'b'.repeat(63)}`]) {
+      expect(code(name), name).to.equal('application_not_found');
+    }
+    expect(code('')).to.equal(undefined);
+  });
+
+  it('refuses anything else as a malformed header', () => {
+    const bad = [
+      'A/b', 'ns/App', '-ns/a', 'ns-/a', 'ns/a-', 'ns/-a', 'ns/a..b', 'ns/a.-b', 'ns/a-.b', 'ns/.a', 'ns/a.', `${'n'.repeat(64)}/a`, `ns/${'a'.repeat(254)}`,
+      'ns/a/b', 'ns/', '/a', 'ns', 'ns/a_b', 'n.s/a', ' ns/a', 'ns/a ', 'ns/a\n', 'x\nns/a',
+    ];
+    for (const name of bad) expect(code(name), JSON.stringify(name)).to.equal('invalid_request');
+  });
+});

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { PROVIDER_COOKIE_NAMES } from '../../src/idp/cookie-names.js';
-import { responseHeaderList } from '../../src/extensions/headers.js';
+import { forwardHeaders, responseHeaderList, type ForwardContext } from '../../src/extensions/headers.js';
 
 const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
 
@@ -40,5 +40,96 @@ describe('responseHeaderList (backend answer -> client headers)', () => {
     const handshake = ['Upgrade', 'websocket', 'Connection', 'Upgrade', 'Sec-WebSocket-Accept', 'abc'];
     expect(responseHeaderList(handshake, ['connection', 'upgrade'], true).list).to.deep.equal(['Upgrade', 'websocket', 'Sec-WebSocket-Accept', 'abc', 'connection', 'upgrade']);
     expect(responseHeaderList(handshake, ['connection', 'close']).list).to.deep.equal(['Sec-WebSocket-Accept', 'abc', 'connection', 'close']);
+  });
+});
+
+describe('forwardHeaders (client request -> backend headers)', () => {
+  const context: ForwardContext = { host: 'svc.example.org', clientIp: '192.0.2.7', proto: 'https', identity: { username: 'alice', groups: ['devs', 'ops'] } };
+  const OURS = ['x-forwarded-host', 'svc.example.org', 'x-forwarded-for', '192.0.2.7', 'x-forwarded-proto', 'https', 'svc-username', 'alice', 'svc-user-groups', 'devs,ops'];
+  const pairs = (list: readonly string[]): [string, string][] => Array.from({ length: list.length / 2 }, (_, i) => [list[2 * i] as string, list[2 * i + 1] as string]);
+
+  it('keeps the client\'s other headers in case and order, then adds ours', () => {
+    const raw = ['Accept', 'text/html', 'X-Custom', 'a', 'accept-language', 'fr', 'X-Custom', 'b'];
+    expect(forwardHeaders(raw, {}, context)).to.deep.equal([...raw, ...OURS]);
+  });
+
+  it('drops every hop-by-hop, credential, address and path header, and every X-Forwarded-* and Svc-*, in any case, with _ for -', () => {
+    const dropped = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings', 'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x-forwarded-prefix', 'x-forwarded-port', 'svc-username', 'svc-user-groups', 'svc-application-name', 'svc-project-name', 'svc-anything'];
+    for (const name of dropped) {
+      for (const variant of [name, name.toUpperCase(), name.replace(/-/g, '_')]) {
+        expect(forwardHeaders([variant, 'x', 'Kept', '1'], { connection: 'keep-alive' }, context), variant).to.deep.equal(['Kept', '1', ...OURS]);
+      }
+    }
+    // A name that merely contains one of them is kept.
+    const kept = ['my-x-forwarded-host', '1', 'x-svc-user', '2', 'cookies', '3', 'hosted', '4'];
+    expect(forwardHeaders(kept, {}, context)).to.deep.equal([...kept, ...OURS]);
+  });
+
+  it('drops the headers the Connection header names, but not for close, keep-alive or upgrade alone', () => {
+    const raw = ['Connection', 'x', 'X-Internal', '1', 'X-Other', '2', 'Keep', '3'];
+    expect(forwardHeaders(raw, { connection: 'close, X-Internal , ,x_other' }, context)).to.deep.equal(['Keep', '3', ...OURS]);
+    expect(forwardHeaders(raw, { connection: 'keep-alive, X-Internal' }, context)).to.deep.equal(['X-Other', '2', 'Keep', '3', ...OURS]);
+    for (const connection of ['close', 'keep-alive', 'upgrade', 'close, keep-alive, upgrade', '']) {
+      expect(forwardHeaders(raw, { connection }, context), connection).to.deep.equal(['X-Internal', '1', 'X-Other', '2', 'Keep', '3', ...OURS]);
+    }
+  });
+
+  it('reads close, keep-alive and empty entries in Connection as no header name', () => {
+    expect(forwardHeaders(['Close', 'x', 'X-A', '1', 'Keep', '2'], { connection: 'close, X-A' }, context)).to.deep.equal(['Close', 'x', 'Keep', '2', ...OURS]);
+  });
+
+  it('sends its own Connection and Upgrade on a WebSocket upgrade only', () => {
+    expect(forwardHeaders(['Upgrade', 'websocket', 'Connection', 'Upgrade, X-Ours'], { connection: 'Upgrade, X-Ours' }, { ...context, upgrade: true })).to.deep.equal(['connection', 'upgrade', 'upgrade', 'websocket', ...OURS]);
+    expect(forwardHeaders([], {}, { ...context, upgrade: false })).to.deep.equal(OURS);
+  });
+
+  it('sends only the groups a header can carry, and no group header without one', () => {
+    const list = forwardHeaders([], {}, { ...context, identity: { username: 'bob', groups: ['', 'a,b', 'ops', 'é'] } });
+    expect(pairs(list).filter(([n]) => n.startsWith('svc-'))).to.deep.equal([['svc-username', 'bob'], ['svc-user-groups', 'ops,%C3%A9']]);
+    const none = forwardHeaders([], {}, { ...context, identity: { username: 'bob', groups: ['', 'a,b'] } });
+    expect(pairs(none).map(([n]) => n)).to.not.include('svc-user-groups');
+  });
+
+  it('names the application and its project when the request named one', () => {
+    const list = forwardHeaders([], {}, { ...context, application: { name: 'argocd/app-a', project: 'team-a' } });
+    expect(list.slice(-4)).to.deep.equal(['svc-application-name', 'argocd/app-a', 'svc-project-name', 'team-a']);
+  });
+
+  it('percent-encodes what is not printable ASCII in the names it sends, a lone surrogate as U+FFFD', () => {
+    const list = forwardHeaders([], {}, { ...context, identity: { username: 'zoë\r\nx: y\ud800', groups: [] }, application: { name: 'ns/a', project: 'prøj' } });
+    const sent = Object.fromEntries(pairs(list));
+    expect(sent['svc-username']).to.equal('zo%C3%AB%0D%0Ax: y%EF%BF%BD');
+    expect(sent['svc-project-name']).to.equal('pr%C3%B8j');
+    expect(forwardHeaders([], {}, { ...context, identity: { username: 'plain name ~', groups: [] } })).to.include('plain name ~');
+  });
+});
+
+describe('responseHeaderList: more of what the backend cannot do', () => {
+  it('drops every hop-by-hop header, and the names of every Connection header it sent, in any case', () => {
+    const { list } = responseHeaderList(
+      raw('Proxy-Connection', 'x', 'TE', 'trailers', 'Trailer', 'X', 'Upgrade', 'h2c', 'Proxy-Authenticate', 'Basic', 'connection', 'X-A', 'Connection', 'x_b', 'X-A', '1', 'X-B', '2', 'Kept', 'yes'),
+      [],
+    );
+    expect(list).to.deep.equal(['Kept', 'yes']);
+  });
+
+  it('keeps a Set-Cookie that only mentions svc, adds the extension\'s Content-Security-Policy beside the backend\'s', () => {
+    const { list } = responseHeaderList(raw('Set-Cookie', 'mysvc.token=1', 'Set-Cookie', 'a=svc.x', 'Content-Security-Policy', "default-src 'self'"), ['X-Request-Id', 'r1'], false, 'sandbox');
+    expect(list).to.deep.equal(['Set-Cookie', 'mysvc.token=1', 'Set-Cookie', 'a=svc.x', 'Content-Security-Policy', "default-src 'self'", 'X-Request-Id', 'r1', 'content-security-policy', 'sandbox']);
+  });
+
+  it('drops only the names listed in Connection, not those other hop-by-hop headers carry as values', () => {
+    const { list } = responseHeaderList(raw('Trailer', 'X-Checksum', 'Keep-Alive', 'timeout', 'Connection', 'X-A', 'X-Checksum', '1', 'timeout', '2', 'undefined', '3', 'X-A', '4'), []);
+    expect(list).to.deep.equal(['X-Checksum', '1', 'timeout', '2', 'undefined', '3']);
+  });
+
+  it('protects only Set-Cookie from a value starting with svc.', () => {
+    expect(responseHeaderList(raw('X-Note', 'svc.example', 'Link', ' svc.x'), []).list).to.deep.equal(['X-Note', 'svc.example', 'Link', ' svc.x']);
+  });
+
+  it('reads an event stream only from Content-Type, and the length only from Content-Length', () => {
+    expect(responseHeaderList(raw('Content-Type', 'text/event-stream', 'X-After', 'text/plain'), [])).to.include({ eventStream: true });
+    expect(responseHeaderList(raw('X-Type', 'text/event-stream', 'X-Length', '5'), [])).to.include({ eventStream: false, contentLength: undefined });
+    expect(responseHeaderList(raw('Content-Type', 'application/json'), [])).to.include({ eventStream: false });
   });
 });

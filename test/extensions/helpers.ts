@@ -1,4 +1,5 @@
 /** Real backends and a real svc for the extension proxy tests. */
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { renameSync, writeFileSync } from 'node:fs';
 import { connect, type AddressInfo } from 'node:net';
@@ -40,16 +41,26 @@ export interface Echo {
   readonly headers: Record<string, string | string[] | undefined>;
   readonly rawHeaders: string[];
   readonly bodyLength: number;
+  /** SHA-256 of the whole body received, hex. */
+  readonly bodySha256: string;
   readonly body: string;
 }
 
-/** Answers with what it received, as JSON (body echoed when short). */
+/**
+ * Answers with what it received, as JSON (body echoed when short); with the request header
+ * `x-echo-body: raw`, answers with the body received itself, byte for byte, as octet-stream.
+ */
 export function echoBackend(label: string): Promise<Backend> {
   return startBackend((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
+      if (req.headers['x-echo-body'] === 'raw') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'x-backend': label });
+        res.end(body);
+        return;
+      }
       const echo: Echo = {
         backend: label,
         method: req.method ?? '',
@@ -57,6 +68,7 @@ export function echoBackend(label: string): Promise<Backend> {
         headers: req.headers,
         rawHeaders: req.rawHeaders,
         bodyLength: body.length,
+        bodySha256: createHash('sha256').update(body).digest('hex'),
         body: body.length <= 1024 ? body.toString('utf8') : '',
       };
       res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': [

@@ -1,4 +1,5 @@
 /** The extension proxy (HTTP): what reaches the backend, and what comes back, header by header. */
+import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { request } from 'undici';
 import type { Echo } from './helpers.js';
@@ -32,9 +33,17 @@ describe('extension proxy: forwarding and headers', function () {
     });
 
     it('streams a large body both ways unchanged', async () => {
-      const body = Buffer.alloc(8 * 1024 * 1024, 7);
-      const res = await call('/api/v1/extensions/echo/upload', 'carol', {}, { method: 'PUT', body });
-      expect((res.json() as unknown as Echo).bodyLength).to.equal(body.length);
+      // Random bytes: a lost, repeated or reordered chunk changes the digest (a constant fill would not show it).
+      const body = randomBytes(8 * 1024 * 1024);
+      const digest = createHash('sha256').update(body).digest('hex');
+      const up = await call('/api/v1/extensions/echo/upload', 'carol', {}, { method: 'PUT', body });
+      expect(up.json()).to.include({ bodyLength: body.length, bodySha256: digest });
+      // The backend sends the same bytes back: the response is streamed through unchanged too.
+      const back = await request(`${server.url}/api/v1/extensions/echo/mirror`, { method: 'PUT', body, headers: { authorization: `Bearer ${token['carol']}`, 'x-echo-body': 'raw' } });
+      expect(back.statusCode).to.equal(200);
+      const returned = Buffer.from(await back.body.arrayBuffer());
+      expect(returned.length).to.equal(body.length);
+      expect(createHash('sha256').update(returned).digest('hex')).to.equal(digest);
     });
   });
 

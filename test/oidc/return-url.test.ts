@@ -23,6 +23,8 @@ describe('return_url', () => {
     ['https://user@svc.example.com/root/apps', '/'],
     ['javascript:alert(1)', '/'],
     ['/apps\r\nSet-Cookie: x=1', '/'],
+    ['/apps//', '/apps//'],
+    ['https://:pw@svc.example.com/root/apps', '/'],
   ];
   for (const [given, expected] of cases) {
     it(`${JSON.stringify(given)} -> ${expected}`, () => expect(safeReturnUrl(given, base)).to.equal(expected));

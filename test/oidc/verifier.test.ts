@@ -8,7 +8,7 @@ import type { Configuration } from 'openid-client';
 import { checkAudience } from '../../src/oidc/audience.js';
 import type { ProviderClient } from '../../src/oidc/client.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
-import { createSsoVerifier } from '../../src/oidc/verifier.js';
+import { CLOCK_SKEW_SECONDS, createSsoVerifier, groupsOf, type GroupSource } from '../../src/oidc/verifier.js';
 
 const ISSUER = 'https://idp.example.com';
 
@@ -106,6 +106,14 @@ describe('SSO token verifier', () => {
       expect((await v.verify(await k.sign(claims({ aud: ['svc', 'api'] })))).username).to.equal('user-1');
     });
 
+    it('reads only string audiences: anything else counts as no audience', () => {
+      for (const aud of [5, [5], [null], { a: 'svc' }]) {
+        expect(checkAudience(aud, rule), JSON.stringify(aud)).to.deep.equal({ ok: false, reason: 'token has no audience' });
+        expect(checkAudience(aud, { ...rule, skipAudienceCheckWhenTokenHasNoAudience: true }).ok, JSON.stringify(aud)).to.equal(true);
+      }
+      expect(checkAudience([5, 'svc'], rule).ok).to.equal(true);
+    });
+
     it('says why a token without audience is refused', async () => {
       const payload = claims();
       delete payload.aud;
@@ -158,5 +166,80 @@ describe('SSO token verifier', () => {
     k.publish('k3');
     expect(await v.verify(signedWithK3).then(() => 'ok', (e: Error) => e.message)).to.match(/NO_MATCHING_KEY/);
     expect(fetches.count).to.equal(2);
+  });
+
+  describe('what mutation testing found untested', () => {
+    const message = (p: Promise<unknown>) => p.then(() => 'ok', (e: Error) => e.message);
+
+    function clocked(clock: { ms: number }, groupSource?: GroupSource, client?: ProviderClient) {
+      return createSsoVerifier({ client: client ?? fakeClient(provider(), k, { count: 0 }), groupClaims: () => ['groups'], jwksCooldownMs: 60_000, now: () => clock.ms, ...(groupSource !== undefined ? { groupSource } : {}) });
+    }
+
+    it('serves a known token until it expires plus the skew, then asks for a verification again', async () => {
+      const clock = { ms: Date.now() };
+      const exp = Math.floor(clock.ms / 1000) + 600;
+      const v = clocked(clock);
+      const token = await k.sign(claims({ exp }));
+      expect(v.known(token)).to.equal(undefined);
+      const principal = await v.verify(token);
+      clock.ms = exp * 1000 + 1_000; // expired, within the skew
+      expect(v.known(token)).to.equal(principal);
+      clock.ms = (exp + CLOCK_SKEW_SECONDS) * 1000 - 1;
+      expect(v.known(token)).to.equal(principal);
+      clock.ms = (exp + CLOCK_SKEW_SECONDS) * 1000;
+      expect(v.known(token)).to.equal(undefined);
+      expect(await message(v.verify(token))).to.equal('token has expired');
+    });
+
+    it('adds the group source\'s groups, each once, and serves the principal only until they are due again', async () => {
+      const clock = { ms: Date.now() };
+      const source: GroupSource = async () => ({ groups: ['g2', 'from-userinfo'], untilMs: clock.ms + 60_000 });
+      const v = clocked(clock, source);
+      const token = await k.sign(claims());
+      expect((await v.verify(token)).groups).to.deep.equal(['g1', 'g2', 'from-userinfo']);
+      clock.ms += 59_999;
+      expect(v.known(token)?.groups).to.deep.equal(['g1', 'g2', 'from-userinfo']);
+      clock.ms += 1;
+      expect(v.known(token)).to.equal(undefined);
+    });
+
+    it('reads groups from a string or a list of strings, nothing else, each once', async () => {
+      expect(groupsOf({ a: 'one', b: ['two', 3, 'one', null], c: 4, d: { x: 'y' } }, ['a', 'b', 'c', 'd', 'missing'])).to.deep.equal(['one', 'two']);
+      const v = verifier();
+      expect((await v.verify(await k.sign(claims({ groups: 'solo' })))).groups).to.deep.equal(['solo']);
+    });
+
+    it('refuses a token without sub or exp, and takes an empty jti as none', async () => {
+      const v = verifier();
+      const { sub: _s, ...noSub } = claims();
+      const { exp: _e, ...noExp } = claims();
+      expect(await message(v.verify(await k.sign(noSub)))).to.equal('token is invalid: ERR_JWT_CLAIM_VALIDATION_FAILED');
+      expect(await message(v.verify(await k.sign(noExp)))).to.equal('token is invalid: ERR_JWT_CLAIM_VALIDATION_FAILED');
+      expect((await v.verify(await k.sign(claims({ jti: '' })))).tokenId).to.match(/^sha256:/);
+    });
+
+    it('for renewal, refuses what is not a JWT or has no numeric exp, and checks nbf as of the token\'s life', async () => {
+      const v = verifier();
+      expect(await message(v.verifyIgnoringExpiry('not-a-jwt'))).to.equal('token is invalid');
+      const { exp: _e, ...noExp } = claims();
+      expect(await message(v.verifyIgnoringExpiry(await k.sign(noExp)))).to.equal('token is invalid');
+      expect(await message(v.verifyIgnoringExpiry(await k.sign(claims({ exp: 'soon' as unknown as number }))))).to.equal('token is invalid');
+      const expired = await k.sign(claims({ nbf: now() - 7200, iat: now() - 7200, exp: now() - 3600, jti: 'renew' }));
+      expect((await v.verifyIgnoringExpiry(expired)).tokenId).to.equal('renew');
+    });
+
+    it('says the keys cannot be read when there is no jwks_uri, a key set is not one, or the fetch fails', async () => {
+      const base = fakeClient(provider(), k, { count: 0 });
+      const noUri: ProviderClient = { ...base, configuration: () => Promise.resolve({ serverMetadata: () => ({ issuer: ISSUER }) } as unknown as Configuration) };
+      const failure = async (client: ProviderClient) => {
+        const err = await clocked({ ms: Date.now() }, undefined, client).verify(await k.sign(claims())).then(() => undefined, (e: Error) => e);
+        return { name: err?.constructor.name, message: err?.message, cause: (err as { cause?: unknown } | undefined)?.cause !== undefined };
+      };
+      expect(await failure(noUri)).to.deep.equal({ name: 'Unavailable', message: `the OIDC provider ${ISSUER} publishes no jwks_uri`, cause: false });
+      const invalid: ProviderClient = { ...base, fetch: () => Promise.resolve(new Response(JSON.stringify({ keys: 'none' }), { headers: { 'content-type': 'application/json' } })) };
+      expect(await failure(invalid)).to.deep.equal({ name: 'Unavailable', message: 'the keys of the OIDC provider cannot be read', cause: true });
+      const down: ProviderClient = { ...base, fetch: () => Promise.reject(new TypeError('fetch failed')) };
+      expect(await failure(down)).to.deep.equal({ name: 'Unavailable', message: 'the keys of the OIDC provider cannot be read', cause: true });
+    });
   });
 });

@@ -67,6 +67,62 @@ describe('rbac/rights', () => {
     expect(rights.can(['a'], 'logs', 'get', 'x')).to.equal(true);
   });
 
+  it('rebuilds when only the narrowing lines change: a bad change that takes access away applies', async () => {
+    const open = policyOf('p, a, logs, get, *');
+    const rights = await createRights(open);
+    expect(rights.can(['a'], 'logs', 'get', 'x')).to.equal(true);
+    await rights.update({ ...open, restrictTo: policyOf('p, a, logs, get, y').lines });
+    expect(rights.can(['a'], 'logs', 'get', 'x')).to.equal(false);
+    expect(rights.can(['a'], 'logs', 'get', 'y')).to.equal(true);
+    await rights.update({ ...open, restrictTo: [] });
+    expect(rights.can(['a'], 'logs', 'get', 'y')).to.equal(false);
+  });
+
+  it('tells each listener once a new policy answers, not for an unchanged one, and no more once it unsubscribed', async () => {
+    const rights = await createRights(policyOf(''));
+    const heard: string[] = [];
+    const stop = rights.onUpdate(() => heard.push(`first:${String(rights.can(['a'], 'logs', 'get', 'x'))}`));
+    rights.onUpdate(() => {
+      throw new Error('a listener that fails');
+    });
+    rights.onUpdate(() => heard.push('third'));
+    await rights.update(policyOf('p, a, logs, get, *'));
+    expect(heard).to.deep.equal(['first:true', 'third']);
+    await rights.update(policyOf('p, a, logs, get, *'));
+    expect(heard).to.have.length(2);
+    expect(stop()).to.equal(true);
+    await rights.update(policyOf(''));
+    expect(heard).to.deep.equal(['first:true', 'third', 'third']);
+  });
+
+  it('after an older update\'s build failed, does not build again the newer policy still being built', async () => {
+    let releaseFirst: () => void = () => undefined;
+    let releaseSecond: () => void = () => undefined;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const secondHeld = new Promise<void>((resolve) => (releaseSecond = resolve));
+    const built: string[] = [];
+    const build: BuildEnforcer = async (policy, options) => {
+      const rules = policy.lines.map((l) => (l.kind === 'p' ? l.sub : l.member)).join();
+      built.push(rules);
+      if (rules === 'a') {
+        await firstHeld;
+        throw new Error('build failed');
+      }
+      if (rules === 'b') await secondHeld;
+      return createEnforcer(policy, options);
+    };
+    const rights = await createRights(policyOf(''), {}, { build });
+    const first = rights.update(policyOf('p, a, logs, get, *')).catch((err: unknown) => err);
+    const second = rights.update(policyOf('p, b, logs, get, *'));
+    releaseFirst();
+    expect(((await first) as Error).message).to.equal('build failed');
+    const again = rights.update(policyOf('p, b, logs, get, *'));
+    releaseSecond();
+    await Promise.all([second, again]);
+    expect(built).to.deep.equal(['', 'a', 'b']);
+    expect(rights.can(['b'], 'logs', 'get', 'x')).to.equal(true);
+  });
+
   it('answers one offline question for a user or a group', async () => {
     const policy = policyOf('g, devs, role:dev\np, role:dev, extensions, invoke, */metrics\ng, eve, devs');
     expect(await canOffline(policy, 'devs', 'extensions', 'invoke', 'team-a/metrics')).to.equal(true);

@@ -12,6 +12,8 @@ import { createLocalVerifier } from '../../src/session/local-verifier.js';
 import { createRevocation, type Revocation } from '../../src/session/revocation.js';
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { createMemoryState } from '../../src/state/memory.js';
+import type { StateBackend } from '../../src/state/state.js';
+import { createTestVerifier, mintTestToken } from '../helpers/test-issuer.js';
 
 const log = pino({ level: 'silent' });
 
@@ -73,6 +75,47 @@ describe('session/authenticate: known() and authenticate()', () => {
     expect(await refusal(() => auth.authenticate(token))).to.equal('token is revoked; log in again');
   });
 
+  it('gives a session and an API token their kind, svc as issuer, no groups, and refuses a disabled account on the first verification', async () => {
+    const auth = authenticator();
+    account = { ...account, capabilities: ['apiKey', 'login'], tokens: [{ id: 'k', jti: 'k', iat: now }] };
+    const session = await signer.sign({ username: 'alice', kind: 'login', jti: 's1', iat: now, exp: now + 60 });
+    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 60 });
+    expect(await auth.authenticate(await sessionOf('k'))).to.deep.include({ kind: 'apiKey', groups: [], tokenId: 'k' });
+    account = { ...account, enabled: false };
+    const later = await signer.sign({ username: 'alice', kind: 'login', jti: 's2', iat: now, exp: now + 60 });
+    expect(await refusal(() => auth.authenticate(later))).to.equal("account 'alice' is disabled");
+  });
+
+  it('refuses what is not a token, and a token of an issuer no verifier answers for', async () => {
+    const auth = authenticator();
+    expect(await refusal(() => auth.authenticate('not-a-token'))).to.equal('token is invalid');
+    const foreign = await mintTestToken('sso-user', []);
+    expect(await refusal(() => auth.authenticate(foreign))).to.equal('token issuer is not accepted');
+  });
+
+  it('asks each verifier in turn for a known token, and verifies a token only once', async () => {
+    const sso = createTestVerifier();
+    const auth = createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined }), sso], revocation });
+    const token = await mintTestToken('sso-user', ['g']);
+    const principal = await auth.authenticate(token);
+    expect(auth.known(token)).to.equal(principal);
+    expect(await auth.authenticate(token)).to.equal(principal);
+    expect(sso.verifications()).to.equal(1);
+  });
+
+  it('refuses two verifiers for one issuer', () => {
+    expect(() => createAuthenticator({ verifiers: [createTestVerifier(), createTestVerifier()], revocation })).to.throw("two token verifiers for issuer 'https://issuer.test.invalid'");
+  });
+
+  it('tells its listeners each revoked token id', async () => {
+    const heard: string[] = [];
+    const stop = authenticator().onRevoked((jti) => heard.push(jti));
+    await revocation.revoke('r1', undefined);
+    stop();
+    await revocation.revoke('r2', undefined);
+    expect(heard).to.deep.equal(['r1']);
+  });
+
   it('steps aside (undefined) while the revocation list is incomplete, and authenticate() asks the backend', async () => {
     let asked = 0;
     const incomplete: Revocation = {
@@ -91,5 +134,102 @@ describe('session/authenticate: known() and authenticate()', () => {
     expect(await refusal(() => auth.authenticate(token))).to.equal('token is revoked; log in again');
     expect(asked).to.equal(1);
     expect(auth.known(token)).to.equal(undefined);
+  });
+});
+
+/**
+ * An SSO token (the tests' own issuer, test-issuer.ts, standing for the bundled provider's and
+ * an external provider's ID tokens) revoked by a logout stays refused wherever it is presented
+ * next: on a replica that never saw it, after a restart, and after the verifier's cache let it
+ * go. Each of these goes through authenticate(), not the fast path of a replica that has the
+ * token cached, which the end-to-end logout tests exercise.
+ */
+describe('session/authenticate: a revoked SSO token', () => {
+  const REVOKED = 'token is revoked; log in again';
+  let closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.reverse()) await close();
+    closers = [];
+  });
+
+  /** One replica: its own verifier (and cache) and revocation list over the shared state. */
+  async function replica(state: StateBackend) {
+    const revocation = await createRevocation({ state, log, now: Date.now });
+    closers.push(() => revocation.close());
+    const verifier = createTestVerifier();
+    return { revocation, verifier, auth: createAuthenticator({ verifiers: [verifier], revocation }) };
+  }
+
+  function sharedState(): StateBackend {
+    const state = createMemoryState();
+    closers.push(() => state.close());
+    return state;
+  }
+
+  async function refusal(run: () => Promise<unknown>): Promise<string | undefined> {
+    try {
+      await run();
+      return undefined;
+    } catch (err: unknown) {
+      expect(err).to.be.instanceOf(Unauthenticated);
+      return (err as Error).message;
+    }
+  }
+
+  async function loggedOut(on: Awaited<ReturnType<typeof replica>>): Promise<string> {
+    const token = await mintTestToken('sso-user', ['sso-team']);
+    const principal = await on.auth.authenticate(token);
+    expect(principal).to.include({ username: 'sso-user', kind: 'sso' });
+    await on.revocation.revoke(principal.tokenId, principal.expiresAt);
+    return token;
+  }
+
+  it('is refused by another replica that never saw it, by authenticate() alone', async () => {
+    const state = sharedState();
+    const [a, b] = [await replica(state), await replica(state)];
+    const token = await loggedOut(a);
+    expect(b.auth.known(token)).to.equal(undefined); // not seen there: the caller awaits authenticate()
+    expect(await refusal(() => b.auth.authenticate(token))).to.equal(REVOKED);
+    expect(b.verifier.verifications()).to.equal(1);
+  });
+
+  it('is refused after a restart (a new replica over the same state)', async () => {
+    const state = sharedState();
+    const before = await replica(state);
+    const token = await loggedOut(before);
+    await before.revocation.close();
+    const after = await replica(state);
+    expect(await refusal(() => after.auth.authenticate(token))).to.equal(REVOKED);
+  });
+
+  it('is refused once the verifier has dropped it from its cache', async () => {
+    const state = sharedState();
+    const a = await replica(state);
+    const token = await loggedOut(a);
+    expect(await refusal(async () => a.auth.known(token))).to.equal(REVOKED); // cached: the fast path refuses
+    // The same revocation list in front of a verifier that no longer has the token (a bounded cache let it go).
+    const dropped = createAuthenticator({ verifiers: [createTestVerifier()], revocation: a.revocation });
+    expect(dropped.known(token)).to.equal(undefined);
+    expect(await refusal(() => dropped.authenticate(token))).to.equal(REVOKED);
+  });
+
+  it('is refused while the revocation list is incomplete: authenticate() asks the backend', async () => {
+    const asked: string[] = [];
+    const incomplete: Revocation = {
+      revoke: async () => undefined,
+      onRevoked: () => () => undefined,
+      isRevoked: async (jti) => {
+        asked.push(jti);
+        return true;
+      },
+      revokedNow: () => undefined,
+      close: async () => undefined,
+    };
+    const auth = createAuthenticator({ verifiers: [createTestVerifier()], revocation: incomplete });
+    const token = await mintTestToken('sso-user', ['sso-team']);
+    expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED);
+    expect(asked).to.have.length(1);
+    expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED); // seen now, still asked
+    expect(asked).to.have.length(2);
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { SignJWT } from 'jose';
-import { createTokenSigner, type TokenClaims } from '../../src/session/tokens.js';
+import { createTokenSigner, unverifiedIssuer, type TokenClaims } from '../../src/session/tokens.js';
 
 const KEY = 'token-test-key-0123456789abcdef';
 
@@ -86,5 +86,65 @@ describe('session/tokens', () => {
     const good = await signer.sign(claims);
     const tampered = `${good.slice(0, -2)}${good.endsWith('AA') ? 'BB' : 'AA'}`;
     for (const token of [hs512, otherIssuer, tampered]) expect(await rejection(signer.verify(token))).to.equal('token is invalid');
+  });
+
+  it('verifies a token again from its cache, and an API token without expiry', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const token = await signer.sign(claims);
+    expect(await signer.verify(token)).to.deep.equal(claims);
+    expect(await signer.verify(token)).to.deep.equal(claims);
+    expect(signer.knownClaims(token)).to.deep.equal(claims);
+    const forever: TokenClaims = { username: 'ci', kind: 'apiKey', jti: 'k1', iat: claims.iat, exp: undefined };
+    const apiToken = await signer.sign(forever);
+    const payload = JSON.parse(Buffer.from(apiToken.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+    expect(payload).to.not.have.property('exp');
+    expect(await signer.verify(apiToken)).to.deep.equal(forever);
+    clock.now = start + 10 * 365 * 86_400_000;
+    expect(await signer.verify(apiToken)).to.deep.equal(forever);
+  });
+
+  it('says why on the first verification: expired, or not valid yet by its nbf', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const key = new TextEncoder().encode(KEY);
+    const base = () => new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('svc').setSubject('alice:login').setJti('t');
+    const expired = await base().setIssuedAt(claims.iat - 120).setExpirationTime(claims.iat - 60).sign(key);
+    expect(await rejection(signer.verify(expired))).to.equal('token has expired; log in again');
+    const laterNbf = await base().setIssuedAt(claims.iat - 60).setNotBefore(claims.iat + 3600).sign(key);
+    expect(await rejection(signer.verify(laterNbf))).to.equal('token is not valid yet');
+  });
+
+  it('refuses a well-signed token without sub, jti or iat, or whose subject is not <name>:login or <name>:apiKey', async () => {
+    const signer = signerAt({ now: start }, { value: KEY });
+    const key = new TextEncoder().encode(KEY);
+    const token = (sub: string | undefined, jti: string | undefined, iat: number | undefined) => {
+      const jwt = new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('svc');
+      if (sub !== undefined) jwt.setSubject(sub);
+      if (jti !== undefined) jwt.setJti(jti);
+      if (iat !== undefined) jwt.setIssuedAt(iat);
+      return jwt.sign(key);
+    };
+    for (const [sub, jti, iat] of [[undefined, 'j', claims.iat], ['alice:login', undefined, claims.iat], ['alice:login', 'j', undefined]] as const) {
+      expect(await rejection(signer.verify(await token(sub, jti, iat)))).to.equal('token is invalid');
+    }
+    for (const sub of ['alice:admin', ':login', 'alice', 'alice:', 'alice:session']) {
+      expect(await rejection(signer.verify(await token(sub, 'j', claims.iat))), sub).to.equal('token subject is not <name>:login or <name>:apiKey');
+    }
+    expect((await signer.verify(await token('dom:ain:apiKey', 'j', claims.iat))).username).to.equal('dom:ain');
+  });
+
+  it('refuses to sign or verify without server.secretkey, empty or missing', async () => {
+    for (const value of ['', undefined]) {
+      const signer = signerAt({ now: start }, { value });
+      expect(await rejection(signer.sign(claims))).to.equal('server.secretkey is missing from svc-secret: tokens cannot be issued or checked');
+    }
+  });
+
+  it('reads the issuer of a token without checking it, and nothing from what is not a JWT or has no string iss', async () => {
+    const key = new TextEncoder().encode('any-key-0123456789abcdef01234567');
+    expect(unverifiedIssuer(await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://idp.example').sign(key))).to.equal('https://idp.example');
+    expect(unverifiedIssuer(await new SignJWT({ iss: 42 } as never).setProtectedHeader({ alg: 'HS256' }).sign(key))).to.equal(undefined);
+    expect(unverifiedIssuer('not a token')).to.equal(undefined);
   });
 });

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import type { GithubConfig } from '../../../connectors/github/config.js';
 import { inPreferredDomain, pickEmail } from '../../../connectors/github/email.js';
-import { decide, type Memberships } from '../../../connectors/github/groups.js';
+import { decide, needsMemberships, teamClaims, type Memberships } from '../../../connectors/github/groups.js';
 
 const BASE: GithubConfig = { clientID: 'a', clientSecret: 'b', teamNameField: 'name', loadAllGroups: false, useLoginAsID: false };
 const M: Memberships = {
@@ -26,6 +26,24 @@ describe('the GitHub connector\'s rules', () => {
   it('teamNameField slug and both', () => {
     expect(decide({ ...BASE, teamNameField: 'slug', orgs: [{ name: 'acme' }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme', 'acme:platform-ops'] });
     expect(decide({ ...BASE, teamNameField: 'both', orgs: [{ name: 'acme', teams: ['platform-ops'] }] }, M, true)).to.deep.equal({ allowed: true, groups: ['acme', 'acme:platform-ops'] });
+  });
+
+  it('orgs: a member of an org without teams listed is in with the org as a group, even in none of its teams', () => {
+    expect(decide({ ...BASE, orgs: [{ name: 'Acme' }] }, { orgs: ['acme'], teams: [] }, true)).to.deep.equal({ allowed: true, groups: ['Acme'] });
+  });
+
+  it('reads the org and team lists only to check membership, or for groups asked for with loadAllGroups', () => {
+    expect(needsMemberships({ ...BASE, orgs: [{ name: 'a' }] }, false)).to.equal(true);
+    expect(needsMemberships({ ...BASE, org: 'a' }, false)).to.equal(true);
+    expect(needsMemberships({ ...BASE, loadAllGroups: true }, true)).to.equal(true);
+    expect(needsMemberships({ ...BASE, loadAllGroups: true }, false)).to.equal(false);
+    expect(needsMemberships(BASE, true)).to.equal(false);
+  });
+
+  it('teamNameField both gives a team whose name is its slug once', () => {
+    expect(teamClaims({ org: 'o', name: 'tea', slug: 'tea' }, 'both')).to.deep.equal(['tea']);
+    expect(teamClaims({ org: 'o', name: 'Tea', slug: 'tea' }, 'both')).to.deep.equal(['Tea', 'tea']);
+    expect(teamClaims({ org: 'o', name: 'Tea', slug: 'tea' }, 'name')).to.deep.equal(['Tea']);
   });
 
   it('legacy org, loadAllGroups, and neither', () => {

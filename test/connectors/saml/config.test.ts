@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { DEFAULT_NAME_ID_POLICY_FORMAT, parseSamlConfig } from '../../../connectors/saml/config.js';
+import { DEFAULT_NAME_ID_POLICY_FORMAT, parseSamlConfig, samlConfigSchema } from '../../../connectors/saml/config.js';
 import { AT, parseWithProblems, TEST_CA, TEST_CA_BASE64 } from '../helpers.js';
 
 const parse = (raw: unknown) => parseWithProblems(parseSamlConfig, raw);
@@ -20,9 +20,10 @@ describe('saml connector config', () => {
   });
 
   it("takes every key of Dex's SAML connector but redirectURI", () => {
-    const { config, problems } = parse({
-      ssoURL: 'http://127.0.0.1:8081/sso',
-      caData: TEST_CA_BASE64,
+    // Dex's saml Config (connector/saml/saml.go): ca and caData exclude each other, so two configs.
+    const DEX_KEYS = ['ssoURL', 'ca', 'caData', 'insecureSkipSignatureValidation', 'entityIssuer', 'ssoIssuer', 'usernameAttr', 'emailAttr', 'groupsAttr', 'groupsDelim', 'allowedGroups', 'filterGroups', 'nameIDPolicyFormat', 'redirectURI'];
+    expect(Object.keys(samlConfigSchema.shape).sort()).to.deep.equal(DEX_KEYS.filter((k) => k !== 'redirectURI').sort());
+    const rest = {
       entityIssuer: 'https://svc.example.com/api/idp/callback',
       ssoIssuer: 'https://idp.example.com',
       usernameAttr: 'name',
@@ -33,11 +34,14 @@ describe('saml connector config', () => {
       filterGroups: true,
       nameIDPolicyFormat: 'emailAddress',
       insecureSkipSignatureValidation: false,
-    });
-    expect(problems).to.deep.equal([]);
-    expect(config?.caData).to.equal(TEST_CA);
-    expect(config?.nameIDPolicyFormat).to.equal('urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress');
-    expect(config?.allowedGroups).to.deep.equal(['admins', 'devs']);
+    };
+    const expected = { ...rest, ssoURL: 'http://127.0.0.1:8081/sso', nameIDPolicyFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' };
+    const withCaData = parse({ ssoURL: 'http://127.0.0.1:8081/sso', caData: TEST_CA_BASE64, ...rest });
+    expect(withCaData.problems).to.deep.equal([]);
+    expect(withCaData.config).to.deep.equal({ ...expected, caData: TEST_CA });
+    const withCa = parse({ ssoURL: 'http://127.0.0.1:8081/sso', ca: TEST_CA, ...rest, insecureSkipSignatureValidation: true, filterGroups: false });
+    expect(withCa.problems).to.deep.equal([]);
+    expect(withCa.config).to.deep.equal({ ...expected, ca: TEST_CA, insecureSkipSignatureValidation: true, filterGroups: false });
   });
 
   it('takes a full NameID format URN as it is', () => {

@@ -73,6 +73,7 @@ describe('saml connector: responses', () => {
     ['a response to another request', 'other-request.xml', /belongs to another login/, /answers request _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000002, not this login's/],
     ['an unsolicited (IdP-initiated) response', 'unsolicited.xml', /was not started here/, /no InResponseTo\): unsolicited, IdP-initiated responses are refused/],
     ['an unsolicited assertion in a forged response naming this request', 'unsolicited-assertion.xml', /was not started here/, /assertion answers no request/],
+    ['an assertion signed for another request in a forged response naming this one', 'other-request-assertion.xml', /belongs to another login/, /the assertion answers request _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000002, not this login's _5e1ec7ed0ddba11c0ffee0ddba11c0ffee000001/],
     ['a comment injected into the signed NameID', 'comment-in-nameid.xml', /could not be verified/, /contains an XML comment/],
     ['a second, forged assertion', 'second-assertion.xml', /could not be verified/, /holds 2 assertions/],
     ['a signed Response wrapped in a forged one', 'wrapped-response.xml', /could not be verified/, /holds 2 <Response> elements/],
@@ -120,6 +121,18 @@ describe('saml connector: responses', () => {
     expect(all.identity?.groups).to.deep.equal(['admins', 'devs']);
     const filtered = await outcome(open({ allowedGroups: ['devs'], filterGroups: true }).connector, fixture('valid.xml'));
     expect(filtered.identity?.groups).to.deep.equal(['devs']);
+  });
+
+  it('splits a groups attribute sent as one value on groupsDelim, as Dex does: no trimming, each group once', async () => {
+    const split = await outcome(open({ groupsDelim: ';' }).connector, fixture('groups-one-value.xml'));
+    expect(split.identity?.groups).to.deep.equal(['admins', 'devs', ' ops']);
+    const whole = await outcome(open().connector, fixture('groups-one-value.xml'));
+    expect(whole.identity?.groups).to.deep.equal(['admins;devs; ops;;devs']);
+    // Several values are each split.
+    expect((await outcome(open({ groupsDelim: 'd' }).connector, fixture('valid.xml'))).identity?.groups).to.deep.equal(['a', 'mins', 'evs']);
+    // The split groups are the ones allowedGroups reads.
+    const allowed = await outcome(open({ groupsDelim: ';', allowedGroups: ['devs'], filterGroups: true }).connector, fixture('groups-one-value.xml'));
+    expect(allowed.identity?.groups).to.deep.equal(['devs']);
   });
 
   it('gives no groups to a client that did not ask for them', async () => {
