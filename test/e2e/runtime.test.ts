@@ -25,7 +25,7 @@ describe('runtime', () => {
     this.timeout(180_000); // npm start rebuilds dist/ first when a source is newer than the build
     const dir = tempConfigDir({ 'cm.yaml': configMap('svc-cm', {}), 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'runtime-key' }) });
     const port = await freePort();
-    const env = { ...process.env, PATH: SHELL_PATH, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: SHELL_PATH, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'warn' };
     for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key]; // not a script of this run
     const child = spawn('npm', ['start', '--silent', '--', '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
