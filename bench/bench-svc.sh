@@ -1,6 +1,19 @@
 # Sourced by the proxy benchmarks (bench/proxy.sh, bench/proxy-cpu.sh, bench/proxy-alloc.sh):
 # what they share. Needs ROOT (the repository) set by the caller.
 
+# The runtime every `node` below runs on: BENCH_NODE=/path/to/node when set (to compare runtimes),
+# else the Node that package.json pins (node_modules/.bin, as `npm run bench:*` has it), else the
+# PATH's.
+if [ -n "${BENCH_NODE:-}" ]; then
+  [ -x "$BENCH_NODE" ] || { echo "BENCH_NODE=$BENCH_NODE is not an executable" >&2; exit 1; }
+  BENCH_NODE_DIR=$(mktemp -d /tmp/svc-bench-node-XXXXXX)
+  ln -s "$BENCH_NODE" "$BENCH_NODE_DIR/node"
+  PATH="$BENCH_NODE_DIR:$PATH"
+elif [ -x "$ROOT/node_modules/.bin/node" ]; then
+  PATH="$ROOT/node_modules/.bin:$PATH"
+fi
+export PATH
+
 require_wrk() { command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 127; }; }
 
 # bench_workdir NAME: WORK, a temp dir removed on exit with every process whose pid is in PIDS.

@@ -13,24 +13,25 @@ const pool = new Pool(backend, { connections: 128 });
 
 createServer((req, res) => {
   let pending: Buffer | undefined;
-  const handler = {
-    onConnect() {},
-    onHeaders(statusCode: number, raw: Buffer[]) {
-      res.writeHead(statusCode, raw.map((b) => b.toString('latin1')));
-      return true;
+  const handler: Dispatcher.DispatchHandler = {
+    onResponseStart(controller, statusCode) {
+      res.writeHead(statusCode, (controller.rawHeaders as Buffer[]).map((b) => b.toString('latin1')));
     },
-    onData(chunk: Buffer) {
+    onResponseData(controller, chunk) {
       const previous = pending;
       pending = chunk;
-      return previous === undefined || res.write(previous);
+      if (previous !== undefined && !res.write(previous)) {
+        controller.pause();
+        res.once('drain', () => controller.resume());
+      }
     },
-    onComplete() {
+    onResponseEnd() {
       res.end(pending);
     },
-    onError() {
+    onResponseError() {
       res.statusCode = 502;
       res.end();
     },
   };
-  pool.dispatch({ path: req.url ?? '/', method: 'GET', headers: ['x-forwarded-host', req.headers.host ?? ''] }, handler as unknown as Dispatcher.DispatchHandler);
+  pool.dispatch({ path: req.url ?? '/', method: 'GET', headers: ['x-forwarded-host', req.headers.host ?? ''] }, handler);
 }).listen(port, '127.0.0.1');

@@ -317,7 +317,7 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
   const line = (t: Tally) => `${fmt(rate(t))} /s  (${t.ok} ok, ${t.errors} errors, ${t.seconds.toFixed(1)} s, load ${t.load[0].toFixed(2)}→${t.load[1].toFixed(2)})`;
   const verdict = (ok: boolean) => (ok ? 'pass' : 'below target');
   const llngServer = 'plackup HTTP::Server::PSGI, one process serving one request at a time';
-  console.log(`SSO logins, LDAP connector, ${CONCURRENCY} client workers, ${DURATION_S} s each, loopback, ${cpus().length} CPUs`);
+  console.log(`SSO logins, LDAP connector, ${CONCURRENCY} client workers, ${DURATION_S} s each, loopback, ${cpus().length} CPUs, Node ${process.version} (every process of the run)`);
   console.log(`svc: compiled, its own process${SVC_WORKERS > 1 ? ` (${SVC_WORKERS} cluster workers, Redis state)` : ' (one process, in-memory state)'}; LemonLDAP::NG: ${llngServer}`);
   let loginsPass: boolean | undefined;
   if (svcLogins !== undefined) {

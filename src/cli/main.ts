@@ -5,6 +5,8 @@
  * redirected output never lose the last line). Exiting explicitly also closes pooled HTTP
  * connections that would otherwise keep the process alive for their keep-alive time.
  */
+// First: refuses an unsupported Node before any dependency loads (lib/supported-runtime.ts).
+import '../lib/supported-runtime.js';
 import { run } from './program.js';
 
 function flush(stream: NodeJS.WriteStream): Promise<void> {

@@ -5,6 +5,8 @@
  * login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_WORKERS).
  */
+// First: refuses an unsupported Node before any dependency loads (lib/supported-runtime.ts).
+import '../lib/supported-runtime.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';

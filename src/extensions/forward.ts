@@ -1,8 +1,8 @@
 /**
  * Sends one request to a backend with undici's dispatch() and relays the answer straight into the
  * client's response: no buffering either way, backpressure kept (a 1 GiB body costs a few socket
- * buffers: when the client is slow, onData returns false and undici pauses the backend socket
- * until the response drains). Fastest of the variants measured (docs/benchmarks.md).
+ * buffers: when the client is slow, the handler pauses undici's controller, which stops reading
+ * the backend socket until the response drains). Fastest of the variants measured (docs/benchmarks.md).
  *
  * The client's `close` aborts the backend exchange when the client leaves early, also while the
  * request still waits for a pool connection. A client that left while authentication was awaited
@@ -103,8 +103,8 @@ class ClientLeft extends Error {
  * costs one write to the client instead of two (together about a fifth of the floor's CPU).
  */
 class ResponseRelay implements Dispatcher.DispatchHandler {
-  private abortExchange: ((reason: Error) => void) | undefined;
-  private resumeBackend: (() => void) | undefined;
+  /** undici's handle on this exchange (abort, pause, resume), given when a connection is assigned. */
+  private controller: Dispatcher.DispatchController | undefined;
   private started = false;
   private ended = false;
   private settled = false;
@@ -134,7 +134,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private readonly onClientClose = (): void => {
     if (this.res.writableFinished) return;
     this.clientLeft = true;
-    this.abortExchange?.(new ClientLeft());
+    this.controller?.abort(new ClientLeft());
   };
 
   private readonly onDrain = (): void => {
@@ -142,7 +142,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
       clearTimeout(this.stallTimer);
       this.stallTimer = undefined;
     }
-    if (!this.settled) this.resumeBackend?.();
+    if (!this.settled) this.controller?.resume();
   };
 
   /** Gives up (504) when no pool connection is assigned within `ms`; the queued request is dropped when its turn comes. */
@@ -157,18 +157,21 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     this.queueTimer.unref();
   }
 
-  onConnect(abort: (reason?: Error) => void): void {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     this.connected = true;
     if (this.queueTimer !== undefined) clearTimeout(this.queueTimer);
-    this.abortExchange = abort;
+    this.controller = controller;
     // Left while the request waited for a connection, or answered 504 meanwhile: send nothing.
-    if (this.clientLeft || this.settled) abort(new ClientLeft());
+    if (this.clientLeft || this.settled) controller.abort(new ClientLeft());
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx (103 Early Hints): not relayed, the final answer follows
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    if (statusCode < 200) return; // 1xx (103 Early Hints): not relayed, the final answer follows
     this.started = true;
-    this.resumeBackend = resume;
+    // The raw name/value list, not undici's parsed object: names keep their case and repeated
+    // headers their order, and headers.ts filters it in one pass. HTTP/1.1 (the only protocol
+    // the pools speak) always gives the list.
+    const rawHeaders = controller.rawHeaders as readonly Buffer[];
     const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders, false, this.request.contentSecurityPolicy);
     if (this.res.getHeader('set-cookie') === undefined) this.res.writeHead(statusCode, list);
     else writeHeadKeepingCookies(this.res, statusCode, list);
@@ -178,24 +181,23 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     } else if (eventStream) {
       this.res.flushHeaders(); // the client sees the stream open before the first event
     }
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.remaining >= 0) {
       this.remaining -= chunk.length;
       if (this.remaining === 0) {
         this.ended = true;
         this.res.end(chunk);
-        return true;
+        return;
       }
     } else {
       this.tally.bytesOut += chunk.length;
     }
-    if (this.res.write(chunk)) return true;
+    if (this.res.write(chunk)) return;
+    controller.pause();
     this.res.once('drain', this.onDrain);
     this.watchStall();
-    return false;
   }
 
   /**
@@ -214,12 +216,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     this.stallTimer.unref();
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     if (!this.ended) this.res.end();
     this.settle();
   }
 
-  onError(err: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.settled) return; // already answered (pool wait limit)
     this.settle();
     if (this.clientLeft) return; // nobody to answer

@@ -256,7 +256,8 @@ describe('e2e: the svc CLI against a server with a self-signed certificate', fun
     expect(server.url).to.match(/^https:/);
     const refused = await svc(['login', server.url, '--username', 'admin', '--password', ADMIN_PASSWORD]);
     expect(refused.code).to.equal(1);
-    expect(refused.stderr).to.equal(`svc: cannot reach ${server.url}: self-signed certificate (pass --insecure to skip certificate verification)\n`);
+    // Node 24's own message names --use-system-ca (NODE_OPTIONS) for a CA in the system store.
+    expect(refused.stderr).to.equal(`svc: cannot reach ${server.url}: self-signed certificate; if the root CA is installed locally, try running Node.js with --use-system-ca (pass --insecure to skip certificate verification)\n`);
 
     const login = await svc(['login', server.url, '--insecure', '--username', 'admin', '--password', ADMIN_PASSWORD]);
     expect(login.code, login.stderr).to.equal(0);

@@ -90,7 +90,7 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
     await promise;
   } catch (err: unknown) {
     if (err instanceof Error) return err;
-    throw new Error(`rejected with a non-error: ${String(err)}`);
+    throw new Error(`rejected with a non-error: ${String(err)}`, { cause: err });
   }
   throw new Error('expected a rejection');
 }
