@@ -13,7 +13,7 @@ export const WEB_CLIENT_ID = 'svc';
 export const CLI_CLIENT_ID = 'svc-cli';
 export const CLIENT_IDS: readonly string[] = [WEB_CLIENT_ID, CLI_CLIENT_ID];
 const SECRET_LABEL = 'svc idp client secret: svc';
-const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 export function webClientSecret(serverSecretKey: string): string {
   return createHmac('sha256', serverSecretKey).update(SECRET_LABEL).digest('base64url');

@@ -11,7 +11,8 @@
  * The callback gets no `_interaction` cookie (its path is the interaction's), so it only finds
  * the transaction by `state`/`RelayState`; the browser then comes to /finish, under the
  * interaction's path, where interactionDetails proves it is the browser that started.
- * Consent is implied for svc's first-party clients.
+ * Consent is implied for every client (first-party deployments, as Dex's skipApprovalScreen);
+ * the pages name the application the login is for (./application.ts).
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -22,7 +23,8 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
-import { autoPostPage, chooserPage, errorPage, passwordPage } from './pages.js';
+import { applicationOf, logoOrigin } from './application.js';
+import { autoPostPage, chooserPage, errorPage, passwordPage, type Application } from './pages.js';
 import { MOUNT_PATH } from './issuer.js';
 import { setPageHeaders } from '../http/security-headers.js';
 
@@ -41,10 +43,10 @@ const WRONG = 'Wrong username or password.';
 const interactionPath = (uid: string): string => `${MOUNT_PATH}/interaction/${encodeURIComponent(uid)}`;
 const connectorPath = (uid: string, id: string): string => `${interactionPath(uid)}/connector/${encodeURIComponent(id)}`;
 
-function page(ctx: Koa.Context, status: number, html: string): void {
+function page(ctx: Koa.Context, status: number, html: string, application?: Application): void {
   ctx.status = status;
   ctx.type = 'html';
-  setPageHeaders(ctx, 'idp');
+  setPageHeaders(ctx, 'idp', logoOrigin(application));
   ctx.body = html;
 }
 
@@ -94,7 +96,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     // Its page at once, not a redirect to it: one request less per login (the form posts to the connector's path).
     if (chosen !== undefined) return showConnector(ctx, interaction, chosen.id);
     if (list.length === 0) return page(ctx, 503, errorPage('Login unavailable', 'No login method is configured. Tell your administrator.'));
-    page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id)));
+    const application = await applicationOf(deps.provider(), interaction);
+    page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id), application), application);
   });
 
   router.get('/interaction/:uid/connector/:id', async (ctx) => {
@@ -107,7 +110,10 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   async function showConnector(ctx: Koa.Context, interaction: Interaction, id: string): Promise<void> {
     const connector = connectorOr404(ctx, id);
     if (connector === undefined) return;
-    if (connector.kind === 'password') return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt));
+    if (connector.kind === 'password') {
+      const application = await applicationOf(deps.provider(), interaction);
+      return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt, application), application);
+    }
     let start;
     try {
       start = await deps.flow.begin(connector, requestOf(interaction, id));
@@ -132,7 +138,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const outcome = await deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? '');
     if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
     const error = outcome.kind === 'wrong' ? WRONG : UNAVAILABLE;
-    page(ctx, outcome.kind === 'wrong' ? 401 : 503, passwordForm(interaction.uid, id, connector.prompt, username, error));
+    const application = await applicationOf(deps.provider(), interaction);
+    page(ctx, outcome.kind === 'wrong' ? 401 : 503, passwordForm(interaction.uid, id, connector.prompt, application, username, error), application);
   });
 
   router.get('/interaction/:uid/finish', async (ctx) => {
@@ -179,10 +186,11 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     return connector;
   }
 
-  function passwordForm(uid: string, id: string, prompt: string, username?: string, error?: string): string {
+  function passwordForm(uid: string, id: string, prompt: string, application: Application | undefined, username?: string, error?: string): string {
     const name = deps.connectors.list().find((c) => c.id === id)?.name ?? id;
     return passwordPage({
       connectorName: name, usernameLabel: prompt, action: connectorPath(uid, id), csrf: deps.flow.csrfToken(uid),
+      ...(application !== undefined ? { application } : {}),
       ...(username !== undefined ? { username } : {}), ...(error !== undefined ? { error } : {}),
     });
   }

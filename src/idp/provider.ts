@@ -14,9 +14,10 @@ import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './accounts.js';
 import { createStateAdapterClass } from './adapter.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
-import { staticClients } from './clients.js';
+import { CLIENT_IDS, staticClients } from './clients.js';
 import type { ConnectorSource } from './connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
+import { withStaticClients, type StaticClientSource } from './static-clients.js';
 import type { IdpKeys } from './keys.js';
 import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
@@ -35,6 +36,8 @@ export interface ProviderDeps {
   readonly accounts: AccountStore;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
+  /** idp.config's staticClients as they are now (./static-clients.ts); none when absent. */
+  readonly staticClients?: StaticClientSource;
 }
 
 
@@ -43,7 +46,7 @@ const REFRESH_TIMEOUT_MS = 15_000;
 
 export function createProvider(deps: ProviderDeps): Provider {
   const config: Configuration = {
-    adapter: createStateAdapterClass(deps.state),
+    adapter: withStaticClients(createStateAdapterClass(deps.state), deps.staticClients ?? (() => [])),
     clients: staticClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie] },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
@@ -57,7 +60,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     issueRefreshToken: async (_ctx, client, code) =>
       client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access') && code.accountId !== undefined && (await canRefresh(deps, code.accountId)),
     interactions: { url: (_ctx, interaction) => `${MOUNT_PATH}/interaction/${interaction.uid}` },
-    pkce: { required: () => true },
+    // svc's own clients and every public one; another confidential client authenticates at /token, and may send PKCE (then checked).
+    pkce: { required: (_ctx, client) => CLIENT_IDS.includes(client.clientId) || client.clientAuthMethod === 'none' },
     rotateRefreshToken: true,
     features: {
       devInteractions: { enabled: false },

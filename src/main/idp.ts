@@ -46,7 +46,9 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const connectors = options.connectors?.(services) ?? (configured as ConnectorSource);
   // The provider signs with the first key: the one whose time has come (see keys.ts).
   const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, log: log.child({ feature: 'idp' }) });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, log: log.child({ feature: 'idp' }),
+    staticClients: () => settings.current().idp?.staticClients ?? [],
+  });
   let signerTimer: NodeJS.Timeout | undefined;
   /**
    * Rebuilds the provider when a published key starts signing. One `now` per decision: a timer
