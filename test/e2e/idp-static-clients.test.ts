@@ -118,6 +118,8 @@ describe('e2e: other applications as static clients of the bundled identity prov
       const form = await page(await browser.go(`${app}/app/`, NOWHERE));
       expect(form.html).to.include('Log in to continue to <strong>Team wiki</strong>');
       expect(form.html).to.include('src="https://logos.example.org/wiki.png"');
+      const headers = (await browser.request(form.url)).headers;
+      expect(headers.get('content-security-policy')).to.include("img-src 'self' https://logos.example.org;");
       const done = await page(await browser.submit(form, { username: 'bob', password: 'bob123' }, NOWHERE));
       expect(done.status).to.equal(200);
       expect(done.html).to.include('protected page of the app');
