@@ -157,6 +157,18 @@ describe('e2e: other applications as static clients of the bundled identity prov
       expect(await res.text()).to.include('redirect_uri did not match any of the client&#39;s registered redirect_uris');
     });
 
+    it('lets a confidential client omit PKCE, while svc\'s own client must still send it', async function () {
+      const authorize = (clientId: string, redirectUri: string) => fetch(`${issuer}/auth?${new URLSearchParams({
+        client_id: clientId, response_type: 'code', scope: 'openid', redirect_uri: redirectUri, state: 's',
+      })}`, { redirect: 'manual' });
+      const apacheAnswer = await authorize('apache', `${app}/app/redirect_uri`);
+      expect(apacheAnswer.status).to.equal(303);
+      expect(String(apacheAnswer.headers.get('location'))).to.include('/api/idp/interaction/');
+      const svcAnswer = new URL(String((await authorize('svc', `${url}/auth/callback`)).headers.get('location')));
+      expect(svcAnswer.searchParams.get('error')).to.equal('invalid_request');
+      expect(svcAnswer.searchParams.get('error_description')).to.include('PKCE');
+    });
+
     it('refuses the device flow to a confidential client', async function () {
       const res = await fetch(`${issuer}/device/auth`, {
         method: 'POST',
