@@ -1,6 +1,6 @@
 /**
  * The bundled identity provider: oidc-provider configured as DESIGN §7 and docs/idp.md say
- * (issuer `<url>/api/idp`, the two static clients, Dex's scopes, claims and lifetimes, the
+ * (issuer `<url>/api/idp`, svc's two clients and idp.config's staticClients, Dex's scopes, claims and lifetimes, the
  * device flow), storing everything in the state backend through ./adapter.ts. Users log in
  * through ./interactions.ts; this module only builds the provider and answers its callbacks
  * (findAccount, the implied consent of first-party clients, refresh through the connector).
@@ -14,7 +14,7 @@ import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './accounts.js';
 import { createStateAdapterClass } from './adapter.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
-import { CLIENT_IDS, staticClients } from './clients.js';
+import { CLIENT_IDS, ownClients } from './clients.js';
 import type { ConnectorSource } from './connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import { withStaticClients, type StaticClientSource } from './static-clients.js';
@@ -47,7 +47,7 @@ const REFRESH_TIMEOUT_MS = 15_000;
 export function createProvider(deps: ProviderDeps): Provider {
   const config: Configuration = {
     adapter: withStaticClients(createStateAdapterClass(deps.state), deps.staticClients ?? (() => [])),
-    clients: staticClients(deps.url, deps.serverSecretKey),
+    clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie] },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
     scopes: [...SCOPES],
@@ -170,7 +170,7 @@ async function canRefresh(deps: ProviderDeps, sub: string): Promise<boolean> {
 }
 
 /**
- * svc's clients are first-party: consent is implied (Dex's skipApprovalScreen, as under Argo CD).
+ * Every client is first-party (svc's own, and the applications its administrator registered): consent is implied (Dex's skipApprovalScreen, as under Argo CD).
  * The grant holds whatever the request asks of the scopes the provider knows.
  */
 async function impliedGrant(ctx: KoaContextWithOIDC) {
