@@ -214,6 +214,11 @@ describe('e2e: other applications as static clients of the bundled identity prov
       expect(tokens.refresh_token).to.equal(undefined);
     });
 
+    it('gets a token for itself only when it asks for another client as audience (trustedPeers is not supported)', async function () {
+      const tokens = await logIn('openid audience:server:client_id:apache');
+      expect(tokens.claims()?.aud).to.equal('dash');
+    });
+
     it('is refused without PKCE', async function () {
       const href = client.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid', state: 's' }).href;
       const res = await fetch(href, { redirect: 'manual' });
