@@ -20,7 +20,10 @@ PACKAGES=(redis-server slapd ldap-utils openssl simplesamlphp php-cli php-xml ph
           libconvert-base32-perl libio-string-perl libipc-run-perl libmime-tools-perl
           libio-socket-timeout-perl libunicode-string-perl
           # LemonLDAP::NG over HTTPS (LLNG_TLS_DIR in start-lemonldap-ng.sh): a TLS-capable PSGI server.
-          starman libio-socket-ssl-perl)
+          starman libio-socket-ssl-perl
+          # Apache httpd with mod_auth_openidc: a relying party of the bundled identity provider
+          # (scripts/peers/start-apache-oidc.sh).
+          apache2 libapache2-mod-auth-openidc)
 LOCK_WAIT_S=${LOCK_WAIT_S:-900}
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }

@@ -18,10 +18,14 @@ const POLICY: Readonly<Record<PageKind, string>> = {
   idp: COMMON.join('; '),
 };
 
-/** The headers for an HTML page of the given kind, as name/value pairs. */
-export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
+/**
+ * The headers for an HTML page of the given kind, as name/value pairs. `imageOrigin`: one more
+ * origin images may come from (the logo of the application a login is for).
+ */
+export function pageHeaders(kind: PageKind, imageOrigin?: string): Readonly<Record<string, string>> {
+  const policy = imageOrigin === undefined ? POLICY[kind] : POLICY[kind].replace("img-src 'self'", `img-src 'self' ${imageOrigin}`);
   return {
-    'Content-Security-Policy': POLICY[kind],
+    'Content-Security-Policy': policy,
     'X-Frame-Options': 'DENY',
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
@@ -31,8 +35,8 @@ export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
 }
 
 /** Sets pageHeaders(kind) through a Koa-style `set`. */
-export function setPageHeaders(ctx: { set(field: Readonly<Record<string, string>>): void }, kind: PageKind): void {
-  ctx.set(pageHeaders(kind));
+export function setPageHeaders(ctx: { set(field: Readonly<Record<string, string>>): void }, kind: PageKind, imageOrigin?: string): void {
+  ctx.set(pageHeaders(kind, imageOrigin));
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * The provider's two static clients (DESIGN §7):
+ * svc's own two clients of the provider (DESIGN §7); other applications' are idp.config's
+ * staticClients (./static-clients.ts):
  * - `svc`, confidential, for svc's own SSO login at `<url>/auth/callback`. Its secret is derived
  *   from `server.secretkey` by HMAC with a fixed label: every replica computes the same one and
  *   nothing new is stored; changing server.secretkey changes it.
@@ -13,13 +14,13 @@ export const WEB_CLIENT_ID = 'svc';
 export const CLI_CLIENT_ID = 'svc-cli';
 export const CLIENT_IDS: readonly string[] = [WEB_CLIENT_ID, CLI_CLIENT_ID];
 const SECRET_LABEL = 'svc idp client secret: svc';
-const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 export function webClientSecret(serverSecretKey: string): string {
   return createHmac('sha256', serverSecretKey).update(SECRET_LABEL).digest('base64url');
 }
 
-export function staticClients(url: string, serverSecretKey: string): ClientMetadata[] {
+export function ownClients(url: string, serverSecretKey: string): ClientMetadata[] {
   return [
     {
       client_id: WEB_CLIENT_ID,

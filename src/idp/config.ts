@@ -3,7 +3,8 @@
  * (`connectors[]` with `type`, `id`, `name`, `config`; ids unique); each `config` belongs to its
  * type under connectors/ (connectors/registry.ts). Each connector is validated on its own: a bad
  * one is left out, keeping its last good version by id. `redirectURI` is always an error: svc sets
- * the callback itself (`<url>/api/idp/callback`).
+ * the callback itself (`<url>/api/idp/callback`). `staticClients`, the other applications that
+ * may use the provider, are checked the same way by ./static-clients-config.ts.
  */
 import { z } from 'zod';
 import { isMap } from '../../connectors/config-schema.js';
@@ -12,11 +13,14 @@ import type { ScopedSink } from '../config/problems.js';
 import type { SecretLookup } from '../config/secret-ref.js';
 import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
+import { parseStaticClients, type StaticClient } from './static-clients-config.js';
 
 export type { ParsedConnector } from '../../connectors/registry.js';
 
 export interface IdpConfig {
   readonly connectors: readonly ParsedConnector[];
+  /** Other applications' clients (./static-clients-config.ts). */
+  readonly staticClients: readonly StaticClient[];
 }
 
 function entrySchema(types: ConnectorTypes) {
@@ -40,12 +44,13 @@ export function parseIdpConfig(
   if (text === undefined || text.trim() === '') return undefined;
   const yaml = parseYamlValue(text, sink);
   if (!yaml.ok) return previous;
-  const doc = yaml.value as { connectors?: unknown } | null;
+  const doc = yaml.value as { connectors?: unknown; staticClients?: unknown } | null;
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    sink.add([], 'must be a map with the key connectors');
+    sink.add([], 'must be a map with the keys connectors and staticClients');
     return previous;
   }
-  for (const key of Object.keys(doc)) if (key !== 'connectors') sink.add([key], 'unknown key');
+  for (const key of Object.keys(doc)) if (key !== 'connectors' && key !== 'staticClients') sink.add([key], 'unknown key');
+  const staticClients = parseStaticClients(doc.staticClients, secrets, sink.at('staticClients'), previous?.staticClients);
   if (!Array.isArray(doc.connectors)) {
     sink.add(['connectors'], 'must be a list');
     return previous;
@@ -64,7 +69,7 @@ export function parseIdpConfig(
     }
     connectors.push(connector);
   });
-  return { connectors };
+  return { connectors, staticClients };
 }
 
 /** Every problem of the entry and of its config, in one pass; undefined when there is any. */

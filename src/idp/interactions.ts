@@ -23,6 +23,8 @@
  * the CLI's code flow: any page can start it for a loopback port of its choosing, so the person
  * is asked, on a page naming the port, with a CSRF-protected form (the device flow has its own
  * confirmation of the code).
+ * Registered applications (staticClients) get implied consent too; the pages name the
+ * application the login is for (./application.ts).
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -33,7 +35,8 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
-import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage } from './pages.js';
+import { applicationOf, logoOrigin } from './application.js';
+import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage, type Application } from './pages.js';
 import { CLI_CLIENT_ID } from './clients.js';
 import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
 import { MOUNT_PATH } from './issuer.js';
@@ -61,10 +64,10 @@ export const BINDING_COOKIE = 'svc.idp.login';
 const interactionPath = (uid: string): string => `${MOUNT_PATH}/interaction/${encodeURIComponent(uid)}`;
 const connectorPath = (uid: string, id: string): string => `${interactionPath(uid)}/connector/${encodeURIComponent(id)}`;
 
-function page(ctx: Koa.Context, status: number, html: string): void {
+function page(ctx: Koa.Context, status: number, html: string, application?: Application): void {
   ctx.status = status;
   ctx.type = 'html';
-  setPageHeaders(ctx, 'idp');
+  setPageHeaders(ctx, 'idp', logoOrigin(application));
   ctx.body = html;
 }
 
@@ -121,7 +124,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     // Its page at once, not a redirect to it: one request less per login (the form posts to the connector's path).
     if (chosen !== undefined) return showConnector(ctx, interaction, chosen.id);
     if (list.length === 0) return page(ctx, 503, errorPage('Login unavailable', 'No login method is configured. Tell your administrator.'));
-    page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id)));
+    const application = await applicationOf(deps.provider(), interaction);
+    page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id), application), application);
   });
 
   router.get('/interaction/:uid/connector/:id', async (ctx) => {
@@ -134,7 +138,10 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   async function showConnector(ctx: Koa.Context, interaction: Interaction, id: string): Promise<void> {
     const connector = connectorOr404(ctx, id);
     if (connector === undefined) return;
-    if (connector.kind === 'password') return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt));
+    if (connector.kind === 'password') {
+      const application = await applicationOf(deps.provider(), interaction);
+      return page(ctx, 200, passwordForm(interaction.uid, id, connector.prompt, application), application);
+    }
     let bound;
     try {
       bound = await deps.flow.begin(connector, requestOf(interaction, id));
@@ -166,7 +173,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     if (outcome.kind === 'locked' && outcome.retryAfterS !== undefined) ctx.set('Retry-After', String(outcome.retryAfterS));
     if (outcome.kind === 'busy') ctx.set('Retry-After', '1');
     const [status, error] = refusal(outcome);
-    page(ctx, status, passwordForm(interaction.uid, id, connector.prompt, username, error));
+    const application = await applicationOf(deps.provider(), interaction);
+    page(ctx, status, passwordForm(interaction.uid, id, connector.prompt, application, username, error), application);
   });
 
   router.get('/interaction/:uid/finish', async (ctx) => {
@@ -246,10 +254,11 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     return connector;
   }
 
-  function passwordForm(uid: string, id: string, prompt: string, username?: string, error?: string): string {
+  function passwordForm(uid: string, id: string, prompt: string, application: Application | undefined, username?: string, error?: string): string {
     const name = deps.connectors.list().find((c) => c.id === id)?.name ?? id;
     return passwordPage({
       connectorName: name, usernameLabel: prompt, action: connectorPath(uid, id), csrf: deps.flow.csrfToken(uid),
+      ...(application !== undefined ? { application } : {}),
       ...(username !== undefined ? { username } : {}), ...(error !== undefined ? { error } : {}),
     });
   }

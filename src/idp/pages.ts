@@ -15,19 +15,33 @@ export function escapeHtml(value: string): string {
  * svc's look (web/style.css, served at /web/style.css by the app beside the provider), and no
  * inline script or style: the pages' CSP (http/security-headers.ts) allows neither.
  */
-function layout(title: string, body: string): string {
+function layout(title: string, body: string, application?: Application): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · svc</title>
 <link rel="stylesheet" href="/web/style.css">
-</head><body><main class="narrow" id="main"><div class="card"><h1>${escapeHtml(title)}</h1>
+</head><body><main class="narrow" id="main"><div class="card">${applicationBanner(application)}<h1>${escapeHtml(title)}</h1>
 ${body}
 </div></main></body></html>`;
 }
 
-export function chooserPage(connectors: readonly ConnectorInfo[], hrefOf: (id: string) => string): string {
+/** The application the person is logging in to (a client's `name` and `logoURL`). */
+export interface Application {
+  readonly name: string;
+  readonly logoUrl?: string;
+}
+
+/** Says whom the login is for; the logo's origin must be allowed by the page's CSP (img-src). */
+function applicationBanner(application: Application | undefined): string {
+  if (application === undefined) return '';
+  const logo = application.logoUrl === undefined ? '' : `<img class="app-logo" src="${escapeHtml(application.logoUrl)}" alt="" width="48" height="48">`;
+  return `<p class="application">${logo}Log in to continue to <strong>${escapeHtml(application.name)}</strong></p>
+`;
+}
+
+export function chooserPage(connectors: readonly ConnectorInfo[], hrefOf: (id: string) => string, application?: Application): string {
   const items = connectors.map((c) => `<li><a class="button secondary block" href="${escapeHtml(hrefOf(c.id))}">Log in with ${escapeHtml(c.name)}</a></li>`);
-  return layout('Log in', `<ul class="choices">${items.join('\n')}</ul>`);
+  return layout('Log in', `<ul class="choices">${items.join('\n')}</ul>`, application);
 }
 
 export interface PasswordForm {
@@ -37,6 +51,7 @@ export interface PasswordForm {
   readonly csrf: string;
   readonly username?: string;
   readonly error?: string;
+  readonly application?: Application;
 }
 
 export function passwordPage(form: PasswordForm): string {
@@ -49,7 +64,7 @@ export function passwordPage(form: PasswordForm): string {
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit" class="block">Log in</button>
-</form>`);
+</form>`, form.application);
 }
 
 /** Sends the browser on with a POST (SAML HTTP-POST binding); the button is there for browsers without JavaScript. */

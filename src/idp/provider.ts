@@ -1,6 +1,6 @@
 /**
  * The bundled identity provider: oidc-provider configured as DESIGN §7 and docs/idp.md say
- * (issuer `<url>/api/idp`, the two static clients, Dex's scopes, claims and lifetimes, the
+ * (issuer `<url>/api/idp`, svc's two clients and idp.config's staticClients, Dex's scopes, claims and lifetimes, the
  * device flow), storing everything in the state backend through ./adapter.ts. Users log in
  * through ./interactions.ts; this module only builds the provider and answers its callbacks
  * (findAccount, the implied consent of first-party clients, refresh through the connector).
@@ -15,9 +15,10 @@ import type { AccountStore } from './accounts.js';
 import { createStateAdapterClass } from './adapter.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
-import { staticClients } from './clients.js';
+import { CLIENT_IDS, ownClients } from './clients.js';
 import type { ConnectorSource } from './connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
+import { withStaticClients, type StaticClientSource } from './static-clients.js';
 import type { IdpKeys } from './keys.js';
 import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
@@ -40,6 +41,8 @@ export interface ProviderDeps {
   readonly log: Logger;
   /** Epoch ms; the pending bounds count by it. */
   readonly now?: () => number;
+  /** idp.config's staticClients as they are now (./static-clients.ts); none when absent. */
+  readonly staticClients?: StaticClientSource;
 }
 
 
@@ -50,14 +53,14 @@ export function createProvider(deps: ProviderDeps): Provider {
   const now = deps.now ?? Date.now;
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
-    adapter: createStateAdapterClass(deps.state, {
+    adapter: withStaticClients(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
       pending: {
         Interaction: createPendingBound(deps.state, 'Interaction', PENDING_INTERACTIONS, now),
         DeviceCode: createPendingBound(deps.state, 'DeviceCode', PENDING_DEVICE_CODES, now),
       },
-    }),
-    clients: staticClients(deps.url, deps.serverSecretKey),
+    }), deps.staticClients ?? (() => [])),
+    clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie], names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
     scopes: [...SCOPES],
@@ -70,7 +73,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     issueRefreshToken: async (_ctx, client, code) =>
       client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access') && code.accountId !== undefined && (await canRefresh(deps, code.accountId)),
     interactions: { url: (_ctx, interaction) => `${MOUNT_PATH}/interaction/${interaction.uid}` },
-    pkce: { required: () => true },
+    // svc's own clients and every public one; another confidential client authenticates at /token, and may send PKCE (then checked).
+    pkce: { required: (_ctx, client) => CLIENT_IDS.includes(client.clientId) || client.clientAuthMethod === 'none' },
     rotateRefreshToken: true,
     features: {
       devInteractions: { enabled: false },
@@ -184,7 +188,7 @@ async function canRefresh(deps: ProviderDeps, sub: string): Promise<boolean> {
 }
 
 /**
- * svc's clients are first-party: consent is implied (Dex's skipApprovalScreen, as under Argo CD).
+ * Every client is first-party (svc's own, and the applications its administrator registered): consent is implied (Dex's skipApprovalScreen, as under Argo CD).
  * The grant holds whatever the request asks of the scopes the provider knows.
  */
 async function impliedGrant(ctx: KoaContextWithOIDC) {

@@ -66,7 +66,9 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const passwordGuard = createPasswordGuard({
     state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
   });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog,
+    staticClients: () => settings.current().idp?.staticClients ?? [],
+  });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
   let published = inForce().signing;
   function publish(next: IdpKeys): void {

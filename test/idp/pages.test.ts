@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { autoPostPage, chooserPage, deviceInputPage, errorPage } from '../../src/idp/pages.js';
+import { pageHeaders } from '../../src/http/security-headers.js';
+import { autoPostPage, chooserPage, deviceInputPage, errorPage, passwordPage } from '../../src/idp/pages.js';
 
 /** oidc-provider 9's device input form (lib/helpers/user_code_form.js), as it hands it over. */
 const PROVIDER_FORM = `<form id="op.deviceInputForm" novalidate method="post" action="/api/idp/device">
@@ -30,5 +31,23 @@ describe('idp pages', function () {
     expect(html).to.contain('action="/api/idp/device"').and.contain('name="xsrf" value="x5rf"')
       .and.contain('<label for="user_code">Code</label>').and.contain('id="user_code" name="user_code" value="BCDF-GHJK"')
       .and.contain('That code is not right');
+  });
+
+  it('name the application a login is for, escaped, with its logo; none for svc\'s own clients', function () {
+    const application = { name: 'Wiki <b>"', logoUrl: 'https://logos.example.org/w.png?a=1&b="2"' };
+    const form = { connectorName: 'Corp', usernameLabel: 'Username', action: '/x', csrf: 'c' };
+    const chooser = chooserPage([{ id: 'a', name: 'A', type: 'ldap' }], (id) => `/x/${id}`, application);
+    const password = passwordPage({ ...form, application });
+    for (const html of [chooser, password]) {
+      expect(html).to.contain('Log in to continue to <strong>Wiki &lt;b&gt;&quot;</strong>');
+      expect(html).to.contain('src="https://logos.example.org/w.png?a=1&amp;b=&quot;2&quot;"');
+      expect(html).to.not.match(/style=|\son[a-z]+=/);
+    }
+    expect(passwordPage(form)).to.not.contain('continue to');
+  });
+
+  it('allow images from the logo\'s origin only on the page that shows it', function () {
+    expect(pageHeaders('idp')['Content-Security-Policy']).to.contain("img-src 'self';");
+    expect(pageHeaders('idp', 'https://logos.example.org')['Content-Security-Policy']).to.contain("img-src 'self' https://logos.example.org;");
   });
 });
