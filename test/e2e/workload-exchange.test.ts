@@ -6,90 +6,14 @@
  * account's or a role's rights through its name or its groups.
  */
 import { expect } from 'chai';
-import bcrypt from 'bcryptjs';
 import { exportSPKI, importJWK, SignJWT, type CryptoKey } from 'jose';
 import { rmSync } from 'node:fs';
-import YAML from 'yaml';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
-import { startFakeGithubActions, type FakeGithubActions, type GithubJob } from '../helpers/fake-github-actions.js';
+import { startFakeGithubActions, type FakeGithubActions } from '../helpers/fake-github-actions.js';
 import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers/fake-kubernetes-issuer.js';
 import { makeSigningKey, signToken, unsecuredToken } from '../helpers/fake-oidc-keys.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-const AUDIENCE = 'https://svc.example.test';
-const MAIN: GithubJob = { owner: 'my-org', repo: 'app', ref: 'refs/heads/main' };
-const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
-const MAIN_SUBJECT = 'workload:github:repo:my-org/app:ref:refs/heads/main';
-
-export const WORKLOAD_POLICY = [
-  `p, ${MAIN_SUBJECT}, extensions, *, */tools, allow`,
-  'p, role:secret, extensions, *, */secret, allow',
-  'g, ci, role:secret',
-  'p, ci, extensions, *, */secret, allow',
-  'g, deployers, role:deployers',
-  'p, role:deployers, extensions, *, */deploy, allow',
-].join('\n');
-
-export interface WorkloadSetup {
-  readonly github: FakeGithubActions;
-  readonly kubernetes: FakeKubernetesIssuer;
-  readonly dir: string;
-}
-
-/** svc-cm with the two issuers, three extensions in front of `backendUrl`, and a local account `ci`. */
-export function workloadConfigDir(github: FakeGithubActions, kubernetes: FakeKubernetesIssuer, backendUrl: string, extraIssuers: readonly unknown[] = []): string {
-  const workloads = [
-    {
-      name: 'github',
-      issuer: github.issuer,
-      rootCA: github.caPem,
-      audiences: [AUDIENCE],
-      claims: { repository_owner: 'my-org', ref: ['refs/heads/main', 'refs/tags/v*'] },
-      groups: [{ claim: 'svc_groups' }, 'gh-{{repository_owner}}'],
-      maxTokenLifetime: '15m',
-    },
-    {
-      name: 'k8s',
-      issuer: kubernetes.issuer,
-      rootCA: kubernetes.caPem,
-      audiences: [AUDIENCE],
-      claims: { 'kubernetes\\.io.namespace': 'ci' },
-      subject: '{{kubernetes\\.io.serviceaccount.name}}',
-      groups: ['{{kubernetes\\.io.namespace}}', 'sa-{{kubernetes\\.io.serviceaccount.name}}'],
-    },
-    ...extraIssuers,
-  ];
-  const extensions = ['tools', 'secret', 'deploy'].map((name) => ({ name, enabled: true, backend: { services: [{ url: backendUrl }] } }));
-  return tempConfigDir({
-    'svc-cm.yaml': configMap('svc-cm', {
-      'workload.config': YAML.stringify(workloads),
-      'extension.config': YAML.stringify({ extensions }),
-      'accounts.ci': 'login',
-    }),
-    'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': WORKLOAD_POLICY, 'policy.default': '' }),
-    'svc-secret.yaml': secret('svc-secret', {
-      'server.secretkey': 'workload-test-secret-key-0123456789',
-      'admin.password': bcrypt.hashSync('admin-pass-1', 4),
-      'accounts.ci.password': bcrypt.hashSync('ci-pass-1', 4),
-    }),
-  });
-}
-
-export interface Answer {
-  readonly status: number;
-  readonly body: Record<string, unknown>;
-  readonly headers: Headers;
-}
-
-export async function exchange(url: string, subjectToken: string, as: 'form' | 'json' = 'form', extra: Record<string, string> = {}): Promise<Answer> {
-  const params = { grant_type: GRANT, subject_token: subjectToken, subject_token_type: JWT_TYPE, ...extra };
-  const response = await fetch(`${url}/api/v1/session/exchange`, as === 'form'
-    ? { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() }
-    : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
-}
+import { AUDIENCE, exchange, GRANT, MAIN, MAIN_SUBJECT, workloadConfigDir, type Answer } from '../helpers/workload-setup.js';
 
 describe('e2e: workload identity token exchange', function () {
   this.timeout(60_000);
