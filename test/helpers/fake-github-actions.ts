@@ -45,6 +45,8 @@ export interface FakeGithubActions extends HttpsFake {
   runnerEnv(job: GithubJob): { ACTIONS_ID_TOKEN_REQUEST_URL: string; ACTIONS_ID_TOKEN_REQUEST_TOKEN: string };
   /** A job's token as GitHub mints it; `overrides` replace or add claims (null removes one). */
   token(job: GithubJob, audience: string, overrides?: Readonly<Record<string, unknown>>, signWith?: SigningKey): Promise<string>;
+  /** Replaces the published key set (a key rotation); tokens are still signed with `key` unless told otherwise. */
+  publishKeys(keys: readonly SigningKey[]): void;
   /** How many times the key set was fetched. */
   readonly jwksFetches: number;
   /** Closes the listening socket, so the issuer cannot be reached (the port stays reserved for reopen). */
@@ -55,6 +57,7 @@ export async function startFakeGithubActions(): Promise<FakeGithubActions> {
   const key = await makeSigningKey();
   const requestTokens = new Map<string, GithubJob>();
   let jwksFetches = 0;
+  let published: readonly SigningKey[] = [key];
   let down = false;
   let issuer = '';
   const claimsFor = (job: GithubJob, audience: string): JWTPayload => {
@@ -110,7 +113,7 @@ export async function startFakeGithubActions(): Promise<FakeGithubActions> {
     }
     if (url.pathname === '/.well-known/jwks') {
       jwksFetches++;
-      return json(res, 200, { keys: [key.publicJwk] });
+      return json(res, 200, { keys: published.map((k) => k.publicJwk) });
     }
     if (url.pathname === '/_apis/pipelines/1/runs/4242/idtoken') {
       const job = requestTokens.get(bearer(req) ?? '');
@@ -131,6 +134,9 @@ export async function startFakeGithubActions(): Promise<FakeGithubActions> {
       return { ACTIONS_ID_TOKEN_REQUEST_URL: `${fake.url}/_apis/pipelines/1/runs/4242/idtoken?api-version=2.0`, ACTIONS_ID_TOKEN_REQUEST_TOKEN: requestToken };
     },
     token: mint,
+    publishKeys(keys) {
+      published = keys;
+    },
     get jwksFetches() {
       return jwksFetches;
     },
