@@ -11,7 +11,7 @@
  * never quotes the token; it quotes at most a short, bounded piece of a claim.
  */
 import { compactVerify, decodeProtectedHeader, errors as joseErrors, type JWSHeaderParameters } from 'jose';
-import { InvalidRequest, Unavailable } from '../errors.js';
+import { InvalidRequest } from '../errors.js';
 import { CLOCK_SKEW_SECONDS } from '../oidc/verifier.js';
 import { createGlobMatch } from '../rbac/glob.js';
 import { claimAt, formatClaimPath, scalarText } from './claim-path.js';
@@ -144,9 +144,4 @@ function describeCondition(condition: ClaimCondition): string {
 /** A claim's value for a log line: bounded. */
 export function shorten(value: string, max = 80): string {
   return value.length > max ? `${value.slice(0, max)}…` : value;
-}
-
-/** Whether an error means the issuer could not be asked (503), not that the token is bad. */
-export function isUnavailable(err: unknown): err is Unavailable {
-  return err instanceof Unavailable;
 }

@@ -12,7 +12,7 @@ export interface SigningKey {
   readonly publicJwk: JWK;
 }
 
-export async function makeSigningKey(kid = randomUUID()): Promise<SigningKey> {
+export async function makeSigningKey(kid: string = randomUUID()): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
   return { kid, privateKey, publicJwk };

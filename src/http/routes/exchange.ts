@@ -4,7 +4,7 @@
  * svc's `{error, message}`: RFC 8693 §2.2.1 on success, RFC 6749 §5.2 on failure
  * (`invalid_request` with a description naming the failed check, `unsupported_grant_type`),
  * and for what is not the request's fault `temporarily_unavailable` (503: an issuer or the
- * state backend cannot be reached) or `slow_down`-like 429 with Retry-After (the throttle).
+ * state backend cannot be reached) or `too_many_attempts` (429 with Retry-After: the throttle).
  * Every answer carries `Cache-Control: no-store` (RFC 6749 §5.1).
  */
 import Router from '@koa/router';
