@@ -68,8 +68,12 @@ export type Exchange = (request: ExchangeRequest) => Promise<ExchangeResult>;
 export function createExchange(deps: ExchangeDeps): Exchange {
   const delay = deps.failureDelay ?? randomFailureDelay;
 
-  /** The throttled part: every check of the token's signature and claims, and its single use. */
-  async function admitAndVerify(read: ReadToken): Promise<{ verified: VerifiedToken; username: string; groups: readonly string[] }> {
+  /**
+   * The throttled part: every check of the token's signature and claims, then the svc token,
+   * signed before the token is marked exchanged (a missing server.secretkey must not use up
+   * the subject token), and the mark, whose refusal counts as a failure.
+   */
+  async function admitAndIssue(read: ReadToken): Promise<ExchangeResult> {
     const name = throttleName(read);
     const attempt = await deps.throttle.admit(name);
     try {
@@ -78,9 +82,11 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       for (const { group, reason } of who.dropped) {
         deps.log.warn({ entry: read.entry.name, username: who.username, group: shorten(group) }, `workload group '${shorten(group)}' dropped: ${reason}`);
       }
+      const issued = await issue(read.entry, verified, who.username, who.groups);
       await markExchanged(read, verified);
       await deps.throttle.recordSuccess(name);
-      return { verified, username: who.username, groups: who.groups };
+      deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
+      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
     } catch (err: unknown) {
       if (!(err instanceof WorkloadRefused)) {
         await deps.throttle.release(name);
@@ -91,6 +97,15 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       await delay();
       throw err;
     }
+  }
+
+  /** For at most maxTokenLifetime, and never past the subject token's expiry plus that lifetime. */
+  async function issue(entry: WorkloadIssuer, verified: VerifiedToken, username: string, groups: readonly string[]) {
+    const now = Math.floor(deps.now() / 1000);
+    const lifetime = Math.floor(entry.maxTokenLifetimeMs / 1000);
+    const exp = Math.min(now + lifetime, verified.exp + lifetime);
+    const { token, jti } = await deps.tokens.issue({ username, groups, entry: entry.name, iat: now, exp });
+    return { token, jti, exp, expiresIn: exp - now };
   }
 
   /** At most once per subject token: its jti (or a hash of it) is kept until it expires. */
@@ -111,15 +126,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
   return async function exchange(request) {
     const subjectToken = checkRequest(request);
-    const read = readSubjectToken(subjectToken, deps.issuers());
-    const { verified, username, groups } = await admitAndVerify(read);
-    const { entry } = read;
-    const now = Math.floor(deps.now() / 1000);
-    const lifetime = Math.floor(entry.maxTokenLifetimeMs / 1000);
-    const exp = Math.min(now + lifetime, verified.exp + lifetime);
-    const { token, jti } = await deps.tokens.issue({ username, groups, entry: entry.name, iat: now, exp });
-    deps.log.info({ entry: entry.name, username, groups, jti, expiresAt: exp }, 'workload token exchanged');
-    return { accessToken: token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: exp - now, username };
+    return admitAndIssue(readSubjectToken(subjectToken, deps.issuers()));
   };
 }
 

@@ -4,8 +4,9 @@
  * or, for an issuer without discovery, `jwksURL` and the algorithms its keys name. The key set
  * is cached; a token naming a key the set lacks makes one refetch, at most once per
  * `cooldownMs` (a minute) per issuer, so forged `kid`s cannot make svc hammer the issuer. The
- * cache is also renewed after `maxAgeMs`. When the issuer cannot be reached, the answer is
- * Unavailable (503): the token cannot be checked, which is neither a refusal nor a pass.
+ * cache is renewed after `maxAgeMs`, and keys older than that are not used. When the issuer
+ * cannot be reached, the answer is Unavailable (503): the token cannot be checked, which is
+ * neither a refusal nor a pass; for 5 s after a failed fetch that answer comes without asking.
  *
  * Rejected: jose's createRemoteJWKSet, whose cooldown reads the wall clock (tests could not show
  * the once-a-minute refetch) and which cannot hand back the discovery's algorithms.
@@ -17,6 +18,8 @@ import type { WorkloadIssuer } from './config.js';
 
 export const KEYS_COOLDOWN_MS = 60_000;
 export const KEYS_MAX_AGE_MS = 10 * 60_000;
+/** After a failed fetch, requests answer 503 at once for this long instead of each asking a dead issuer. */
+export const KEYS_RETRY_AFTER_FAILURE_MS = 5_000;
 /** Discovery documents and key sets are small; a larger answer is refused, not buffered. */
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 
@@ -53,28 +56,34 @@ export function createIssuerKeys(entry: WorkloadIssuer, deps: IssuerKeysDeps): I
   const maxAgeMs = deps.maxAgeMs ?? KEYS_MAX_AGE_MS;
   let loaded: Loaded | undefined;
   let pending: Promise<Loaded> | undefined;
+  let lastAttempt = -Infinity;
+  let lastFailure: unknown;
 
   /** One load at a time: concurrent exchanges wait for the same fetch. */
   function load(): Promise<Loaded> {
-    pending ??= fetchKeys(entry, deps).then(
+    if (pending !== undefined) return pending;
+    lastAttempt = deps.now();
+    pending = fetchKeys(entry, deps).then(
       (next) => {
         loaded = next;
+        lastFailure = undefined;
         pending = undefined;
         return next;
       },
       (err: unknown) => {
+        lastFailure = err;
         pending = undefined;
-        // A failed fetch starts the cooldown too: an issuer that is down is not asked on every request.
-        if (loaded !== undefined) loaded = { ...loaded, at: deps.now() };
         throw err;
       },
     );
     return pending;
   }
 
+  /** Keys older than maxAgeMs are never used: an issuer that cannot renew them cannot be checked. */
   async function current(): Promise<Loaded> {
-    if (loaded === undefined || deps.now() - loaded.at >= maxAgeMs) return load();
-    return loaded;
+    if (loaded !== undefined && deps.now() - loaded.at < maxAgeMs) return loaded;
+    if (lastFailure !== undefined && deps.now() - lastAttempt < KEYS_RETRY_AFTER_FAILURE_MS) throw lastFailure;
+    return load();
   }
 
   return {
@@ -84,7 +93,7 @@ export function createIssuerKeys(entry: WorkloadIssuer, deps: IssuerKeysDeps): I
     async keyFor(header) {
       const keys = await current();
       const found = await lookup(keys, header);
-      if (!('missing' in found) || deps.now() - keys.at < cooldownMs) return found;
+      if (!('missing' in found) || deps.now() - lastAttempt < cooldownMs) return found;
       return lookup(await load(), header);
     },
   };

@@ -81,6 +81,25 @@ describe('workload issuer keys', function () {
       await untrusting.close();
     }
   });
+
+  it('never uses keys older than ten minutes: an issuer down by then cannot be checked, and is not asked again for 5 s', async () => {
+    const issuer = await startFakeGithubActions();
+    const own = createTlsFetch({ rootCAs: [issuer.caPem] });
+    try {
+      const keys = createIssuerKeys({ ...entry, issuer: issuer.issuer }, { fetch: own.fetch, now: () => now });
+      expect(await keys.keyFor({ alg: 'RS256', kid: issuer.key.kid })).to.have.property('key');
+      await issuer.goDown();
+      now += 9 * 60_000;
+      expect(await keys.keyFor({ alg: 'RS256', kid: issuer.key.kid })).to.have.property('key');
+      now += 60_000;
+      await expectUnavailable(keys, /cannot be read from/);
+      const started = Date.now();
+      await expectUnavailable(keys, /cannot be read from/);
+      expect(Date.now() - started).to.be.below(50);
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 async function expectUnavailable(keys: ReturnType<typeof createIssuerKeys>, message: RegExp): Promise<void> {
