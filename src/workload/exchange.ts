@@ -108,11 +108,15 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     return { token, jti, exp, expiresIn: exp - now };
   }
 
-  /** At most once per subject token: its jti (or a hash of it) is kept until it expires. */
+  /**
+   * At most once per subject token: its issuer and jti (or the whole token when it has no jti),
+   * hashed, are kept until it expires. Keyed by the issuer, not the entry's name, so renaming an
+   * entry does not make its tokens new.
+   */
   async function markExchanged(read: ReadToken, verified: VerifiedToken): Promise<void> {
     const jti = verified.claims['jti'];
     const id = typeof jti === 'string' && jti !== '' ? `jti:${jti}` : `token:${read.token}`;
-    const key = `${REPLAY_PREFIX}${read.entry.name}:${createHash('sha256').update(id).digest('base64url')}`;
+    const key = `${REPLAY_PREFIX}${createHash('sha256').update(`${read.entry.issuer}\n${id}`).digest('base64url')}`;
     const ttlMs = Math.max(1000, (verified.exp + CLOCK_SKEW_SECONDS) * 1000 - deps.now());
     let first: boolean;
     try {
