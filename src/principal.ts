@@ -11,12 +11,12 @@
 import { ADMIN } from './accounts/config.js';
 
 export interface Principal {
-  /** Local account name, or the SSO `sub`. */
+  /** Local account name, the SSO `sub`, or `workload:<issuer entry>:<subject>` (built by svc, src/workload/). */
   readonly username: string;
   readonly groups: readonly string[];
-  /** `svc` for local tokens, the provider's issuer for SSO tokens. */
+  /** `svc` for local tokens, the provider's issuer for SSO tokens, the workload issuer's URL for workload tokens. */
   readonly issuer: string;
-  readonly kind: 'session' | 'apiKey' | 'sso';
+  readonly kind: 'session' | 'apiKey' | 'sso' | 'workload';
   readonly tokenId: string;
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;
@@ -60,14 +60,16 @@ export interface DroppedName {
  * The accounts are read at each check: an account added after a login takes effect at once.
  */
 export function rbacSubjectsOf(principal: Principal, localAccountNames: LocalAccountNames, dropped?: (name: DroppedName) => void): readonly string[] {
-  if (principal.kind !== 'sso') return [principal.username, ...principal.groups];
+  if (principal.kind === 'session' || principal.kind === 'apiKey') return [principal.username, ...principal.groups];
   const subjects: string[] = [];
   const consider = (name: string, as: DroppedName['as']): void => {
     const reason = reservedExternalName(name, localAccountNames);
     if (reason === undefined) subjects.push(name);
     else dropped?.({ name, as, reason });
   };
-  consider(principal.username, 'sub');
+  // A workload's username is built by svc (workload:<entry>:<subject>); only its groups come from outside.
+  if (principal.kind === 'workload') subjects.push(principal.username);
+  else consider(principal.username, 'sub');
   for (const group of principal.groups) consider(group, 'group');
   return subjects;
 }

@@ -59,7 +59,8 @@ export interface Accounts {
 
 /** A local session or API token of the account itself; an SSO user of the same name is not. */
 export function isSelf(caller: Principal, name: string): boolean {
-  return caller.kind !== 'sso' && caller.username === name;
+  // Only a local principal is an account: an SSO or workload name is never one.
+  return (caller.kind === 'session' || caller.kind === 'apiKey') && caller.username === name;
 }
 
 /** How much of a refused name or resource a message quotes: the caller chose its length. */

@@ -85,6 +85,41 @@ export class ApiClient {
     return requireToken(body);
   }
 
+  /**
+   * RFC 8693 token exchange of a workload's platform token for a svc token. Errors are RFC 6749
+   * bodies (`error`, `error_description`), which become an ApiError like any other.
+   */
+  async exchangeToken(subjectToken: string): Promise<{ readonly token: string; readonly expiresIn: number }> {
+    const body = new URLSearchParams({
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      subject_token: subjectToken,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+    }).toString();
+    const init: RequestInit = { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body };
+    let response: Response;
+    try {
+      response = await this.fetch(`${this.options.server}/api/v1/session/exchange`, init);
+    } catch (err: unknown) {
+      throw networkError(this.options.server, err);
+    }
+    const text = await response.text();
+    let parsed: Record<string, unknown> = {};
+    try {
+      const value: unknown = JSON.parse(text);
+      if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>;
+    } catch {
+      // not JSON: said below
+    }
+    if (!response.ok) {
+      const { error, error_description: description } = parsed;
+      if (typeof error === 'string') throw new ApiError(response.status, error, typeof description === 'string' && description !== '' ? description : error, this.options.server);
+      throw apiError(response, text, this.options.server);
+    }
+    const { access_token: token, expires_in: expiresIn } = parsed;
+    if (typeof token !== 'string' || token === '') throw new CliError('the server answered the token exchange without an access_token');
+    return { token, expiresIn: typeof expiresIn === 'number' ? expiresIn : 0 };
+  }
+
   async deleteSession(): Promise<void> {
     await this.request('DELETE', '/api/v1/session');
   }

@@ -10,16 +10,25 @@ import { sessionRoutes } from '../http/routes/session.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readInt, readLoginLimits } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
-import { createLoginThrottle } from '../session/throttle.js';
+import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
 import type { Identity } from './identity.js';
 import type { Services } from './services.js';
 
-export function buildAccounts(services: Services, identity: Identity): Feature {
-  const { settings, state, log, store, rights, now } = services;
+/**
+ * The one login throttle of the server: password logins and workload token exchanges count in
+ * it (an exchange's names, `exchange:<entry>:<hash>`, are longer than any account name, so
+ * neither can touch the other's counts). The accounts feature closes it.
+ */
+export function buildLoginThrottle(services: Services): LoginThrottle {
+  const { state, log, now } = services;
+  return createLoginThrottle({ state, limits: readLoginLimits(services.env, log), log, registry: services.metrics.registry, now });
+}
+
+export function buildAccounts(services: Services, identity: Identity, throttle: LoginThrottle): Feature {
+  const { settings, log, store, rights, now } = services;
   const accountMap = () => settings.current().accounts;
   const limits = readLoginLimits(services.env, log);
-  const throttle = createLoginThrottle({ state, limits, log, registry: services.metrics.registry, now });
   const login = createLoginService({
     accounts: accountMap,
     throttle,

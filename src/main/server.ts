@@ -29,7 +29,7 @@ import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
 import { openState } from '../state/index.js';
-import { buildAccounts } from './accounts.js';
+import { buildAccounts, buildLoginThrottle } from './accounts.js';
 import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
@@ -39,6 +39,7 @@ import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
+import { prepareWorkload } from './workload.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -100,9 +101,12 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   const external = prepareSso(services);
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
   const sso = external ?? (idp !== undefined ? prepareBundledSso(services, idp) : undefined);
-  const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), ...(options.verifiers?.(services) ?? [])]);
+  const workload = prepareWorkload(services);
+  const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), workload.verifier, ...(options.verifiers?.(services) ?? [])]);
+  const throttle = buildLoginThrottle(services);
   const features: readonly Feature[] = [
-    buildAccounts(services, identity),
+    buildAccounts(services, identity, throttle),
+    workload.feature(throttle),
     ...(sso !== undefined ? [sso.feature(identity)] : []),
     ssoChangeNotice(services),
     buildExtensions(services, identity),

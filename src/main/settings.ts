@@ -11,6 +11,7 @@ import { idpSection } from '../idp/settings-section.js';
 import { oidcSection, oidcTlsInsecureSection } from '../oidc/settings-section.js';
 import { policySection } from '../rbac/settings-section.js';
 import { sessionDurationSection } from '../session/settings-section.js';
+import { workloadSection } from '../workload/settings-section.js';
 
 const SECTIONS = {
   url: urlSection,
@@ -23,6 +24,7 @@ const SECTIONS = {
   oidcTlsInsecureSkipVerify: oidcTlsInsecureSection,
   policy: policySection,
   catalog: catalogSection,
+  workloads: workloadSection,
 };
 
 export type Settings = SettingsOf<typeof SECTIONS>;

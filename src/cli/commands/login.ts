@@ -10,6 +10,7 @@ import { normalizeServer, type CliContext } from '../context.js';
 import { CliError } from '../errors.js';
 import { valueOrPrompt } from '../prompt.js';
 import { runSsoLogin } from './login-sso.js';
+import { runWorkloadLogin, wantsWorkloadLogin } from './login-workload.js';
 
 interface LoginOptions {
   readonly username?: string;
@@ -17,6 +18,9 @@ interface LoginOptions {
   readonly sso?: boolean;
   readonly ssoPort: string;
   readonly browser: boolean;
+  readonly subjectTokenFile?: string;
+  readonly githubActions?: boolean;
+  readonly audience?: string;
 }
 
 export function registerLogin(program: Command, ctx: CliContext): void {
@@ -29,6 +33,9 @@ export function registerLogin(program: Command, ctx: CliContext): void {
     .option('--sso', 'log in through single sign-on in a browser')
     .option('--sso-port <port>', 'local port for the SSO callback', '8085')
     .option('--no-browser', 'with --sso: log in on another device (device code) instead of a browser here')
+    .option('--subject-token-file <file>', 'log in as a workload with this platform token (- for stdin; env SVC_SUBJECT_TOKEN)')
+    .option('--github-actions', 'log in as a workload with the ID token of this GitHub Actions job')
+    .option('--audience <audience>', 'with --github-actions: the audience to ask for (default: the server URL)')
     .action(async function login(server: string, options: LoginOptions) {
       await runLogin(ctx, server, options);
     });
@@ -37,6 +44,20 @@ export function registerLogin(program: Command, ctx: CliContext): void {
 async function runLogin(ctx: CliContext, serverText: string, options: LoginOptions): Promise<void> {
   const server = normalizeServer(serverText, ctx.options.plaintext === true);
   const insecure = ctx.options.insecure === true;
+  if (wantsWorkloadLogin(options, ctx.io.env) && options.username === undefined && options.password === undefined && options.sso !== true) {
+    if (!options.browser) throw new CliError('--no-browser goes with --sso');
+    await runWorkloadLogin(ctx, {
+      server,
+      insecure,
+      githubActions: options.githubActions === true,
+      ...(options.subjectTokenFile !== undefined ? { subjectTokenFile: options.subjectTokenFile } : {}),
+      ...(options.audience !== undefined ? { audience: options.audience } : {}),
+    });
+    return;
+  }
+  if (options.subjectTokenFile !== undefined || options.githubActions === true || options.audience !== undefined) {
+    throw new CliError('--subject-token-file, --github-actions and --audience log in as a workload; leave out --username, --password and --sso');
+  }
   if (options.sso === true) {
     if (options.username !== undefined || options.password !== undefined) {
       throw new CliError('--sso logs in at the identity provider; leave out --username and --password');

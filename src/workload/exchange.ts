@@ -1,0 +1,160 @@
+/**
+ * The token exchange (RFC 8693) for workloads, as a pipeline: the request's shape -> read the
+ * subject token (size, format, which issuer) -> throttle (counts the attempt, or refuses it,
+ * as a login does) -> verify (alg, key, signature, aud, times, claim conditions) -> who it is
+ * -> mark it exchanged (at most once, in the shared state backend) -> a svc token.
+ *
+ * The throttle's name is the issuer entry with a hash of the token's unverified `sub`: failures
+ * for one CI job's identity lock that identity, as failed passwords lock a user name; a forged
+ * `sub` cannot lock anybody else's. A refusal waits 0.5-1 s, as a failed login does. An issuer
+ * that cannot be reached uncounts the attempt and answers 503: the token could not be checked.
+ *
+ * The svc token lives at most the entry's maxTokenLifetime, and never past the subject token's
+ * own expiry plus that lifetime.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { InvalidRequest, Unavailable } from '../errors.js';
+import { CLOCK_SKEW_SECONDS } from '../oidc/verifier.js';
+import { randomFailureDelay } from '../session/login.js';
+import type { LoginThrottle } from '../session/throttle.js';
+import { StateUnavailable, type StateBackend } from '../state/state.js';
+import type { WorkloadIssuer } from './config.js';
+import { identify } from './identify.js';
+import type { IssuerKeys } from './keys.js';
+import type { WorkloadTokens } from './tokens.js';
+import { readSubjectToken, shorten, verifySubjectToken, WorkloadRefused, type ReadToken, type VerifiedToken } from './verify.js';
+
+export const GRANT_TYPE_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
+export const TOKEN_TYPE_ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
+export const TOKEN_TYPE_ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+const SUBJECT_TOKEN_TYPES: readonly string[] = [TOKEN_TYPE_JWT, TOKEN_TYPE_ID_TOKEN];
+const REPLAY_PREFIX = 'workload-exchanged:';
+
+/** Any grant_type but token exchange: RFC 6749's unsupported_grant_type. */
+export class UnsupportedGrantType extends InvalidRequest {}
+
+export interface ExchangeRequest {
+  readonly grantType: string | undefined;
+  readonly subjectToken: string | undefined;
+  readonly subjectTokenType: string | undefined;
+  readonly requestedTokenType: string | undefined;
+  readonly actorToken: string | undefined;
+}
+
+export interface ExchangeResult {
+  readonly accessToken: string;
+  readonly issuedTokenType: string;
+  readonly expiresIn: number;
+  readonly username: string;
+}
+
+export interface ExchangeDeps {
+  readonly issuers: () => readonly WorkloadIssuer[];
+  readonly keysOf: (entry: WorkloadIssuer) => IssuerKeys;
+  readonly tokens: WorkloadTokens;
+  readonly state: StateBackend;
+  readonly throttle: Pick<LoginThrottle, 'admit' | 'release' | 'recordFailure' | 'recordSuccess'>;
+  readonly localAccounts: () => ReadonlyMap<string, unknown>;
+  readonly log: Pick<Logger, 'info' | 'warn'>;
+  readonly now: () => number;
+  /** Injected so tests run fast; the default waits 0.5-1 s as a failed login. */
+  readonly failureDelay?: () => Promise<void>;
+}
+
+export type Exchange = (request: ExchangeRequest) => Promise<ExchangeResult>;
+
+export function createExchange(deps: ExchangeDeps): Exchange {
+  const delay = deps.failureDelay ?? randomFailureDelay;
+
+  /**
+   * The throttled part: every check of the token's signature and claims, then the svc token,
+   * signed before the token is marked exchanged (a missing server.secretkey must not use up
+   * the subject token), and the mark, whose refusal counts as a failure.
+   */
+  async function admitAndIssue(read: ReadToken): Promise<ExchangeResult> {
+    const name = throttleName(read);
+    const attempt = await deps.throttle.admit(name);
+    try {
+      const verified = await verifySubjectToken(read, deps.keysOf(read.entry), deps.now());
+      const who = identify(read.entry, verified.claims, deps.localAccounts().keys());
+      for (const { group, reason } of who.dropped) {
+        deps.log.warn({ entry: read.entry.name, username: who.username, group: shorten(group) }, `workload group '${shorten(group)}' dropped: ${reason}`);
+      }
+      const issued = await issue(read.entry, verified, who.username, who.groups);
+      await markExchanged(read, verified);
+      await deps.throttle.recordSuccess(name);
+      deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
+      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
+    } catch (err: unknown) {
+      if (!(err instanceof WorkloadRefused)) {
+        await deps.throttle.release(name);
+        throw err;
+      }
+      await deps.throttle.recordFailure(name, attempt);
+      deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']) }, 'workload token exchange refused');
+      await delay();
+      throw err;
+    }
+  }
+
+  /** For at most maxTokenLifetime, and never past the subject token's expiry plus that lifetime. */
+  async function issue(entry: WorkloadIssuer, verified: VerifiedToken, username: string, groups: readonly string[]) {
+    const now = Math.floor(deps.now() / 1000);
+    const lifetime = Math.floor(entry.maxTokenLifetimeMs / 1000);
+    const exp = Math.min(now + lifetime, verified.exp + lifetime);
+    const { token, jti } = await deps.tokens.issue({ username, groups, entry: entry.name, iat: now, exp });
+    return { token, jti, exp, expiresIn: exp - now };
+  }
+
+  /**
+   * At most once per subject token: its issuer and jti (or the whole token when it has no jti),
+   * hashed, are kept until it expires. Keyed by the issuer, not the entry's name, so renaming an
+   * entry does not make its tokens new.
+   */
+  async function markExchanged(read: ReadToken, verified: VerifiedToken): Promise<void> {
+    const jti = verified.claims['jti'];
+    const id = typeof jti === 'string' && jti !== '' ? `jti:${jti}` : `token:${read.token}`;
+    const key = `${REPLAY_PREFIX}${createHash('sha256').update(`${read.entry.issuer}\n${id}`).digest('base64url')}`;
+    const ttlMs = Math.max(1000, (verified.exp + CLOCK_SKEW_SECONDS) * 1000 - deps.now());
+    let first: boolean;
+    try {
+      first = await deps.state.setIfAbsent(key, String(deps.now()), { ttlMs });
+    } catch (err: unknown) {
+      if (err instanceof StateUnavailable) throw new Unavailable('the state backend is unreachable: svc cannot tell whether this subject token was exchanged before', { cause: err });
+      throw err;
+    }
+    if (!first) throw new WorkloadRefused('replay', 'this subject token was exchanged before; a subject token is exchanged at most once');
+  }
+
+  return async function exchange(request) {
+    const subjectToken = checkRequest(request);
+    return admitAndIssue(readSubjectToken(subjectToken, deps.issuers()));
+  };
+}
+
+/** The request's parameters (RFC 8693 §2.1); the subject token when they are right. */
+function checkRequest(request: ExchangeRequest): string {
+  if (request.grantType !== GRANT_TYPE_TOKEN_EXCHANGE) {
+    throw new UnsupportedGrantType(`grant_type must be ${GRANT_TYPE_TOKEN_EXCHANGE}`);
+  }
+  if (request.subjectToken === undefined || request.subjectToken === '') throw new WorkloadRefused('request', 'subject_token is required');
+  if (request.subjectTokenType === undefined || !SUBJECT_TOKEN_TYPES.includes(request.subjectTokenType)) {
+    throw new WorkloadRefused('request', `subject_token_type must be ${SUBJECT_TOKEN_TYPES.join(' or ')}`);
+  }
+  if (request.requestedTokenType !== undefined && request.requestedTokenType !== TOKEN_TYPE_ACCESS_TOKEN) {
+    throw new WorkloadRefused('request', `requested_token_type can only be ${TOKEN_TYPE_ACCESS_TOKEN}`);
+  }
+  if (request.actorToken !== undefined) throw new WorkloadRefused('request', 'actor_token is not supported (no delegation)');
+  return request.subjectToken;
+}
+
+function throttleName(read: ReadToken): string {
+  const sub = typeof read.unverified['sub'] === 'string' ? read.unverified['sub'] : '';
+  return `exchange:${read.entry.name}:${createHash('sha256').update(sub).digest('base64url').slice(0, 22)}`;
+}
+
+function shortClaim(value: unknown): string | undefined {
+  return typeof value === 'string' ? shorten(value) : undefined;
+}
