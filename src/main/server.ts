@@ -32,6 +32,7 @@ import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildIdentity, type Identity } from './identity.js';
+import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
@@ -67,7 +68,7 @@ export interface RunningServer {
 }
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
-  await ensureInitialConfig({ dir: options.configDir, log });
+  await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl(listenAddress(options)) });
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
@@ -147,6 +148,10 @@ function requestListener(services: Services, identity: Identity, features: reado
   };
 }
 
+function listenAddress(options: ServerOptions): ListenAddress {
+  return { host: options.host, port: options.port, tls: options.tls !== undefined };
+}
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
@@ -167,8 +172,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const url = `${options.tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  log.info({ url, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  const bound = { ...listenAddress(options), port };
+  const url = listenUrl(bound);
+  const configuredUrl = services.settings.current().url;
+  log.info({ listen: url, url: configuredUrl, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  const mismatch = urlListenMismatch(configuredUrl, bound);
+  if (mismatch !== undefined) log.warn({ listen: url, url: configuredUrl }, mismatch);
 
   return {
     url,
