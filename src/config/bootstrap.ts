@@ -265,7 +265,7 @@ data:
 `;
 }
 
-const RBAC_CM_TEXT = `# Rights of svc, created on first start. Edit freely: changes apply within 2 seconds.
+export const RBAC_CM_TEXT = `# Rights of svc, created on first start. Edit freely: changes apply within 2 seconds.
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -276,7 +276,12 @@ data:
   # The role of a subject that no rule below names.
   policy.default: role:readonly
   # One rule a line: p, <subject>, <resource>, <action>, <object>, <access>
-  #   p, role:metrics-viewer, extensions, *, default/metrics, allow
+  # An extension call is checked as: extensions, *, <project>/<extension>. A call that names no
+  # application has the project *, so this rule allows alice every call to the extension metrics:
+  #   p, role:metrics-viewer, extensions, *, */metrics, allow
   #   g, alice, role:metrics-viewer
+  # A rule for one project (default/metrics) allows the calls that name an Application of that
+  # project in the Svc-Application-Name header: examples/extension-two-clusters in the svc
+  # repository has such an Application, its cluster Secret and a backend per cluster.
   policy.csv: ""
 `;
