@@ -9,6 +9,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from '../config/bootstrap.js';
+import { firstStartUrl } from '../main/listen-url.js';
 import { createLogger } from '../main/log.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 
@@ -33,7 +34,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
   const log = createLogger();
   if (options.workers > 1 && cluster.isPrimary) {
     // First start happens once, here, so workers never race to create the stores.
-    await ensureInitialConfig({ dir: options.configDir, log });
+    await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl({ host: options.host, port: options.port, tls: options.tls !== undefined }) });
     runPrimary(options.workers, log);
     return;
   }

@@ -14,6 +14,7 @@ import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runValidate } from './validate.js';
+import { svcVersion } from '../lib/version.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -31,7 +32,9 @@ function parseWorkers(value: string): number {
   return n;
 }
 
-const program = new Command('svc-server').description('svc: SSO broker, token issuer and authenticated extension proxy');
+const program = new Command('svc-server')
+  .description('svc: SSO broker, token issuer and authenticated extension proxy')
+  .version(`svc-server ${svcVersion()} (Node.js ${process.version})`, '--version', 'print the version and exit');
 
 program
   .command('serve', { isDefault: true })
@@ -42,7 +45,8 @@ program
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers)
-  .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number }) => {
+  .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
+  .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string }) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
@@ -55,6 +59,14 @@ program
         return fail(`--listen (or SVC_LISTEN): ${(err as Error).message}`);
       }
     })();
+    const metricsListen = (() => {
+      if (opts.metricsListen === undefined || opts.metricsListen === '') return undefined;
+      try {
+        return parseListen(opts.metricsListen);
+      } catch (err: unknown) {
+        return fail(`--metrics-listen (or SVC_METRICS_LISTEN): ${(err as Error).message}`);
+      }
+    })();
     if (workers > 1 && redis === undefined) {
       fail('--workers above 1 needs --redis: login throttling and token revocation must be shared by every worker');
     }
@@ -63,6 +75,7 @@ program
       ...listen,
       workers,
       ...(redis !== undefined ? { redisUrl: redis } : {}),
+      ...(metricsListen !== undefined ? { metricsListen } : {}),
       ...(opts.tlsCert !== undefined && opts.tlsKey !== undefined ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
     };
     await runServe(serve);

@@ -38,7 +38,15 @@ export interface BootstrapOptions {
   readonly log: Logger;
   readonly randomBytes?: (size: number) => Buffer;
   readonly now?: () => Date;
+  /**
+   * The external URL written as `url` into a new svc-cm: the address svc will listen on, so that
+   * SSO callbacks reach it (DEFAULT_FIRST_URL when not given).
+   */
+  readonly url?: string;
 }
+
+/** The `url` of a new svc-cm when the start gives none (the default listen address). */
+export const DEFAULT_FIRST_URL = 'http://127.0.0.1:8080';
 
 export interface BootstrapResult {
   /** Files written from scratch. */
@@ -54,6 +62,7 @@ interface Bootstrap {
   readonly log: Logger;
   readonly random: (size: number) => Buffer;
   readonly now: () => Date;
+  readonly url: string;
 }
 
 /** The lock two processes starting on one store take in turn; a dot file, so the loader skips it. */
@@ -65,6 +74,7 @@ export async function ensureInitialConfig(options: BootstrapOptions): Promise<Bo
     log: options.log,
     random: options.randomBytes ?? cryptoRandomBytes,
     now: options.now ?? (() => new Date()),
+    url: options.url ?? DEFAULT_FIRST_URL,
   };
   // A complete store is left alone without taking a lock: it may be mounted read-only.
   const first = await loadDirectory(run.dir, EMPTY_MEMORY);
@@ -142,7 +152,7 @@ async function createFreshStore(run: Bootstrap): Promise<BootstrapResult> {
     [ADMIN_PASSWORD_MTIME_KEY]: passwordMtime(run.now),
   };
   const createdFiles = [
-    await createFile(run.dir, `${SETTINGS_CM}.yaml`, SETTINGS_CM_TEXT, 0o644),
+    await createFile(run.dir, `${SETTINGS_CM}.yaml`, settingsCmText(run.url), 0o644),
     await createFile(run.dir, `${RBAC_CM}.yaml`, RBAC_CM_TEXT, 0o644),
   ];
   const adminFile = await writeInitialPassword(run.dir, run.log, password);
@@ -230,7 +240,8 @@ const SETTINGS_SECRET_COMMENT = `# Secrets of svc, generated on first start. svc
 # put plain text under stringData instead if you prefer.
 `;
 
-const SETTINGS_CM_TEXT = `# Settings of svc, created on first start. Edit freely: changes apply within 2 seconds.
+function settingsCmText(url: string): string {
+  return `# Settings of svc, created on first start. Edit freely: changes apply within 2 seconds.
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -238,8 +249,9 @@ metadata:
   labels:
     ${PART_OF_LABEL}: ${PART_OF_VALUE}
 data:
-  # The external URL of svc (used for SSO callbacks).
-  url: http://127.0.0.1:8080
+  # The external URL of svc, as browsers reach it (SSO callbacks go there). Written from the
+  # listen address of the first start: change it when svc is behind a proxy or a DNS name.
+  url: ${url}
   # Local accounts: comma-separated capabilities (apiKey, login); passwords live in svc-secret.
   # accounts.alice: apiKey, login
   # accounts.alice.enabled: "true"
@@ -252,8 +264,9 @@ data:
   #         services:
   #           - url: http://127.0.0.1:9090
 `;
+}
 
-const RBAC_CM_TEXT = `# Rights of svc, created on first start. Edit freely: changes apply within 2 seconds.
+export const RBAC_CM_TEXT = `# Rights of svc, created on first start. Edit freely: changes apply within 2 seconds.
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -264,7 +277,12 @@ data:
   # The role of a subject that no rule below names.
   policy.default: role:readonly
   # One rule a line: p, <subject>, <resource>, <action>, <object>, <access>
-  #   p, role:metrics-viewer, extensions, *, default/metrics, allow
+  # An extension call is checked as: extensions, *, <project>/<extension>. A call that names no
+  # application has the project *, so this rule allows alice every call to the extension metrics:
+  #   p, role:metrics-viewer, extensions, *, */metrics, allow
   #   g, alice, role:metrics-viewer
+  # A rule for one project (default/metrics) allows the calls that name an Application of that
+  # project in the Svc-Application-Name header: examples/extension-two-clusters in the svc
+  # repository has such an Application, its cluster Secret and a backend per cluster.
   policy.csv: ""
 `;

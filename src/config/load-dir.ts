@@ -14,6 +14,8 @@ import { errorCode } from '../lib/file-lock.js';
 import { ProblemSink, type ConfigProblem } from './problems.js';
 import { NotReadableFile, readRegularFile } from '../lib/regular-file.js';
 import { documentsToJS, parseYamlFile } from './yaml-edit.js';
+import { recordDataOrigins } from './value-origin.js';
+import type { Document } from 'yaml';
 
 type StoreObject =
   | { readonly kind: 'ConfigMap'; readonly object: ConfigMapObject }
@@ -152,6 +154,7 @@ async function readFileDocs(file: string, sink: ProblemSink): Promise<readonly u
     sink.add(file, [], values.message);
     return undefined;
   }
+  if (parsed.ok) values.values.forEach((value, i) => recordDataOrigins(file, text, parsed.docs[i] as Document, value, parsed.lineCounter));
   return values.values;
 }
 

@@ -3,6 +3,7 @@
  * never throws: a malformed object is a problem with its file and key path, and is left out.
  */
 import type { ProblemSink } from './problems.js';
+import { dataOrigins, type ValueOrigin } from './value-origin.js';
 
 export const PART_OF_LABEL = 'app.kubernetes.io/part-of';
 export const PART_OF_VALUE = 'svc';
@@ -23,6 +24,8 @@ export interface ConfigMapObject {
   readonly name: string;
   readonly file: string;
   readonly data: Readonly<Record<string, string>>;
+  /** Where each data value stands in `file`, when it was read from YAML text (value-origin.ts). */
+  readonly valueOrigins?: Readonly<Record<string, ValueOrigin>>;
 }
 
 export interface SecretObject {
@@ -131,7 +134,8 @@ export function readManifest(
   if (kind === 'ConfigMap') {
     const data = stringMap(doc['data'], file, `ConfigMap/${name}.data`, sink);
     if (data === undefined || labels === undefined) return undefined;
-    return { kind, object: { name, file, data } };
+    const valueOrigins = dataOrigins(doc);
+    return { kind, object: { name, file, data, ...(valueOrigins !== undefined ? { valueOrigins } : {}) } };
   }
   if (kind === 'Secret') {
     const raw = stringMap(doc['data'], file, `Secret/${name}.data`, sink);

@@ -3,6 +3,8 @@
  * `svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL`.
  * Parsers collect every problem before they report, so an operator sees all of them at once.
  */
+import type { ValueOrigin } from './value-origin.js';
+
 export type PathSegment = string | number;
 
 export interface ConfigProblem {
@@ -56,6 +58,13 @@ export class ConfigProblems extends Error {
 export class ProblemSink {
   readonly problems: ConfigProblem[] = [];
 
+  /** Where each object's data values stand in their files (`source` -> data key -> origin), when known. */
+  constructor(private readonly origins: ReadonlyMap<string, Readonly<Record<string, ValueOrigin>>> = new Map()) {}
+
+  originOf(source: string, dataKey: PathSegment | undefined): ValueOrigin | undefined {
+    return typeof dataKey === 'string' ? this.origins.get(source)?.[dataKey] : undefined;
+  }
+
   add(source: string, path: readonly PathSegment[], message: string): void {
     this.problems.push({ source, path, message });
   }
@@ -78,6 +87,11 @@ export class ScopedSink {
 
   add(path: readonly PathSegment[], message: string): void {
     this.sink.add(this.source, [...this.prefix, ...path], message);
+  }
+
+  /** Where the data value this sink reports on stands in its file, when known (value-origin.ts). */
+  valueOrigin(): ValueOrigin | undefined {
+    return this.sink.originOf(this.source, this.prefix[0]);
   }
 
   at(...segments: PathSegment[]): ScopedSink {

@@ -48,7 +48,7 @@ export function createSettingsParser<Sections extends Readonly<Record<string, Se
   const entries = Object.entries(sections);
   const owned = (key: string) => entries.some(([, section]) => section.ownsCmKey?.(key) === true);
   return function parseSettings(snapshot, previous) {
-    const sink = new ProblemSink();
+    const sink = new ProblemSink(new Map([...snapshot.configMaps].flatMap(([name, cm]) => (cm.valueOrigins === undefined ? [] : [[name, cm.valueOrigins] as const]))));
     const input: SettingsInput = {
       snapshot,
       cm: snapshot.configMaps.get(SETTINGS_CM)?.data ?? {},

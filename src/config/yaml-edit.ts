@@ -17,7 +17,7 @@ import { PART_OF_LABEL, PART_OF_VALUE } from './manifests.js';
 const PRINT_OPTIONS = { lineWidth: 0 } as const;
 
 export type ParsedFile =
-  | { readonly ok: true; readonly docs: readonly Document[] }
+  | { readonly ok: true; readonly docs: readonly Document[]; readonly lineCounter: YAML.LineCounter }
   | { readonly ok: false; readonly message: string };
 
 /**
@@ -34,7 +34,7 @@ export function parseYamlFile(text: string): ParsedFile {
     const { line, col } = lineCounter.linePos(error.pos[0]);
     return { ok: false, message: `YAML does not parse at line ${line}, column ${col}: ${yamlErrorReason(error)}` };
   }
-  return { ok: true, docs };
+  return { ok: true, docs, lineCounter };
 }
 
 /** The plain JS value of each document; an alias bomb or similar fails the file like a parse error. */

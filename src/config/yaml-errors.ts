@@ -5,6 +5,7 @@
  * only messages known to be fixed sentences are passed on; the others get a sentence of ours.
  * Rejected: cutting the library message at its first colon (several put source text elsewhere).
  */
+import { describePosition, type ValueOrigin, type ValuePosition } from './value-origin.js';
 
 /** Codes whose library messages are fixed text (or name only a YAML construct, never input). */
 const FIXED_TEXT_CODES = new Set([
@@ -25,11 +26,13 @@ const OWN_TEXT: Readonly<Record<string, string>> = {
 const FIXED_TEXT_ERRORS = ['Excessive alias count indicates a resource exhaustion attack'];
 
 /**
- * The reason, with ` at line L, column C` when the error has a position and `text` is given.
- * Parse with `prettyErrors: false`, so that the message is the library's bare sentence.
+ * The reason, with ` at line L, column C` when the error has a position and `text` is given;
+ * with `origin`, the position is the file's (value-origin.ts). Parse with `prettyErrors: false`,
+ * so that the message is the library's bare sentence.
  */
-export function yamlErrorReason(err: unknown, text?: string): string {
-  return `${sentence(err)}${position(err, text)}`;
+export function yamlErrorReason(err: unknown, text?: string, origin?: ValueOrigin): string {
+  const at = text === undefined ? undefined : yamlErrorPosition(err, text);
+  return `${sentence(err)}${at === undefined ? '' : describePosition(at, origin)}`;
 }
 
 function sentence(err: unknown): string {
@@ -44,12 +47,11 @@ function sentence(err: unknown): string {
   return 'The YAML cannot be read';
 }
 
-function position(err: unknown, text: string | undefined): string {
-  if (text === undefined || typeof err !== 'object' || err === null || !('pos' in err) || !Array.isArray(err.pos)) return '';
+/** The error's line and column (1-based) in `text`, when it has a position. */
+function yamlErrorPosition(err: unknown, text: string): ValuePosition | undefined {
+  if (typeof err !== 'object' || err === null || !('pos' in err) || !Array.isArray(err.pos)) return undefined;
   const offset: unknown = err.pos[0];
-  if (typeof offset !== 'number' || offset < 0) return '';
+  if (typeof offset !== 'number' || offset < 0) return undefined;
   const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  const col = offset - before.lastIndexOf('\n');
-  return ` at line ${line}, column ${col}`;
+  return { line: before.split('\n').length, column: offset - before.lastIndexOf('\n') };
 }

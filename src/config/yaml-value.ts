@@ -10,7 +10,7 @@ export function parseYamlValue(text: string, sink: ScopedSink): YamlValue {
     return { ok: true, value: YAML.parse(text, { logLevel: 'error', prettyErrors: false }) as unknown };
   } catch (err: unknown) {
     // Never the library's message as is: some quote the text, which may be a secret (./yaml-errors.ts).
-    sink.add([], `YAML does not parse, the previous value stays in force: ${yamlErrorReason(err, text)}`);
+    sink.add([], `YAML does not parse, the previous value stays in force: ${yamlErrorReason(err, text, sink.valueOrigin())}`);
     return { ok: false };
   }
 }

@@ -22,6 +22,11 @@ import { authMiddleware } from '../http/auth.js';
 import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes } from '../http/routes/health.js';
+import { versionRoutes } from '../http/routes/version.js';
+import { svcVersion } from '../lib/version.js';
+import { listenForMetrics } from './metrics-listener.js';
+import { createReadiness } from './readiness.js';
+import { registerServerMetrics } from './server-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
 import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
@@ -34,6 +39,7 @@ import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildIdentity, type Identity } from './identity.js';
+import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
@@ -55,11 +61,15 @@ export interface ServerOptions {
   readonly verifiers?: (services: Services) => readonly TokenVerifier[];
   /** The bundled identity provider's options (tests: its connector source). */
   readonly idp?: IdpOptions;
+  /** Serve /metrics on this address only (--metrics-listen), not on the public one. */
+  readonly metricsListen?: { readonly host: string; readonly port: number };
 }
 
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
+  /** The metrics listener's URL, when --metrics-listen is set. */
+  readonly metricsUrl?: string;
   readonly services: Services;
   /**
    * Stops accepting, lets in-flight requests finish (up to graceMs), then closes the stores.
@@ -70,7 +80,7 @@ export interface RunningServer {
 }
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
-  await ensureInitialConfig({ dir: options.configDir, log });
+  await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl(listenAddress(options)) });
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
@@ -117,13 +127,14 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, identity: Identity, features: readonly Feature[]): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(services: Services, identity: Identity, features: readonly Feature[], publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   const { log, metrics, settings } = services;
+  const health = healthRoutes({ registry: metrics.registry, readiness: createReadiness(services), publicMetrics });
   const app = createApp({
     log,
     metrics,
     authenticate: authMiddleware(identity.readCaller),
-    routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
+    routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
@@ -159,11 +170,16 @@ function requestListener(services: Services, identity: Identity, features: reado
   };
 }
 
+function listenAddress(options: ServerOptions): ListenAddress {
+  return { host: options.host, port: options.port, tls: options.tls !== undefined };
+}
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
   const { identity, features } = await buildFeatures(services, options);
-  const listener = requestListener(services, identity, features);
+  registerServerMetrics(services.metrics.registry, services);
+  const listener = requestListener(services, identity, features, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
@@ -179,14 +195,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const url = `${options.tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  log.info({ url, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  const bound = { ...listenAddress(options), port };
+  const url = listenUrl(bound);
+  const configuredUrl = services.settings.current().url;
+  log.info({ listen: url, url: configuredUrl, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  const mismatch = urlListenMismatch(configuredUrl, bound);
+  if (mismatch !== undefined) log.warn({ listen: url, url: configuredUrl }, mismatch);
+  const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, options.metricsListen);
 
   return {
     url,
     port,
+    ...(metricsServer !== undefined ? { metricsUrl: metricsServer.url } : {}),
     services,
     async close(graceMs = 10_000) {
+      await metricsServer?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // close() drops the connections idle at this moment; a keep-alive connection whose
       // request finishes later would otherwise hold shutdown until the grace deadline.

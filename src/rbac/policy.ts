@@ -179,7 +179,7 @@ function parseScopes(text: string, sink: ScopedSink, previous: readonly string[]
   try {
     value = YAML.parse(text, { prettyErrors: false }) as unknown;
   } catch (err: unknown) {
-    sink.add([], `YAML does not parse (${yamlErrorReason(err, text)}); ${outcome}`);
+    sink.add([], `YAML does not parse (${yamlErrorReason(err, text, sink.valueOrigin())}); ${outcome}`);
     return fallback;
   }
   if (value === null || value === undefined) return DEFAULT_SCOPES;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { runTs, type RunResult } from '../helpers/run.js';
+import { ROOT, runTs, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const CLI = 'src/cli/main.ts';
@@ -195,6 +195,16 @@ describe('e2e: the svc CLI against a running server', function () {
       await svc(aliceHome, ['account', 'update-password', '--new-password', 'x-y-z-123456']),
       '--current-password is required (stdin is not a terminal, so svc cannot prompt for it)',
     );
+  });
+
+  it("prints the client's version, and the logged-in server's from /api/version", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const both = await svc(adminHome, ['version']);
+    expect(both.code, both.stderr).to.equal(0);
+    expect(both.stdout).to.equal(`svc: ${version}\nsvc-server: ${version} (${server.url})\n`);
+    expect((await svc(adminHome, ['version', '--client'])).stdout).to.equal(`svc: ${version}\n`);
+    const nowhere = await svc(mkdtempSync(join(tmpdir(), 'svc-home-none-')), ['version']);
+    expect(nowhere.stdout, 'no server known: the client only').to.equal(`svc: ${version}\n`);
   });
 
   it('logs out: the token is revoked on the server and removed from the file', async () => {

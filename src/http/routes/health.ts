@@ -2,14 +2,37 @@ import Router from '@koa/router';
 import type { Registry } from 'prom-client';
 import type { AppState } from '../state.js';
 
-export function healthRoutes(registry: Registry): Router<AppState> {
+export interface ReadinessReport {
+  readonly ready: boolean;
+  /** Each check: `ok`, or why not. */
+  readonly checks: { readonly configuration: string; readonly state: string };
+}
+
+/** Whether this replica should get traffic; built by the composition root. */
+export type Readiness = () => Promise<ReadinessReport>;
+
+export interface HealthOptions {
+  readonly registry: Registry;
+  readonly readiness: Readiness;
+  /** False when /metrics has its own listener (--metrics-listen): then the public one has none. */
+  readonly publicMetrics: boolean;
+}
+
+export function healthRoutes(options: HealthOptions): Router<AppState> {
   const router = new Router<AppState>();
   router.get('/healthz', function healthz(ctx) {
     ctx.body = 'ok';
   });
-  router.get('/metrics', async function metrics(ctx) {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+  router.get('/readyz', async function readyz(ctx) {
+    const report = await options.readiness();
+    ctx.status = report.ready ? 200 : 503;
+    ctx.body = { status: report.ready ? 'ready' : 'not ready', checks: report.checks };
   });
+  if (options.publicMetrics) {
+    router.get('/metrics', async function metrics(ctx) {
+      ctx.type = options.registry.contentType;
+      ctx.body = await options.registry.metrics();
+    });
+  }
   return router;
 }
