@@ -78,11 +78,11 @@ describe('session/authenticate: known() and authenticate()', () => {
   it('gives a session and an API token their kind, svc as issuer, no groups, and refuses a disabled account on the first verification', async () => {
     const auth = authenticator();
     account = { ...account, capabilities: ['apiKey', 'login'], tokens: [{ id: 'k', jti: 'k', iat: now }] };
-    const session = await signer.sign({ username: 'alice', kind: 'login', jti: 's1', iat: now, exp: now + 60 });
-    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 60 });
+    const session = await signer.sign({ username: 'alice', kind: 'login', jti: 's1', iat: now, exp: now + 3600 });
+    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 3600 });
     expect(await auth.authenticate(await sessionOf('k'))).to.deep.include({ kind: 'apiKey', groups: [], tokenId: 'k' });
     account = { ...account, enabled: false };
-    const later = await signer.sign({ username: 'alice', kind: 'login', jti: 's2', iat: now, exp: now + 60 });
+    const later = await signer.sign({ username: 'alice', kind: 'login', jti: 's2', iat: now, exp: now + 3600 });
     expect(await refusal(() => auth.authenticate(later))).to.equal("account 'alice' is disabled");
   });
 
