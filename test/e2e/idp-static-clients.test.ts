@@ -64,9 +64,11 @@ describe('e2e: other applications as static clients of the bundled identity prov
   let url: string;
   let issuer: string;
   let app: string;
+  let ldapPort: number;
 
   before(async function () {
-    const [ldapPort, port, apachePort] = await Promise.all([freePort(), freePort(), freePort()]);
+    let port: number, apachePort: number;
+    [ldapPort, port, apachePort] = await Promise.all([freePort(), freePort(), freePort()]);
     slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
     url = `http://127.0.0.1:${port}`;
     issuer = `${url}/api/idp`;
@@ -179,6 +181,82 @@ describe('e2e: other applications as static clients of the bundled identity prov
       expect(await res.json()).to.deep.equal({
         error: 'invalid_request', error_description: 'urn:ietf:params:oauth:grant-type:device_code is not allowed for this client',
       });
+    });
+  });
+
+  describe('the client secret check, throttled as the login is', function () {
+    const WINDOW_S = 3;
+    const MAX_FAILS = 3;
+    let throttled: TestServer;
+    let throttledDir: string;
+    let tokenUrl: string;
+    const callback = 'http://127.0.0.1:1/cb';
+
+    before(async function () {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      tokenUrl = `${base}/api/idp/token`;
+      const idpConfig = {
+        connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }],
+        staticClients: [
+          { id: 'wiki', name: 'Wiki', secret: '$wiki.secret', redirectURIs: [callback] },
+          { id: 'grafana', name: 'Grafana', secret: '$grafana.secret', redirectURIs: [callback] },
+        ],
+      };
+      throttledDir = tempConfigDir({
+        'svc-cm.yaml': configMap('svc-cm', { url: base, 'idp.config': YAML.stringify(idpConfig) }),
+        'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+        'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw', 'wiki.secret': 'wiki-secret-0123456789', 'grafana.secret': 'grafana-secret-0123456789' }),
+      });
+      throttled = await startTestServer(throttledDir, {
+        port,
+        env: { SVC_SESSION_FAILURE_WINDOW_SECONDS: String(WINDOW_S), SVC_SESSION_FAILURE_MAX_FAIL_COUNT: String(MAX_FAILS) },
+        idp: { failureDelay: () => Promise.resolve() },
+      });
+    });
+
+    after(async function () {
+      await throttled?.close(1000);
+      if (throttledDir !== undefined) await rm(throttledDir, { recursive: true, force: true });
+    });
+
+    /** A code exchange with a code that never was: `invalid_grant` once the client authenticated. */
+    async function exchange(clientId: string, secretValue: string, carrier: 'basic' | 'body' = 'basic', path = '') {
+      const form = new URLSearchParams({ grant_type: 'authorization_code', code: 'no-such-code', redirect_uri: callback, token: 'no-such-token' });
+      const headers: Record<string, string> = {};
+      if (carrier === 'basic') headers['authorization'] = `Basic ${Buffer.from(`${clientId}:${secretValue}`).toString('base64')}`;
+      else {
+        form.set('client_id', clientId);
+        form.set('client_secret', secretValue);
+      }
+      const res = await fetch(`${tokenUrl}${path}`, { method: 'POST', headers, body: form });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error: string; error_description?: string } };
+    }
+
+    it('locks a client after too many wrong secrets, refuses even the right one while locked, leaves others alone, and lifts after the window', async function () {
+      expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
+      for (let i = 0; i < MAX_FAILS; i += 1) {
+        const wrong = await exchange('wiki', `guess-${i}`, i % 2 === 0 ? 'basic' : 'body');
+        expect([wrong.status, wrong.body.error], `guess ${i}`).to.deep.equal([401, 'invalid_client']);
+      }
+      const lockedAt = Date.now();
+      for (const carrier of ['basic', 'body'] as const) {
+        const refused = await exchange('wiki', 'wiki-secret-0123456789', carrier);
+        expect([refused.status, refused.body.error], carrier).to.deep.equal([429, 'invalid_client']);
+        expect(refused.body.error_description).to.match(/too many failed client authentications; try again in \d+ seconds/);
+        expect(Number(refused.retryAfter)).to.be.within(1, WINDOW_S);
+      }
+      // Every endpoint where the client authenticates is refused alike.
+      expect((await exchange('wiki', 'wiki-secret-0123456789', 'basic', '/revocation')).status).to.equal(429);
+      // Another client is not affected.
+      expect((await exchange('grafana', 'grafana-secret-0123456789')).body.error).to.equal('invalid_grant');
+      const failures = throttled.logs().split('\n').filter((line) => line.includes('client authentication failed') && line.includes('"client":"wiki"'));
+      expect(failures).to.have.length(MAX_FAILS + 3);
+      expect(failures[0]).to.include('"reason":"invalid secret provided"').and.match(/"requestId":"[^"]+"/).and.include('"level":30');
+      expect(failures.at(-1)).to.include('too many failed client authentications');
+      // The lock lifts after the window.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + WINDOW_S * 1000 + 200 - Date.now())));
+      expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
     });
   });
 
