@@ -29,6 +29,8 @@ const NOWHERE = 'http://stop.invalid/';
 /** The public client's registered loopback redirect; any port is accepted (RFC 8252 §7.3). */
 const DASH_REDIRECT = 'http://127.0.0.1/callback';
 const DASH_LOGOUT = 'http://127.0.0.1/logged-out';
+const SPA_LOOPBACK = 'http://127.0.0.1:53118/callback';
+const SPA_REDIRECT = 'http://spa.internal/callback';
 
 /**
  * A top-level navigation as a browser sends it. mod_auth_openidc answers 401, not a redirect to
@@ -81,6 +83,8 @@ describe('e2e: other applications as static clients of the bundled identity prov
           redirectURIs: [`${app}/app/redirect_uri`], postLogoutRedirectURIs: [`${app}/loggedout.html`],
         },
         { id: 'dash', name: 'Dashboard', public: true, redirectURIs: [DASH_REDIRECT], postLogoutRedirectURIs: [DASH_LOGOUT] },
+        // Public, but a web application (an http redirect off loopback): oidc-provider does not prompt it as native.
+        { id: 'spa', name: 'Single page app', public: true, redirectURIs: [SPA_LOOPBACK, SPA_REDIRECT] },
       ],
     };
     dir = tempConfigDir({
@@ -272,10 +276,44 @@ describe('e2e: other applications as static clients of the bundled identity prov
       const { href, verifier, state } = await authorizationRequest(rp, redirectUri, scope);
       const form = await page(await browser.go(href, redirectUri));
       expect(form.html).to.include('Log in to continue to <strong>Dashboard</strong>');
-      const back = await browser.submit(form, { username: 'alice', password: 'alice123' }, redirectUri);
+      const asked = consent(await browser.submit(form, { username: 'alice', password: 'alice123' }, redirectUri), scope);
+      const back = await browser.submit(asked, { decision: 'allow' }, redirectUri);
       if (isPage(back)) throw new Error(`expected the redirect back, got ${back.status}: ${back.html.slice(0, 300)}`);
       return client.authorizationCodeGrant(rp, back, { pkceCodeVerifier: verifier, expectedState: state });
     }
+
+    /** The question before a code goes to a loopback port: it names the application and the port. */
+    function consent(value: URL | Page, scope: string): Page {
+      if (!isPage(value)) throw new Error(`expected the consent page, got a redirect to ${value.href}`);
+      expect(value.status).to.equal(200);
+      expect(value.html).to.include('Allow Dashboard?').and.include('listening on port <strong>53117</strong>').and.include('as <strong>Dashboard</strong>');
+      expect(value.html.includes('a refresh token')).to.equal(scope.split(' ').includes('offline_access'));
+      return value;
+    }
+
+    it('asks before every code to its loopback port, even in a browser already logged in, and Cancel sends none', async function () {
+      const browser = browserOf();
+      await logIn('openid', browser);
+      // Logged in at svc: a page elsewhere starts the flow again, for the port of its choosing.
+      const again = await authorizationRequest(rp, redirectUri, 'openid');
+      const asked = consent(await browser.go(again.href, redirectUri), 'openid');
+      const cancelled = await browser.submit(asked, { decision: 'deny' }, redirectUri);
+      if (isPage(cancelled)) throw new Error(`expected the redirect back, got ${cancelled.status}`);
+      expect(cancelled.searchParams.get('error')).to.equal('access_denied');
+      expect(cancelled.searchParams.get('error_description')).to.equal('the user did not allow Dashboard');
+      expect(cancelled.searchParams.get('code')).to.equal(null);
+      // Without its CSRF token the answer is refused (a form posted from elsewhere), and no code leaves.
+      const third = await authorizationRequest(rp, redirectUri, 'openid');
+      const forged = await browser.submit(consent(await browser.go(third.href, redirectUri), 'openid'), { csrf: 'forged', decision: 'allow' }, redirectUri);
+      expect(isPage(forged) && forged.status).to.equal(400);
+      // A prompt=none request gets no code either: the person must be asked.
+      const silent = new URL((await authorizationRequest(rp, redirectUri, 'openid')).href);
+      silent.searchParams.set('prompt', 'none');
+      const none = await browser.go(silent.href, redirectUri);
+      if (isPage(none)) throw new Error(`expected the redirect back, got ${none.status}`);
+      expect(none.searchParams.get('error')).to.be.oneOf(['consent_required', 'interaction_required']);
+      expect(none.searchParams.get('code')).to.equal(null);
+    });
 
     it('logs in with PKCE (any loopback port), gets tokens for itself, and refreshes with offline_access', async function () {
       const tokens = await logIn('openid profile groups offline_access');
@@ -295,6 +333,22 @@ describe('e2e: other applications as static clients of the bundled identity prov
     it('gets a token for itself only when it asks for another client as audience (trustedPeers is not supported)', async function () {
       const tokens = await logIn('openid audience:server:client_id:apache');
       expect(tokens.claims()?.aud).to.equal('dash');
+    });
+
+    it('asks for a public web application\'s loopback redirect too, and not for its other redirect', async function () {
+      const browser = browserOf();
+      await logIn('openid', browser);
+      const spa = await client.discovery(new URL(issuer), 'spa', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+      const loopback = await authorizationRequest(spa, SPA_LOOPBACK, 'openid');
+      const asked = await page(await browser.go(loopback.href, SPA_LOOPBACK));
+      expect(asked.html).to.include('Allow Single page app?').and.include('listening on port <strong>53118</strong>');
+      const allowed = await browser.submit(asked, { decision: 'allow' }, SPA_LOOPBACK);
+      if (isPage(allowed)) throw new Error(`expected the redirect back, got ${allowed.status}`);
+      expect(allowed.searchParams.get('code')).to.be.a('string');
+      const elsewhere = await authorizationRequest(spa, SPA_REDIRECT, 'openid');
+      const back = await browser.go(elsewhere.href, SPA_REDIRECT);
+      if (isPage(back)) throw new Error(`expected the redirect back without a question, got ${back.status}: ${back.html.slice(0, 200)}`);
+      expect(back.searchParams.get('code')).to.be.a('string');
     });
 
     it('is refused without PKCE', async function () {
