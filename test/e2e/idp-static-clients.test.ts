@@ -205,6 +205,7 @@ describe('e2e: other applications as static clients of the bundled identity prov
         staticClients: [
           { id: 'wiki', name: 'Wiki', secret: '$wiki.secret', redirectURIs: [callback] },
           { id: 'grafana', name: 'Grafana', secret: '$grafana.secret', redirectURIs: [callback] },
+          { id: 'cms', name: 'CMS', secret: '$grafana.secret', redirectURIs: [callback] },
         ],
       };
       throttledDir = tempConfigDir({
@@ -261,6 +262,12 @@ describe('e2e: other applications as static clients of the bundled identity prov
       // The lock lifts after the window.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + WINDOW_S * 1000 + 200 - Date.now())));
       expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
+    });
+    it('checks at most the allowance of secrets when guesses come in parallel: each is counted before its check', async function () {
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange('cms', `parallel-guess-${i}`)));
+      const checked = answers.filter((a) => a.status === 401);
+      expect(checked).to.have.length(MAX_FAILS);
+      expect(answers.filter((a) => a.status === 429 && a.body.error === 'invalid_client')).to.have.length(12 - MAX_FAILS);
     });
   });
 
