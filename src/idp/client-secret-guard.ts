@@ -21,7 +21,7 @@ import type Provider from 'oidc-provider';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import { TooManyAttempts } from '../errors.js';
-import { LockedUntilCleared, type LoginThrottle } from '../session/throttle.js';
+import { IN_FLIGHT_RETRY_AFTER_SECONDS, LockedUntilCleared, type LoginThrottle } from '../session/throttle.js';
 
 /** The endpoints' error events; each carries the request and the error that answered it. */
 const ERROR_EVENTS = ['grant.error', 'introspection.error', 'revocation.error', 'device_authorization.error', 'pushed_authorization_request.error'] as const;
@@ -32,9 +32,9 @@ export const clientThrottleName = (clientId: string): string => `idp-client:${cl
 export class ClientLocked extends errors.OIDCProviderError {
   constructor(readonly retryAfterSeconds: number, permanent: boolean) {
     super(429, 'invalid_client');
-    this.error_description = permanent
-      ? 'too many failed client authentications; this client is locked until an operator clears it'
-      : `too many failed client authentications; try again in ${retryAfterSeconds} seconds`;
+    if (permanent) this.error_description = 'too many failed client authentications; this client is locked until an operator clears it';
+    else if (retryAfterSeconds <= IN_FLIGHT_RETRY_AFTER_SECONDS) this.error_description = 'too many client authentications in progress or failed; try again in 1 second';
+    else this.error_description = `too many failed client authentications; try again in ${retryAfterSeconds} seconds`;
   }
 }
 
