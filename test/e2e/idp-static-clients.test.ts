@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import YAML from 'yaml';
+import { webClientSecret } from '../../src/idp/clients.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
@@ -263,6 +264,11 @@ describe('e2e: other applications as static clients of the bundled identity prov
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + WINDOW_S * 1000 + 200 - Date.now())));
       expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
     });
+    it('does not lock svc\'s own web client, whose secret is derived (a lockout would stop every SSO login to svc)', async function () {
+      for (let i = 0; i <= MAX_FAILS; i += 1) expect((await exchange('svc', `guess-${i}`)).status).to.equal(401);
+      expect((await exchange('svc', webClientSecret(SECRET_KEY))).body.error).to.equal('invalid_grant');
+    });
+
     it('checks at most the allowance of secrets when guesses come in parallel: each is counted before its check', async function () {
       const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange('cms', `parallel-guess-${i}`)));
       const checked = answers.filter((a) => a.status === 401);
