@@ -28,11 +28,14 @@ import { errorPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import type { PasswordGuard } from './password-guard.js';
+import type { ClientSecretGuard } from './client-secret-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 
 /** What the provider needs, and the password form's limits. */
 export interface IdpAppDeps extends ProviderDeps {
   readonly passwordGuard: PasswordGuard;
+  /** Throttles the clients' secret checks (./client-secret-guard.ts); none in unit tests. */
+  readonly clientSecretGuard?: ClientSecretGuard;
 }
 
 export interface IdpApp {
@@ -50,6 +53,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
   function build(keys: IdpKeys): { provider: Handler; login: Handler } {
     const provider: Provider = createProvider({ ...deps, keys });
     provider.proxy = secure;
+    deps.clientSecretGuard?.install(provider);
     provider.use(function underMount(ctx, next) {
       (ctx as typeof ctx & { mountPath: string }).mountPath = MOUNT_PATH;
       return next();

@@ -7,7 +7,7 @@
  *   GET|POST /api/idp/callback                        the upstream's return (SAML posts): on to the interaction
  *   GET|POST /api/idp/interaction/:uid/callback       the upstream's answer, completed by the browser that started
  *   GET  /api/idp/interaction/:uid/finish            back on the provider, finish the login
- *   POST /api/idp/interaction/:uid/consent           the answer to the CLI client's question
+ *   POST /api/idp/interaction/:uid/consent           the answer to the loopback question (CLI, public apps)
  *   GET  /api/idp/saml/:id/metadata                   a SAML connector's SP metadata, for the IdP's admin
  *
  * A browser connector's round trip is bound to the browser that started it (issue 21): starting
@@ -23,7 +23,8 @@
  * the CLI's code flow: any page can start it for a loopback port of its choosing, so the person
  * is asked, on a page naming the port, with a CSRF-protected form (the device flow has its own
  * confirmation of the code).
- * Registered applications (staticClients) get implied consent too; the pages name the
+ * Registered applications (staticClients) get implied consent too, except a public one with a
+ * loopback redirect, asked as the CLI is (./loopback-consent.ts); the pages name the
  * application the login is for (./application.ts).
  */
 import Router from '@koa/router';
@@ -36,7 +37,8 @@ import type { ConnectorSource } from './connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { applicationOf, logoOrigin } from './application.js';
-import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage, type Application } from './pages.js';
+import { autoPostPage, chooserPage, cliConsentPage, errorPage, loopbackConsentPage, passwordPage, type Application } from './pages.js';
+import { interactionConsentPort } from './loopback-consent.js';
 import { CLI_CLIENT_ID } from './clients.js';
 import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
 import { MOUNT_PATH } from './issuer.js';
@@ -111,10 +113,13 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     if (interaction.prompt.name === 'consent') {
-      const port = cliLoopbackPort(interaction);
+      const port = await interactionConsentPort(deps.provider(), interaction);
       if (port !== undefined) {
         const offline = String(interaction.params['scope'] ?? '').split(' ').includes('offline_access');
-        return page(ctx, 200, cliConsentPage({ port, action: `${interactionPath(interaction.uid)}/consent`, csrf: deps.flow.csrfToken(interaction.uid), offline }));
+        const form = { port, action: `${interactionPath(interaction.uid)}/consent`, csrf: deps.flow.csrfToken(interaction.uid), offline };
+        if (interaction.params['client_id'] === CLI_CLIENT_ID) return page(ctx, 200, cliConsentPage(form));
+        const application = await applicationOf(deps.provider(), interaction) ?? { name: String(interaction.params['client_id']) };
+        return page(ctx, 200, loopbackConsentPage({ ...form, application }), application);
       }
       return finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
     }
@@ -192,7 +197,9 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const form = await readForm(ctx.req);
     if (interaction.prompt.name !== 'consent' || !deps.flow.csrfValid(interaction.uid, form.get('csrf') ?? '')) return page(ctx, 400, errorPage('Login expired', EXPIRED));
     if (form.get('decision') !== 'allow') {
-      return finish(ctx, { error: 'access_denied', error_description: 'the user did not allow the svc command line' }, false);
+      const application = await applicationOf(deps.provider(), interaction);
+      const name = interaction.params['client_id'] === CLI_CLIENT_ID ? 'the svc command line' : application?.name ?? String(interaction.params['client_id']);
+      return finish(ctx, { error: 'access_denied', error_description: `the user did not allow ${name}` }, false);
     }
     await finish(ctx, { consent: { grantId: await impliedConsent(deps.provider(), interaction) } }, true);
   });
@@ -264,13 +271,6 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   }
 
   return router;
-}
-
-/** The loopback port of a CLI code flow's redirect, or undefined for any other request (the device flow has none). */
-function cliLoopbackPort(interaction: Interaction): string | undefined {
-  const { client_id: clientId, redirect_uri: redirectUri } = interaction.params;
-  if (clientId !== CLI_CLIENT_ID || typeof redirectUri !== 'string' || !URL.canParse(redirectUri)) return undefined;
-  return new URL(redirectUri).port || '80';
 }
 
 /** The status and sentence of a password post that did not log in. */

@@ -100,6 +100,22 @@ export function cliConsentPage(form: CliConsentForm): string {
 </form>`);
 }
 
+/**
+ * The same question for a registered public application with a loopback redirect
+ * (./loopback-consent.ts): a program on this computer on the port would get its tokens.
+ */
+export function loopbackConsentPage(form: CliConsentForm & { readonly application: Application }): string {
+  const name = escapeHtml(form.application.name);
+  const keep = form.offline ? ', and to stay logged in (a refresh token)' : '';
+  return layout(`Allow ${form.application.name}?`, `<p>A program on this computer, listening on port <strong>${escapeHtml(form.port)}</strong>, asks to act as you as <strong>${name}</strong>${keep}.</p>
+<p>Allow it only if you just started ${name} on this computer and it chose that port. If you did not, choose Cancel.</p>
+<form method="post" action="${escapeHtml(form.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(form.csrf)}">
+<button type="submit" name="decision" value="allow" class="block">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary block">Cancel</button>
+</form>`, form.application);
+}
+
 export function errorPage(title: string, message: string): string {
   return layout(title, `<p class="error" role="alert">${escapeHtml(message)}</p>
 <p><a href="/login">Go to svc's login page</a></p>`);

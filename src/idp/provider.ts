@@ -27,6 +27,7 @@ import {
 import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { createPendingBound } from './pending-bound.js';
+import { consentPortOf } from './loopback-consent.js';
 import { limitRequestSize, PENDING_DEVICE_CODES, PENDING_INTERACTIONS, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
 
 
@@ -188,7 +189,8 @@ async function canRefresh(deps: ProviderDeps, sub: string): Promise<boolean> {
 }
 
 /**
- * Every client is first-party (svc's own, and the applications its administrator registered): consent is implied (Dex's skipApprovalScreen, as under Argo CD).
+ * Every client is first-party (svc's own, and the applications its administrator registered): consent is implied (Dex's skipApprovalScreen, as under Argo CD),
+ * except for a public client's loopback redirect, asked on the login page (./loopback-consent.ts).
  * The grant holds whatever the request asks of the scopes the provider knows.
  */
 async function impliedGrant(ctx: KoaContextWithOIDC) {
@@ -196,7 +198,10 @@ async function impliedGrant(ctx: KoaContextWithOIDC) {
   const client = oidc.client;
   const accountId = oidc.session?.accountId;
   if (client === undefined || accountId === undefined) return undefined;
-  const grantId = oidc.result?.['consent']?.grantId ?? oidc.session?.grantIdFor(client.clientId);
+  // A public client's loopback redirect is asked every time (./loopback-consent.ts): only this authorization's answer counts.
+  const asked = consentPortOf(client, oidc.params?.['redirect_uri']) !== undefined;
+  const grantId = oidc.result?.['consent']?.grantId ?? (asked ? undefined : oidc.session?.grantIdFor(client.clientId));
+  if (asked && grantId === undefined) return undefined;
   const existing = grantId === undefined ? undefined : await oidc.provider.Grant.find(grantId);
   const grant = existing ?? new oidc.provider.Grant({ clientId: client.clientId, accountId });
   const scope = String(oidc.params?.['scope'] ?? 'openid');

@@ -19,6 +19,8 @@ import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKe
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
 import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
 import { createPasswordGuard } from '../idp/password-guard.js';
+import { createClientSecretGuard } from '../idp/client-secret-guard.js';
+import { WEB_CLIENT_ID } from '../idp/clients.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readLoginLimits } from '../session/limits.js';
 import { randomFailureDelay } from '../session/login.js';
@@ -66,7 +68,10 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const passwordGuard = createPasswordGuard({
     state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
   });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog,
+  // So are the clients' secrets, each client with a count of its own (idp/client-secret-guard.ts).
+  const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
+  const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -132,6 +137,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       clearTimeout(signerTimer);
       await configured?.close();
       await throttle.close();
+      await clientThrottle.close();
     },
   };
 }

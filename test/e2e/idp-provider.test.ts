@@ -223,6 +223,9 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     const form = cliConsent(await browser.go(again.href, redirect), '41999');
     const forged = await browser.submit(form, { csrf: 'forged', decision: 'allow' }, redirect);
     expect(isPage(forged) && forged.status).to.equal(400);
+    // Nor does leaving out offline_access skip the question (the consent is not implied for a loopback port).
+    const plain = await authorizationRequest(cli, redirect, 'openid');
+    expect(cliConsent(await browser.go(plain.href, redirect), '41999').html).not.to.include('a refresh token');
     // The svc web client is not asked: its redirect is svc's own.
     const web = await authorizationRequest(rp, `${url}/auth/callback`, SCOPE);
     expect(await browser.go(web.href, `${url}/auth/callback`)).to.be.instanceOf(URL);

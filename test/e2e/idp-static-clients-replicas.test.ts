@@ -6,12 +6,14 @@
  * Each replica is asked directly: the authorization endpoint (a known client with a registered
  * redirect URI goes on to the login, 303; anything else is a 400 page) and the token endpoint
  * (the client's secret: a right one reaches the code check, invalid_grant; a wrong one or an
- * unknown client is invalid_client). The connector is never reached.
+ * unknown client is invalid_client). The connector is never reached. Wrong secrets at one replica
+ * lock the client at the other too: the throttle's count is in Redis.
  */
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import YAML from 'yaml';
+import { DEFAULT_MAX_FAIL_COUNT } from '../../src/session/limits.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
@@ -122,5 +124,20 @@ describe('e2e: static clients added, changed and removed while two replicas run 
       expect(await tokenError(replica, 'wiki', SECRETS['wiki.secret2'])).to.equal('invalid_client');
       expect(await authorize(replica, 'marker', 'http://127.0.0.1/cb')).to.equal('login');
     }
+  });
+
+  it('locks a client on both replicas after too many wrong secrets at one (the count is in Redis)', async function () {
+    await setClients([{ id: 'locked', name: 'Locked', secret: '$wiki.secret', redirectURIs: ['https://wiki.example.org/cb'] }]);
+    await onEveryReplica('the new client', async (r) => (await authorize(r, 'locked', 'https://wiki.example.org/cb')) === 'login');
+    const [first, second] = replicas as [Replica, Replica];
+    for (let i = 0; i < DEFAULT_MAX_FAIL_COUNT; i += 1) expect(await tokenError(first, 'locked', `guess-${i}`)).to.equal('invalid_client');
+    const res = await fetch(`${second.url}/api/idp/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`locked:${SECRETS['wiki.secret']}`).toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'not-a-code', redirect_uri: 'https://wiki.example.org/cb' }),
+    });
+    expect(res.status).to.equal(429);
+    expect(Number(res.headers.get('retry-after'))).to.be.greaterThan(0);
+    expect(((await res.json()) as { error: string }).error).to.equal('invalid_client');
   });
 });

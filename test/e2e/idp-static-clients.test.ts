@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import YAML from 'yaml';
+import { webClientSecret } from '../../src/idp/clients.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
@@ -29,6 +30,8 @@ const NOWHERE = 'http://stop.invalid/';
 /** The public client's registered loopback redirect; any port is accepted (RFC 8252 §7.3). */
 const DASH_REDIRECT = 'http://127.0.0.1/callback';
 const DASH_LOGOUT = 'http://127.0.0.1/logged-out';
+const SPA_LOOPBACK = 'http://127.0.0.1:53118/callback';
+const SPA_REDIRECT = 'http://spa.internal/callback';
 
 /**
  * A top-level navigation as a browser sends it. mod_auth_openidc answers 401, not a redirect to
@@ -64,9 +67,11 @@ describe('e2e: other applications as static clients of the bundled identity prov
   let url: string;
   let issuer: string;
   let app: string;
+  let ldapPort: number;
 
   before(async function () {
-    const [ldapPort, port, apachePort] = await Promise.all([freePort(), freePort(), freePort()]);
+    let port: number, apachePort: number;
+    [ldapPort, port, apachePort] = await Promise.all([freePort(), freePort(), freePort()]);
     slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
     url = `http://127.0.0.1:${port}`;
     issuer = `${url}/api/idp`;
@@ -79,6 +84,8 @@ describe('e2e: other applications as static clients of the bundled identity prov
           redirectURIs: [`${app}/app/redirect_uri`], postLogoutRedirectURIs: [`${app}/loggedout.html`],
         },
         { id: 'dash', name: 'Dashboard', public: true, redirectURIs: [DASH_REDIRECT], postLogoutRedirectURIs: [DASH_LOGOUT] },
+        // Public, but a web application (an http redirect off loopback): oidc-provider does not prompt it as native.
+        { id: 'spa', name: 'Single page app', public: true, redirectURIs: [SPA_LOOPBACK, SPA_REDIRECT] },
       ],
     };
     dir = tempConfigDir({
@@ -182,6 +189,94 @@ describe('e2e: other applications as static clients of the bundled identity prov
     });
   });
 
+  describe('the client secret check, throttled as the login is', function () {
+    const WINDOW_S = 3;
+    const MAX_FAILS = 3;
+    let throttled: TestServer;
+    let throttledDir: string;
+    let tokenUrl: string;
+    const callback = 'http://127.0.0.1:1/cb';
+
+    before(async function () {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      tokenUrl = `${base}/api/idp/token`;
+      const idpConfig = {
+        connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }],
+        staticClients: [
+          { id: 'wiki', name: 'Wiki', secret: '$wiki.secret', redirectURIs: [callback] },
+          { id: 'grafana', name: 'Grafana', secret: '$grafana.secret', redirectURIs: [callback] },
+          { id: 'cms', name: 'CMS', secret: '$grafana.secret', redirectURIs: [callback] },
+        ],
+      };
+      throttledDir = tempConfigDir({
+        'svc-cm.yaml': configMap('svc-cm', { url: base, 'idp.config': YAML.stringify(idpConfig) }),
+        'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+        'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw', 'wiki.secret': 'wiki-secret-0123456789', 'grafana.secret': 'grafana-secret-0123456789' }),
+      });
+      throttled = await startTestServer(throttledDir, {
+        port,
+        env: { SVC_SESSION_FAILURE_WINDOW_SECONDS: String(WINDOW_S), SVC_SESSION_FAILURE_MAX_FAIL_COUNT: String(MAX_FAILS) },
+        idp: { failureDelay: () => Promise.resolve() },
+      });
+    });
+
+    after(async function () {
+      await throttled?.close(1000);
+      if (throttledDir !== undefined) await rm(throttledDir, { recursive: true, force: true });
+    });
+
+    /** A code exchange with a code that never was: `invalid_grant` once the client authenticated. */
+    async function exchange(clientId: string, secretValue: string, carrier: 'basic' | 'body' = 'basic', path = '') {
+      const form = new URLSearchParams({ grant_type: 'authorization_code', code: 'no-such-code', redirect_uri: callback, token: 'no-such-token' });
+      const headers: Record<string, string> = {};
+      if (carrier === 'basic') headers['authorization'] = `Basic ${Buffer.from(`${clientId}:${secretValue}`).toString('base64')}`;
+      else {
+        form.set('client_id', clientId);
+        form.set('client_secret', secretValue);
+      }
+      const res = await fetch(`${tokenUrl}${path}`, { method: 'POST', headers, body: form });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error: string; error_description?: string } };
+    }
+
+    it('locks a client after too many wrong secrets, refuses even the right one while locked, leaves others alone, and lifts after the window', async function () {
+      expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
+      for (let i = 0; i < MAX_FAILS; i += 1) {
+        const wrong = await exchange('wiki', `guess-${i}`, i % 2 === 0 ? 'basic' : 'body');
+        expect([wrong.status, wrong.body.error], `guess ${i}`).to.deep.equal([401, 'invalid_client']);
+      }
+      const lockedAt = Date.now();
+      for (const carrier of ['basic', 'body'] as const) {
+        const refused = await exchange('wiki', 'wiki-secret-0123456789', carrier);
+        expect([refused.status, refused.body.error], carrier).to.deep.equal([429, 'invalid_client']);
+        expect(refused.body.error_description).to.match(/too many failed client authentications; try again in \d+ seconds/);
+        expect(Number(refused.retryAfter)).to.be.within(1, WINDOW_S);
+      }
+      // Every endpoint where the client authenticates is refused alike.
+      expect((await exchange('wiki', 'wiki-secret-0123456789', 'basic', '/revocation')).status).to.equal(429);
+      // Another client is not affected.
+      expect((await exchange('grafana', 'grafana-secret-0123456789')).body.error).to.equal('invalid_grant');
+      const failures = throttled.logs().split('\n').filter((line) => line.includes('client authentication failed') && line.includes('"client":"wiki"'));
+      expect(failures).to.have.length(MAX_FAILS + 3);
+      expect(failures[0]).to.include('"reason":"invalid secret provided"').and.match(/"requestId":"[^"]+"/).and.include('"level":30');
+      expect(failures.at(-1)).to.include('too many failed client authentications');
+      // The lock lifts after the window.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + WINDOW_S * 1000 + 200 - Date.now())));
+      expect((await exchange('wiki', 'wiki-secret-0123456789')).body.error).to.equal('invalid_grant');
+    });
+    it('does not lock svc\'s own web client, whose secret is derived (a lockout would stop every SSO login to svc)', async function () {
+      for (let i = 0; i <= MAX_FAILS; i += 1) expect((await exchange('svc', `guess-${i}`)).status).to.equal(401);
+      expect((await exchange('svc', webClientSecret(SECRET_KEY))).body.error).to.equal('invalid_grant');
+    });
+
+    it('checks at most the allowance of secrets when guesses come in parallel: each is counted before its check', async function () {
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange('cms', `parallel-guess-${i}`)));
+      const checked = answers.filter((a) => a.status === 401);
+      expect(checked).to.have.length(MAX_FAILS);
+      expect(answers.filter((a) => a.status === 429 && a.body.error === 'invalid_client')).to.have.length(12 - MAX_FAILS);
+    });
+  });
+
   describe('openid-client, a public client', function () {
     let rp: client.Configuration;
     const redirectUri = 'http://127.0.0.1:53117/callback';
@@ -194,10 +289,44 @@ describe('e2e: other applications as static clients of the bundled identity prov
       const { href, verifier, state } = await authorizationRequest(rp, redirectUri, scope);
       const form = await page(await browser.go(href, redirectUri));
       expect(form.html).to.include('Log in to continue to <strong>Dashboard</strong>');
-      const back = await browser.submit(form, { username: 'alice', password: 'alice123' }, redirectUri);
+      const asked = consent(await browser.submit(form, { username: 'alice', password: 'alice123' }, redirectUri), scope);
+      const back = await browser.submit(asked, { decision: 'allow' }, redirectUri);
       if (isPage(back)) throw new Error(`expected the redirect back, got ${back.status}: ${back.html.slice(0, 300)}`);
       return client.authorizationCodeGrant(rp, back, { pkceCodeVerifier: verifier, expectedState: state });
     }
+
+    /** The question before a code goes to a loopback port: it names the application and the port. */
+    function consent(value: URL | Page, scope: string): Page {
+      if (!isPage(value)) throw new Error(`expected the consent page, got a redirect to ${value.href}`);
+      expect(value.status).to.equal(200);
+      expect(value.html).to.include('Allow Dashboard?').and.include('listening on port <strong>53117</strong>').and.include('as <strong>Dashboard</strong>');
+      expect(value.html.includes('a refresh token')).to.equal(scope.split(' ').includes('offline_access'));
+      return value;
+    }
+
+    it('asks before every code to its loopback port, even in a browser already logged in, and Cancel sends none', async function () {
+      const browser = browserOf();
+      await logIn('openid', browser);
+      // Logged in at svc: a page elsewhere starts the flow again, for the port of its choosing.
+      const again = await authorizationRequest(rp, redirectUri, 'openid');
+      const asked = consent(await browser.go(again.href, redirectUri), 'openid');
+      const cancelled = await browser.submit(asked, { decision: 'deny' }, redirectUri);
+      if (isPage(cancelled)) throw new Error(`expected the redirect back, got ${cancelled.status}`);
+      expect(cancelled.searchParams.get('error')).to.equal('access_denied');
+      expect(cancelled.searchParams.get('error_description')).to.equal('the user did not allow Dashboard');
+      expect(cancelled.searchParams.get('code')).to.equal(null);
+      // Without its CSRF token the answer is refused (a form posted from elsewhere), and no code leaves.
+      const third = await authorizationRequest(rp, redirectUri, 'openid');
+      const forged = await browser.submit(consent(await browser.go(third.href, redirectUri), 'openid'), { csrf: 'forged', decision: 'allow' }, redirectUri);
+      expect(isPage(forged) && forged.status).to.equal(400);
+      // A prompt=none request gets no code either: the person must be asked.
+      const silent = new URL((await authorizationRequest(rp, redirectUri, 'openid')).href);
+      silent.searchParams.set('prompt', 'none');
+      const none = await browser.go(silent.href, redirectUri);
+      if (isPage(none)) throw new Error(`expected the redirect back, got ${none.status}`);
+      expect(none.searchParams.get('error')).to.be.oneOf(['consent_required', 'interaction_required']);
+      expect(none.searchParams.get('code')).to.equal(null);
+    });
 
     it('logs in with PKCE (any loopback port), gets tokens for itself, and refreshes with offline_access', async function () {
       const tokens = await logIn('openid profile groups offline_access');
@@ -217,6 +346,22 @@ describe('e2e: other applications as static clients of the bundled identity prov
     it('gets a token for itself only when it asks for another client as audience (trustedPeers is not supported)', async function () {
       const tokens = await logIn('openid audience:server:client_id:apache');
       expect(tokens.claims()?.aud).to.equal('dash');
+    });
+
+    it('asks for a public web application\'s loopback redirect too, and not for its other redirect', async function () {
+      const browser = browserOf();
+      await logIn('openid', browser);
+      const spa = await client.discovery(new URL(issuer), 'spa', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+      const loopback = await authorizationRequest(spa, SPA_LOOPBACK, 'openid');
+      const asked = await page(await browser.go(loopback.href, SPA_LOOPBACK));
+      expect(asked.html).to.include('Allow Single page app?').and.include('listening on port <strong>53118</strong>');
+      const allowed = await browser.submit(asked, { decision: 'allow' }, SPA_LOOPBACK);
+      if (isPage(allowed)) throw new Error(`expected the redirect back, got ${allowed.status}`);
+      expect(allowed.searchParams.get('code')).to.be.a('string');
+      const elsewhere = await authorizationRequest(spa, SPA_REDIRECT, 'openid');
+      const back = await browser.go(elsewhere.href, SPA_REDIRECT);
+      if (isPage(back)) throw new Error(`expected the redirect back without a question, got ${back.status}: ${back.html.slice(0, 200)}`);
+      expect(back.searchParams.get('code')).to.be.a('string');
     });
 
     it('is refused without PKCE', async function () {

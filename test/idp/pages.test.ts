@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { pageHeaders } from '../../src/http/security-headers.js';
-import { autoPostPage, chooserPage, deviceInputPage, errorPage, passwordPage } from '../../src/idp/pages.js';
+import { autoPostPage, chooserPage, deviceInputPage, errorPage, loopbackConsentPage, passwordPage } from '../../src/idp/pages.js';
 
 /** oidc-provider 9's device input form (lib/helpers/user_code_form.js), as it hands it over. */
 const PROVIDER_FORM = `<form id="op.deviceInputForm" novalidate method="post" action="/api/idp/device">
@@ -49,5 +49,12 @@ describe('idp pages', function () {
   it('allow images from the logo\'s origin only on the page that shows it', function () {
     expect(pageHeaders('idp')['Content-Security-Policy']).to.contain("img-src 'self';");
     expect(pageHeaders('idp', 'https://logos.example.org')['Content-Security-Policy']).to.contain("img-src 'self' https://logos.example.org;");
+  });
+
+  it('ask about a loopback port naming the application, escaped, and the port', function () {
+    const html = loopbackConsentPage({ port: '53117', action: '/api/idp/interaction/u/consent', csrf: 'c', offline: false, application: { name: '<b>Dash</b>' } });
+    expect(html).to.include('<title>Allow &lt;b&gt;Dash&lt;/b&gt;? · svc</title>').and.include('port <strong>53117</strong>').and.include('as <strong>&lt;b&gt;Dash&lt;/b&gt;</strong>');
+    expect(html).not.to.include('<b>Dash</b>').and.not.include('a refresh token');
+    expect(html).to.include('name="decision" value="allow"').and.include('name="decision" value="deny"').and.include('name="csrf" value="c"');
   });
 });
