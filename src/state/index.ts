@@ -9,7 +9,7 @@ import { createRedisState, redactUrl } from './redis.js';
 import type { StateBackend, StateLog } from './state.js';
 
 export { StateUnavailable, KEY_PREFIX } from './state.js';
-export type { HashSetOptions, StateBackend, StateKind, StateLog, TtlOptions } from './state.js';
+export type { HashSetOptions, StateBackend, StateKind, StateLog, TtlOptions, WriteOptions } from './state.js';
 export { createMemoryState } from './memory.js';
 export { createRedisState } from './redis.js';
 
