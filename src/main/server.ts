@@ -26,7 +26,7 @@ import { settingsRoutes } from '../http/routes/settings.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
-import { openState } from '../state/index.js';
+import { openState, type RedisTopology } from '../state/index.js';
 import { buildAccounts } from './accounts.js';
 import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
@@ -44,6 +44,8 @@ export interface ServerOptions {
   /** 0 picks a free port (tests). */
   readonly port: number;
   readonly redisUrl?: string;
+  /** Sentinel, Cluster or one Redis (wins over redisUrl). */
+  readonly redis?: RedisTopology;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly log?: Logger;
   /** Extra environment read by features (throttle limits); defaults to process.env. */
@@ -70,7 +72,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   await ensureInitialConfig({ dir: options.configDir, log });
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
-  const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
+  const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.redis !== undefined ? { redis: options.redis } : {}), log });
   const rights = await createRights(settings.current().policy);
   settings.onChange((next, previous) => {
     if (next.policy === previous.policy) return;
