@@ -143,7 +143,8 @@ async function findRecord(state: StateBackend, model: string, id: string): Promi
 async function removeRecord(
   state: StateBackend, grants: GrantIndex, model: string, id: string, { unlist }: { unlist: boolean },
 ): Promise<void> {
-  const text = await state.take(recordKey(model, id));
+  // Replicated: a session ended or a token revoked must not come back with a failover.
+  const text = await state.take(recordKey(model, id), { replicated: true });
   if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, id));
   if (text === null) return;
   const payload = decodePayload(text);

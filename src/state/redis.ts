@@ -203,7 +203,7 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     },
 
     // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.
-    take: (key) => run('take', (c) => c.getdel(key)),
+    take: async (key, opts) => (await write('take', opts, (c) => c.getdel(key), (p) => p.getdel(key))) ?? null,
 
     async expire(key, ttlMs) {
       const ttl = checkTtlMs(ttlMs, 'ttlMs');

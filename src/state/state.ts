@@ -68,7 +68,7 @@ export interface StateBackend {
    * calls, from any replica, exactly one gets the value and the others null. For single-use
    * values (authorization transactions, one-time codes). Null when absent or expired.
    */
-  take(key: string): Promise<string | null>;
+  take(key: string, opts?: WriteOptions): Promise<string | null>;
 
   /**
    * Sets the TTL of an existing key of either kind, replacing any earlier TTL (PEXPIRE).

@@ -9,6 +9,8 @@ import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { createRedisState, type RedisState } from '../../src/state/redis.js';
+import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { freePort, startPeer, type Peer } from './peers.js';
 
 const NODE_SCRIPT = fileURLToPath(new URL('../../scripts/peers/redis-node.sh', import.meta.url));
@@ -179,4 +181,35 @@ export async function startRedisCluster(options: Pick<TopologyOptions, 'password
       throw new Error(`the cluster was not healthy within ${timeoutMs} ms`);
     },
   };
+}
+
+/** The state backend's view of a started topology (the svc-server options would give the same). */
+export function sentinelTopology(peer: RedisSentinelPeer, options: TopologyOptions = {}): Extract<RedisTopology, { kind: 'sentinel' }> {
+  return {
+    kind: 'sentinel',
+    sentinels: peer.sentinels,
+    masterName: peer.masterName,
+    auth: { ...(options.password !== undefined ? { password: options.password } : {}), tls: false },
+    db: 0,
+    ...(options.sentinelPassword !== undefined ? { sentinelPassword: options.sentinelPassword } : {}),
+  };
+}
+
+export function clusterTopology(peer: RedisClusterPeer, options: Pick<TopologyOptions, 'password'> = {}): Extract<RedisTopology, { kind: 'cluster' }> {
+  return { kind: 'cluster', nodes: peer.nodes.slice(0, 2), auth: { ...(options.password !== undefined ? { password: options.password } : {}), tls: false } };
+}
+
+/** A backend that has answered once (Sentinel and Cluster first find their primary and slots). */
+export async function openReadyState(topology: RedisTopology): Promise<RedisState> {
+  const state = createRedisState({ topology, log: { info: () => undefined, warn: () => undefined } });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await state.ping();
+      return state;
+    } catch (err: unknown) {
+      if (Date.now() > deadline) throw err;
+      await sleep(50);
+    }
+  }
 }
