@@ -101,6 +101,9 @@ if tonumber(value) == nil then return redis.error_reply('ERR value is not an int
 if tonumber(value) <= 0 then return tonumber(value) end
 return redis.call('DECR', KEYS[1])`;
 
+/** A Cluster's redirection, seen only in a pipeline (ioredis follows them for single commands). */
+const REDIRECTED = /^(MOVED|ASK) /;
+
 // Server replies that mean "not available right now", not "you made a mistake".
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
 
@@ -135,25 +138,34 @@ export function createRedisState(options: RedisStateOptions): RedisState {
    * the replicated-writes connection (on a Cluster the pipeline goes to the key's primary, and
    * WAIT with it). Without `replicated`, or on one Redis (no failover to lose it in), a plain write.
    */
-  async function write<T>(op: string, opts: WriteOptions | undefined, command: (c: RedisClient) => Promise<T>, queue: (p: ReturnType<RedisClient['pipeline']>) => void): Promise<T | undefined> {
+  async function write<T>(op: string, key: string, opts: WriteOptions | undefined, command: (c: RedisClient) => Promise<T>, queue: (p: ReturnType<RedisClient['pipeline']>) => void): Promise<T | undefined> {
     if (opts?.replicated !== true || replicas === undefined) return run(op, command);
     if (closed) throw new StateUnavailable('state backend is closed');
     const c = replicas.get();
     await whenReady(c, where);
-    let replies: [Error | null, unknown][] | null;
-    try {
-      const pipeline = c.pipeline();
-      queue(pipeline);
-      pipeline.wait(1, REPLICA_WAIT_MS);
-      replies = await pipeline.exec();
-    } catch (err: unknown) {
-      throw translate(err, op, where);
+    for (let attempt = 0; ; attempt++) {
+      let replies: [Error | null, unknown][] | null;
+      try {
+        const pipeline = c.pipeline();
+        queue(pipeline);
+        pipeline.wait(1, REPLICA_WAIT_MS);
+        replies = await pipeline.exec();
+      } catch (err: unknown) {
+        throw translate(err, op, where);
+      }
+      const [first, acked] = replies ?? [];
+      // A pipeline is not redirected by ioredis when only some of its replies are MOVED (WAIT
+      // answered): the write did not run; a plain read of the key follows the redirection and
+      // updates the slot map, then the pipeline is sent once more.
+      if (first?.[0] != null && REDIRECTED.test(first[0].message) && attempt === 0) {
+        await c.exists(key).catch(() => undefined);
+        continue;
+      }
+      if (first?.[0] != null) throw translate(REDIRECTED.test(first[0].message) ? new StateUnavailable(first[0].message) : first[0], op, where);
+      if (acked?.[0] != null) throw translate(acked[0], op, where);
+      if (Number(acked?.[1]) < 1) throw new StateUnavailable(`redis ${op} at ${where}: no replica acknowledged the write within ${REPLICA_WAIT_MS} ms`);
+      return first?.[1] as T;
     }
-    const [first, acked] = replies ?? [];
-    if (first?.[0] != null) throw translate(first[0], op, where);
-    if (acked?.[0] != null) throw translate(acked[0], op, where);
-    if (Number(acked?.[1]) < 1) throw new StateUnavailable(`redis ${op} at ${where}: no replica acknowledged the write within ${REPLICA_WAIT_MS} ms`);
-    return first?.[1] as T;
   }
 
   const subscriber = createSubscriber({
@@ -181,7 +193,7 @@ export function createRedisState(options: RedisStateOptions): RedisState {
 
     async set(key, value, opts) {
       const ttl = checkTtl(opts);
-      await write('set', opts, (c) => (ttl === undefined ? c.set(key, value) : c.set(key, value, 'PX', ttl)), (p) => {
+      await write('set', key, opts, (c) => (ttl === undefined ? c.set(key, value) : c.set(key, value, 'PX', ttl)), (p) => {
         if (ttl === undefined) p.set(key, value);
         else p.set(key, value, 'PX', ttl);
       });
@@ -203,7 +215,7 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     },
 
     // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.
-    take: async (key, opts) => (await write('take', opts, (c) => c.getdel(key), (p) => p.getdel(key))) ?? null,
+    take: async (key, opts) => (await write('take', key, opts, (c) => c.getdel(key), (p) => p.getdel(key))) ?? null,
 
     async expire(key, ttlMs) {
       const ttl = checkTtlMs(ttlMs, 'ttlMs');
@@ -211,7 +223,7 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     },
 
     async delete(key, opts) {
-      await write('delete', opts, (c) => c.del(key), (p) => p.del(key));
+      await write('delete', key, opts, (c) => c.del(key), (p) => p.del(key));
     },
 
     async incr(key, opts) {
@@ -237,13 +249,13 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       const extend = opts?.extendTtlMs;
       const max = opts?.maxFields;
       if (extend === undefined && max === undefined) {
-        await write('hashSet', opts, (c) => c.hset(key, field, value), (p) => p.hset(key, field, value));
+        await write('hashSet', key, opts, (c) => c.hset(key, field, value), (p) => p.hset(key, field, value));
         return true;
       }
       // 0: no TTL to extend, no bound (both are positive when given).
       const ttl = extend === undefined ? 0 : checkTtlMs(extend, 'extendTtlMs');
       const bound = max === undefined ? 0 : checkPositiveInteger(max, 'maxFields');
-      const reply = await write('hashSet', opts, (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound), (p) => p.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound));
+      const reply = await write('hashSet', key, opts, (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound), (p) => p.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound));
       return reply === 1;
     },
 
@@ -303,9 +315,10 @@ function lazyClient(open: () => RedisClient): { get(): RedisClient; opened(): Re
 /** What the client found: the primary it writes to (Sentinel), the nodes it knows (Cluster). */
 async function found(client: RedisClient): Promise<string> {
   if (client instanceof Cluster) {
-    const primaries = client.nodes('master').length;
-    const all = client.nodes('all').length;
-    return `${all} nodes, ${primaries} primaries`;
+    // The cluster's own count: the client's node list fills in as it connects.
+    const info = String(await client.call('CLUSTER', 'INFO'));
+    const field = (name: string) => new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? '?';
+    return `${field('cluster_known_nodes')} nodes, ${field('cluster_size')} primaries`;
   }
   const stream = (client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
   const role = (await client.call('ROLE')) as unknown[];

@@ -138,7 +138,14 @@ export async function startRedisSentinel(options: TopologyOptions = {}): Promise
     },
     async failover() {
       const old = await self.primaryPort();
-      await ask(sentinelPorts[0] as number, options.sentinelPassword, (r) => r.call('SENTINEL', 'FAILOVER', masterName));
+      // A replica that just came back is not a candidate until the sentinels saw it up (NOGOODSLAVE).
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const err = await ask(sentinelPorts[0] as number, options.sentinelPassword, (r) => r.call('SENTINEL', 'FAILOVER', masterName)).then(() => undefined, (e: unknown) => e as Error);
+        if (err === undefined) break;
+        if (!/NOGOODSLAVE|INPROG/.test(err.message) || Date.now() > deadline) throw err;
+        await sleep(200);
+      }
       return self.awaitPrimaryOtherThan(old);
     },
   };

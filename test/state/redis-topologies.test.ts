@@ -113,6 +113,22 @@ describe('state: redis sentinel', function () {
       expect(values).to.deep.equal(['kept', 'kept']);
     });
 
+    it('fails a replicated write that no replica acknowledged, and not a plain one', async function () {
+      const primary = await peer.primaryPort();
+      const replica = peer.nodePorts.find((p) => p !== primary) as number;
+      await peer.kill(replica);
+      try {
+        const key = `test:${randomUUID()}`;
+        const err = await state.set(key, 'v', { replicated: true }).catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(StateUnavailable);
+        expect((err as Error).message).to.include('no replica acknowledged the write within 500 ms');
+        await state.set(key, 'plain');
+      } finally {
+        await peer.start(replica);
+      }
+      await msUntilWrites(() => state.set(`test:${randomUUID()}`, 'v', { replicated: true }));
+    });
+
     it('refuses a wrong sentinel password, naming no secret', async function () {
       const wrong = createRedisState({ topology: { ...topology, sentinelPassword: 'wrong-secret' }, log });
       try {
