@@ -16,6 +16,7 @@ import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runValidate } from './validate.js';
+import { validateState } from './validate-state.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -77,10 +78,19 @@ program
 
 program
   .command('validate')
-  .description('check every store of a config dir; exit 0 when clean, 1 with one line per problem')
+  .description('check every store of a config dir, and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
   .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runValidate(opts.config, process.stdout, process.stderr);
+  .option('--redis <url>', 'Redis URL (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
+  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
+  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
+  .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
+  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
+  .action(async (opts: { config: string } & RedisFlags) => {
+    const topology = redisTopology(opts);
+    const stores = await runValidate(opts.config, process.stdout, process.stderr);
+    const state = await validateState(topology, process.stdout, process.stderr);
+    process.exitCode = Math.max(stores, state);
   });
 
 const rbac = program.command('rbac').description('questions about the rights policy');

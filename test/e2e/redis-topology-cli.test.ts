@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { ROOT, runTs } from '../helpers/run.js';
@@ -80,6 +81,19 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
       expect(served.stderr + served.stdout).not.to.match(/wrong-s?pw|s3cret/);
     });
   }
+
+  it('validate names the topology in force and what it found, or why it cannot be used', async function () {
+    const base = { SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD };
+    const cfg = accountsConfigDir();
+    const ok = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName }));
+    expect(ok.code, ok.stderr).to.equal(0);
+    expect(ok.stdout).to.include(`state: redis sentinel, master '${peer.masterName}' (sentinels ${sentinels.replaceAll(',', ', ')}): primary at 127.0.0.1:${await peer.primaryPort()} (role master)\n`);
+    const memory = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({}));
+    expect(memory.stdout).to.include('state: in memory (not shared between replicas)');
+    const wrong = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
+    expect(wrong.code).to.equal(1);
+    expect(wrong.stderr).to.match(/^state: redis sentinel, master 'nosuch' .* cannot be used: no sentinel knows a master named 'nosuch' \(--redis-sentinel-master\)\n$/);
+  });
 
   it('stops the start with one line when no cluster node answers', async function () {
     const nodes = `127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
