@@ -321,7 +321,8 @@ async function found(client: RedisClient): Promise<string> {
     return `${field('cluster_known_nodes')} nodes, ${field('cluster_size')} primaries`;
   }
   const stream = (client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
-  const role = (await client.call('ROLE')) as unknown[];
+  // ROLE may be denied by an ACL: what was found is still worth saying.
+  const role = ((await client.call('ROLE').catch(() => ['unknown'])) as unknown[]);
   const address = stream?.remoteAddress !== undefined ? `${stream.remoteAddress}:${String(stream.remotePort)}` : 'unknown address';
   return `primary at ${address} (role ${String(role[0])})`;
 }
