@@ -3,11 +3,15 @@
  * `svc-server`: starts the server (default), answers offline questions about a config dir
  * (`validate`, `rbac can`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
  * login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
- * SVC_REDIS_URL, SVC_WORKERS).
+ * SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_SENTINEL_MASTER, SVC_REDIS_CLUSTER, SVC_REDIS_TLS,
+ * SVC_REDIS_DB, SVC_WORKERS); Redis passwords come from the environment only (SVC_REDIS_USERNAME,
+ * SVC_REDIS_PASSWORD, SVC_REDIS_SENTINEL_USERNAME, SVC_REDIS_SENTINEL_PASSWORD), never a flag that
+ * `ps` would show.
  */
 // First: refuses an unsupported Node before any dependency loads (lib/supported-runtime.ts).
 import '../lib/supported-runtime.js';
 import { Command, InvalidArgumentError } from 'commander';
+import { parseRedisTopology, RedisConfigError, type RedisTopology } from '../state/redis-topology.js';
 import { availableParallelism } from 'node:os';
 import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
@@ -15,6 +19,7 @@ import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runValidate } from './validate.js';
 import { svcVersion } from '../lib/version.js';
+import { validateState } from './validate-state.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -42,15 +47,20 @@ program
   .option('--config <dir>', 'configuration directory (env SVC_CONFIG_DIR)', env('SVC_CONFIG_DIR') ?? DEFAULT_CONFIG_DIR)
   .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', env('SVC_LISTEN') ?? DEFAULT_LISTEN)
   .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses for shared state (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
+  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
+  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes for shared state (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
+  .option('--redis-tls', 'TLS to the Redis nodes and sentinels of --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
+  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
-  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers)
+  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
-  .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string }) => {
+  .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
-    const redis = opts.redis === '' || opts.redis === undefined ? undefined : checkedRedisUrl(opts.redis);
+    const redis = redisTopology(opts);
     const workers = opts.workers ?? envWorkers() ?? (redis !== undefined ? availableParallelism() : 1);
     const listen = (() => {
       try {
@@ -68,13 +78,13 @@ program
       }
     })();
     if (workers > 1 && redis === undefined) {
-      fail('--workers above 1 needs --redis: login throttling and token revocation must be shared by every worker');
+      fail('--workers above 1 needs --redis, --redis-sentinel or --redis-cluster: login throttling and token revocation must be shared by every worker');
     }
     const serve: ServeOptions = {
       configDir: opts.config,
       ...listen,
       workers,
-      ...(redis !== undefined ? { redisUrl: redis } : {}),
+      ...(redis !== undefined ? { redis } : {}),
       ...(metricsListen !== undefined ? { metricsListen } : {}),
       ...(opts.tlsCert !== undefined && opts.tlsKey !== undefined ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
     };
@@ -83,10 +93,19 @@ program
 
 program
   .command('validate')
-  .description('check every store of a config dir; exit 0 when clean, 1 with one line per problem')
+  .description('check every store of a config dir, and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
   .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runValidate(opts.config, process.stdout, process.stderr);
+  .option('--redis <url>', 'Redis URL (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
+  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
+  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
+  .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
+  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
+  .action(async (opts: { config: string } & RedisFlags) => {
+    const topology = redisTopology(opts);
+    const stores = await runValidate(opts.config, process.stdout, process.stderr);
+    const state = await validateState(topology, process.stdout, process.stderr);
+    process.exitCode = Math.max(stores, state);
   });
 
 const rbac = program.command('rbac').description('questions about the rights policy');
@@ -107,10 +126,14 @@ loginCommand
   .command('unlock')
   .description("forget a name's failed logins and lift its lockout in Redis (anyone can lock admin with a few wrong passwords)")
   .option('--redis <url>', 'Redis URL of the shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
+  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
+  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
+  .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
+  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
   .argument('<username>')
-  .action(async (username: string, opts: { redis?: string }) => {
-    const redis = opts.redis === '' || opts.redis === undefined ? undefined : checkedRedisUrl(opts.redis);
-    process.exitCode = await runLoginUnlock(redis, username, process.stdout, process.stderr);
+  .action(async (username: string, opts: RedisFlags) => {
+    process.exitCode = await runLoginUnlock(redisTopology(opts), username, process.stdout, process.stderr);
   });
 
 const idp = program.command('idp').description('the bundled identity provider');
@@ -142,23 +165,34 @@ function env(name: string): string | undefined {
   return value === '' ? undefined : value;
 }
 
-/**
- * `redis://[user:password@]host[:port][/db]` or `rediss://` (TLS). Anything else is refused here,
- * without echoing the value (it may hold the password): ioredis reads an unknown scheme as a
- * Unix socket path and logs it whole, and a non-numeric db crashes it on connect.
- */
-function checkedRedisUrl(value: string): string {
-  const problem = redisUrlProblem(value);
-  return problem === undefined ? value : fail(`--redis (or SVC_REDIS_URL): ${problem}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS`);
+interface RedisFlags {
+  redis?: string;
+  redisSentinel?: string;
+  redisSentinelMaster?: string;
+  redisCluster?: string;
+  redisTls?: boolean;
+  redisDb?: string;
 }
 
-function redisUrlProblem(value: string): string | undefined {
-  if (!URL.canParse(value)) return 'not a URL';
-  const url = new URL(value);
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return `the scheme is ${url.protocol.slice(0, 12)}, not redis: or rediss:`;
-  if (url.hostname === '') return 'no host';
-  if (!/^\/?(\d{1,2})?$/.test(url.pathname)) return 'the path must be a database number (/0 to /99) or nothing';
-  return undefined;
+/** The Redis topology from the flags and the environment; one line naming the flag when wrong. */
+function redisTopology(opts: RedisFlags): RedisTopology | undefined {
+  try {
+    return parseRedisTopology({
+      redis: opts.redis,
+      sentinels: opts.redisSentinel,
+      sentinelMaster: opts.redisSentinelMaster,
+      cluster: opts.redisCluster,
+      tls: opts.redisTls === true || /^(1|true|yes)$/i.test(env('SVC_REDIS_TLS') ?? ''),
+      db: opts.redisDb,
+      username: env('SVC_REDIS_USERNAME'),
+      password: env('SVC_REDIS_PASSWORD'),
+      sentinelUsername: env('SVC_REDIS_SENTINEL_USERNAME'),
+      sentinelPassword: env('SVC_REDIS_SENTINEL_PASSWORD'),
+    });
+  } catch (err: unknown) {
+    if (err instanceof RedisConfigError) return fail(err.message);
+    throw err;
+  }
 }
 
 function fail(message: string): never {

@@ -185,7 +185,8 @@ async function findRecord(state: StateBackend, model: string, at: string): Promi
 async function removeRecord(
   state: StateBackend, grants: GrantIndex, ref: IdRef, model: string, at: string, { unlist }: { unlist: boolean },
 ): Promise<void> {
-  const text = await state.take(recordKey(model, at));
+  // Replicated: a session ended or a token revoked must not come back with a failover.
+  const text = await state.take(recordKey(model, at), { replicated: true });
   if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, at));
   if (text === null) return;
   const payload = decodePayload(text);

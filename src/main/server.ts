@@ -33,7 +33,7 @@ import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
 import type { TokenVerifier } from '../session/verifier.js';
-import { openState } from '../state/index.js';
+import { openState, type RedisTopology } from '../state/index.js';
 import { buildAccounts, buildLoginThrottle } from './accounts.js';
 import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
@@ -53,6 +53,8 @@ export interface ServerOptions {
   /** 0 picks a free port (tests). */
   readonly port: number;
   readonly redisUrl?: string;
+  /** Sentinel, Cluster or one Redis (wins over redisUrl). */
+  readonly redis?: RedisTopology;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly log?: Logger;
   /** Extra environment read by features (throttle limits); defaults to process.env. */
@@ -83,7 +85,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl(listenAddress(options)) });
   const store = await openDirStore({ dir: options.configDir, log });
   const settings = createLiveSettings(store, parseSettings, log);
-  const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
+  const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.redis !== undefined ? { redis: options.redis } : {}), log });
   const rights = await createRights(settings.current().policy, {}, {
     localAccountNames: () => settings.current().accounts,
     onReserved: ({ issuer, name, as, reason }) => log.warn({ issuer, name: printable(name), as }, `single sign-on ${as} '${printable(name)}' from ${issuer} is not used for rights: ${reason}; rename it at the provider, or write rules for another of the user's names (docs/rbac.md)`),

@@ -220,9 +220,11 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
       remember(jti, untilMs);
       const opts = Number.isFinite(ttlMs) ? { ttlMs } : {};
       // Not caught: a logout that could not be shared must say so rather than pretend.
+      // Replicated: on Sentinel and Cluster a logout answered with success survives a failover
+      // (docs/state.md, "What a failover may lose").
       await Promise.all([
-        state.set(`${REVOKED_PREFIX}${jti}`, '1', opts),
-        state.hashSet(REVOKED_HASH, jti, String(untilMs)),
+        state.set(`${REVOKED_PREFIX}${jti}`, '1', { ...opts, replicated: true }),
+        state.hashSet(REVOKED_HASH, jti, String(untilMs), { replicated: true }),
       ]);
       await state.publish(REVOKED_CHANNEL, `${jti} ${untilMs}`).catch(() => undefined);
     },

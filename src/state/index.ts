@@ -1,25 +1,43 @@
 /**
- * Picks the state backend: Redis when a URL is given (replicas share it), memory otherwise.
- * An unreachable Redis at start is logged, not fatal: the client keeps reconnecting and
- * callers fall back as docs/state.md describes, so the server still starts.
+ * Picks the state backend: Redis when a topology is given (replicas share it), memory otherwise.
+ * One Redis unreachable at start is logged, not fatal: the client keeps reconnecting and
+ * callers fall back as docs/state.md describes, so the server still starts. A refused
+ * password, and a Sentinel or Cluster that does not answer as configured (no such master,
+ * cluster down), stop the start with StateStartError: that is a configuration to fix, and
+ * starting on it would only look like an outage.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createMemoryState } from './memory.js';
-import { createRedisState, redactUrl } from './redis.js';
+import { createRedisState } from './redis.js';
+import { redisStartProblem } from './redis-preflight.js';
+import { describeTopology, type RedisTopology } from './redis-topology.js';
 import type { StateBackend, StateLog } from './state.js';
 
 export { StateUnavailable, KEY_PREFIX } from './state.js';
-export type { HashSetOptions, StateBackend, StateKind, StateLog, TtlOptions } from './state.js';
+export type { HashSetOptions, StateBackend, StateKind, StateLog, TtlOptions, WriteOptions } from './state.js';
 export { createMemoryState } from './memory.js';
 export { createRedisState } from './redis.js';
+export type { RedisTopology } from './redis-topology.js';
+
+/** The state backend cannot be used as configured; the message is one line for the operator. */
+export class StateStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StateStartError';
+  }
+}
 
 /** How long the start waits for a slow Redis (TLS, DNS) before going on without it. */
 export const STARTUP_WAIT_MS = 2_000;
+/** Sentinel and Cluster: how long the start waits for the primary or the slot map. */
+export const TOPOLOGY_STARTUP_WAIT_MS = 5_000;
 const STARTUP_RETRY_MS = 100;
 
 export interface OpenStateOptions {
-  /** From `--redis` / `SVC_REDIS_URL`; absent or empty means memory. */
+  /** From `--redis` / `SVC_REDIS_URL`; absent or empty means memory (unless `redis` is given). */
   readonly redisUrl?: string | undefined;
+  /** Sentinel, Cluster or one Redis, parsed from the options (wins over redisUrl). */
+  readonly redis?: RedisTopology | undefined;
   readonly log: StateLog;
   readonly now?: () => number;
   /** Defaults to STARTUP_WAIT_MS. */
@@ -27,24 +45,33 @@ export interface OpenStateOptions {
 }
 
 export async function openState(options: OpenStateOptions): Promise<StateBackend> {
-  const { redisUrl, log, now, startupWaitMs = STARTUP_WAIT_MS } = options;
-  if (redisUrl === undefined || redisUrl === '') {
+  const { redisUrl, log, now } = options;
+  const topology: RedisTopology | undefined = options.redis ?? (redisUrl === undefined || redisUrl === '' ? undefined : { kind: 'standalone', url: redisUrl });
+  if (topology === undefined) {
     log.info('state: in memory (not shared between replicas)');
     return createMemoryState(now === undefined ? { log } : { log, now });
   }
-  const state = createRedisState({ url: redisUrl, log });
+  const startupWaitMs = options.startupWaitMs ?? (topology.kind === 'standalone' ? STARTUP_WAIT_MS : TOPOLOGY_STARTUP_WAIT_MS);
+  const state = createRedisState({ topology, log });
   const deadline = Date.now() + startupWaitMs;
   for (;;) {
     try {
-      await state.ping();
-      log.info({ redis: redactUrl(redisUrl) }, 'state: redis');
+      log.info({ topology: topology.kind }, `state: ${await state.inspect()}`);
       return state;
     } catch (err: unknown) {
-      if (Date.now() >= deadline) {
-        log.warn({ err, redis: redactUrl(redisUrl) }, 'state: redis unreachable at start; retrying in the background');
-        return state;
+      const refused = isAuthError(err) || isAuthError((err as { cause?: unknown } | undefined)?.cause);
+      if (Date.now() >= deadline || refused) {
+        if (topology.kind === 'standalone' && !refused) {
+          log.warn({ err, redis: describeTopology(topology) }, 'state: redis unreachable at start; retrying in the background');
+          return state;
+        }
+        await state.close();
+        const problem = (await redisStartProblem(topology, (err as { cause?: unknown }).cause ?? err)) ?? (err instanceof Error ? err.message : String(err));
+        throw new StateStartError(`state: ${describeTopology(topology)} cannot be used: ${problem}`);
       }
       await sleep(STARTUP_RETRY_MS);
     }
   }
 }
+
+const isAuthError = (err: unknown): boolean => err instanceof Error && /WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(err.message);

@@ -19,6 +19,8 @@ type Handler = (message: string) => void;
 
 /** How long to wait before subscribing again when the SUBSCRIBE after a reconnect failed. */
 export const LIVE_CHECK_RETRY_MS = 1_000;
+/** How long to wait before opening the next connection when one ended for good (a Cluster's node gone). */
+export const REOPEN_MS = 100;
 
 interface Subscription {
   readonly handler: Handler;
@@ -38,6 +40,11 @@ interface Channel {
 }
 
 export interface SubscriberDeps {
+  /**
+   * Opens the subscriber connection. A connection that ends for good (no more reconnects: a
+   * Cluster's subscriber whose node is gone) is replaced by the next open(), whose 'ready'
+   * subscribes every channel again.
+   */
   open(): Redis;
   ready(client: Redis): Promise<void>;
   translate(err: unknown, op: string): Error;
@@ -54,6 +61,7 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
   let client: Redis | undefined;
   /** Bumped on every 'close' of the connection: a check started before it proves nothing. */
   let generation = 0;
+  let stopped = false;
 
   function tell(sub: Subscription, live: boolean): void {
     if (sub.live === live) return;
@@ -90,6 +98,13 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
     });
     opened.on('ready', function confirmResubscribed() {
       void confirmLive(opened, generation);
+    });
+    opened.on('end', function replaceEnded() {
+      if (client !== opened) return;
+      client = undefined;
+      setTimeout(() => {
+        if (!stopped && client === undefined && [...channels.values()].some((entry) => entry.subscribed)) connection();
+      }, REOPEN_MS).unref();
     });
     return (client = opened);
   }
@@ -164,6 +179,7 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
 
     async close() {
       // Cleared first: the 'close' event of the quit below tells no watcher.
+      stopped = true;
       channels.clear();
       const sub = client;
       client = undefined;
@@ -173,7 +189,7 @@ export function createSubscriber(deps: SubscriberDeps): Subscriber {
 }
 
 /** Graceful QUIT when connected, a plain disconnect otherwise (QUIT would fail fast anyway). */
-export async function quit(client: Redis): Promise<void> {
+export async function quit(client: { readonly status: string; quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
   if (client.status === 'ready') {
     try {
       await client.quit();

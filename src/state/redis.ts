@@ -12,8 +12,15 @@
  *
  * Keys get the `svc:` prefix from ioredis' keyPrefix (Lua KEYS included). Pub/sub channels
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
+ *
+ * One Redis, a Sentinel-watched primary or a Cluster (./redis-topology.ts, clients in
+ * ./redis-client.ts). Every Lua script touches one key, so it runs on a Cluster as it is;
+ * setIfAbsentFor, whose script reads a second key, takes two single-key steps there (see it).
+ * A write asked `replicated` waits for a replica (WAIT) on Sentinel and Cluster.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { openClient, openSubscriber, type RedisClient } from './redis-client.js';
+import { describeTopology, redactUrl, type RedisTopology } from './redis-topology.js';
 import {
   checkTtl,
   checkPositiveInteger,
@@ -22,21 +29,31 @@ import {
   StateUnavailable,
   type StateBackend,
   type StateLog,
+  type WriteOptions,
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
 
-/** A command that has not answered by then (half-open socket, stuck server) fails. */
-export const COMMAND_TIMEOUT_MS = 500;
+export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
+export { redactUrl } from './redis-topology.js';
+
 /** While a connection attempt is in progress, calls wait this long for it, then fail. */
 export const READY_WAIT_MS = 200;
-/** Reconnect backoff: 50 ms more per attempt, capped so recovery takes at most ~1 s. */
-export const RETRY_MAX_MS = 1_000;
-export const CONNECT_TIMEOUT_MS = 2_000;
+/** A `replicated` write fails when no replica has acknowledged it by then (WAIT's timeout). */
+export const REPLICA_WAIT_MS = 500;
 
-export interface RedisStateOptions {
-  /** redis://[user:password@]host:port[/db]; never logged with its password. */
-  readonly url: string;
-  readonly log: StateLog;
+export type RedisStateOptions =
+  | {
+      /** redis://[user:password@]host:port[/db]; never logged with its password. */
+      readonly url: string;
+      readonly log: StateLog;
+    }
+  | { readonly topology: RedisTopology; readonly log: StateLog };
+
+/** The Redis backend, with what the start-up log and `validate` say about it. */
+export interface RedisState extends StateBackend {
+  readonly topology: RedisTopology;
+  /** One line naming the topology in force and what it found (primary, node count); asks Redis. */
+  inspect(): Promise<string>;
 }
 
 // INCR, and set the TTL only if this call created the key: atomic in one script.
@@ -84,31 +101,29 @@ if tonumber(value) == nil then return redis.error_reply('ERR value is not an int
 if tonumber(value) <= 0 then return tonumber(value) end
 return redis.call('DECR', KEYS[1])`;
 
+/** A Cluster's redirection, seen only in a pipeline (ioredis follows them for single commands). */
+const REDIRECTED = /^(MOVED|ASK) /;
+
 // Server replies that mean "not available right now", not "you made a mistake".
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
 
-/** The fail-fast client settings (see the header). */
-const CLIENT_OPTIONS = {
-  keyPrefix: KEY_PREFIX,
-  enableOfflineQueue: false,
-  // Concurrent commands (a revocation look-up per proxied request) share one write and one
-  // read instead of a system call each.
-  enableAutoPipelining: true,
-  autoResendUnfulfilledCommands: false,
-  maxRetriesPerRequest: 0,
-  commandTimeout: COMMAND_TIMEOUT_MS,
-  connectTimeout: CONNECT_TIMEOUT_MS,
-  retryStrategy: (times: number) => Math.min(times * 50, RETRY_MAX_MS),
-} satisfies RedisOptions;
-
-export function createRedisState({ url, log }: RedisStateOptions): StateBackend {
-  const where = redactUrl(url);
-  const client = new Redis(url, { ...CLIENT_OPTIONS, connectionName: 'svc' });
+export function createRedisState(options: RedisStateOptions): RedisState {
+  const { log } = options;
+  const topology: RedisTopology = 'topology' in options ? options.topology : { kind: 'standalone', url: options.url };
+  const where = topology.kind === 'standalone' ? redactUrl(topology.url) : describeTopology(topology);
+  const client = openClient(topology, { connectionName: 'svc' });
   watchConnection(client, 'redis', where, log);
+  /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
+  const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => {
+    const opened = openClient(topology, { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 });
+    watchConnection(opened, 'redis (replicated writes)', where, log);
+    return opened;
+  });
   let closed = false;
+  let subscriberAttempts = 0;
 
   /** Runs one command with the fail-fast rules and error translation. */
-  async function run<T>(op: string, command: (c: Redis) => Promise<T>): Promise<T> {
+  async function run<T>(op: string, command: (c: RedisClient) => Promise<T>): Promise<T> {
     if (closed) throw new StateUnavailable('state backend is closed');
     await whenReady(client, where);
     try {
@@ -118,10 +133,45 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
     }
   }
 
+  /**
+   * A write that resolves only once a replica has it: the write and WAIT 1 in one pipeline on
+   * the replicated-writes connection (on a Cluster the pipeline goes to the key's primary, and
+   * WAIT with it). Without `replicated`, or on one Redis (no failover to lose it in), a plain write.
+   */
+  async function write<T>(op: string, key: string, opts: WriteOptions | undefined, command: (c: RedisClient) => Promise<T>, queue: (p: ReturnType<RedisClient['pipeline']>) => void): Promise<T | undefined> {
+    if (opts?.replicated !== true || replicas === undefined) return run(op, command);
+    if (closed) throw new StateUnavailable('state backend is closed');
+    const c = replicas.get();
+    await whenReady(c, where);
+    for (let attempt = 0; ; attempt++) {
+      let replies: [Error | null, unknown][] | null;
+      try {
+        const pipeline = c.pipeline();
+        queue(pipeline);
+        pipeline.wait(1, REPLICA_WAIT_MS);
+        replies = await pipeline.exec();
+      } catch (err: unknown) {
+        throw translate(err, op, where);
+      }
+      const [first, acked] = replies ?? [];
+      // A pipeline is not redirected by ioredis when only some of its replies are MOVED (WAIT
+      // answered): the write did not run; a plain read of the key follows the redirection and
+      // updates the slot map, then the pipeline is sent once more.
+      if (first?.[0] != null && REDIRECTED.test(first[0].message) && attempt === 0) {
+        await c.exists(key).catch(() => undefined);
+        continue;
+      }
+      if (first?.[0] != null) throw translate(REDIRECTED.test(first[0].message) ? new StateUnavailable(first[0].message) : first[0], op, where);
+      if (acked?.[0] != null) throw translate(acked[0], op, where);
+      if (Number(acked?.[1]) < 1) throw new StateUnavailable(`redis ${op} at ${where}: no replica acknowledged the write within ${REPLICA_WAIT_MS} ms`);
+      return first?.[1] as T;
+    }
+  }
+
   const subscriber = createSubscriber({
     open() {
       // redis-subscriber.ts subscribes again itself after a reconnect, and says why.
-      const sub = client.duplicate({ connectionName: 'svc-subscriber', autoResubscribe: false });
+      const sub = openSubscriber(topology, client, subscriberAttempts++);
       watchConnection(sub, 'redis subscriber', where, log);
       return sub;
     },
@@ -132,12 +182,21 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
 
   return {
     kind: 'redis',
+    topology,
+
+    async inspect() {
+      await run('ping', (c) => c.ping());
+      return `${describeTopology(topology)}: ${await found(client)}`;
+    },
 
     get: (key) => run('get', (c) => c.get(key)),
 
     async set(key, value, opts) {
       const ttl = checkTtl(opts);
-      await run('set', (c) => (ttl === undefined ? c.set(key, value) : c.set(key, value, 'PX', ttl)));
+      await write('set', key, opts, (c) => (ttl === undefined ? c.set(key, value) : c.set(key, value, 'PX', ttl)), (p) => {
+        if (ttl === undefined) p.set(key, value);
+        else p.set(key, value, 'PX', ttl);
+      });
     },
 
     async setIfAbsent(key, value, opts) {
@@ -149,21 +208,22 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
     },
 
     async setIfAbsentFor(key, value, owner) {
+      if (client instanceof Cluster) return setIfAbsentForInSteps(key, value, owner);
       const reply = await run('setIfAbsentFor', (c) => c.eval(SET_IF_ABSENT_FOR, 2, key, owner, value));
       if (reply === 'set' || reply === 'exists' || reply === 'no-owner') return reply;
       throw new Error(`setIfAbsentFor: unexpected reply ${JSON.stringify(reply)}`);
     },
 
     // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.
-    take: (key) => run('take', (c) => c.getdel(key)),
+    take: async (key, opts) => (await write('take', key, opts, (c) => c.getdel(key), (p) => p.getdel(key))) ?? null,
 
     async expire(key, ttlMs) {
       const ttl = checkTtlMs(ttlMs, 'ttlMs');
       return (await run('expire', (c) => c.pexpire(key, ttl))) === 1;
     },
 
-    async delete(key) {
-      await run('delete', (c) => c.del(key));
+    async delete(key, opts) {
+      await write('delete', key, opts, (c) => c.del(key), (p) => p.del(key));
     },
 
     async incr(key, opts) {
@@ -189,13 +249,14 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
       const extend = opts?.extendTtlMs;
       const max = opts?.maxFields;
       if (extend === undefined && max === undefined) {
-        await run('hashSet', (c) => c.hset(key, field, value));
+        await write('hashSet', key, opts, (c) => c.hset(key, field, value), (p) => p.hset(key, field, value));
         return true;
       }
       // 0: no TTL to extend, no bound (both are positive when given).
       const ttl = extend === undefined ? 0 : checkTtlMs(extend, 'extendTtlMs');
       const bound = max === undefined ? 0 : checkPositiveInteger(max, 'maxFields');
-      return (await run('hashSet', (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound))) === 1;
+      const reply = await write('hashSet', key, opts, (c) => c.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound), (p) => p.eval(HSET_EXTEND_TTL, 1, key, field, value, ttl, bound));
+      return reply === 1;
     },
 
     async hashDelete(key, ...fields) {
@@ -223,9 +284,47 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all([subscriber.close(), quit(client)]);
+      await Promise.all([subscriber.close(), quit(client), ...(replicas?.opened() !== undefined ? [quit(replicas.opened() as RedisClient)] : [])]);
     },
   };
+
+  /**
+   * Cluster: the mark's key and its owner's are in different slots, where one script cannot
+   * read both. Two steps: the owner's TTL (PTTL), then SET NX with it. SET NX alone decides
+   * who marks first, so "exactly one caller gets 'set'" holds as in the script; what two steps
+   * add is an owner removed between them, which leaves a mark that expires no later than the
+   * owner would have, on a record that no longer exists (harmless: nothing reads it).
+   */
+  async function setIfAbsentForInSteps(key: string, value: string, owner: string): Promise<'set' | 'exists' | 'no-owner'> {
+    const ttl = await run('setIfAbsentFor', (c) => c.pttl(owner));
+    if (ttl === -2) return 'no-owner';
+    const reply = await run('setIfAbsentFor', (c) => (ttl === -1 ? c.set(key, value, 'NX') : c.set(key, value, 'PX', Math.max(ttl, 1), 'NX')));
+    return reply === 'OK' ? 'set' : 'exists';
+  }
+}
+
+/** Opened on first use. */
+function lazyClient(open: () => RedisClient): { get(): RedisClient; opened(): RedisClient | undefined } {
+  let client: RedisClient | undefined;
+  return {
+    get: () => (client ??= open()),
+    opened: () => client,
+  };
+}
+
+/** What the client found: the primary it writes to (Sentinel), the nodes it knows (Cluster). */
+async function found(client: RedisClient): Promise<string> {
+  if (client instanceof Cluster) {
+    // The cluster's own count: the client's node list fills in as it connects.
+    const info = String(await client.call('CLUSTER', 'INFO'));
+    const field = (name: string) => new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? '?';
+    return `${field('cluster_known_nodes')} nodes, ${field('cluster_size')} primaries`;
+  }
+  const stream = (client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
+  // ROLE may be denied by an ACL: what was found is still worth saying.
+  const role = ((await client.call('ROLE').catch(() => ['unknown'])) as unknown[]);
+  const address = stream?.remoteAddress !== undefined ? `${stream.remoteAddress}:${String(stream.remotePort)}` : 'unknown address';
+  return `primary at ${address} (role ${String(role[0])})`;
 }
 
 /**
@@ -233,7 +332,7 @@ export function createRedisState({ url, log }: RedisStateOptions): StateBackend 
  * connect, or a reconnect in progress) it waits up to READY_WAIT_MS; between attempts, or
  * after that wait, it rejects at once: a caller never waits for the next retry.
  */
-export function whenReady(client: Redis, where: string): Promise<void> {
+export function whenReady(client: RedisClient, where: string): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   if (client.status !== 'connecting' && client.status !== 'connect') {
     return Promise.reject(new StateUnavailable(`redis at ${where} is unreachable (${client.status})`));
@@ -247,9 +346,9 @@ export function whenReady(client: Redis, where: string): Promise<void> {
 }
 
 /** One wait per client however many calls queue behind it (one 'ready' listener, not 50). */
-const pendingReady = new WeakMap<Redis, Promise<void>>();
+const pendingReady = new WeakMap<RedisClient, Promise<void>>();
 
-function waitForReady(client: Redis, where: string): Promise<void> {
+function waitForReady(client: RedisClient, where: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const fail = (why: string) => {
       done();
@@ -279,7 +378,7 @@ export function translate(err: unknown, op: string, where: string): Error {
 }
 
 /** Logs the first error of an outage and the recovery, not every reconnect attempt. */
-function watchConnection(client: Redis, what: string, where: string, log: StateLog): void {
+function watchConnection(client: RedisClient, what: string, where: string, log: StateLog): void {
   let down = false;
   client.on('error', (err: Error) => {
     if (down) return;
@@ -291,14 +390,4 @@ function watchConnection(client: Redis, what: string, where: string, log: StateL
     down = false;
     log.info({ redis: where }, `${what} connection restored`);
   });
-}
-
-/** host:port/db without user or password, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return '(invalid redis url)';
-  }
 }

@@ -27,6 +27,16 @@ export interface HashSetOptions {
   readonly maxFields?: number;
 }
 
+/**
+ * A write that must survive a failover. On Redis Sentinel and Cluster the call resolves only
+ * once a replica has the write (WAIT 1), and rejects with StateUnavailable when none
+ * acknowledged it in time (the write may still be on the primary: the caller must not report
+ * success). Memory and one Redis have no failover to lose it in: a plain write.
+ */
+export interface WriteOptions {
+  readonly replicated?: boolean;
+}
+
 export type StateKind = 'memory' | 'redis';
 
 /** The logger the backends need: pino's, or anything with the same two methods. */
@@ -39,7 +49,7 @@ export interface StateBackend {
   get(key: string): Promise<string | null>;
 
   /** Stores the value, replacing any value and any TTL (no ttlMs: the key never expires). */
-  set(key: string, value: string, opts?: TtlOptions): Promise<void>;
+  set(key: string, value: string, opts?: TtlOptions & WriteOptions): Promise<void>;
 
   /** Stores the value only if the key is absent; true when this call stored it (SET NX). */
   setIfAbsent(key: string, value: string, opts?: TtlOptions): Promise<boolean>;
@@ -58,7 +68,7 @@ export interface StateBackend {
    * calls, from any replica, exactly one gets the value and the others null. For single-use
    * values (authorization transactions, one-time codes). Null when absent or expired.
    */
-  take(key: string): Promise<string | null>;
+  take(key: string, opts?: WriteOptions): Promise<string | null>;
 
   /**
    * Sets the TTL of an existing key of either kind, replacing any earlier TTL (PEXPIRE).
@@ -67,7 +77,7 @@ export interface StateBackend {
   expire(key: string, ttlMs: number): Promise<boolean>;
 
   /** Removes a key of either kind; removing an absent key is not an error. */
-  delete(key: string): Promise<void>;
+  delete(key: string, opts?: WriteOptions): Promise<void>;
 
   /**
    * Adds 1 atomically and returns the new value (an absent key counts as 0). The TTL is set
@@ -99,7 +109,7 @@ export interface StateBackend {
    * With `maxFields`, a hash that already has that many fields and not this one is left as it
    * is and the answer is false (checked in the same atomic step); otherwise true.
    */
-  hashSet(key: string, field: string, value: string, opts?: HashSetOptions): Promise<boolean>;
+  hashSet(key: string, field: string, value: string, opts?: HashSetOptions & WriteOptions): Promise<boolean>;
 
   /** Removes fields; removing the last field removes the hash. Absent fields are ignored. */
   hashDelete(key: string, ...fields: readonly string[]): Promise<void>;

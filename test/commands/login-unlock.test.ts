@@ -63,7 +63,7 @@ describe('login unlock', function () {
     const err = sink();
     expect(await runLoginUnlock(undefined, 'admin', sink().stream, err.stream)).to.equal(1);
     expect(err.text()).to.equal(
-      "svc-server: login unlock needs --redis (or SVC_REDIS_URL): without Redis the failed logins are counted in the server's memory, and restarting the server clears them\n",
+      "svc-server: login unlock needs --redis, --redis-sentinel or --redis-cluster (or SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_CLUSTER): without Redis the failed logins are counted in the server's memory, and restarting the server clears them\n",
     );
   });
 });

@@ -155,7 +155,7 @@ describe('svc-server', () => {
       ] as const) {
         const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
         expect(served.code, args.join(' ')).to.equal(1);
-        expect(served.stderr, args.join(' ')).to.equal('svc-server: --workers above 1 needs --redis: login throttling and token revocation must be shared by every worker\n');
+        expect(served.stderr, args.join(' ')).to.equal('svc-server: --workers above 1 needs --redis, --redis-sentinel or --redis-cluster: login throttling and token revocation must be shared by every worker\n');
       }
     });
 

@@ -1,10 +1,11 @@
 /**
  * One svc replica as its own OS process, for the multi-replica tests.
- * Usage: node --import tsx test/helpers/replica.ts <configDir> <redisUrl>
+ * Usage: node --import tsx test/helpers/replica.ts <configDir> <redisUrl | topology as JSON>
  * It accepts, beside svc's own tokens, those of the tests' issuer (test-issuer.ts). Prints `url <url>` once listening; closes cleanly when stdin ends or on SIGTERM.
  */
 import { pino } from 'pino';
 import { startServer } from '../../src/main/server.js';
+import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { createTestVerifier } from './test-issuer.js';
 
 const [configDir, redisUrl] = process.argv.slice(2);
@@ -16,7 +17,7 @@ const server = await startServer({
   configDir,
   host: '127.0.0.1',
   port: 0,
-  redisUrl,
+  ...(redisUrl.startsWith('{') ? { redis: JSON.parse(redisUrl) as RedisTopology } : { redisUrl }),
   log: pino({ level: 'warn' }, process.stderr),
   verifiers: () => [createTestVerifier()],
 });

@@ -1,0 +1,52 @@
+# Shared by start-redis-sentinel.sh and start-redis-cluster.sh (sourced, not run).
+# Every node of a topology runs under one supervisor (the peer's process group, which
+# stop-peer.sh stops as a whole); a node stopped by redis-node.sh kill stays down until
+# redis-node.sh start, so a test decides when a killed primary comes back (a primary without
+# persistence that came back before the failover would come back empty, as a primary).
+
+# node_loop <dir> <name> <redis-server args...>: (re)start one node while no hold file is there.
+node_loop() {
+  local dir=$1 name=$2; shift 2
+  while :; do
+    if [ -e "$dir/$name.hold" ]; then sleep 0.05; continue; fi
+    redis-server "$@" >>"$dir/$name.out" 2>&1 || true
+    sleep 0.05
+  done
+}
+
+# rcli <password> <redis-cli args...>: redis-cli with AUTH only when a password is given.
+rcli() {
+  local pass=$1; shift
+  if [ -n "$pass" ]; then REDISCLI_AUTH="$pass" redis-cli "$@"; else redis-cli "$@"; fi
+}
+
+# wait_ping <port> [password]: until the node answers PING (5 s).
+wait_ping() {
+  local port=$1 pass=${2:-}
+  for _ in $(seq 1 100); do
+    rcli "$pass" -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && return 0
+    sleep 0.05
+  done
+  echo "redis node 127.0.0.1:$port did not answer PING; see its log in the peer dir" >&2
+  return 1
+}
+
+# wait_replica_synced <port> [password]: until the replica's link to its primary is up (10 s).
+wait_replica_synced() {
+  local port=$1 pass=${2:-}
+  for _ in $(seq 1 200); do
+    rcli "$pass" -p "$port" info replication 2>/dev/null | grep -q 'master_link_status:up' && return 0
+    sleep 0.05
+  done
+  echo "redis replica 127.0.0.1:$port did not sync with its primary within 10 s; see its log in the peer dir" >&2
+  return 1
+}
+
+# Common server arguments: loopback, no persistence of data, a full sync that starts at once
+# (the default waits 5 s for more replicas; a primary killed meanwhile could not fail over).
+node_args() {
+  local dir=$1 port=$2
+  echo --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$dir" \
+    --pidfile "$dir/$port.pid" --logfile "$dir/$port.log" --protected-mode yes --daemonize no \
+    --repl-diskless-sync yes --repl-diskless-sync-delay 0
+}

@@ -1,0 +1,120 @@
+/**
+ * `svc-server` with --redis-sentinel and --redis-cluster, as a process: the start-up log names
+ * the topology in force, and a topology it cannot use (no such master, wrong password, cluster
+ * down, bad flags) stops the start with one line on stderr that names the cause and no secret.
+ * Real Sentinel peers (scripts/peers/start-redis-sentinel.sh).
+ */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { accountsConfigDir } from '../helpers/accounts-fixture.js';
+import { freePort } from '../helpers/peers.js';
+import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { ROOT, runTs } from '../helpers/run.js';
+
+const CLI = 'src/commands/svc-server.ts';
+const PASSWORD = 'node-s3cret';
+const SENTINEL_PASSWORD = 'sentinel-s3cret';
+
+/** The environment without any Redis setting of the machine running the tests. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) if (name.startsWith('SVC_REDIS')) delete env[name];
+  return { ...env, ...extra };
+}
+
+describe('svc-server on Redis Sentinel and Cluster', function () {
+  this.timeout(60_000);
+  let peer: RedisSentinelPeer;
+  let sentinels: string;
+  const dir = join(mkdtempSync(join(tmpdir(), 'svc-topology-')), 'config');
+
+  before(async function () {
+    peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+    sentinels = peer.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
+  });
+
+  after(async function () {
+    await peer?.stop();
+  });
+
+  it('logs the topology, the master name and the primary it found', async function () {
+    const port = await freePort();
+    const env = cleanEnv({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: peer.masterName, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`, '--workers', '1'], { cwd: ROOT, env });
+    let logs = '';
+    child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    try {
+      const deadline = Date.now() + 20_000;
+      let status = 0;
+      while (Date.now() < deadline && status !== 200) {
+        status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status, logs).to.equal(200);
+      expect(logs).to.include(`redis sentinel, master '${peer.masterName}'`);
+      expect(logs).to.include(`primary at 127.0.0.1:${await peer.primaryPort()}`);
+      expect(logs).not.to.include(PASSWORD);
+      expect(logs).not.to.include(SENTINEL_PASSWORD);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('close', r));
+    }
+  });
+
+  const refusals: [string, () => Record<string, string>, RegExp][] = [
+    ['a master name no sentinel knows', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'nosuch', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /no sentinel knows a master named 'nosuch'/],
+    ['a wrong Redis password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: 'wrong-pw', SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /refused the password/],
+    ['a wrong Sentinel password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: 'wrong-spw' }), /refused the Sentinel password/],
+  ];
+  for (const [what, env, reason] of refusals) {
+    it(`stops the start with one line on ${what}`, async function () {
+      const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1'], cleanEnv(env()));
+      expect(served.code, served.stderr).to.equal(1);
+      const lines = served.stderr.trim().split('\n');
+      expect(lines, served.stderr).to.have.length(1);
+      expect(lines[0]).to.match(/^svc-server: state: redis sentinel, master '.*' \(sentinels .*\) cannot be used: /);
+      expect(lines[0], served.stderr).to.match(reason);
+      expect(served.stderr + served.stdout).not.to.match(/wrong-s?pw|s3cret/);
+    });
+  }
+
+  it('validate names the topology in force and what it found, or why it cannot be used', async function () {
+    const base = { SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD };
+    const cfg = accountsConfigDir();
+    const ok = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName }));
+    expect(ok.code, ok.stderr).to.equal(0);
+    expect(ok.stdout).to.include(`state: redis sentinel, master '${peer.masterName}' (sentinels ${sentinels.replaceAll(',', ', ')}): primary at 127.0.0.1:${await peer.primaryPort()} (role master)\n`);
+    const memory = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({}));
+    expect(memory.stdout).to.include('state: in memory (not shared between replicas)');
+    const wrong = await runTs(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
+    expect(wrong.code).to.equal(1);
+    expect(wrong.stderr).to.match(/^state: redis sentinel, master 'nosuch' .* cannot be used: no sentinel knows a master named 'nosuch' \(--redis-sentinel-master\)\n$/);
+  });
+
+  it('stops the start with one line when no cluster node answers', async function () {
+    const nodes = `127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
+    const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', '--redis-cluster', nodes], cleanEnv({}));
+    expect(served.code).to.equal(1);
+    expect(served.stderr).to.equal(`svc-server: state: redis cluster (seed nodes ${nodes.replace(',', ', ')}) cannot be used: no cluster node answered (${nodes.replace(',', ', ')})\n`);
+  });
+
+  it('names the flag and its variable when the options do not make a topology', async function () {
+    const cases: [string[], Record<string, string>, string][] = [
+      [['--redis-sentinel', '127.0.0.1:26379'], {}, '--redis-sentinel (or SVC_REDIS_SENTINELS) needs --redis-sentinel-master (or SVC_REDIS_SENTINEL_MASTER): the name the sentinels monitor the primary under'],
+      [['--redis-cluster', '127.0.0.1'], {}, "--redis-cluster (or SVC_REDIS_CLUSTER): '127.0.0.1' is not HOST:PORT (for example 10.0.0.5:26379); separate several with commas"],
+      [['--redis-cluster', '127.0.0.1:7000', '--redis', 'redis://127.0.0.1:6379'], {}, '--redis (or SVC_REDIS_URL) and --redis-cluster (or SVC_REDIS_CLUSTER) exclude each other: give one Redis topology'],
+      [['--redis-cluster', '127.0.0.1:7000', '--redis-db', '2'], {}, '--redis-db (or SVC_REDIS_DB): a Redis Cluster has only database 0'],
+      [['--redis', 'redis://127.0.0.1:6379'], { SVC_REDIS_PASSWORD: 'x' }, 'SVC_REDIS_PASSWORD: only with --redis-sentinel or --redis-cluster; --redis (or SVC_REDIS_URL) carries its user, password, TLS (rediss://) and database in the URL'],
+      [[], { SVC_REDIS_SENTINEL_MASTER: 'svc' }, '--redis-sentinel-master (or SVC_REDIS_SENTINEL_MASTER): only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
+    ];
+    for (const [args, env, message] of cases) {
+      const served = await runTs(CLI, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env));
+      expect(served.code, args.join(' ')).to.equal(1);
+      expect(served.stderr, args.join(' ')).to.equal(`svc-server: ${message}\n`);
+    }
+  });
+});
