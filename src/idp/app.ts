@@ -20,14 +20,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { RequestTarget } from '../http/request-target.js';
-import { interactionRoutes, isLoginAppPath } from './interactions.js';
+import { interactionRoutes, isLoginAppPath } from './login/interactions.js';
 import type { IdpKeys } from './keys.js';
-import { createLoginFlow } from './login-flow.js';
-import { FormTooLarge } from './form-body.js';
-import { errorPage } from './pages.js';
+import { createLoginFlow } from './login/login-flow.js';
+import { FormTooLarge } from './login/form-body.js';
+import { errorPage } from './login/pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
-import type { PasswordGuard } from './password-guard.js';
+import type { PasswordGuard } from './login/password-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 
 /** What the provider needs, and the password form's limits. */

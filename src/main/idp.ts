@@ -8,17 +8,17 @@
  * `buildConnector`, which the connector registry provides.
  */
 import { SETTINGS_SECRET } from '../config/manifests.js';
-import { createAccountStore } from '../idp/accounts.js';
+import { createAccountStore } from '../idp/storage/accounts.js';
 import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
-import type { ParsedConnector } from '../idp/config.js';
-import { createConfiguredConnectors } from '../idp/configured-connectors.js';
+import type { ParsedConnector } from '../idp/connectors/config.js';
+import { createConfiguredConnectors } from '../idp/connectors/configured-connectors.js';
 import type { Connector } from '../../connectors/connector.js';
-import type { ConnectorSource } from '../idp/connector-source.js';
+import type { ConnectorSource } from '../idp/connectors/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys, type SigningKey } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
-import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
-import { createPasswordGuard } from '../idp/password-guard.js';
+import { openWithUpstreamFetches } from '../idp/connectors/upstream-fetch.js';
+import { createPasswordGuard } from '../idp/login/password-guard.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readLoginLimits } from '../session/limits.js';
 import { randomFailureDelay } from '../session/login.js';
@@ -60,7 +60,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   // The provider signs with the first key: the one whose time has come (see keys.ts).
   const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
   const idpLog = log.child({ feature: 'idp' });
-  // The password form is throttled as svc's own login is (idp/password-guard.ts).
+  // The password form is throttled as svc's own login is (idp/login/password-guard.ts).
   const limits = readLoginLimits(services.env, log);
   const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
   const passwordGuard = createPasswordGuard({

@@ -17,7 +17,7 @@ import type { Server } from 'node:http';
 import Provider, { type Configuration } from 'oidc-provider';
 import * as client from 'openid-client';
 import { pino } from 'pino';
-import { createStateAdapterClass } from '../../src/idp/adapter.js';
+import { createStateAdapterClass } from '../../src/idp/storage/adapter.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { createRedisState } from '../../src/state/redis.js';
 import type { StateBackend } from '../../src/state/state.js';

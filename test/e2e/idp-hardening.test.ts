@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { expect } from 'chai';
 import YAML from 'yaml';
-import { MAX_FORM_BYTES } from '../../src/idp/form-body.js';
+import { MAX_FORM_BYTES } from '../../src/idp/login/form-body.js';
 import { SECRET_KEY } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';

@@ -23,7 +23,7 @@ import { isOurCookie } from '../../src/extensions/headers.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { isLoginAppPath } from '../../src/idp/interactions.js';
+import { isLoginAppPath } from '../../src/idp/login/interactions.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev', 'ops'] };
 const SCOPE = 'openid profile email groups offline_access federated:id';

@@ -5,11 +5,11 @@
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
-import type { BrowserConnector, LoginContext } from '../../connectors/connector.js';
-import { createAccountStore } from '../../src/idp/accounts.js';
-import { createSealer } from '../../src/lib/sealed.js';
-import { createLoginFlow } from '../../src/idp/login-flow.js';
-import { createMemoryState } from '../../src/state/memory.js';
+import type { BrowserConnector, LoginContext } from '../../../connectors/connector.js';
+import { createAccountStore } from '../../../src/idp/storage/accounts.js';
+import { createSealer } from '../../../src/lib/sealed.js';
+import { createLoginFlow } from '../../../src/idp/login/login-flow.js';
+import { createMemoryState } from '../../../src/state/memory.js';
 
 describe('idp/login-flow: the context a browser connector gets', () => {
   const state = createMemoryState();

@@ -31,17 +31,17 @@ import type Koa from 'koa';
 import type Provider from 'oidc-provider';
 import type { Interaction } from 'oidc-provider';
 import type { Logger } from 'pino';
-import type { Connector } from '../../connectors/connector.js';
-import type { ConnectorSource } from './connector-source.js';
+import type { Connector } from '../../../connectors/connector.js';
+import type { ConnectorSource } from '../connectors/connector-source.js';
 import { readForm } from './form-body.js';
 import type { LoginFlow, LoginRequest } from './login-flow.js';
 import { applicationOf, logoOrigin } from './application.js';
 import { autoPostPage, chooserPage, cliConsentPage, errorPage, passwordPage, type Application } from './pages.js';
-import { CLI_CLIENT_ID } from './clients.js';
+import { CLI_CLIENT_ID } from '../clients.js';
 import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
-import { MOUNT_PATH } from './issuer.js';
-import { setPageHeaders } from '../http/security-headers.js';
-import { CONNECTOR_TRANSACTION_TTL_S } from './lifetimes.js';
+import { MOUNT_PATH } from '../issuer.js';
+import { setPageHeaders } from '../../http/security-headers.js';
+import { CONNECTOR_TRANSACTION_TTL_S } from '../lifetimes.js';
 
 export interface InteractionDeps {
   /** The provider in force (it is rebuilt when the signing keys change). */

@@ -20,8 +20,8 @@
  *   (the provider never reads it back).
  */
 import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
-import { createSealer } from '../lib/sealed.js';
-import type { StateBackend } from '../state/state.js';
+import { createSealer } from '../../lib/sealed.js';
+import type { StateBackend } from '../../state/state.js';
 import {
   consumedKey, createIdRefs, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
 } from './adapter-keys.js';

@@ -7,11 +7,11 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AdapterConstructor, AdapterPayload } from 'oidc-provider';
-import { createStateAdapterClass, type StateAdapterOptions } from '../../src/idp/adapter.js';
-import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../src/idp/adapter-payload.js';
-import { createIdRefs } from '../../src/idp/adapter-keys.js';
-import { GrantIndexFull } from '../../src/idp/grant-index.js';
-import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+import { createStateAdapterClass, type StateAdapterOptions } from '../../../src/idp/storage/adapter.js';
+import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../../src/idp/storage/adapter-payload.js';
+import { createIdRefs } from '../../../src/idp/storage/adapter-keys.js';
+import { GrantIndexFull } from '../../../src/idp/storage/grant-index.js';
+import { KEY_PREFIX, type StateBackend } from '../../../src/state/state.js';
 
 const SECRET = 'adapter-suite-server-secret-key';
 /** An id as the backend's keys hold it. */

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createAccountStore, EXTENSION_SLACK_MS } from '../../src/idp/accounts.js';
-import { createSealer } from '../../src/lib/sealed.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import { createRedisState } from '../../src/state/redis.js';
-import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { createAccountStore, EXTENSION_SLACK_MS } from '../../../src/idp/storage/accounts.js';
+import { createSealer } from '../../../src/lib/sealed.js';
+import { createMemoryState } from '../../../src/state/memory.js';
+import { createRedisState } from '../../../src/state/redis.js';
+import { startRedis, type RedisPeer } from '../../helpers/peers.js';
 
 describe('idp/accounts', function () {
   const identity = { userId: 'u1', username: 'U', email: 'u1@example.org', emailVerified: false, groups: [] };

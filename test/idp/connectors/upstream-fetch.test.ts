@@ -1,14 +1,14 @@
 /**
- * The upstream TLS policy connectors get (src/idp/upstream-fetch.ts over src/lib/tls-fetch.ts),
+ * The upstream TLS policy connectors get (src/idp/connectors/upstream-fetch.ts over src/lib/tls-fetch.ts),
  * against a real HTTPS server whose certificate a throwaway test CA signed.
  */
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { upstreamFetches } from '../../src/idp/upstream-fetch.js';
-import { describeFailure } from '../../src/lib/tls-fetch.js';
-import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
+import { upstreamFetches } from '../../../src/idp/connectors/upstream-fetch.js';
+import { describeFailure } from '../../../src/lib/tls-fetch.js';
+import { makeTestCa, type TestCa } from '../../helpers/test-ca.js';
 
 interface Line { level: number; msg: string; host?: string; reason?: string }
 

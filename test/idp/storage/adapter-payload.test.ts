@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import {
   decodePayload, encodePayload, IdpPayloadTooLarge, isLookupId, MAX_ID_LENGTH, ttlMsFor,
-} from '../../src/idp/adapter-payload.js';
+} from '../../../src/idp/storage/adapter-payload.js';
 
 describe('idp: adapter payloads and bounds', function () {
   it('turns expiresIn seconds into a TTL of at least one second', function () {

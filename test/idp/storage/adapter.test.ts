@@ -4,10 +4,10 @@
  */
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { createMemoryState } from '../../src/state/memory.js';
-import { createRedisState } from '../../src/state/redis.js';
-import type { StateBackend } from '../../src/state/state.js';
-import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { createMemoryState } from '../../../src/state/memory.js';
+import { createRedisState } from '../../../src/state/redis.js';
+import type { StateBackend } from '../../../src/state/state.js';
+import { startRedis, type RedisPeer } from '../../helpers/peers.js';
 import { runAdapterSuite } from './adapter-suite.js';
 
 const log = pino({ level: 'silent' });

@@ -1,17 +1,17 @@
 /**
- * The identity provider's password-form limits (src/idp/password-guard.ts) on the memory
+ * The identity provider's password-form limits (src/idp/login/password-guard.ts) on the memory
  * backend: the lockout per connector and username, the bound per interaction, one info line
  * per failure with what an operator needs, and no count for a directory that did not answer.
  * Across replicas and against slapd: test/e2e/idp-ldap-throttle.test.ts.
  */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { createPasswordGuard, MAX_ATTEMPTS_PER_INTERACTION, MAX_IDP_USERNAME_LENGTH, type PasswordGuard } from '../../src/idp/password-guard.js';
-import type { PasswordOutcome } from '../../src/idp/login-flow.js';
-import { createLoginConcurrency } from '../../src/session/concurrency.js';
-import { createLoginThrottle } from '../../src/session/throttle.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import type { StateBackend } from '../../src/state/state.js';
+import { createPasswordGuard, MAX_ATTEMPTS_PER_INTERACTION, MAX_IDP_USERNAME_LENGTH, type PasswordGuard } from '../../../src/idp/login/password-guard.js';
+import type { PasswordOutcome } from '../../../src/idp/login/login-flow.js';
+import { createLoginConcurrency } from '../../../src/session/concurrency.js';
+import { createLoginThrottle } from '../../../src/session/throttle.js';
+import { createMemoryState } from '../../../src/state/memory.js';
+import type { StateBackend } from '../../../src/state/state.js';
 
 describe('idp: the password form\'s limits', function () {
   let state: StateBackend;

@@ -1,14 +1,14 @@
 /** The settings anyone may read: no secret, no password, no key. Pure, so it is unit-tested alone. */
-import type { AccountSettings } from '../accounts/config.js';
-import type { IdpConfig } from '../idp/config.js';
-import type { OidcConfig } from '../oidc/config.js';
-import { ssoInForce } from '../oidc/in-force.js';
+import type { AccountSettings } from '../../accounts/config.js';
+import type { OidcConfig } from '../../oidc/config.js';
+import { ssoInForce } from '../../oidc/in-force.js';
 
 /** The settings this view reads. */
 export interface PublicSettingsSource {
   readonly url: string;
   readonly oidc: OidcConfig | undefined;
-  readonly idp: IdpConfig | undefined;
+  /** What it reads of idp.config, named here so the HTTP edge needs nothing from src/idp. */
+  readonly idp: { readonly connectors: readonly { readonly id: string; readonly name: string; readonly type: string }[] } | undefined;
   readonly accounts: ReadonlyMap<string, AccountSettings>;
 }
 

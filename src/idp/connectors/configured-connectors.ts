@@ -4,7 +4,7 @@
  * an entry that cannot be built keeps the connector in force for its id (see the registry).
  */
 import type { Logger } from 'pino';
-import { ConnectorRegistry, type ConnectorRegistryDeps } from '../../connectors/registry.js';
+import { ConnectorRegistry, type ConnectorRegistryDeps } from '../../../connectors/registry.js';
 import type { IdpConfig, ParsedConnector } from './config.js';
 import type { ConnectorSource } from './connector-source.js';
 

@@ -16,11 +16,11 @@
  * info with the connector, the username, the reason and the request id.
  */
 import type { Logger } from 'pino';
-import { TooManyAttempts, TooManyRequests } from '../errors.js';
-import type { LoginConcurrency } from '../session/concurrency.js';
-import { LockedUntilCleared, type LoginThrottle } from '../session/throttle.js';
-import type { StateBackend } from '../state/state.js';
-import { INTERACTION_TTL_S } from './lifetimes.js';
+import { TooManyAttempts, TooManyRequests } from '../../errors.js';
+import type { LoginConcurrency } from '../../session/concurrency.js';
+import { LockedUntilCleared, type LoginThrottle } from '../../session/throttle.js';
+import type { StateBackend } from '../../state/state.js';
+import { INTERACTION_TTL_S } from '../lifetimes.js';
 import type { PasswordOutcome } from './login-flow.js';
 
 /** Posts one interaction's form takes, whatever the usernames; then the person starts again. */

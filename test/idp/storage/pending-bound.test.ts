@@ -1,7 +1,7 @@
-/** The bound on pending records (src/idp/pending-bound.ts) on the memory backend, with a pinned clock. */
+/** The bound on pending records (src/idp/storage/pending-bound.ts) on the memory backend, with a pinned clock. */
 import { expect } from 'chai';
-import { createPendingBound } from '../../src/idp/pending-bound.js';
-import { createMemoryState } from '../../src/state/memory.js';
+import { createPendingBound } from '../../../src/idp/storage/pending-bound.js';
+import { createMemoryState } from '../../../src/state/memory.js';
 
 describe('idp: the bound on pending records', function () {
   it('admits per client and in total within a window, refuses past either, and admits again once the window has passed', async function () {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { pageHeaders } from '../../src/http/security-headers.js';
-import { autoPostPage, chooserPage, deviceInputPage, errorPage, passwordPage } from '../../src/idp/pages.js';
+import { pageHeaders } from '../../../src/http/security-headers.js';
+import { autoPostPage, chooserPage, deviceInputPage, errorPage, passwordPage } from '../../../src/idp/login/pages.js';
 
 /** oidc-provider 9's device input form (lib/helpers/user_code_form.js), as it hands it over. */
 const PROVIDER_FORM = `<form id="op.deviceInputForm" novalidate method="post" action="/api/idp/device">

@@ -7,15 +7,15 @@
  * may use the provider, are checked the same way by ./static-clients-config.ts.
  */
 import { z } from 'zod';
-import { isMap } from '../../connectors/config-schema.js';
-import { CONNECTOR_TYPES, parseConnectorConfig, type ConnectorTypes, type ParsedConnector } from '../../connectors/registry.js';
-import type { ScopedSink } from '../config/problems.js';
-import type { SecretLookup } from '../config/secret-ref.js';
-import { parseYamlValue } from '../config/yaml-value.js';
-import { parseWith } from '../config/zod-problems.js';
-import { parseStaticClients, type StaticClient } from './static-clients-config.js';
+import { isMap } from '../../../connectors/config-schema.js';
+import { CONNECTOR_TYPES, parseConnectorConfig, type ConnectorTypes, type ParsedConnector } from '../../../connectors/registry.js';
+import type { ScopedSink } from '../../config/problems.js';
+import type { SecretLookup } from '../../config/secret-ref.js';
+import { parseYamlValue } from '../../config/yaml-value.js';
+import { parseWith } from '../../config/zod-problems.js';
+import { parseStaticClients, type StaticClient } from '../static-clients-config.js';
 
-export type { ParsedConnector } from '../../connectors/registry.js';
+export type { ParsedConnector } from '../../../connectors/registry.js';
 
 export interface IdpConfig {
   readonly connectors: readonly ParsedConnector[];

@@ -11,7 +11,7 @@
  * let it survive a revocation. The bound is checked in the same atomic step as the listing
  * (hashSet's maxFields), so tokens saved at once, on one replica or several, cannot pass it.
  */
-import type { StateBackend } from '../state/state.js';
+import type { StateBackend } from '../../state/state.js';
 import { grantKey } from './adapter-keys.js';
 
 export const MAX_GRANT_MEMBERS = 1_000;

@@ -9,13 +9,13 @@ import Koa from 'koa';
 import request from 'supertest';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import type { BrowserConnector, Identity } from '../../connectors/connector.js';
-import { createAccountStore } from '../../src/idp/accounts.js';
-import { BINDING_COOKIE, interactionRoutes } from '../../src/idp/interactions.js';
-import { createLoginFlow } from '../../src/idp/login-flow.js';
-import { createSealer } from '../../src/lib/sealed.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import { testPasswordGuard } from '../helpers/password-guard.js';
+import type { BrowserConnector, Identity } from '../../../connectors/connector.js';
+import { createAccountStore } from '../../../src/idp/storage/accounts.js';
+import { BINDING_COOKIE, interactionRoutes } from '../../../src/idp/login/interactions.js';
+import { createLoginFlow } from '../../../src/idp/login/login-flow.js';
+import { createSealer } from '../../../src/lib/sealed.js';
+import { createMemoryState } from '../../../src/state/memory.js';
+import { testPasswordGuard } from '../../helpers/password-guard.js';
 
 const IDENTITY: Identity = { userId: '42', username: 'victim', emailVerified: true, groups: [] };
 

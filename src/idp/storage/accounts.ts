@@ -13,9 +13,9 @@
  * copied under another user's key does not open there. A record that does not open is no
  * account: the token asking gets nothing.
  */
-import type { Identity } from '../../connectors/connector.js';
-import type { Sealer } from '../lib/sealed.js';
-import type { StateBackend } from '../state/state.js';
+import type { Identity } from '../../../connectors/connector.js';
+import type { Sealer } from '../../lib/sealed.js';
+import type { StateBackend } from '../../state/state.js';
 
 export interface StoredAccount {
   readonly connectorId: string;

@@ -3,7 +3,7 @@
  * and the error page. Server-rendered, usable without JavaScript, every value escaped. Texts
  * are for the person at the browser: what happened and what to do, never internals.
  */
-import type { ConnectorInfo } from './connector-source.js';
+import type { ConnectorInfo } from '../connectors/connector-source.js';
 
 const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

@@ -5,8 +5,8 @@
  * and whose connection pools are closed with the connector.
  */
 import type { Logger } from 'pino';
-import type { Connector, ConnectorDeps, ConnectorFactory } from '../../connectors/connector.js';
-import { createTlsFetch, describeFailure, isCertificateError, type TlsFetch } from '../lib/tls-fetch.js';
+import type { Connector, ConnectorDeps, ConnectorFactory } from '../../../connectors/connector.js';
+import { createTlsFetch, describeFailure, isCertificateError, type TlsFetch } from '../../lib/tls-fetch.js';
 
 export interface UpstreamFetches {
   upstreamFetch(rootCAs?: readonly string[]): typeof globalThis.fetch;

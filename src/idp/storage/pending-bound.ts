@@ -11,7 +11,7 @@
  * Client ids are the provider's registered clients (it refuses others before storing anything),
  * so the per-client keys are bounded too.
  */
-import type { StateBackend } from '../state/state.js';
+import type { StateBackend } from '../../state/state.js';
 
 export const BUCKETS = 5;
 

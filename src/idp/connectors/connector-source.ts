@@ -4,7 +4,7 @@
  * the provider takes this small interface so it depends on no registry internals, and tests
  * hand it a fake connector that keeps the Connector contract.
  */
-import type { Connector } from '../../connectors/connector.js';
+import type { Connector } from '../../../connectors/connector.js';
 
 export interface ConnectorInfo {
   readonly id: string;
