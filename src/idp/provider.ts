@@ -11,7 +11,7 @@ import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
 import type { StateBackend } from '../state/state.js';
-import type { AccountStore } from './storage/accounts.js';
+import type { AccountStore } from './storage/federated-accounts.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';

@@ -8,7 +8,7 @@
  * `buildConnector`, which the connector registry provides.
  */
 import { SETTINGS_SECRET } from '../config/manifests.js';
-import { createAccountStore } from '../idp/storage/accounts.js';
+import { createAccountStore } from '../idp/storage/federated-accounts.js';
 import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
 import type { ParsedConnector } from '../idp/connectors/config.js';

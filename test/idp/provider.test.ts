@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import * as client from 'openid-client';
 import { pino } from 'pino';
 import type { BrowserConnector, Identity } from '../../connectors/connector.js';
-import { createAccountStore } from '../../src/idp/storage/accounts.js';
+import { createAccountStore } from '../../src/idp/storage/federated-accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
 import { testPasswordGuard } from '../helpers/password-guard.js';

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { createServer, request, type Server } from 'node:http';
 import { pino } from 'pino';
 import type { BrowserConnector } from '../../connectors/connector.js';
-import { createAccountStore } from '../../src/idp/storage/accounts.js';
+import { createAccountStore } from '../../src/idp/storage/federated-accounts.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import { createIdpApp } from '../../src/idp/app.js';
 import { testPasswordGuard } from '../helpers/password-guard.js';

@@ -15,7 +15,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import type { StateBackend } from '../../state/state.js';
-import type { AccountStore } from '../storage/accounts.js';
+import type { AccountStore } from '../storage/federated-accounts.js';
 import { subjectOf } from '../claims.js';
 import { CONNECTOR_TRANSACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S } from '../lifetimes.js';
 

@@ -10,7 +10,7 @@ import request from 'supertest';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import type { BrowserConnector, Identity } from '../../../connectors/connector.js';
-import { createAccountStore } from '../../../src/idp/storage/accounts.js';
+import { createAccountStore } from '../../../src/idp/storage/federated-accounts.js';
 import { BINDING_COOKIE, interactionRoutes } from '../../../src/idp/login/interactions.js';
 import { createLoginFlow } from '../../../src/idp/login/login-flow.js';
 import { createSealer } from '../../../src/lib/sealed.js';

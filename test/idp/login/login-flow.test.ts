@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import type { BrowserConnector, LoginContext } from '../../../connectors/connector.js';
-import { createAccountStore } from '../../../src/idp/storage/accounts.js';
+import { createAccountStore } from '../../../src/idp/storage/federated-accounts.js';
 import { createSealer } from '../../../src/lib/sealed.js';
 import { createLoginFlow } from '../../../src/idp/login/login-flow.js';
 import { createMemoryState } from '../../../src/state/memory.js';

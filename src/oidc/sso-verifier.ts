@@ -10,7 +10,7 @@ import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVe
 import { Unauthenticated, Unavailable } from '../errors.js';
 import { BoundedCache } from '../lib/bounded-cache.js';
 import type { Principal } from '../principal.js';
-import type { TokenVerifier } from '../session/verifier.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
 import { checkAudience } from './audience.js';
 import type { ProviderClient } from './client.js';
 

@@ -8,7 +8,7 @@ import type { Configuration } from 'openid-client';
 import { checkAudience } from '../../src/oidc/audience.js';
 import type { ProviderClient } from '../../src/oidc/client.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
-import { CLOCK_SKEW_SECONDS, createSsoVerifier, groupsOf, type GroupSource } from '../../src/oidc/verifier.js';
+import { CLOCK_SKEW_SECONDS, createSsoVerifier, groupsOf, type GroupSource } from '../../src/oidc/sso-verifier.js';
 
 const ISSUER = 'https://idp.example.com';
 

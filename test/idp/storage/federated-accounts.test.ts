@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createAccountStore, EXTENSION_SLACK_MS } from '../../../src/idp/storage/accounts.js';
+import { createAccountStore, EXTENSION_SLACK_MS } from '../../../src/idp/storage/federated-accounts.js';
 import { createSealer } from '../../../src/lib/sealed.js';
 import { createMemoryState } from '../../../src/state/memory.js';
 import { createRedisState } from '../../../src/state/redis.js';

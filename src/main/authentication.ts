@@ -10,10 +10,10 @@ import { createAuthenticator, type Authenticator } from '../session/authenticate
 import { createLocalVerifier } from '../session/local-verifier.js';
 import { createRevocation, type Revocation } from '../session/revocation.js';
 import { createTokenSigner, type TokenSigner } from '../session/tokens.js';
-import type { TokenVerifier } from '../session/verifier.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
 import type { Services } from './services.js';
 
-export interface Identity {
+export interface Authentication {
   readonly signer: TokenSigner;
   readonly revocation: Revocation;
   readonly authenticator: Authenticator;
@@ -22,7 +22,7 @@ export interface Identity {
 }
 
 /** `verifiers`: the other issuers' (SSO features, tests), after svc's own. */
-export async function buildIdentity(services: Services, verifiers: readonly TokenVerifier[]): Promise<Identity> {
+export async function buildAuthentication(services: Services, verifiers: readonly TokenVerifier[]): Promise<Authentication> {
   const { settings, state, log, now } = services;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now });

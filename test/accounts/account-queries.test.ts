@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createAccounts } from '../../src/accounts/accounts.js';
+import { createAccounts } from '../../src/accounts/account-queries.js';
 import type { AccountSettings } from '../../src/accounts/config.js';
 import type { Principal } from '../../src/principal.js';
 

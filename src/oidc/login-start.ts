@@ -26,7 +26,7 @@ export interface LoginStart {
   readonly cookie: string;
 }
 
-export interface LoginFlowDeps {
+export interface LoginStartDeps {
   readonly client: ProviderClient;
   readonly sealer: () => Sealer;
   /** svc's `url`: the redirect URI is built on it, and return URLs must stay on it. */
@@ -42,7 +42,7 @@ export function redirectUri(serverUrl: string, path: string): string {
  * `connectorId`: the login page's choice among the bundled provider's connectors, passed on as
  * Dex's `connector_id` parameter (the provider ignores an unknown one and shows its chooser).
  */
-export async function startLogin(deps: LoginFlowDeps, rawReturnUrl: string | undefined, connectorId?: string): Promise<LoginStart> {
+export async function startLogin(deps: LoginStartDeps, rawReturnUrl: string | undefined, connectorId?: string): Promise<LoginStart> {
   const { provider } = deps.client;
   const configuration = await deps.client.configuration();
   const login: LoginState = {
@@ -66,7 +66,7 @@ export async function startLogin(deps: LoginFlowDeps, rawReturnUrl: string | und
 }
 
 /** The login this browser started, or Unauthenticated when the cookie is missing, forged or stale. */
-export function openLoginState(deps: Pick<LoginFlowDeps, 'sealer' | 'now'>, cookie: string | undefined): LoginState {
+export function openLoginState(deps: Pick<LoginStartDeps, 'sealer' | 'now'>, cookie: string | undefined): LoginState {
   const opened = cookie === undefined || cookie === '' ? undefined : deps.sealer().open(cookie);
   if (opened === undefined) throw new Unauthenticated('no login in progress in this browser (or it was started with another key): start again at /auth/login');
   const login = JSON.parse(opened) as LoginState;

@@ -2,7 +2,7 @@
  * The accounts and sessions feature: login throttle and concurrency cap, login service,
  * account queries and writes, and their two routers.
  */
-import { createAccounts } from '../accounts/accounts.js';
+import { createAccounts } from '../accounts/account-queries.js';
 import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
@@ -12,7 +12,7 @@ import { readInt, readLoginLimits } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
 import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
-import type { Identity } from './identity.js';
+import type { Authentication } from './authentication.js';
 import type { Services } from './services.js';
 
 /**
@@ -25,7 +25,7 @@ export function buildLoginThrottle(services: Services): LoginThrottle {
   return createLoginThrottle({ state, limits: readLoginLimits(services.env, log), log, registry: services.metrics.registry, now });
 }
 
-export function buildAccounts(services: Services, identity: Identity, throttle: LoginThrottle): Feature {
+export function buildAccounts(services: Services, authentication: Authentication, throttle: LoginThrottle): Feature {
   const { settings, log, store, rights, now } = services;
   const accountMap = () => settings.current().accounts;
   const limits = readLoginLimits(services.env, log);
@@ -33,7 +33,7 @@ export function buildAccounts(services: Services, identity: Identity, throttle: 
     accounts: accountMap,
     throttle,
     concurrency: createLoginConcurrency(limits.maxConcurrentLogins),
-    signer: identity.signer,
+    signer: authentication.signer,
     sessionDurationMs: () => settings.current().sessionDurationMs,
     log,
     now,
@@ -43,10 +43,10 @@ export function buildAccounts(services: Services, identity: Identity, throttle: 
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, revocation: identity.revocation, configuredUrl }),
+      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
       accountRoutes({
         accounts,
-        apiTokens: createApiTokens({ store, accounts, signer: identity.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
+        apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
         configuredUrl,

@@ -1,5 +1,5 @@
 /**
- * The start of a browser login (src/oidc/login-flow.ts): each login gets a fresh, unguessable
+ * The start of a browser login (src/oidc/login-start.ts): each login gets a fresh, unguessable
  * state, nonce and PKCE verifier, sent to the provider and kept in the sealed cookie that only
  * this browser holds. A nonce that repeats would let an ID token issued for one login be replayed
  * into another. The provider's configuration is built from metadata here (no provider is asked:
@@ -11,13 +11,13 @@ import * as client from 'openid-client';
 import { Unauthenticated } from '../../src/errors.js';
 import { createSealer } from '../../src/lib/sealed.js';
 import type { ProviderClient } from '../../src/oidc/client.js';
-import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, startLogin, type LoginFlowDeps, type LoginState } from '../../src/oidc/login-flow.js';
+import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, startLogin, type LoginStartDeps, type LoginState } from '../../src/oidc/login-start.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
 
 const ISSUER = 'https://idp.example.org';
 const SERVER = 'https://svc.example.org';
 
-function deps(provider: Partial<SsoProvider> = {}, now = () => 1_700_000_000_000): LoginFlowDeps {
+function deps(provider: Partial<SsoProvider> = {}, now = () => 1_700_000_000_000): LoginStartDeps {
   const sso: SsoProvider = {
     issuer: ISSUER, clientID: 'svc', clientSecret: undefined, audiences: ['svc'], skipAudienceCheckWhenTokenHasNoAudience: false,
     scopes: ['openid', 'profile', 'groups'], idTokenClaims: undefined, redirectPath: '/auth/callback', logoutURL: undefined,
@@ -31,14 +31,14 @@ function deps(provider: Partial<SsoProvider> = {}, now = () => 1_700_000_000_000
 
 interface Started { readonly params: URLSearchParams; readonly login: LoginState; readonly cookie: string }
 
-async function start(d: LoginFlowDeps, returnUrl?: string, connectorId?: string): Promise<Started> {
+async function start(d: LoginStartDeps, returnUrl?: string, connectorId?: string): Promise<Started> {
   const { authorizationUrl, cookie } = await startLogin(d, returnUrl, connectorId);
   const url = new URL(authorizationUrl);
   expect(`${url.origin}${url.pathname}`).to.equal(`${ISSUER}/auth`);
   return { params: url.searchParams, login: openLoginState(d, cookie), cookie };
 }
 
-describe('oidc/login-flow', () => {
+describe('oidc/login-start', () => {
   it('gives every login a fresh, unguessable nonce, sent to the provider and kept in the cookie', async () => {
     const d = deps();
     const logins = await Promise.all(Array.from({ length: 50 }, () => start(d)));
