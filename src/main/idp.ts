@@ -24,8 +24,7 @@ import { readLoginLimits } from '../session/limits.js';
 import { randomFailureDelay } from '../session/login.js';
 import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
-import { errorReply, sendErrorReply } from '../http/errors.js';
-import { observeRawRequest } from '../http/raw-request.js';
+import { failRequest, observeRawRequest } from '../http/entry.js';
 import type { Services } from './services.js';
 
 export interface IdpOptions {
@@ -119,12 +118,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
       const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
       // Both apps answer their own errors; this is for one that escapes them.
-      app.handle(req, res, target).catch((err: unknown) => {
-        if (res.headersSent) {
-          log.warn({ err, requestId }, 'identity provider: error after the response started; connection closed');
-          res.destroy();
-        } else sendErrorReply(res, errorReply(err, requestId, log, target.path), requestId, req.method);
-      });
+      app.handle(req, res, target).catch((err: unknown) => failRequest(res, err, requestId, log.child({ requestId }), target.path, req.method));
       return true;
     },
     async close() {
