@@ -74,11 +74,12 @@ export function observeRawRequest(req: IncomingMessage, res: ServerResponse, rou
 
 /**
  * An error that escaped a way in's own handling: the error reply, as the app's error middleware
- * writes it; a response already started is cut instead (`log` should name the request id).
+ * writes it; a response already started is cut instead (`log` should name the request id;
+ * `who`, when given, starts the warning: `identity provider: `).
  */
-export function failRequest(res: ServerResponse, err: unknown, requestId: string, log: Logger, path: string, method: string | undefined): void {
+export function failRequest(res: ServerResponse, err: unknown, requestId: string, log: Logger, path: string, method: string | undefined, who = ''): void {
   if (res.headersSent) {
-    log.warn({ err }, 'error after the response started; connection closed');
+    log.warn({ err }, `${who}error after the response started; connection closed`);
     res.destroy();
     return;
   }

@@ -118,7 +118,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
       const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
       // Both apps answer their own errors; this is for one that escapes them.
-      app.handle(req, res, target).catch((err: unknown) => failRequest(res, err, requestId, log.child({ requestId }), target.path, req.method));
+      app.handle(req, res, target).catch((err: unknown) => failRequest(res, err, requestId, log.child({ requestId }), target.path, req.method, 'identity provider: '));
       return true;
     },
     async close() {
