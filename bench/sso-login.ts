@@ -65,7 +65,7 @@ const CONCURRENCY = count(opts.concurrency, 1, 256);
 const SVC_WORKERS = count(opts['svc-workers'], 1, 16);
 /**
  * Refreshes per login before a worker moves to a fresh one: each refresh lists a refresh and an
- * access token in the grant's index, which holds 1,000 unexpired tokens (src/idp/grant-index.ts).
+ * access token in the grant's index, which holds 1,000 unexpired tokens (src/idp/storage/grant-index.ts).
  */
 const REFRESHES_PER_CHAIN = 400;
 const USERS = [['alice', 'alice123'], ['bob', 'bob123']] as const;

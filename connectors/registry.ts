@@ -2,7 +2,7 @@
  * The connector types svc knows, by name, and the registry of live connectors.
  *
  * - `CONNECTOR_TYPES` and `parseConnectorConfig`: the parse side, used by `idp.config` parsing
- *   (src/idp/config.ts) and so by `svc-server validate`. It opens nothing and loads no connector
+ *   (src/idp/connectors/config.ts) and so by `svc-server validate`. It opens nothing and loads no connector
  *   library (ldapts, @node-saml/node-saml): test/connectors/parse-path.test.ts holds it to that.
  * - `ConnectorRegistry`: the live side. It builds a connector from each parsed entry whenever the
  *   configuration changes, keeps the last good connector of an id whose build fails, and closes

@@ -36,8 +36,8 @@ export const GROUPS = {
     tests: ['test/extensions/access.test.ts', 'test/extensions/headers.test.ts', 'test/extensions/handshake-application.test.ts'],
   },
   oidc: {
-    mutate: ['src/oidc/audience.ts', 'src/oidc/return-url.ts', 'src/oidc/login-flow.ts', 'src/oidc/verifier.ts'],
-    tests: ['test/oidc/verifier.test.ts', 'test/oidc/return-url.test.ts', 'test/oidc/login-flow.test.ts'],
+    mutate: ['src/oidc/audience.ts', 'src/oidc/return-url.ts', 'src/oidc/login-start.ts', 'src/oidc/sso-verifier.ts'],
+    tests: ['test/oidc/sso-verifier.test.ts', 'test/oidc/return-url.test.ts', 'test/oidc/login-start.test.ts'],
   },
   'connectors-saml': {
     mutate: ['connectors/saml/assertion.ts', 'connectors/saml/document.ts', 'connectors/saml/identity.ts'],

@@ -19,7 +19,7 @@ import { SETTINGS_SECRET } from '../config/manifests.js';
 import { ProblemSink } from '../config/problems.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from '../errors.js';
-import type { Accounts } from './accounts.js';
+import type { Accounts } from './account-queries.js';
 import { patchThatTakesEffect, unreadableAccount } from './settings-guard.js';
 
 /** Starts with a letter or digit: the id is a path segment of DELETE …/token/{id}, where `.` and `..` are dot segments. */

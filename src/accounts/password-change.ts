@@ -19,7 +19,7 @@ import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, PermissionDenied } from '../errors.js';
 import type { Principal } from '../principal.js';
-import type { Accounts } from './accounts.js';
+import type { Accounts } from './account-queries.js';
 import { checkNewPassword, hashPassword, passwordKeys } from './passwords.js';
 import { patchThatTakesEffect } from './settings-guard.js';
 

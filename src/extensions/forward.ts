@@ -23,6 +23,7 @@ import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { BackendIdle, BackendTimeout, BackendTls, BackendUnreachable, type SvcError } from '../errors.js';
+import { heldSetCookies } from '../http/entry.js';
 import { responseHeaderList } from './headers.js';
 import { isTlsError } from './tls.js';
 
@@ -173,8 +174,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     // the pools speak) always gives the list.
     const rawHeaders = controller.rawHeaders as readonly Buffer[];
     const { list, contentLength, eventStream } = responseHeaderList(rawHeaders, this.request.responseHeaders, false, this.request.contentSecurityPolicy);
-    if (this.res.getHeader('set-cookie') === undefined) this.res.writeHead(statusCode, list);
-    else writeHeadKeepingCookies(this.res, statusCode, list);
+    // The Set-Cookie a renewal set before dispatch is part of this answer (http/entry.ts, point 4).
+    const held = heldSetCookies(this.res);
+    if (held === undefined) this.res.writeHead(statusCode, list);
+    else writeHeadKeepingCookies(this.res, statusCode, list, held);
     if (contentLength !== undefined && this.request.method !== 'HEAD') {
       this.tally.bytesOut = contentLength;
       this.remaining = contentLength;
@@ -292,10 +295,9 @@ export function mapBackendError(err: unknown, target: { readonly extension: stri
  * backend's cookies would replace ours or each other. Every header is set by name with all its
  * values instead, ours added to the backend's cookies. Only such responses take this way.
  */
-function writeHeadKeepingCookies(res: ServerResponse, statusCode: number, list: readonly string[]): void {
+function writeHeadKeepingCookies(res: ServerResponse, statusCode: number, list: readonly string[], ours: readonly string[]): void {
   const byName = new Map<string, { name: string; values: string[] }>();
-  const ours = res.getHeader('set-cookie');
-  byName.set('set-cookie', { name: 'set-cookie', values: Array.isArray(ours) ? [...ours] : [String(ours)] });
+  byName.set('set-cookie', { name: 'set-cookie', values: [...ours] });
   for (let i = 0; i + 1 < list.length; i += 2) {
     const name = list[i] as string;
     const lower = name.toLowerCase();

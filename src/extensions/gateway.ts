@@ -19,17 +19,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ExtensionNotFound } from '../errors.js';
 import { hostOf, protocolOf, type Caller, type ReadCaller } from '../http/caller.js';
-import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
-import { logAccess } from '../http/raw-request.js';
-import { requestIdFrom } from '../http/request-id.js';
+import { closeStatus, failRequest, recordRequest, requestIdOf, type RawRequestDeps } from '../http/entry.js';
 import type { Rights } from '../rbac/rights.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
 import { declaresBody } from '../http/body.js';
 import type { ProxySettingsSource } from './deps.js';
 import { forwardHeaders } from './headers.js';
-import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
+import type { ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
 
@@ -57,8 +55,9 @@ export interface GatewayRequest {
 export type Gateway = (req: IncomingMessage, res: ServerResponse, request: GatewayRequest) => void;
 
 export function createGateway(deps: GatewayDeps): Gateway {
+  const observed: RawRequestDeps = { metrics: deps.httpMetrics, log: deps.log };
   return function proxyExtensionRequest(req, res, request) {
-    const exchange = new Exchange(deps, req, res, request);
+    const exchange = new Exchange(deps, observed, req, res, request);
     try {
       exchange.begin();
     } catch (err: unknown) {
@@ -76,11 +75,12 @@ class Exchange {
 
   constructor(
     private readonly deps: GatewayDeps,
+    private readonly observed: RawRequestDeps,
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly request: GatewayRequest,
   ) {
-    this.requestId = requestIdFrom(req.headers['x-request-id']);
+    this.requestId = requestIdOf(req);
   }
 
   /** Made on first use: most proxied requests never log. */
@@ -147,24 +147,14 @@ class Exchange {
 
   /** The error reply, as the app's error middleware writes it; a response already started is cut instead. */
   fail(err: unknown): void {
-    const res = this.res;
-    if (res.headersSent) {
-      this.log.warn({ err }, 'error after the response started; connection closed');
-      res.destroy();
-      return;
-    }
-    if (res.destroyed) return;
-    sendErrorReply(res, errorReply(err, this.requestId, this.log, this.request.path), this.requestId, this.req.method);
+    failRequest(this.res, err, this.requestId, this.log, this.request.path, this.req.method);
   }
 
   private observe(extension: string | undefined): void {
-    // Nothing sent: the client left first. res.statusCode would still say its default 200.
-    const status = this.res.headersSent ? this.res.statusCode : CLIENT_GONE;
+    const status = closeStatus(this.res);
     const seconds = (performance.now() - this.start) / 1000;
-    const method = this.req.method ?? 'GET';
-    this.deps.httpMetrics.record(GATEWAY_ROUTE, method, status, seconds);
     // Configured names only: a client's made-up names would grow the label set without bound.
     if (extension !== undefined) this.deps.metrics.observe({ extension, status, seconds, bytesIn: this.tally.bytesIn, bytesOut: this.tally.bytesOut });
-    logAccess(this.deps.log, this.requestId, method, this.request.path, status, seconds);
+    recordRequest(this.observed, GATEWAY_ROUTE, this.requestId, this.req.method ?? 'GET', this.request.path, status, seconds);
   }
 }

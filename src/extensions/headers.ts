@@ -56,7 +56,7 @@ export function isOurCookie(setCookie: string): boolean {
   return OUR_COOKIE.test(setCookie);
 }
 
-export interface Identity {
+export interface ForwardedUser {
   readonly username: string;
   readonly groups: readonly string[];
 }
@@ -66,7 +66,7 @@ export interface ForwardContext {
   readonly host: string;
   readonly clientIp: string;
   readonly proto: 'http' | 'https';
-  readonly identity: Identity;
+  readonly user: ForwardedUser;
   /** Validated `<namespace>/<name>` and its project, when the request named an application. */
   readonly application?: { readonly name: string; readonly project: string };
   readonly upgrade?: boolean;
@@ -104,8 +104,8 @@ export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHt
   }
   if (context.upgrade === true) out.push('connection', 'upgrade', 'upgrade', 'websocket');
   out.push('x-forwarded-host', context.host, 'x-forwarded-for', context.clientIp, 'x-forwarded-proto', context.proto);
-  out.push('svc-username', headerSafe(context.identity.username));
-  const groups = context.identity.groups.map(headerSafe).filter((g) => g !== '' && !g.includes(','));
+  out.push('svc-username', headerSafe(context.user.username));
+  const groups = context.user.groups.map(headerSafe).filter((g) => g !== '' && !g.includes(','));
   if (groups.length > 0) out.push('svc-user-groups', groups.join(','));
   if (context.application !== undefined) {
     out.push('svc-application-name', context.application.name, 'svc-project-name', headerSafe(context.application.project));

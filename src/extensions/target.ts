@@ -40,7 +40,7 @@ export function backendTarget(route: ExtensionRoute, rest: string, query: string
 
 export function forwardContextOf(route: ExtensionRoute, host: string, clientIp: string, proto: string, upgrade = false): ForwardContext {
   // One object shape for every request, built without spreads (see proxy.ts on spreads in the hot path).
-  const context: { -readonly [K in keyof ForwardContext]: ForwardContext[K] } = { host, clientIp, proto: proto === 'https' ? 'https' : 'http', identity: route.principal };
+  const context: { -readonly [K in keyof ForwardContext]: ForwardContext[K] } = { host, clientIp, proto: proto === 'https' ? 'https' : 'http', user: route.principal };
   const application = route.application;
   if (application !== undefined) context.application = { name: `${application.namespace}/${application.name}`, project: application.project };
   if (upgrade) context.upgrade = true;

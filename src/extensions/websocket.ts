@@ -24,7 +24,7 @@ import type { Logger } from 'pino';
 import { hostOf, protocolOf } from '../http/caller.js';
 import { errorReply } from '../http/errors.js';
 import { answerOnSocket, statusBlock } from '../http/socket-reply.js';
-import { requestIdFrom } from '../http/request-id.js';
+import { requestIdOf } from '../http/entry.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { mapBackendError, MAX_TIMER_MS } from './forward.js';
 import { handshakeApplication } from './handshake-application.js';
@@ -62,7 +62,7 @@ interface Handshake {
 
 /** Relays one WebSocket upgrade; every failure is answered on the socket, which then closes. */
 export function relayWebSocket(deps: WebSocketDeps, req: IncomingMessage, target: HandshakeTarget, head: Buffer, socket: Socket): void {
-  const requestId = requestIdFrom(req.headers['x-request-id']);
+  const requestId = requestIdOf(req);
   const handshake: Handshake = { req, target, requestId, log: deps.log.child({ requestId }) };
   const start = performance.now();
   let status = CLIENT_GONE;

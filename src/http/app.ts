@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { NotFound } from '../errors.js';
 import { errorMiddleware } from './errors.js';
 import type { HttpMetrics } from './metrics.js';
-import { logAccess } from './raw-request.js';
+import { logAccess } from './entry.js';
 import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
 

@@ -20,7 +20,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
 import { printable } from '../lib/printable.js';
 import type { Principal } from '../principal.js';
-import type { Authenticator } from '../session/authenticate.js';
 import { sessionCookieOf } from './cookies.js';
 import { cookieRefusal, isOwnOrigin, isSafeMethod, type RequestOrigin } from './same-origin.js';
 
@@ -62,7 +61,12 @@ export interface Caller {
 export type ReadCaller = (request: CallerRequest, kind: CallerKind) => Caller | Promise<Caller>;
 
 export interface CallerDeps {
-  readonly authenticator: Pick<Authenticator, 'authenticate' | 'known'>;
+  /** session/authenticate.ts's, named here so the HTTP edge imports no feature. */
+  readonly authenticator: {
+    authenticate(token: string): Promise<Principal>;
+    /** The principal without awaiting anything, or undefined when that needs a look-up; throws Unauthenticated. */
+    known(token: string): Principal | undefined;
+  };
   /** svc's configured `url`, read per request: its origin is svc's own. */
   readonly configuredUrl: () => string;
 }

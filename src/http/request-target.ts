@@ -13,7 +13,7 @@ import parseurl from 'parseurl';
 import type { Logger } from 'pino';
 import { InvalidRequest } from '../errors.js';
 import { errorReply, sendErrorReply } from './errors.js';
-import { requestIdFrom } from './request-id.js';
+import { requestIdOf } from './entry.js';
 
 export const BAD_TARGET = 'the request target is not a valid URL';
 
@@ -59,6 +59,6 @@ function viaParseurl(req: Pick<IncomingMessage, 'url'>): RequestTarget | undefin
 
 /** The 400 for a target requestTarget() refuses, written on the raw response. */
 export function refuseTarget(req: IncomingMessage, res: ServerResponse, log: Logger): void {
-  const requestId = requestIdFrom(req.headers['x-request-id']);
+  const requestId = requestIdOf(req);
   sendErrorReply(res, errorReply(new InvalidRequest(BAD_TARGET), requestId, log, ''), requestId, req.method);
 }

@@ -9,16 +9,27 @@
  * Every other request pays one synchronous check (`due`: a decode of the cookie's token, no
  * signature) and gets `undefined` back, so the proxy's fast path does not wait on a promise.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { describeFailure } from '../lib/tls-fetch.js';
-import type { SessionRefresh } from '../oidc/refresh.js';
 import { presentedToken } from './caller.js';
 import { SESSION_COOKIE, sessionCookieHeader } from './cookies.js';
+import type { BeforeDispatch } from './entry.js';
 
-/** A Feature's `beforeDispatch`: the renewal to finish first, or undefined when none is due (the usual case). */
-export function ssoRenewal(refresh: SessionRefresh, log: Pick<Logger, 'warn'>, configuredUrl: () => string): (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined {
+/** What the renewal needs of oidc/refresh.ts's SessionRefresh, named here so the HTTP edge imports no feature. */
+export interface SessionRenewer {
+  /** Whether this token is the provider's and due for renewal (no signature check yet). */
+  due(token: string): boolean;
+  /** The renewed session; undefined when there is nothing to renew with or the provider refused. */
+  renew(token: string): Promise<{ readonly idToken: string; readonly expiresAt: number } | undefined>;
+}
+
+/**
+ * A Feature's `beforeDispatch`: the renewal to finish first, or undefined when none is due (the
+ * usual case). What it changes is the BeforeDispatch contract of entry.ts: the request's
+ * `svc.token` cookie replaced, and the new cookie set on the response for every way in to keep.
+ */
+export function ssoRenewal(refresh: SessionRenewer, log: Pick<Logger, 'warn'>, configuredUrl: () => string): BeforeDispatch {
   return (req, res) => {
     const presented = presentedToken(req.headers);
     const token = presented?.via === 'cookie' ? presented.token : undefined;

@@ -11,12 +11,12 @@ import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
 import type { StateBackend } from '../state/state.js';
-import type { AccountStore } from './accounts.js';
-import { createStateAdapterClass } from './adapter.js';
+import type { AccountStore } from './storage/federated-accounts.js';
+import { createStateAdapterClass } from './storage/adapter.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
 import { CLIENT_IDS, ownClients } from './clients.js';
-import type { ConnectorSource } from './connector-source.js';
+import type { ConnectorSource } from './connectors/connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import { withStaticClients, type StaticClientSource } from './static-clients.js';
 import type { IdpKeys } from './keys.js';
@@ -24,10 +24,10 @@ import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
   INTERACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S,
 } from './lifetimes.js';
-import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './pages.js';
+import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './login/pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
-import { createPendingBound } from './pending-bound.js';
-import { consentPortOf } from './loopback-consent.js';
+import { createPendingBound } from './storage/pending-bound.js';
+import { consentPortOf } from './login/loopback-consent.js';
 import { limitRequestSize, PENDING_DEVICE_CODES, PENDING_INTERACTIONS, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
 
 

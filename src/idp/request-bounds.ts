@@ -16,8 +16,8 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { setPageHeaders } from '../http/security-headers.js';
 import { DEVICE_CODE_TTL_S, INTERACTION_TTL_S } from './lifetimes.js';
-import { deviceInputPage, errorPage, escapeHtml } from './pages.js';
-import type { PendingLimits } from './pending-bound.js';
+import { deviceInputPage, errorPage, escapeHtml } from './login/pages.js';
+import type { PendingLimits } from './storage/pending-bound.js';
 
 /** Far above what svc's clients send (under 1 KB), far below oidc-provider's 56 KB body cap. */
 export const MAX_AUTHORIZATION_REQUEST_BYTES = 4096;

@@ -1,17 +1,17 @@
 /** The extension proxy as a feature: answered before Koa, WebSockets included. */
 import { createExtensionProxy } from '../extensions/proxy.js';
 import type { Feature } from './feature.js';
-import type { Identity } from './identity.js';
+import type { Authentication } from './authentication.js';
 import type { Services } from './services.js';
 
-export function buildExtensions(services: Services, identity: Identity): Feature {
+export function buildExtensions(services: Services, authentication: Authentication): Feature {
   const proxy = createExtensionProxy({
     settings: services.settings,
     rights: services.rights,
     log: services.log,
     httpMetrics: services.metrics,
-    readCaller: identity.readCaller,
-    authenticator: identity.authenticator,
+    readCaller: authentication.readCaller,
+    authenticator: authentication.authenticator,
   });
   return {
     name: 'extensions',

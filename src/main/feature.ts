@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BeforeDispatch } from '../http/entry.js';
 import type { RequestTarget } from '../http/request-target.js';
 import type { AppState } from '../http/state.js';
 import type { WebSocketRoute } from '../http/upgrade.js';
@@ -14,7 +15,7 @@ import type { WebSocketRoute } from '../http/upgrade.js';
 export type RawHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean;
 
 /** Work to finish before a request is dispatched, or undefined when there is none (the usual case). */
-export type BeforeDispatch = (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined;
+export type { BeforeDispatch };
 
 export interface Feature {
   /** For logs and errors at start. */

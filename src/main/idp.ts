@@ -8,17 +8,17 @@
  * `buildConnector`, which the connector registry provides.
  */
 import { SETTINGS_SECRET } from '../config/manifests.js';
-import { createAccountStore } from '../idp/accounts.js';
+import { createAccountStore } from '../idp/storage/federated-accounts.js';
 import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
-import type { ParsedConnector } from '../idp/config.js';
-import { createConfiguredConnectors } from '../idp/configured-connectors.js';
+import type { ParsedConnector } from '../idp/connectors/config.js';
+import { createConfiguredConnectors } from '../idp/connectors/configured-connectors.js';
 import type { Connector } from '../../connectors/connector.js';
-import type { ConnectorSource } from '../idp/connector-source.js';
+import type { ConnectorSource } from '../idp/connectors/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys, type SigningKey } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
-import { openWithUpstreamFetches } from '../idp/upstream-fetch.js';
-import { createPasswordGuard } from '../idp/password-guard.js';
+import { openWithUpstreamFetches } from '../idp/connectors/upstream-fetch.js';
+import { createPasswordGuard } from '../idp/login/password-guard.js';
 import { createClientSecretGuard } from '../idp/client-secret-guard.js';
 import { WEB_CLIENT_ID } from '../idp/clients.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
@@ -26,8 +26,7 @@ import { readLoginLimits } from '../session/limits.js';
 import { randomFailureDelay } from '../session/login.js';
 import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
-import { errorReply, sendErrorReply } from '../http/errors.js';
-import { observeRawRequest } from '../http/raw-request.js';
+import { failRequest, observeRawRequest } from '../http/entry.js';
 import type { Services } from './services.js';
 
 export interface IdpOptions {
@@ -62,7 +61,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   // The provider signs with the first key: the one whose time has come (see keys.ts).
   const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
   const idpLog = log.child({ feature: 'idp' });
-  // The password form is throttled as svc's own login is (idp/password-guard.ts).
+  // The password form is throttled as svc's own login is (idp/login/password-guard.ts).
   const limits = readLoginLimits(services.env, log);
   const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
   const passwordGuard = createPasswordGuard({
@@ -124,12 +123,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
       const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
       // Both apps answer their own errors; this is for one that escapes them.
-      app.handle(req, res, target).catch((err: unknown) => {
-        if (res.headersSent) {
-          log.warn({ err, requestId }, 'identity provider: error after the response started; connection closed');
-          res.destroy();
-        } else sendErrorReply(res, errorReply(err, requestId, log, target.path), requestId, req.method);
-      });
+      app.handle(req, res, target).catch((err: unknown) => failRequest(res, err, requestId, log.child({ requestId }), target.path, req.method, 'identity provider: '));
       return true;
     },
     async close() {

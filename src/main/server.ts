@@ -4,8 +4,8 @@
  *
  *   store, settings, state, rights  (Services)
  *   → the SSO provider's token verifier (sso.ts), when oidc.config is set at start
- *   → token verifiers and the caller reading (identity.ts)
- *   → accounts and sessions (accounts.ts), SSO login, callback, logout and renewal (sso.ts)
+ *   → token verifiers and the caller reading (authentication.ts)
+ *   → accounts and sessions (accounts-and-sessions.ts), SSO login, callback, logout and renewal (sso.ts)
  *   → the extension proxy (extensions.ts), the login and account pages (web.ts)
  *   → the Koa app with every feature's routers, and the raw server around it.
  */
@@ -32,13 +32,13 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
-import type { TokenVerifier } from '../session/verifier.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
-import { buildAccounts, buildLoginThrottle } from './accounts.js';
+import { buildAccounts, buildLoginThrottle } from './accounts-and-sessions.js';
 import { buildExtensions } from './extensions.js';
 import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
-import { buildIdentity, type Identity } from './identity.js';
+import { buildAuthentication, type Authentication } from './authentication.js';
 import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
 import { createLogger } from './log.js';
 import type { Services } from './services.js';
@@ -107,35 +107,35 @@ async function buildIdpIfConfigured(services: Services, options: IdpOptions | un
   return buildIdp(services, options);
 }
 
-/** The identity stage and every feature, in the build order the module header gives. */
-async function buildFeatures(services: Services, options: ServerOptions): Promise<{ identity: Identity; features: readonly Feature[] }> {
+/** The authentication stage and every feature, in the build order the module header gives. */
+async function buildFeatures(services: Services, options: ServerOptions): Promise<{ authentication: Authentication; features: readonly Feature[] }> {
   // An external provider (oidc.config) is in force when set; else the bundled one, when configured.
   const external = prepareSso(services);
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
   const sso = external ?? (idp !== undefined ? prepareBundledSso(services, idp) : undefined);
   const workload = prepareWorkload(services);
-  const identity = await buildIdentity(services, [...(sso !== undefined ? [sso.verifier] : []), workload.verifier, ...(options.verifiers?.(services) ?? [])]);
+  const authentication = await buildAuthentication(services, [...(sso !== undefined ? [sso.verifier] : []), workload.verifier, ...(options.verifiers?.(services) ?? [])]);
   const throttle = buildLoginThrottle(services);
   const features: readonly Feature[] = [
-    buildAccounts(services, identity, throttle),
+    buildAccounts(services, authentication, throttle),
     workload.feature(throttle),
-    ...(sso !== undefined ? [sso.feature(identity)] : []),
+    ...(sso !== undefined ? [sso.feature(authentication)] : []),
     ssoChangeNotice(services),
-    buildExtensions(services, identity),
+    buildExtensions(services, authentication),
     buildWeb(services),
     ...(idp !== undefined ? [idp] : []),
   ];
-  return { identity, features };
+  return { authentication, features };
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, identity: Identity, features: readonly Feature[], publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   const { log, metrics, settings } = services;
   const health = healthRoutes({ registry: metrics.registry, readiness: createReadiness(services), publicMetrics });
   const app = createApp({
     log,
     metrics,
-    authenticate: authMiddleware(identity.readCaller),
+    authenticate: authMiddleware(authentication.readCaller),
     routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
   const koa = app.callback();
@@ -179,9 +179,9 @@ function listenAddress(options: ServerOptions): ListenAddress {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
-  const { identity, features } = await buildFeatures(services, options);
+  const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
-  const listener = requestListener(services, identity, features, options.metricsListen === undefined);
+  const listener = requestListener(services, authentication, features, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
@@ -226,7 +226,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearTimeout(timer);
       upgrades.destroyAll();
       for (const feature of [...features].reverse()) await feature.close?.();
-      await identity.close();
+      await authentication.close();
       services.settings.close();
       await services.store.close();
       await services.state.close();

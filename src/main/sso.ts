@@ -1,6 +1,6 @@
 /**
  * Single sign-on against an existing OIDC provider (`oidc.config`, read at start): its token
- * verifier joins the identity stage, then its routes and session renewal join the app. The same
+ * verifier joins the authentication stage, then its routes and session renewal join the app. The same
  * pieces serve any SsoProvider, so the bundled provider can use them with a value of its own.
  */
 import { Unavailable } from '../errors.js';
@@ -13,19 +13,19 @@ import { ssoRoutes } from '../http/routes/sso.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
 import { describeSsoInForce, ssoInForce } from '../oidc/in-force.js';
-import type { LoginFlowDeps } from '../oidc/login-flow.js';
+import type { LoginStartDeps } from '../oidc/login-start.js';
 import { ssoProviderFromOidc, type SsoProvider } from '../oidc/provider.js';
 import { createSessionRefresh } from '../oidc/refresh.js';
 import { createSealer, type SealPurpose, type Sealer } from '../lib/sealed.js';
 import { createUserInfoGroups, type UserInfoGroups } from '../oidc/userinfo-groups.js';
-import { createSsoVerifier, type SsoVerifier } from '../oidc/verifier.js';
+import { createSsoVerifier, type SsoVerifier } from '../oidc/sso-verifier.js';
 import type { Feature } from './feature.js';
-import type { Identity } from './identity.js';
+import type { Authentication } from './authentication.js';
 import type { Services } from './services.js';
 
 export interface SsoStage {
   readonly verifier: SsoVerifier;
-  feature(identity: Identity): Feature;
+  feature(authentication: Authentication): Feature;
 }
 
 /** undefined when no external provider is configured at start. */
@@ -92,12 +92,12 @@ export function prepareSsoFor(services: Services, provider: SsoProvider, localKe
     ...(localKeys !== undefined ? { localKeys } : {}),
     now,
   });
-  return { verifier, feature: (identity) => ssoFeature(services, identity, client, verifier, userInfo, sealer) };
+  return { verifier, feature: (authentication) => ssoFeature(services, authentication, client, verifier, userInfo, sealer) };
 }
 
 function ssoFeature(
   services: Services,
-  identity: Identity,
+  authentication: Authentication,
   client: ProviderClient,
   verifier: SsoVerifier,
   userInfo: UserInfoGroups | undefined,
@@ -107,9 +107,9 @@ function ssoFeature(
   const refresh = createSessionRefresh({
     client, verifier, state, sealer: sealer('refresh-token'), userInfo, log, now,
     keepMs: () => settings.current().sessionDurationMs,
-    isRevoked: (tokenId) => identity.revocation.isRevoked(tokenId),
+    isRevoked: (tokenId) => authentication.revocation.isRevoked(tokenId),
   });
-  const login: LoginFlowDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
+  const login: LoginStartDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
   return {
     name: 'sso',
     beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
@@ -117,8 +117,8 @@ function ssoFeature(
       login,
       callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,
-      authenticator: identity.authenticator,
-      revocation: identity.revocation,
+      authenticator: authentication.authenticator,
+      revocation: authentication.revocation,
       logoutURL: () => client.provider.logoutURL,
     })],
     close: () => client.close(),

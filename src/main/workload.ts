@@ -1,5 +1,5 @@
 /**
- * Workload identity (RFC 8693 token exchange): its token verifier joins the identity stage, so
+ * Workload identity (RFC 8693 token exchange): its token verifier joins the authentication stage, so
  * workload tokens are revocable and cached like every other; its route joins the app. Each
  * issuer entry of `workload.config` (read live) gets its own key cache and its own TLS policy
  * (rootCA), made again when the entry's issuer, jwksURL or rootCA change.
@@ -7,7 +7,7 @@
 import { exchangeRoutes } from '../http/routes/exchange.js';
 import { createTlsFetch, type TlsFetch } from '../lib/tls-fetch.js';
 import type { LoginThrottle } from '../session/throttle.js';
-import type { TokenVerifier } from '../session/verifier.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
 import type { WorkloadIssuer } from '../workload/config.js';
 import { createExchange } from '../workload/exchange.js';
 import { createIssuerKeys, type IssuerKeys } from '../workload/keys.js';

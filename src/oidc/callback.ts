@@ -12,10 +12,10 @@ import { Unauthenticated } from '../errors.js';
 import { reservedExternalName, type LocalAccountNames } from '../principal.js';
 import type { ProviderClient } from './client.js';
 import { describeFailure } from '../lib/tls-fetch.js';
-import type { LoginState } from './login-flow.js';
+import type { LoginState } from './login-start.js';
 import type { SessionRefresh } from './refresh.js';
 import type { UserInfoGroups } from './userinfo-groups.js';
-import type { SsoVerifier } from './verifier.js';
+import type { SsoVerifier } from './sso-verifier.js';
 
 export interface CallbackDeps {
   readonly client: ProviderClient;

@@ -13,7 +13,7 @@ import type { ProviderClient } from './client.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { Sealer } from '../lib/sealed.js';
 import type { UserInfoGroups } from './userinfo-groups.js';
-import type { SsoVerifier } from './verifier.js';
+import type { SsoVerifier } from './sso-verifier.js';
 
 const REFRESH_KEY = (tokenId: string): string => `sso:refresh:${tokenId}`;
 /**

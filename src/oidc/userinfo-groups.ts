@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { StateBackend } from '../state/state.js';
 import type { ProviderClient } from './client.js';
 import type { Sealer } from '../lib/sealed.js';
-import type { GroupSource, VerifiedClaims } from './verifier.js';
+import type { GroupSource, VerifiedClaims } from './sso-verifier.js';
 
 const GROUPS_KEY = (tokenId: string): string => `sso:userinfo:${tokenId}`;
 const ACCESS_KEY = (tokenId: string): string => `sso:access:${tokenId}`;

@@ -1,5 +1,5 @@
 /**
- * Token -> Principal, for every issuer alike. The verifier of the token's issuer (verifier.ts)
+ * Token -> Principal, for every issuer alike. The verifier of the token's issuer (token-verifier.ts)
  * checks signature, time and its own rules; then the same revocation check applies to every
  * token, svc's own and SSO ones, so a logout holds whoever issued the token.
  *
@@ -14,7 +14,7 @@ import type { Principal } from '../principal.js';
 import type { Revocation } from './revocation.js';
 import { unverifiedIssuer } from './tokens.js';
 import { REVOKED } from './validity.js';
-import type { TokenVerifier } from './verifier.js';
+import type { TokenVerifier } from './token-verifier.js';
 
 export interface AuthenticatorDeps {
   /** svc's own first: it answers most requests, and `known` asks each in order. */

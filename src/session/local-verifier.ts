@@ -7,7 +7,7 @@ import type { AccountSettings } from '../accounts/config.js';
 import type { Principal } from '../principal.js';
 import { ISSUER, type TokenClaims, type TokenSigner } from './tokens.js';
 import { checkAccount } from './validity.js';
-import type { TokenVerifier } from './verifier.js';
+import type { TokenVerifier } from './token-verifier.js';
 
 export interface LocalVerifierDeps {
   readonly signer: TokenSigner;

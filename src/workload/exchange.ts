@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { InvalidRequest, Unavailable } from '../errors.js';
-import { CLOCK_SKEW_SECONDS } from '../oidc/verifier.js';
+import { CLOCK_SKEW_SECONDS } from '../oidc/sso-verifier.js';
 import { randomFailureDelay } from '../session/login.js';
 import type { LoginThrottle } from '../session/throttle.js';
 import { StateUnavailable, type StateBackend } from '../state/state.js';

@@ -6,7 +6,7 @@
  */
 import { Unauthenticated } from '../errors.js';
 import { reservedExternalName, type Principal } from '../principal.js';
-import type { TokenVerifier } from '../session/verifier.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
 import type { WorkloadIssuer } from './config.js';
 import { WORKLOAD_TOKEN_ISSUER, type WorkloadTokenClaims, type WorkloadTokens } from './tokens.js';
 

@@ -12,7 +12,7 @@
  */
 import { compactVerify, decodeProtectedHeader, errors as joseErrors, type JWSHeaderParameters } from 'jose';
 import { InvalidRequest } from '../errors.js';
-import { CLOCK_SKEW_SECONDS } from '../oidc/verifier.js';
+import { CLOCK_SKEW_SECONDS } from '../oidc/sso-verifier.js';
 import { createGlobMatch } from '../rbac/glob.js';
 import { claimAt, formatClaimPath, scalarText } from './claim-path.js';
 import type { ClaimCondition, WorkloadIssuer } from './config.js';

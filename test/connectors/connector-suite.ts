@@ -21,7 +21,7 @@ import { pino, type Logger } from 'pino';
 import YAML from 'yaml';
 import type { Connector, ConnectorDeps, ConnectorType, Identity, LoginContext } from '../../connectors/connector.js';
 import { runValidate } from '../../src/commands/validate.js';
-import { openWithUpstreamFetches, upstreamFetches, type UpstreamFetches } from '../../src/idp/upstream-fetch.js';
+import { openWithUpstreamFetches, upstreamFetches, type UpstreamFetches } from '../../src/idp/connectors/upstream-fetch.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import type { SecretLookup } from '../../src/config/secret-ref.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';

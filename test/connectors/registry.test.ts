@@ -6,7 +6,7 @@ import type { Connector, ConnectorDeps, ConnectorType, PasswordConnector } from 
 import { parseTypeConfig } from '../../connectors/config-schema.js';
 import { CONNECTOR_TYPES, ConnectorRegistry, connectorTypes, parseConnectorConfig, type ParsedConnector } from '../../connectors/registry.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
-import { parseIdpConfig, type IdpConfig } from '../../src/idp/config.js';
+import { parseIdpConfig, type IdpConfig } from '../../src/idp/connectors/config.js';
 import { AT, SECRETS } from './helpers.js';
 
 /** A connector type of the test's own: `value` is required; `failOpen: true` makes building throw. Builds and closes go to `events`. */

@@ -8,7 +8,6 @@
  * reused refresh token or code revokes every token of the grant.
  */
 import { expect } from 'chai';
-import { Redis } from 'ioredis';
 import { generateKeyPair, exportJWK } from 'jose';
 import Koa from 'koa';
 import mount from 'koa-mount';
@@ -17,11 +16,12 @@ import type { Server } from 'node:http';
 import Provider, { type Configuration } from 'oidc-provider';
 import * as client from 'openid-client';
 import { pino } from 'pino';
-import { createStateAdapterClass } from '../../src/idp/adapter.js';
+import { createStateAdapterClass } from '../../src/idp/storage/adapter.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { createRedisState } from '../../src/state/redis.js';
 import type { StateBackend } from '../../src/state/state.js';
-import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
+import { freePort } from '../helpers/peers.js';
+import { startInspectedRedis, type InspectedRedis } from '../helpers/redis-raw.js';
 
 const log = pino({ level: 'silent' });
 const CLIENT_ID = 'svc';
@@ -113,8 +113,7 @@ interface Backend {
   teardown?(): Promise<void>;
 }
 
-let redis: RedisPeer | undefined;
-let raw: Redis | undefined;
+let redis: InspectedRedis | undefined;
 let memory: StateBackend | undefined;
 const backends: Backend[] = [
   {
@@ -124,19 +123,12 @@ const backends: Backend[] = [
   {
     name: 'redis',
     async setup() {
-      redis = await startRedis();
-      raw = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+      redis = await startInspectedRedis();
     },
-    open: () => createRedisState({ url: (redis as RedisPeer).url, log }),
-    rawKeys: () => (raw as Redis).keys('svc:idp:*'),
-    async rawValues() {
-      const keys = await (raw as Redis).keys('svc:idp:*');
-      return Promise.all(keys.map(async (key) => ((await (raw as Redis).type(key)) === 'hash'
-        ? JSON.stringify(await (raw as Redis).hgetall(key))
-        : ((await (raw as Redis).get(key)) ?? ''))));
-    },
+    open: () => createRedisState({ url: (redis as InspectedRedis).url, log }),
+    rawKeys: async () => (await (redis as InspectedRedis).rawEntries('svc:idp:*')).map(([key]) => key),
+    rawValues: async () => (await (redis as InspectedRedis).rawEntries('svc:idp:*')).map(([, value]) => value),
     async teardown() {
-      raw?.disconnect();
       await redis?.stop();
     },
   },

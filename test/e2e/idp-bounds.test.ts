@@ -9,14 +9,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import YAML from 'yaml';
 import { MAX_AUTHORIZATION_REQUEST_BYTES, PENDING_INTERACTIONS } from '../../src/idp/request-bounds.js';
 import { SECRET_KEY } from '../helpers/accounts-fixture.js';
-import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
+import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import type { TestServer } from '../helpers/server.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: [] };
 const FLOOD = 1000;
@@ -53,20 +52,12 @@ for (const backend of ['memory', 'redis'] as const) {
     let keys: Redis | undefined;
 
     before(async function () {
-      const port = await freePort();
-      url = `http://127.0.0.1:${port}`;
-      const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
-      const dir = tempConfigDir({
-        'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
-        'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
-        'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
-      });
       if (backend === 'redis') {
         redis = await startRedis();
         keys = new Redis(redis.url);
       }
       const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
-      server = await startTestServer(dir, { port, ...(redis !== undefined ? { redisUrl: redis.url } : {}), idp: { connectors: () => singleConnector('directory', connector) } });
+      ({ url, server } = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY, ...(redis !== undefined ? { redisUrl: redis.url } : {}) }));
     });
 
     after(async function () {

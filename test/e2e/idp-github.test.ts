@@ -6,15 +6,13 @@
  * groups (`org:team`) from GitHub's teams, read page by page, let them through the extension
  * proxy for one extension and not another. A user outside the listed orgs is refused on a page that says so.
  */
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startFakeGithub, type FakeGithub } from '../helpers/fake-github.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { toolsAndSecretPolicy } from '../helpers/manifests.js';
+import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import type { TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, githubConfig, USERS } from '../connectors/github/fixture.js';
 
 const POLICY = toolsAndSecretPolicy('acme:Developers', 'acme:Admins');
@@ -22,31 +20,27 @@ const POLICY = toolsAndSecretPolicy('acme:Developers', 'acme:Admins');
 describe('e2e: the bundled identity provider with the GitHub connector (local GitHub stand-in)', function () {
   this.timeout(60_000);
   let fake: FakeGithub;
-  let backend: Backend;
   let server: TestServer;
-  let dir: string;
+  let svc: IdpSvc | undefined;
   let url: string;
   let tls: TlsFetch;
 
   before(async function () {
     fake = await startFakeGithub({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, users: USERS });
     tls = createTlsFetch({ rootCAs: [fake.caPem] });
-    backend = await echoBackend('tools');
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    dir = idpConfigDir({
-      url, connectors: [{ type: 'github', id: 'github', name: 'GitHub', config: githubConfig(fake) }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+    const at = await idpSvcAddress();
+    url = at.url;
+    svc = await startIdpSvc(at, {
+      connectors: [{ type: 'github', id: 'github', name: 'GitHub', config: githubConfig(fake) }], extensions: ['tools', 'secret'], policy: POLICY,
       secrets: { 'server.secretkey': 'idp-github-e2e-secret-key-0123456789', 'github.clientSecret': CLIENT_SECRET },
     });
-    server = await startTestServer(dir, { port });
+    server = svc.server;
   });
 
   after(async function () {
-    await server?.close(1000);
-    await backend?.close();
+    await svc?.close();
     await tls?.close();
     await fake?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   it('logs in through /auth/login to the svc.token cookie, whose org:team groups the rights judge', async () => {

@@ -7,17 +7,15 @@
  * GitLab's rotating refresh token after the access token expired, and ends when the user
  * revokes the application.
  */
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { startFakeGitlab, type FakeGitlab } from '../helpers/fake-gitlab.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { toolsAndSecretPolicy } from '../helpers/manifests.js';
+import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import type { TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, gitlabConfig, USERS } from '../connectors/gitlab/fixture.js';
 
 const SECRET_KEY = 'idp-gitlab-e2e-secret-key-0123456789';
@@ -26,33 +24,29 @@ const POLICY = toolsAndSecretPolicy('acme/ops', 'acme/admins');
 describe('e2e: the bundled identity provider with the GitLab connector (local GitLab stand-in)', function () {
   this.timeout(60_000);
   let fake: FakeGitlab;
-  let backend: Backend;
   let server: TestServer;
-  let dir: string;
+  let svc: IdpSvc | undefined;
   let url: string;
   let tls: TlsFetch;
   let rp: client.Configuration;
 
   before(async function () {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+    const at = await idpSvcAddress();
+    url = at.url;
     fake = await startFakeGitlab({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${url}/api/idp/callback`, users: USERS });
     tls = createTlsFetch({ rootCAs: [fake.caPem] });
-    backend = await echoBackend('tools');
-    dir = idpConfigDir({
-      url, connectors: [{ type: 'gitlab', id: 'gitlab', name: 'GitLab', config: gitlabConfig(fake) }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+    svc = await startIdpSvc(at, {
+      connectors: [{ type: 'gitlab', id: 'gitlab', name: 'GitLab', config: gitlabConfig(fake) }], extensions: ['tools', 'secret'], policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY, 'gitlab.clientSecret': CLIENT_SECRET },
     });
-    server = await startTestServer(dir, { port });
+    server = svc.server;
     rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
-    await server?.close(1000);
-    await backend?.close();
+    await svc?.close();
     await tls?.close();
     await fake?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   const proxied = async (token: string, extension: string) => (await fetch(`${url}/api/v1/extensions/${extension}/x`, { headers: { authorization: `Bearer ${token}` } })).status;

@@ -7,13 +7,11 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { expect } from 'chai';
-import YAML from 'yaml';
-import { MAX_FORM_BYTES } from '../../src/idp/form-body.js';
+import { MAX_FORM_BYTES } from '../../src/idp/login/form-body.js';
 import { SECRET_KEY } from '../helpers/accounts-fixture.js';
-import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
+import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
+import type { TestServer } from '../helpers/server.js';
 
 /** Writes `request` on a new connection; everything the server sent until it closed (or `ms` passed). */
 function exchange(port: number, request: Buffer, ms = 5_000): Promise<{ text: string; closed: boolean }> {
@@ -41,16 +39,7 @@ describe('e2e: the identity provider\'s answers to odd requests', function () {
   let url: string;
 
   before(async function () {
-    port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
-    const dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
-    });
-    const connector = fakePasswordConnector({});
-    server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
+    ({ port, url, server } = await startPasswordIdpSvc(fakePasswordConnector({}), { secretKey: SECRET_KEY }));
   });
 
   after(() => server?.close());

@@ -7,17 +7,15 @@
  * And svc's own SSO client side: /auth/login → the provider → the form → /auth/callback → the
  * svc.token cookie, which the same rules judge.
  */
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
+import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
@@ -27,32 +25,26 @@ const POLICY = toolsAndSecretPolicy('devs', 'admins');
 describe('e2e: the bundled identity provider with the LDAP connector (real slapd)', function () {
   this.timeout(60_000);
   let slapd: Peer;
-  let backend: Backend;
-  let server: TestServer;
-  let dir: string;
+  let svc: IdpSvc | undefined;
   let url: string;
   let rp: client.Configuration;
 
   before(async function () {
     const ldapPort = await freePort();
     slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    backend = await echoBackend('tools');
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+    const at = await idpSvcAddress();
+    url = at.url;
     const ldap = ldapConnectorConfig(ldapPort);
-    dir = idpConfigDir({
-      url, connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+    svc = await startIdpSvc(at, {
+      connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools', 'secret'], policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
     });
-    server = await startTestServer(dir, { port });
     rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
-    await server?.close(1000);
-    await backend?.close();
+    await svc?.close();
     await slapd?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   async function logIn(username: string, password: string) {

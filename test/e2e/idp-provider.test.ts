@@ -10,20 +10,19 @@ import { expect } from 'chai';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { Writable } from 'node:stream';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { PUBLISH_BEFORE_SIGNING_S } from '../../src/idp/keys.js';
 import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
-import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
+import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { isOurCookie } from '../../src/extensions/headers.js';
+import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { isLoginAppPath } from '../../src/idp/interactions.js';
+import { isLoginAppPath } from '../../src/idp/login/interactions.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev', 'ops'] };
 const SCOPE = 'openid profile email groups offline_access federated:id';
@@ -44,16 +43,8 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
   const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
 
   before(async function () {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+    ({ url, server, dir } = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY }));
     issuer = `${url}/api/idp`;
-    const idpConfig = YAML.stringify({ connectors: [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }] });
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': idpConfig }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
-    });
-    server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
     const insecure = { execute: [client.allowInsecureRequests] };
     rp = await client.discovery(new URL(issuer), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), insecure);
     cli = await client.discovery(new URL(issuer), 'svc-cli', undefined, client.None(), insecure);

@@ -10,14 +10,14 @@ admin account grant nothing. Refused: a user in none of
  * is bound to the browser that started it: an attacker who sends the upstream URL of a login
  * they started to a victim already signed in at the IdP gets nothing at /finish (issue 21).
  */
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
-import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
+import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import type { TestServer } from '../helpers/server.js';
 
 const SECRET_KEY = 'idp-saml-e2e-secret-key-0123456789';
 const POLICY = toolsAndSecretPolicy('devs', 'admins');
@@ -27,19 +27,17 @@ interface SamlPost { readonly SAMLResponse: string; readonly RelayState: string 
 describe('e2e: the bundled identity provider with the SAML connector (real SimpleSAMLphp)', function () {
   this.timeout(60_000);
   let ssp: Peer;
-  let backend: Backend;
   let server: TestServer;
-  let dir: string;
+  let svc: IdpSvc | undefined;
   let url: string;
   let ssoUrl: string;
 
   before(async function () {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+    const at = await idpSvcAddress();
+    url = at.url;
     const acs = `${url}/api/idp/callback`;
     const sspPort = await freePort();
     ssp = await startPeer('start-simplesamlphp.sh', [String(sspPort)], { SP_ENTITY_ID: acs, SP_ACS_URL: acs, SP_SLO_URL: `${url}/api/idp/logout` });
-    backend = await echoBackend('tools');
     const idp = `http://127.0.0.1:${sspPort}`;
     ssoUrl = `${idp}/saml2/idp/SSOService.php`;
     const saml = {
@@ -51,18 +49,16 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
       { type: 'saml', id: 'corp', name: 'Corp SAML', config: { ...saml, allowedGroups: ['admins', 'devs'] } },
       { type: 'saml', id: 'wrongkey', name: 'Untrusted key', config: { ...saml, ca: otherCa } },
     ];
-    dir = idpConfigDir({
-      url, connectors, extensions: ['tools', 'secret'], backendUrl: backend.url, policy: POLICY,
+    svc = await startIdpSvc(at, {
+      connectors, extensions: ['tools', 'secret'], policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY },
     });
-    server = await startTestServer(dir, { port });
+    server = svc.server;
   });
 
   after(async function () {
-    await server?.close(1000);
-    await backend?.close();
+    await svc?.close();
     await ssp?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   const page = (value: URL | Page, what: string): Page => {

@@ -6,16 +6,13 @@
  * groups only when both insecureEnableGroups and getUserInfo are on; and refresh at svc's token
  * endpoint going through the upstream's refresh token, refused once the upstream session ends.
  */
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { LLNG_CLIENT_ID, startLlng, throughLlng, type Llng } from '../helpers/llng-upstream.js';
-import { idpConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import type { TestServer } from '../helpers/server.js';
 
 const SECRET_KEY = 'idp-upstream-oidc-e2e-secret-key-0123';
 const CLIENT_SECRET = 'llng-e2e-client-secret';
@@ -24,17 +21,15 @@ const POLICY = ['p, role:admin-tools, extensions, *, */secret, allow', 'g, admin
 describe('e2e: the bundled identity provider with an upstream OIDC connector (real LemonLDAP::NG)', function () {
   this.timeout(90_000);
   let llng: Llng;
-  let backend: Backend;
   let server: TestServer;
-  let dir: string;
+  let svc: IdpSvc | undefined;
   let url: string;
   let rp: client.Configuration;
 
   before(async function () {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+    const at = await idpSvcAddress();
+    url = at.url;
     llng = await startLlng([`${url}/api/idp/callback`], CLIENT_SECRET);
-    backend = await echoBackend('secret');
     // LemonLDAP::NG sends name, email and groups from userinfo only, and no email_verified.
     const common = { issuer: llng.issuer, clientID: LLNG_CLIENT_ID, clientSecret: '$llng.clientSecret', insecureSkipEmailVerified: true };
     const connectors = [
@@ -43,19 +38,17 @@ describe('e2e: the bundled identity provider with an upstream OIDC connector (re
       // Without userinfo the portal's ID token names the subject only: no name, no email.
       { type: 'oidc', id: 'groups-only', name: 'Groups switch only', config: { ...common, scopes: ['groups'], userNameKey: 'sub', insecureEnableGroups: true } },
     ];
-    dir = idpConfigDir({
-      url, connectors: connectors, extensions: ['secret'], backendUrl: backend.url, policy: POLICY,
+    svc = await startIdpSvc(at, {
+      connectors: connectors, extensions: ['secret'], policy: POLICY,
       secrets: { 'server.secretkey': SECRET_KEY, 'llng.clientSecret': CLIENT_SECRET },
     });
-    server = await startTestServer(dir, { port });
+    server = svc.server;
     rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
-    await server?.close(1000);
-    await backend?.close();
+    await svc?.close();
     await llng?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   /** A relying party's login through one connector; the browser is returned for the portal's session cookie. */

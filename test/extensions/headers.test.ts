@@ -44,7 +44,7 @@ describe('responseHeaderList (backend answer -> client headers)', () => {
 });
 
 describe('forwardHeaders (client request -> backend headers)', () => {
-  const context: ForwardContext = { host: 'svc.example.org', clientIp: '192.0.2.7', proto: 'https', identity: { username: 'alice', groups: ['devs', 'ops'] } };
+  const context: ForwardContext = { host: 'svc.example.org', clientIp: '192.0.2.7', proto: 'https', user: { username: 'alice', groups: ['devs', 'ops'] } };
   const OURS = ['x-forwarded-host', 'svc.example.org', 'x-forwarded-for', '192.0.2.7', 'x-forwarded-proto', 'https', 'svc-username', 'alice', 'svc-user-groups', 'devs,ops'];
   const pairs = (list: readonly string[]): [string, string][] => Array.from({ length: list.length / 2 }, (_, i) => [list[2 * i] as string, list[2 * i + 1] as string]);
 
@@ -84,9 +84,9 @@ describe('forwardHeaders (client request -> backend headers)', () => {
   });
 
   it('sends only the groups a header can carry, and no group header without one', () => {
-    const list = forwardHeaders([], {}, { ...context, identity: { username: 'bob', groups: ['', 'a,b', 'ops', 'é'] } });
+    const list = forwardHeaders([], {}, { ...context, user: { username: 'bob', groups: ['', 'a,b', 'ops', 'é'] } });
     expect(pairs(list).filter(([n]) => n.startsWith('svc-'))).to.deep.equal([['svc-username', 'bob'], ['svc-user-groups', 'ops,%C3%A9']]);
-    const none = forwardHeaders([], {}, { ...context, identity: { username: 'bob', groups: ['', 'a,b'] } });
+    const none = forwardHeaders([], {}, { ...context, user: { username: 'bob', groups: ['', 'a,b'] } });
     expect(pairs(none).map(([n]) => n)).to.not.include('svc-user-groups');
   });
 
@@ -96,11 +96,11 @@ describe('forwardHeaders (client request -> backend headers)', () => {
   });
 
   it('percent-encodes what is not printable ASCII in the names it sends, a lone surrogate as U+FFFD', () => {
-    const list = forwardHeaders([], {}, { ...context, identity: { username: 'zoë\r\nx: y\ud800', groups: [] }, application: { name: 'ns/a', project: 'prøj' } });
+    const list = forwardHeaders([], {}, { ...context, user: { username: 'zoë\r\nx: y\ud800', groups: [] }, application: { name: 'ns/a', project: 'prøj' } });
     const sent = Object.fromEntries(pairs(list));
     expect(sent['svc-username']).to.equal('zo%C3%AB%0D%0Ax: y%EF%BF%BD');
     expect(sent['svc-project-name']).to.equal('pr%C3%B8j');
-    expect(forwardHeaders([], {}, { ...context, identity: { username: 'plain name ~', groups: [] } })).to.include('plain name ~');
+    expect(forwardHeaders([], {}, { ...context, user: { username: 'plain name ~', groups: [] } })).to.include('plain name ~');
   });
 });
 

@@ -4,7 +4,7 @@
  * when its upstream cannot be reached; removing a user makes refresh answer null, as a
  * directory that no longer has the user.
  */
-import type { ConnectorSource } from '../../src/idp/connector-source.js';
+import type { ConnectorSource } from '../../src/idp/connectors/connector-source.js';
 import type { Identity, PasswordConnector } from '../../connectors/connector.js';
 
 export interface FakeUser {

@@ -1,11 +1,11 @@
 /**
- * The identity provider's password-form limits (src/idp/password-guard.ts) with the default
+ * The identity provider's password-form limits (src/idp/login/password-guard.ts) with the default
  * limits over `state`, a registry of their own and no wait after a failure: for tests that
  * build the provider's app themselves.
  */
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { createPasswordGuard, type PasswordGuard } from '../../src/idp/password-guard.js';
+import { createPasswordGuard, type PasswordGuard } from '../../src/idp/login/password-guard.js';
 import { createLoginConcurrency } from '../../src/session/concurrency.js';
 import { readLoginLimits } from '../../src/session/limits.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';

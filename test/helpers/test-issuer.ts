@@ -10,7 +10,7 @@ import { jwtVerify, SignJWT } from 'jose';
 import YAML from 'yaml';
 import { Unauthenticated } from '../../src/errors.js';
 import type { Principal } from '../../src/principal.js';
-import type { TokenVerifier } from '../../src/session/verifier.js';
+import type { TokenVerifier } from '../../src/session/token-verifier.js';
 
 /** Rights for the tests' tokens: members of `sso-team` may use the extension `echo`. */
 export const SSO_POLICY = 'p, role:echo, extensions, *, */echo, allow\ng, sso-team, role:echo\n';

@@ -5,9 +5,9 @@
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { interactionRoutes, isLoginAppPath } from '../../src/idp/interactions.js';
-import type { LoginFlow } from '../../src/idp/login-flow.js';
-import type { PasswordGuard } from '../../src/idp/password-guard.js';
+import { interactionRoutes, isLoginAppPath } from '../../src/idp/login/interactions.js';
+import type { LoginFlow } from '../../src/idp/login/login-flow.js';
+import type { PasswordGuard } from '../../src/idp/login/password-guard.js';
 
 describe('idp: the login app\'s paths', function () {
   it('every route of the login app is one of its paths', function () {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { publicSettings } from '../../src/http/public-settings.js';
-import type { IdpConfig } from '../../src/idp/config.js';
+import { publicSettings } from '../../src/http/routes/public-settings.js';
+import type { IdpConfig } from '../../src/idp/connectors/config.js';
 import type { OidcConfig } from '../../src/oidc/config.js';
 import { describeSsoInForce, ssoInForce } from '../../src/oidc/in-force.js';
 

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import type { StateBackend } from '../../src/state/state.js';
-import { runAdapterSuite } from '../idp/adapter-suite.js';
+import { runAdapterSuite } from '../idp/storage/adapter-suite.js';
 import { throttleSuite } from '../session/throttle-suite.js';
 import {
   clusterTopology,

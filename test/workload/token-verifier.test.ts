@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isSelf } from '../../src/accounts/accounts.js';
+import { isSelf } from '../../src/accounts/account-queries.js';
 import { Unauthenticated } from '../../src/errors.js';
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { parseTemplate, type Template } from '../../src/workload/claim-path.js';

@@ -3,8 +3,8 @@
  * one domain function and maps the result. Who may do what is decided in src/accounts.
  */
 import Router from '@koa/router';
-import type { Accounts } from '../../accounts/accounts.js';
-import { isSelf } from '../../accounts/accounts.js';
+import type { Accounts } from '../../accounts/account-queries.js';
+import { isSelf } from '../../accounts/account-queries.js';
 import type { ApiTokens } from '../../accounts/api-tokens.js';
 import type { ChangePassword } from '../../accounts/password-change.js';
 import { parseDuration } from '../../lib/duration.js';

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { publicSettings, type PublicSettingsSource } from '../public-settings.js';
+import { publicSettings, type PublicSettingsSource } from './public-settings.js';
 import type { AppState } from '../state.js';
 
 export function settingsRoutes(settings: () => PublicSettingsSource): Router<AppState> {

@@ -10,7 +10,7 @@ import type { Authenticator } from '../../session/authenticate.js';
 import type { Revocation } from '../../session/revocation.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
 import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
-import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginFlowDeps, type LoginState } from '../../oidc/login-flow.js';
+import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginStartDeps, type LoginState } from '../../oidc/login-start.js';
 import { logoutRedirect } from '../../oidc/logout.js';
 import type { SessionRefresh } from '../../oidc/refresh.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
@@ -19,7 +19,7 @@ import { printable } from '../../lib/printable.js';
 import type { AppState } from '../state.js';
 
 export interface SsoRouteDeps {
-  readonly login: LoginFlowDeps;
+  readonly login: LoginStartDeps;
   readonly callback: CallbackDeps;
   readonly refresh: SessionRefresh;
   readonly authenticator: Pick<Authenticator, 'authenticate'>;

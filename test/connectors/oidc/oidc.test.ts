@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { pino, type Logger } from 'pino';
 import type { BrowserConnector, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { oidc } from '../../../connectors/oidc/index.js';
-import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/upstream-fetch.js';
+import { upstreamFetches, type UpstreamFetches } from '../../../src/idp/connectors/upstream-fetch.js';
 import { makeTestCa } from '../../helpers/test-ca.js';
 import { openThroughType } from '../connector-suite.js';
 import { CALLBACK, startUpstreamProvider, UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET, type UpstreamProvider } from './upstream-provider.js';

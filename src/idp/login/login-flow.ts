@@ -1,0 +1,205 @@
+/**
+ * The connector side of a login, apart from HTTP: the CSRF token of the password form, a
+ * password login, a browser connector's round trip (its transaction kept single-use in the state
+ * backend under the `state`/`RelayState` it sent upstream), and the identity kept for the
+ * interaction until the browser is back on the provider's pages. The routes (interactions.ts)
+ * turn these outcomes into pages and redirects.
+ *
+ * A round trip is bound to the browser that started it: `begin` draws a random binding the
+ * browser keeps in a cookie, and the transaction and then the pending login keep only its
+ * SHA-256. The upstream's answer completes the login only when it arrives with that binding, and
+ * /finish hands the identity only to it; `state` alone (which the upstream URL carries, so anyone
+ * the URL is sent to holds it) completes nothing.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
+import type { StateBackend } from '../../state/state.js';
+import type { AccountStore } from '../storage/federated-accounts.js';
+import { subjectOf } from '../claims.js';
+import { CONNECTOR_TRANSACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S } from '../lifetimes.js';
+
+export interface LoginFlowDeps {
+  readonly state: StateBackend;
+  readonly accounts: AccountStore;
+  /** `<url>/api/idp/callback`. */
+  readonly callbackUrl: string;
+  /** Keys the CSRF tokens; never leaves the server. */
+  readonly csrfKey: string;
+  readonly log: Logger;
+}
+
+/** What the request asked, as connectors and the account store need it. */
+export interface LoginRequest {
+  readonly uid: string;
+  readonly connectorId: string;
+  readonly scope: string;
+}
+
+export type PasswordOutcome =
+  | { readonly kind: 'ok'; readonly sub: string }
+  | { readonly kind: 'wrong' }
+  | { readonly kind: 'unavailable' };
+
+/** A browser connector's start, and the binding the browser must keep (a cookie) to complete it. */
+export interface BoundStart {
+  readonly start: BrowserStart;
+  readonly binding: string;
+}
+
+export type CallbackOutcome =
+  | { readonly kind: 'ok'; readonly uid: string }
+  | { readonly kind: 'expired' }
+  /** The answer came back in a browser without the binding of the login it answers. */
+  | { readonly kind: 'foreign' }
+  /** `message`: the connector's own sentence for the person (an SvcError's), when it gave one. */
+  | { readonly kind: 'failed'; readonly message?: string };
+
+interface Transaction {
+  readonly uid: string;
+  readonly connectorId: string;
+  readonly scope: string;
+  readonly saved?: string;
+  /** SHA-256 (base64url) of the binding the starting browser holds. */
+  readonly binding: string;
+}
+
+interface Pending {
+  readonly sub: string;
+  readonly binding: string;
+}
+
+/** Time a connector may take for one login step (a directory bind, a token exchange). */
+const CONNECTOR_TIMEOUT_MS = 30_000;
+const txnKey = (id: string): string => `idp:txn:${id}`;
+const pendingKey = (uid: string): string => `idp:pending:${uid}`;
+const hasScope = (scope: string, name: string): boolean => scope.split(' ').includes(name);
+
+export interface LoginFlow {
+  csrfToken(uid: string): string;
+  csrfValid(uid: string, token: string): boolean;
+  password(connector: Connector & { kind: 'password' }, req: LoginRequest, username: string, password: string): Promise<PasswordOutcome>;
+  begin(connector: Connector & { kind: 'browser' }, req: LoginRequest): Promise<BoundStart>;
+  /** The interaction a round trip's `state` belongs to (read, not used up), to route its answer there. */
+  interactionOf(stateParam: string): Promise<string | undefined>;
+  /**
+   * Takes the transaction by `state` (single use, whatever the outcome) and, when it belongs to
+   * interaction `uid` and `binding` is the one its browser was given, completes it with its connector.
+   */
+  complete(uid: string, stateParam: string, binding: string | undefined, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined): Promise<CallbackOutcome>;
+  /** The sub a callback logged in for this interaction, once, and only for the browser with its binding. */
+  takePending(uid: string, binding: string | undefined): Promise<string | undefined>;
+}
+
+export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
+  const contextFor = (scope: string): LoginContext => ({
+    callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), offlineAccess: hasScope(scope, 'offline_access'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
+  });
+
+  /** Keeps the identity for findAccount; as long as the longest token the login may get. */
+  async function remember(req: LoginRequest, identity: Identity): Promise<string> {
+    const sub = subjectOf(identity.userId, req.connectorId);
+    const ttlS = hasScope(req.scope, 'offline_access') ? REFRESH_TOKEN_TTL_S : SESSION_TTL_S;
+    await deps.accounts.save(sub, { connectorId: req.connectorId, identity }, ttlS);
+    return sub;
+  }
+
+  return {
+    csrfToken: (uid) => createHmac('sha256', deps.csrfKey).update(`idp csrf:${uid}`).digest('base64url'),
+    csrfValid(uid, token) {
+      const expected = Buffer.from(this.csrfToken(uid));
+      const given = Buffer.from(token);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+
+    async password(connector, req, username, password) {
+      let identity: Identity | null;
+      try {
+        identity = await connector.login(username, password, contextFor(req.scope));
+      } catch (err: unknown) {
+        deps.log.error({ err, connector: req.connectorId }, 'identity provider: password connector failed');
+        return { kind: 'unavailable' };
+      }
+      if (identity === null) return { kind: 'wrong' };
+      return { kind: 'ok', sub: await remember(req, identity) };
+    },
+
+    async begin(connector, req) {
+      const id = randomBytes(24).toString('base64url');
+      const binding = randomBytes(32).toString('base64url');
+      const start = await connector.begin(id, contextFor(req.scope));
+      const txn: Transaction = {
+        uid: req.uid, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
+      };
+      await deps.state.set(txnKey(id), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      return { start, binding };
+    },
+
+    async interactionOf(stateParam) {
+      if (!plausibleState(stateParam)) return undefined;
+      const text = await deps.state.get(txnKey(stateParam));
+      return text === null ? undefined : (JSON.parse(text) as Transaction).uid;
+    },
+
+    async complete(uid, stateParam, binding, params, connectorOf) {
+      if (!plausibleState(stateParam)) return { kind: 'expired' };
+      const text = await deps.state.take(txnKey(stateParam));
+      if (text === null) return { kind: 'expired' };
+      const txn = JSON.parse(text) as Transaction;
+      if (txn.uid !== uid || !sameHash(txn.binding, binding)) {
+        // Used up all the same: a state that reached another browser ends the login it belongs to.
+        deps.log.warn({ connector: txn.connectorId, interaction: txn.uid }, 'identity provider: a login response came back in a browser that did not start the login; refused');
+        return { kind: 'foreign' };
+      }
+      const connector = connectorOf(txn.connectorId);
+      if (connector?.kind !== 'browser') return { kind: 'expired' };
+      let identity: Identity;
+      try {
+        identity = await connector.complete(params, txn.saved, contextFor(txn.scope));
+      } catch (err: unknown) {
+        deps.log.warn({ err, connector: txn.connectorId }, 'identity provider: a connector refused or failed a login callback');
+        const message = personMessage(err);
+        return message === undefined ? { kind: 'failed' } : { kind: 'failed', message };
+      }
+      const sub = await remember(txn, identity);
+      const pending: Pending = { sub, binding: txn.binding };
+      await deps.state.set(pendingKey(txn.uid), JSON.stringify(pending), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      return { kind: 'ok', uid: txn.uid };
+    },
+
+    async takePending(uid, binding) {
+      const text = await deps.state.take(pendingKey(uid));
+      if (text === null) return undefined;
+      const pending = JSON.parse(text) as Pending;
+      return sameHash(pending.binding, binding) ? pending.sub : undefined;
+    },
+  };
+}
+
+const plausibleState = (value: string): boolean => value !== '' && value.length <= 200;
+const hashOf = (binding: string): string => createHash('sha256').update(binding).digest('base64url');
+
+/** Whether `binding` hashes to `expected`, in constant time; false without a binding. */
+function sameHash(expected: string, binding: string | undefined): boolean {
+  if (binding === undefined || binding === '' || binding.length > 100) return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(hashOf(binding));
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * The sentence a connector meant for the person: an SvcError's message (a connector's errors say
+ * nothing of hosts, XML or secrets). By shape, not instanceof: a connector loaded with import()
+ * may hold another copy of the class. Anything else stays behind the generic page.
+ */
+function personMessage(err: unknown): string | undefined {
+  if (!(err instanceof Error) || typeof (err as { code?: unknown }).code !== 'string') return undefined;
+  return isSvcError(err) ? err.message : undefined;
+}
+
+function isSvcError(err: Error): boolean {
+  for (let proto: unknown = Object.getPrototypeOf(err); proto !== null && proto !== undefined; proto = Object.getPrototypeOf(proto)) {
+    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'SvcError') return true;
+  }
+  return false;
+}

@@ -1,0 +1,120 @@
+/**
+ * The identity provider's password form gets the protection of svc's own login
+ * (session/login.ts): the same failure window and lockout (SVC_SESSION_FAILURE_*), counted in
+ * the state backend so that every replica sees one count, the same concurrency cap
+ * (SVC_MAX_CONCURRENT_LOGIN_REQUESTS_COUNT, a cap of its own: a flood at the form must not
+ * take the local login's slots, nor the reverse) and the same random delay after a failure.
+ *
+ * Counted per connector and username as typed: the throttle's name is
+ * `idp:<connector>:<username>`, which no local account can be called (local names hold no
+ * `:`), so the two kinds of login never share a count. An attempt is counted before the
+ * directory is asked (throttle.ts), so N parallel guesses reach the directory at most
+ * SVC_SESSION_FAILURE_MAX_FAIL_COUNT times in a window, on one replica or many.
+ *
+ * Besides, one interaction takes at most MAX_ATTEMPTS_PER_INTERACTION posts (any usernames):
+ * its page and CSRF token are not a reusable guessing oracle. Each failure is logged once at
+ * info with the connector, the username, the reason and the request id.
+ */
+import type { Logger } from 'pino';
+import { TooManyAttempts, TooManyRequests } from '../../errors.js';
+import type { LoginConcurrency } from '../../session/concurrency.js';
+import { LockedUntilCleared, type LoginThrottle } from '../../session/throttle.js';
+import type { StateBackend } from '../../state/state.js';
+import { INTERACTION_TTL_S } from '../lifetimes.js';
+import type { PasswordOutcome } from './login-flow.js';
+
+/** Posts one interaction's form takes, whatever the usernames; then the person starts again. */
+export const MAX_ATTEMPTS_PER_INTERACTION = 10;
+/** No directory name is longer; a longer one is refused without being counted or looked up. */
+export const MAX_IDP_USERNAME_LENGTH = 256;
+
+export interface PasswordAttempt {
+  readonly uid: string;
+  readonly connectorId: string;
+  readonly username: string;
+  readonly requestId: string;
+}
+
+export type GuardedOutcome =
+  | PasswordOutcome
+  /** The name is locked: `retryAfterS` until it opens, undefined when only an operator can open it. */
+  | { readonly kind: 'locked'; readonly retryAfterS: number | undefined }
+  /** The cap of checks in flight on this replica is reached, or the attempts in flight took the allowance. */
+  | { readonly kind: 'busy' }
+  /** This interaction has had its attempts. */
+  | { readonly kind: 'exhausted' };
+
+export interface PasswordGuardDeps {
+  readonly state: StateBackend;
+  readonly throttle: LoginThrottle;
+  readonly concurrency: LoginConcurrency;
+  readonly log: Pick<Logger, 'info'>;
+  /** The wait after a failure, outside the concurrency slot (session/login.ts randomFailureDelay). */
+  readonly failureDelay: () => Promise<void>;
+}
+
+export interface PasswordGuard {
+  /** Runs `check` (the connector's login) if and when the limits allow. */
+  attempt(attempt: PasswordAttempt, check: () => Promise<PasswordOutcome>): Promise<GuardedOutcome>;
+}
+
+const attemptsKey = (uid: string): string => `idp:form-attempts:${uid}`;
+export const throttleName = (connectorId: string, username: string): string => `idp:${connectorId}:${username}`;
+
+export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
+  async function failed(attempt: PasswordAttempt, reason: string): Promise<void> {
+    deps.log.info({ connector: attempt.connectorId, username: attempt.username, reason, requestId: attempt.requestId }, 'identity provider: password login failed');
+    await deps.failureDelay();
+  }
+
+  /** The throttle's admission, or the outcome that refuses the attempt. */
+  async function admit(name: string): Promise<number | GuardedOutcome> {
+    try {
+      return await deps.throttle.admit(name);
+    } catch (err: unknown) {
+      if (err instanceof LockedUntilCleared) return { kind: 'locked', retryAfterS: undefined };
+      if (err instanceof TooManyAttempts) return err.retryAfterSeconds <= 1 ? { kind: 'busy' } : { kind: 'locked', retryAfterS: err.retryAfterSeconds };
+      throw err;
+    }
+  }
+
+  return {
+    async attempt(attempt, check) {
+      const posts = await deps.state.incr(attemptsKey(attempt.uid), { ttlMs: INTERACTION_TTL_S * 1000 });
+      if (posts > MAX_ATTEMPTS_PER_INTERACTION) {
+        await failed(attempt, 'too many attempts for one login page');
+        return { kind: 'exhausted' };
+      }
+      if (attempt.username.length > MAX_IDP_USERNAME_LENGTH) {
+        await failed(attempt, `username longer than ${MAX_IDP_USERNAME_LENGTH} characters`);
+        return { kind: 'wrong' };
+      }
+      const name = throttleName(attempt.connectorId, attempt.username);
+      const admitted = await admit(name);
+      if (typeof admitted !== 'number') {
+        await failed(attempt, admitted.kind === 'locked' ? 'locked after too many failures' : 'too many attempts in flight');
+        return admitted;
+      }
+      let release;
+      try {
+        release = deps.concurrency.acquire();
+      } catch (err: unknown) {
+        await deps.throttle.release(name);
+        if (!(err instanceof TooManyRequests)) throw err;
+        deps.log.info({ connector: attempt.connectorId, username: attempt.username, reason: 'too many logins in progress', requestId: attempt.requestId }, 'identity provider: password login failed');
+        return { kind: 'busy' };
+      }
+      let outcome: PasswordOutcome;
+      try {
+        outcome = await check();
+      } finally {
+        release();
+      }
+      if (outcome.kind === 'ok') await deps.throttle.recordSuccess(name);
+      else if (outcome.kind === 'wrong') await deps.throttle.recordFailure(name, admitted);
+      else await deps.throttle.release(name);   // the directory did not answer: nothing was guessed
+      if (outcome.kind === 'wrong') await failed(attempt, 'wrong username or password');
+      return outcome;
+    },
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The accounts and sessions feature: login throttle and concurrency cap, login service,
+ * account queries and writes, and their two routers.
+ */
+import { createAccounts } from '../accounts/account-queries.js';
+import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
+import { createPasswordChange } from '../accounts/password-change.js';
+import { accountRoutes } from '../http/routes/account.js';
+import { sessionRoutes } from '../http/routes/session.js';
+import { createLoginConcurrency } from '../session/concurrency.js';
+import { readInt, readLoginLimits } from '../session/limits.js';
+import { createLoginService } from '../session/login.js';
+import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
+import type { Feature } from './feature.js';
+import type { Authentication } from './authentication.js';
+import type { Services } from './services.js';
+
+/**
+ * The one login throttle of the server: password logins and workload token exchanges count in
+ * it (an exchange's names, `exchange:<entry>:<hash>`, are longer than any account name, so
+ * neither can touch the other's counts). The accounts feature closes it.
+ */
+export function buildLoginThrottle(services: Services): LoginThrottle {
+  const { state, log, now } = services;
+  return createLoginThrottle({ state, limits: readLoginLimits(services.env, log), log, registry: services.metrics.registry, now });
+}
+
+export function buildAccounts(services: Services, authentication: Authentication, throttle: LoginThrottle): Feature {
+  const { settings, log, store, rights, now } = services;
+  const accountMap = () => settings.current().accounts;
+  const limits = readLoginLimits(services.env, log);
+  const login = createLoginService({
+    accounts: accountMap,
+    throttle,
+    concurrency: createLoginConcurrency(limits.maxConcurrentLogins),
+    signer: authentication.signer,
+    sessionDurationMs: () => settings.current().sessionDurationMs,
+    log,
+    now,
+  });
+  const accounts = createAccounts({ accounts: accountMap, rights });
+  const configuredUrl = () => settings.current().url;
+  return {
+    name: 'accounts',
+    routers: [
+      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
+      accountRoutes({
+        accounts,
+        apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
+        changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
+        login,
+        configuredUrl,
+      }),
+    ],
+    close: () => throttle.close(),
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Who may call, for every issuer: svc's own tokens first, then each SSO issuer's verifier, all
+ * behind one authenticator (one revocation list, one principal cache) and one reading of the
+ * caller (http/caller.ts) that the app, the proxy and WebSocket handshakes share.
+ */
+import type { ReadCaller } from '../http/caller.js';
+import { createReadCaller } from '../http/caller.js';
+import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
+import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
+import { createLocalVerifier } from '../session/local-verifier.js';
+import { createRevocation, type Revocation } from '../session/revocation.js';
+import { createTokenSigner, type TokenSigner } from '../session/tokens.js';
+import type { TokenVerifier } from '../session/token-verifier.js';
+import type { Services } from './services.js';
+
+export interface Authentication {
+  readonly signer: TokenSigner;
+  readonly revocation: Revocation;
+  readonly authenticator: Authenticator;
+  readonly readCaller: ReadCaller;
+  close(): Promise<void>;
+}
+
+/** `verifiers`: the other issuers' (SSO features, tests), after svc's own. */
+export async function buildAuthentication(services: Services, verifiers: readonly TokenVerifier[]): Promise<Authentication> {
+  const { settings, state, log, now } = services;
+  const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
+  const revocation = await createRevocation({ state, log, now });
+  const cutoffs = await createAccountCutoffs({ state, log, now });
+  const stopFollowing = await followAccounts(cutoffs, settings);
+  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt });
+  const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation });
+  return {
+    signer,
+    revocation,
+    authenticator,
+    readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url }),
+    async close() {
+      stopFollowing();
+      await cutoffs.close();
+      await revocation.close();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * svc with the bundled provider in front of one echo backend, as the identity provider's
+ * end-to-end tests (test/e2e/idp-*.test.ts) start it: its url first (an upstream is told the
+ * callback before svc starts), then idp.config's connectors, the extensions (the first names the
+ * backend), the policy and svc-secret, and one close for the server, the backend and the config.
+ */
+import { rm } from 'node:fs/promises';
+import YAML from 'yaml';
+import type { PasswordConnector } from '../../connectors/connector.js';
+import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { singleConnector } from './fake-password-connector.js';
+import { configMap, idpConfigDir, secret, tempConfigDir, type IdpConfig } from './manifests.js';
+import { freePort } from './peers.js';
+import { startTestServer, type TestServer } from './server.js';
+
+export interface IdpSvcAddress {
+  readonly port: number;
+  readonly url: string;
+}
+
+export interface IdpSvc {
+  readonly url: string;
+  readonly server: TestServer;
+  readonly backend: Backend;
+  close(): Promise<void>;
+}
+
+/** A free loopback port and svc's url on it. */
+export async function idpSvcAddress(): Promise<IdpSvcAddress> {
+  const port = await freePort();
+  return { port, url: `http://127.0.0.1:${port}` };
+}
+
+export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>): Promise<IdpSvc> {
+  const backend = await echoBackend(config.extensions[0] ?? 'tools');
+  let dir: string | undefined;
+  try {
+    dir = idpConfigDir({ ...config, url: at.url, backendUrl: backend.url });
+    const server = await startTestServer(dir, { port: at.port });
+    const configDir = dir;
+    return {
+      url: at.url,
+      server,
+      backend,
+      async close() {
+        await server.close(1000);
+        await backend.close();
+        await rm(configDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err: unknown) {
+    await backend.close();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** idp.config's placeholder for a provider whose one connector, `directory`, the test supplies in process. */
+const PLACEHOLDER_CONNECTORS = [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }];
+
+/**
+ * svc with the bundled provider whose one connector, `directory`, is `connector` (a stand-in of
+ * test/helpers/fake-password-connector.ts), no extension and an empty policy: for the tests of
+ * the provider itself. `dir` is its config dir (left to the temp dir's cleanup, as before).
+ */
+export async function startPasswordIdpSvc(connector: PasswordConnector, options: { readonly secretKey: string; readonly redisUrl?: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
+  const at = await idpSvcAddress();
+  const dir = tempConfigDir({
+    'svc-cm.yaml': configMap('svc-cm', { url: at.url, 'idp.config': YAML.stringify({ connectors: PLACEHOLDER_CONNECTORS }) }),
+    'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
+    'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': options.secretKey }),
+  });
+  const server = await startTestServer(dir, { port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), idp: { connectors: () => singleConnector('directory', connector) } });
+  return { ...at, server, dir };
+}
