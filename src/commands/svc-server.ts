@@ -13,7 +13,8 @@ import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
-import { runValidate } from './validate.js';
+import { runValidate, runValidateCluster } from './validate.js';
+import type { ClusterStoreOptions } from '../config/kube/open.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -42,7 +43,10 @@ program
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with --redis, else 1)', parseWorkers)
-  .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number }) => {
+  .option('--kube', 'read and write the stores through the Kubernetes API, not --config (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects (default: the context's, or the pod's)")
+  .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number } & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
@@ -58,8 +62,10 @@ program
     if (workers > 1 && redis === undefined) {
       fail('--workers above 1 needs --redis: login throttling and token revocation must be shared by every worker');
     }
+    const kube = kubeOptions(opts);
     const serve: ServeOptions = {
       configDir: opts.config,
+      ...(kube !== undefined ? { kube } : {}),
       ...listen,
       workers,
       ...(redis !== undefined ? { redisUrl: redis } : {}),
@@ -70,10 +76,16 @@ program
 
 program
   .command('validate')
-  .description('check every store of a config dir; exit 0 when clean, 1 with one line per problem')
-  .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runValidate(opts.config, process.stdout, process.stderr);
+  .description('check every store of a config dir (or, with --kube, of the cluster); exit 0 when clean, 1 with one line per problem')
+  .option('--config <dir>', 'configuration directory')
+  .option('--kube', 'check the objects in the cluster instead (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
+  .action(async (opts: { config?: string } & KubeFlags) => {
+    const kube = kubeOptions(opts);
+    if (kube !== undefined) process.exitCode = await runValidateCluster(kube, process.stdout, process.stderr);
+    else if (opts.config === undefined) fail("validate: give --config <dir>, or --kube");
+    else process.exitCode = await runValidate(opts.config, process.stdout, process.stderr);
   });
 
 const rbac = program.command('rbac').description('questions about the rights policy');
@@ -121,6 +133,23 @@ function envWorkers(): number | undefined {
   } catch (err: unknown) {
     return fail(`SVC_WORKERS: ${(err as Error).message}`);
   }
+}
+
+interface KubeFlags {
+  readonly kube?: boolean;
+  readonly kubeconfig?: string;
+  readonly namespace?: string;
+}
+
+/** The Kubernetes store's options when --kube (or SVC_STORE=kubernetes) is asked for; the directory otherwise. */
+function kubeOptions(opts: KubeFlags): ClusterStoreOptions | undefined {
+  const store = env('SVC_STORE');
+  if (store !== undefined && store !== 'kubernetes' && store !== 'directory') fail(`SVC_STORE: '${store}' is neither kubernetes nor directory`);
+  if (opts.kube !== true && store !== 'kubernetes') {
+    if (opts.kubeconfig !== undefined || opts.namespace !== undefined) fail('--kubeconfig and --namespace go with --kube');
+    return undefined;
+  }
+  return { ...(opts.kubeconfig !== undefined ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}) };
 }
 
 /** An environment variable; set but empty counts as unset. */

@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
+import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
 import { createLiveSettings } from '../config/live-settings.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
@@ -52,6 +53,8 @@ export interface ServerOptions {
   readonly verifiers?: (services: Services) => readonly TokenVerifier[];
   /** The bundled identity provider's options (tests: its connector source). */
   readonly idp?: IdpOptions;
+  /** Read and write the stores through the Kubernetes API instead of configDir (`--kube`). */
+  readonly kube?: ClusterStoreOptions;
 }
 
 export interface RunningServer {
@@ -67,8 +70,8 @@ export interface RunningServer {
 }
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
-  await ensureInitialConfig({ dir: options.configDir, log });
-  const store = await openDirStore({ dir: options.configDir, log });
+  const metrics = createHttpMetrics();
+  const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log);
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
   const rights = await createRights(settings.current().policy);
@@ -76,7 +79,25 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics: createHttpMetrics(), env: options.env ?? process.env, now: Date.now };
+  return { log, store, settings, state, rights, metrics, env: options.env ?? process.env, now: Date.now };
+}
+
+async function openDirectory(dir: string, log: Logger): Promise<Services['store']> {
+  await ensureInitialConfig({ dir, log });
+  return openDirStore({ dir, log });
+}
+
+/** /readyz: the configuration is loaded (and, in a cluster, the API answers) and the state backend answers. */
+function readiness(services: Services): () => Promise<string | undefined> {
+  return async () => {
+    if (services.store.connected?.() === false) return 'the Kubernetes API does not answer; serving the last good configuration';
+    try {
+      await services.state.ping();
+      return undefined;
+    } catch {
+      return 'the state backend does not answer';
+    }
+  };
 }
 
 /**
@@ -114,7 +135,7 @@ function requestListener(services: Services, identity: Identity, features: reado
     log,
     metrics,
     authenticate: authMiddleware(identity.readCaller),
-    routers: [healthRoutes(metrics.registry), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
+    routers: [healthRoutes(metrics.registry, readiness(services)), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
@@ -168,7 +189,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const { port } = server.address() as AddressInfo;
   const url = `${options.tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  log.info({ url, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  log.info({ url, ...(options.kube !== undefined ? { store: 'kubernetes' } : { configDir: options.configDir }), state: services.state.kind }, 'svc listening');
 
   return {
     url,
