@@ -67,16 +67,19 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     expect(applied - started).to.be.below(4000); // kubectl itself takes part of that
   });
 
-  it('two servers generating API tokens for one account at once keep them all; one deleted with kubectl edit is refused at once', async function () {
+  it('two servers generating API tokens for one account at once keep them all; one removed by kubectl is refused at once', async function () {
     const [ta, tb] = await Promise.all([login(a.url, 'alice', PASSWORDS.alice), login(b.url, 'alice', PASSWORDS.alice)]);
     const ids = Array.from({ length: 6 }, (_, i) => `t${i}`);
+    const conflictsBefore = kube.refusals.get(409) ?? 0;
     const replies = await Promise.all(ids.map((id, i) => call(i % 2 === 0 ? a.url : b.url, 'POST', '/api/v1/account/alice/token', { token: i % 2 === 0 ? ta : tb, body: { id } })));
     expect(replies.map((r) => r.status)).to.deep.equal(ids.map(() => 200));
     const shown = JSON.parse(await kubectl.run(['get', 'secret', 'svc-secret', '-o', 'json'])) as { data: Record<string, string> };
     const stored = JSON.parse(Buffer.from(shown.data['accounts.alice.tokens'] ?? '', 'base64').toString('utf8')) as { id: string }[];
     expect(stored.map((t) => t.id).sort()).to.deep.equal(ids);
+    // The two servers did compete: some writes met a newer resourceVersion and were re-applied.
+    expect(kube.refusals.get(409) ?? 0).to.be.above(conflictsBefore);
     expect(secretValues(kube, 'svc-secret')['operator.note']).to.equal('keep me'); // another writer's key untouched
-    // Delete t0 by hand: drop its entry from the JSON list, as an operator would with kubectl edit.
+    // Delete t0 by hand: drop its entry from the JSON list (kubectl patch; an edit sends the same merge patch).
     const t0 = String(replies[0]?.body['token']);
     expect((await call(b.url, 'GET', '/api/v1/account/alice', { token: t0 })).status).to.equal(200);
     const kept = JSON.stringify(stored.filter((t) => t.id !== 't0'));

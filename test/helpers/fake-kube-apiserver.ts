@@ -53,6 +53,10 @@ export interface FakeKube {
   rules: readonly RbacRule[] | undefined;
   /** Requests served, `VERB path`, for assertions. */
   readonly requests: string[];
+  /** Every authorized request as `verb resource name` (`*` for a collection), to compare with a Role. */
+  readonly authorized: Set<string>;
+  /** Error answers by status code (409s show that writers really competed). */
+  readonly refusals: Map<number, number>;
   kubeconfig(namespace: string): string;
   expireWatches(): void;
   stop(): Promise<void>;
@@ -75,6 +79,8 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     store,
     rules: undefined,
     requests: [],
+    refusals: new Map(),
+    authorized: new Set(),
     kubeconfig: (namespace) => kubeconfigText(fake.url, token, namespace, options.tls?.caPem),
     expireWatches() {
       store.compactedRv = store.rv;
@@ -88,6 +94,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
       const handler = (req: IncomingMessage, res: ServerResponse): void => {
         handle(req, res).catch((err: unknown) => {
           const e = err instanceof KubeError ? err : new KubeError(500, 'InternalError', String(err));
+          fake.refusals.set(e.code, (fake.refusals.get(e.code) ?? 0) + 1);
           if (!res.headersSent) send(res, e.code, e.status());
           else res.end();
         });
@@ -133,9 +140,11 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
 
   function authorize(verb: string, type: ResourceType, namespace: string, name: string | undefined): void {
     const rules = fake.rules;
+    fake.authorized.add(`${verb} ${type.plural} ${name ?? '*'}`);
     if (rules === undefined) return;
     const ok = rules.some((r) => r.verbs.includes(verb) && r.resources.includes(type.plural) && (r.resourceNames === undefined || (name !== undefined && r.resourceNames.includes(name))));
     if (ok) return;
+    fake.authorized.delete(`${verb} ${type.plural} ${name ?? '*'}`);
     const what = name === undefined ? type.plural : `${type.plural} "${name}"`;
     throw new KubeError(403, 'Forbidden', `${what} is forbidden: User "${USER}" cannot ${verb} resource "${type.plural}" in API group "${type.group}" in the namespace "${namespace}"`);
   }
