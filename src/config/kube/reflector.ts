@@ -126,10 +126,13 @@ export class Reflector {
       };
       const query = { resourceVersion: this.#version, allowWatchBookmarks: 'true', timeoutSeconds: String(WATCH_SECONDS) };
       this.options.client
-        .watch(this.options.plural, this.options.namespace, query, (event) => this.#event(event, finish), (err: unknown) => finish(err ? { kind: 'failed', err: asApiError(err) } : { kind: 'closed' }))
+        .watch(this.options.plural, this.options.namespace, query, (event) => this.#event(event, finish), (err: unknown) => finish(err && !quietTooLong(err) ? { kind: 'failed', err: asApiError(err) } : { kind: 'closed' }))
         .then(
           (stop) => {
-            if (ended !== undefined) return stop();
+            if (ended !== undefined || this.#stopped) {
+              stop();
+              return finish({ kind: 'closed' });
+            }
             this.#stopWatch = stop;
             this.options.onHealth(true); // the watch is open: the API answers again
           },
@@ -185,6 +188,15 @@ function newerThanStored(object: KubeObject, stored: KubeObject | undefined): bo
   const a = versionOf(object);
   const b = versionOf(stored);
   return Number.isNaN(a) || Number.isNaN(b) || a >= b;
+}
+
+/**
+ * The client ends a watch that sent nothing for 30 s. The API server sends bookmarks only about
+ * once a minute, so on a quiet namespace that is normal: the watch is resumed, not reported as an
+ * outage. A server that is really gone fails the resume, and that is reported.
+ */
+function quietTooLong(err: unknown): boolean {
+  return err instanceof Error && err.name === 'TimeoutError';
 }
 
 function asApiError(err: unknown): unknown {
