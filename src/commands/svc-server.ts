@@ -46,6 +46,7 @@ program
   .option('--kube', 'read and write the stores through the Kubernetes API, not --config (env SVC_STORE=kubernetes)')
   .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
   .option('--namespace <ns>', "with --kube: the namespace of svc's objects (default: the context's, or the pod's)")
+  .option('--application-namespaces <list>', "with --kube: comma-separated namespaces whose Application objects svc reads (env SVC_APPLICATION_NAMESPACES; default: its own)")
   .action(async (opts: { config: string; listen: string; redis?: string; tlsCert?: string; tlsKey?: string; workers?: number } & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
@@ -81,6 +82,7 @@ program
   .option('--kube', 'check the objects in the cluster instead (env SVC_STORE=kubernetes)')
   .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
   .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
+  .option('--application-namespaces <list>', 'with --kube: comma-separated namespaces whose Application objects svc reads')
   .action(async (opts: { config?: string } & KubeFlags) => {
     const kube = kubeOptions(opts);
     if (kube !== undefined) process.exitCode = await runValidateCluster(kube, process.stdout, process.stderr);
@@ -139,6 +141,7 @@ interface KubeFlags {
   readonly kube?: boolean;
   readonly kubeconfig?: string;
   readonly namespace?: string;
+  readonly applicationNamespaces?: string;
 }
 
 /** The Kubernetes store's options when --kube (or SVC_STORE=kubernetes) is asked for; the directory otherwise. */
@@ -146,10 +149,19 @@ function kubeOptions(opts: KubeFlags): ClusterStoreOptions | undefined {
   const store = env('SVC_STORE');
   if (store !== undefined && store !== 'kubernetes' && store !== 'directory') fail(`SVC_STORE: '${store}' is neither kubernetes nor directory`);
   if (opts.kube !== true && store !== 'kubernetes') {
-    if (opts.kubeconfig !== undefined || opts.namespace !== undefined) fail('--kubeconfig and --namespace go with --kube');
+    if (opts.kubeconfig !== undefined || opts.namespace !== undefined || opts.applicationNamespaces !== undefined) {
+      fail('--kubeconfig, --namespace and --application-namespaces go with --kube');
+    }
     return undefined;
   }
-  return { ...(opts.kubeconfig !== undefined ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}) };
+  const appNamespaces = (opts.applicationNamespaces ?? env('SVC_APPLICATION_NAMESPACES'))?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const bad = appNamespaces?.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
+  if (bad !== undefined) fail(`--application-namespaces (or SVC_APPLICATION_NAMESPACES): '${bad}' is not a namespace name`);
+  return {
+    ...(opts.kubeconfig !== undefined ? { kubeconfig: opts.kubeconfig } : {}),
+    ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+    ...(appNamespaces !== undefined && appNamespaces.length > 0 ? { applicationNamespaces: appNamespaces } : {}),
+  };
 }
 
 /** An environment variable; set but empty counts as unset. */

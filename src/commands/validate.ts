@@ -32,7 +32,9 @@ export async function runValidateCluster(options: ClusterStoreOptions, out: Writ
   const { openKubeStore } = await import('../config/kube/kube-store.js');
   let store;
   try {
-    store = await openKubeStore({ client: openKubeClient(options), log: pino({ level: 'silent' }), backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000 });
+    store = await openKubeStore({ client: openKubeClient(options), log: pino({ level: 'silent' }), backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000,
+      ...(options.applicationNamespaces !== undefined ? { applicationNamespaces: options.applicationNamespaces } : {}),
+    });
   } catch (error: unknown) {
     err.write(`${error instanceof Error ? error.message : String(error)}\n`);
     return 1;

@@ -74,7 +74,7 @@ describe('svc-server --kube', function () {
 
   it('refuses --kubeconfig without --kube, and says what to give when there is no API to talk to', async () => {
     const mixed = await runTs(CLI, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
-    expect([mixed.code, mixed.stderr.trim()]).to.deep.equal([1, 'svc-server: --kubeconfig and --namespace go with --kube']);
+    expect([mixed.code, mixed.stderr.trim()]).to.deep.equal([1, 'svc-server: --kubeconfig, --namespace and --application-namespaces go with --kube']);
     const none = await runTs(CLI, ['validate', '--kube'], env());
     expect(none.code).to.equal(1);
     expect(none.stderr).to.include('give --kubeconfig FILE or KUBECONFIG, or run in a pod');

@@ -1,6 +1,7 @@
 /**
  * The ConfigStore backed by the Kubernetes API: svc-cm and svc-rbac-cm, svc's Secrets (named,
- * labelled part-of svc, or cluster Secrets) and Application objects of svc's namespace, each kept
+ * labelled part-of svc, or cluster Secrets) and Application objects (of svc's namespace, or of
+ * the namespaces --application-namespaces lists), each kept
  * by a Reflector (LIST + WATCH). After the source, everything is the directory store's path:
  * every object goes, as one document of its own source, through loadDocuments (load-dir.ts):
  * the same parser, the same per-object rejections and last-good stand-ins. While the API
@@ -27,6 +28,8 @@ export interface KubeStoreOptions {
   readonly registry?: Registry;
   /** How long the first LIST of every resource may take before the start fails. */
   readonly startTimeoutMs?: number;
+  /** Where Application objects are read; svc's own namespace when absent or empty. */
+  readonly applicationNamespaces?: readonly string[];
 }
 
 export interface KubeStore extends ConfigStore {
@@ -65,32 +68,34 @@ class ApiStore implements KubeStore {
   #problems: readonly ConfigProblem[] = [];
   #memory: LoadMemory = EMPTY_MEMORY;
   #kept = new Set<string>();
-  #down = new Set<Plural>();
+  #down = new Set<string>();
   #started = false;
   #closed = false;
   #pending = false;
-  readonly #reflectors: ReadonlyMap<Plural, Reflector>;
+  /** By `<resource>/<namespace>`: one reflector per resource and namespace read. */
+  readonly #reflectors: ReadonlyMap<string, { readonly plural: Plural; readonly namespace: string; readonly reflector: Reflector }>;
   readonly #listeners = new Set<SnapshotListener>();
   readonly #writes = createSerialQueue();
   readonly #up: Gauge | undefined;
 
   constructor(private readonly options: KubeStoreOptions) {
     this.namespace = options.client.namespace;
-    const reflectors = new Map<Plural, Reflector>();
-    for (const plural of ['configmaps', 'secrets', 'applications'] as const) {
-      reflectors.set(
+    const reflectors = new Map<string, { plural: Plural; namespace: string; reflector: Reflector }>();
+    const appNamespaces = options.applicationNamespaces?.length ? [...new Set(options.applicationNamespaces)] : [this.namespace];
+    const read: [Plural, string][] = [['configmaps', this.namespace], ['secrets', this.namespace], ...appNamespaces.map((ns): [Plural, string] => ['applications', ns])];
+    for (const [plural, namespace] of read) {
+      const key = `${plural}/${namespace}`;
+      const reflector = new Reflector({
+        client: options.client,
         plural,
-        new Reflector({
-          client: options.client,
-          plural,
-          namespace: this.namespace,
-          keep: KEEP[plural],
-          log: options.log,
-          ...(options.backoff !== undefined ? { backoff: options.backoff } : {}),
-          onChange: () => this.#scheduleReload(),
-          onHealth: (up, err) => this.#health(plural, up, err),
-        }),
-      );
+        namespace,
+        keep: KEEP[plural],
+        log: options.log,
+        ...(options.backoff !== undefined ? { backoff: options.backoff } : {}),
+        onChange: () => this.#scheduleReload(),
+        onHealth: (up, err) => this.#health(key, up, err),
+      });
+      reflectors.set(key, { plural, namespace, reflector });
     }
     this.#reflectors = reflectors;
     this.#up =
@@ -106,9 +111,9 @@ class ApiStore implements KubeStore {
       timer = setTimeout(() => reject(new Error(`the Kubernetes API at ${this.options.client.server} did not answer a LIST within ${timeoutMs} ms (see the log)`)), timeoutMs);
     });
     try {
-      await Promise.race([Promise.all([...this.#reflectors.values()].map((r) => r.start())), timeout]);
+      await Promise.race([Promise.all([...this.#reflectors.values()].map((r) => r.reflector.start())), timeout]);
     } catch (err: unknown) {
-      for (const r of this.#reflectors.values()) r.stop();
+      for (const r of this.#reflectors.values()) r.reflector.stop();
       throw err;
     } finally {
       clearTimeout(timer);
@@ -139,7 +144,7 @@ class ApiStore implements KubeStore {
     return this.#writes(async () => {
       const result = await updateSecretViaApi(this.options.client, name, mutate);
       if (result.object !== undefined) {
-        this.#reflectors.get('secrets')?.upsert({ ...result.object, kind: 'Secret' });
+        this.#reflectors.get(`secrets/${this.namespace}`)?.reflector.upsert({ ...result.object, kind: 'Secret' });
         if (result.created) this.options.log.info({ secret: name, namespace: this.namespace }, 'created Secret');
       }
       const loaded = this.#reload();
@@ -151,18 +156,18 @@ class ApiStore implements KubeStore {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#writes(async () => undefined);
-    for (const r of this.#reflectors.values()) r.stop();
+    for (const r of this.#reflectors.values()) r.reflector.stop();
   }
 
-  #health(plural: Plural, up: boolean, err?: unknown): void {
+  #health(key: string, up: boolean, err?: unknown): void {
     const wasDown = this.#down.size > 0;
-    if (up) this.#down.delete(plural);
-    else this.#down.add(plural);
+    if (up) this.#down.delete(key);
+    else this.#down.add(key);
     const isDown = this.#down.size > 0;
     this.#up?.set(isDown ? 0 : 1);
     if (!wasDown && isDown && this.#started) {
       const reason = err instanceof Error ? err.message : String(err);
-      this.options.log.error({ resource: plural, err: reason }, `the Kubernetes API does not answer (${reason}); serving the last good configuration and retrying`);
+      this.options.log.error({ resource: key, err: reason }, `the Kubernetes API does not answer (${reason}); serving the last good configuration and retrying`);
     } else if (wasDown && !isDown) this.options.log.info({ server: this.options.client.server }, 'the Kubernetes API answers again; configuration re-read');
   }
 
@@ -178,10 +183,10 @@ class ApiStore implements KubeStore {
 
   #reload(): DocumentsLoad {
     const sources = new Map<string, readonly unknown[]>();
-    for (const [plural, reflector] of this.#reflectors) {
+    for (const { plural, namespace, reflector } of this.#reflectors.values()) {
       for (const [name, object] of [...reflector.items].sort(([a], [b]) => a.localeCompare(b))) {
         // List items carry no kind; the resource says what they are.
-        sources.set(sourceName(plural, this.namespace, name), [{ ...object, kind: KINDS[plural] }]);
+        sources.set(sourceName(plural, namespace, name), [{ ...object, kind: KINDS[plural] }]);
       }
     }
     const result = loadDocuments(sources, this.#memory);

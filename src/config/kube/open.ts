@@ -9,11 +9,15 @@ import type { Backoff } from './reflector.js';
 export interface ClusterStoreOptions extends KubeClientOptions {
   /** Retry pacing while the API server is down (tests shorten it). */
   readonly backoff?: Backoff;
+  /** Where Application objects are read (`--application-namespaces`); svc's own namespace by default. */
+  readonly applicationNamespaces?: readonly string[];
 }
 
 export async function openClusterStore(options: ClusterStoreOptions, log: Logger, registry?: Registry): Promise<KubeStore> {
   const client = openKubeClient(options);
-  const store = await openKubeStore({ client, log, ...(registry !== undefined ? { registry } : {}), ...(options.backoff !== undefined ? { backoff: options.backoff } : {}) });
+  const store = await openKubeStore({ client, log, ...(registry !== undefined ? { registry } : {}), ...(options.backoff !== undefined ? { backoff: options.backoff } : {}),
+    ...(options.applicationNamespaces !== undefined ? { applicationNamespaces: options.applicationNamespaces } : {}),
+  });
   try {
     await ensureInitialConfigInCluster({ store, client, log });
   } catch (err: unknown) {
