@@ -1,6 +1,8 @@
 /** `svc-server validate --config DIR` (or `--kube`): every problem of every store, one line each; exit 0 or 1. */
 import type { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { openKubeClient } from '../config/kube/kube-client.js';
+import { openKubeStore } from '../config/kube/kube-store.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
 import { formatProblem } from '../config/problems.js';
 import { parseSettings } from '../main/settings.js';
@@ -27,12 +29,9 @@ export async function runValidate(dir: string, out: Writable, err: Writable): Pr
 
 /** `svc-server validate --kube`: the objects in the cluster, read once (LIST), through the same checks. */
 export async function runValidateCluster(options: ClusterStoreOptions, out: Writable, err: Writable): Promise<number> {
-  // Loaded on demand, as in server.ts: the client's import is slow and only --kube needs it.
-  const { openKubeClient } = await import('../config/kube/kube-client.js');
-  const { openKubeStore } = await import('../config/kube/kube-store.js');
   let store;
   try {
-    store = await openKubeStore({ client: openKubeClient(options), log: pino({ level: 'silent' }), backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000,
+    store = await openKubeStore({ client: await openKubeClient(options), log: pino({ level: 'silent' }), backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000,
       ...(options.applicationNamespaces !== undefined ? { applicationNamespaces: options.applicationNamespaces } : {}),
     });
   } catch (error: unknown) {

@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
-import type { ClusterStoreOptions } from '../config/kube/open.js';
+import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
 import { createLiveSettings } from '../config/live-settings.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
@@ -71,7 +71,7 @@ export interface RunningServer {
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
   const metrics = createHttpMetrics();
-  const store = options.kube !== undefined ? await openCluster(options.kube, log, metrics) : await openDirectory(options.configDir, log);
+  const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log);
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), log });
   const rights = await createRights(settings.current().policy);
@@ -80,12 +80,6 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
   return { log, store, settings, state, rights, metrics, env: options.env ?? process.env, now: Date.now };
-}
-
-/** Imported only with --kube: the Kubernetes client takes about a second to load, a cost the directory store need not pay. */
-async function openCluster(kube: ClusterStoreOptions, log: Logger, metrics: Services['metrics']): Promise<Services['store']> {
-  const { openClusterStore } = await import('../config/kube/open.js');
-  return openClusterStore(kube, log, metrics.registry);
 }
 
 async function openDirectory(dir: string, log: Logger): Promise<Services['store']> {

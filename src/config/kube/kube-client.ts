@@ -9,7 +9,7 @@
  * as the manifests of a directory (docs/decisions.md, Issue 25).
  */
 import { readFileSync } from 'node:fs';
-import { HttpMethod, KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
+import type { KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -48,6 +48,7 @@ export interface KubeClient {
 }
 
 export type Verb = 'get' | 'list' | 'create' | 'update';
+const METHODS: Readonly<Record<Verb, 'GET' | 'POST' | 'PUT'>> = { get: 'GET', list: 'GET', create: 'POST', update: 'PUT' };
 export type Plural = 'configmaps' | 'secrets' | 'applications';
 const PREFIX: Readonly<Record<Plural, string>> = { configmaps: '/api/v1', secrets: '/api/v1', applications: '/apis/svc.io/v1alpha1' };
 
@@ -55,12 +56,20 @@ export function apiPath(plural: Plural, namespace: string, name?: string): strin
   const base = `${PREFIX[plural]}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
   return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
 }
-const METHODS: Readonly<Record<Verb, HttpMethod>> = { get: HttpMethod.GET, list: HttpMethod.GET, create: HttpMethod.POST, update: HttpMethod.PUT };
 const REQUEST_TIMEOUT_MS = 10_000;
 
-export function loadKubeConfig(options: KubeClientOptions): KubeConfig {
+/**
+ * The library is loaded here, on first use, not at startup: its import takes about a second and
+ * only `--kube` needs it (docs/decisions.md, Issue 25). Only the library: svc's own modules stay
+ * static imports, so their classes (the errors) exist once.
+ */
+function library(): Promise<typeof import('@kubernetes/client-node')> {
+  return import('@kubernetes/client-node');
+}
+
+export async function loadKubeConfig(options: KubeClientOptions): Promise<KubeConfig> {
   const env = options.env ?? process.env;
-  const kc = new KubeConfig();
+  const kc = new (await library()).KubeConfig();
   if (options.kubeconfig !== undefined) kc.loadFromFile(options.kubeconfig);
   else if (env['KUBECONFIG'] !== undefined && env['KUBECONFIG'] !== '') kc.loadFromDefault();
   else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster();
@@ -80,8 +89,9 @@ function namespaceOf(kc: KubeConfig, options: KubeClientOptions): string {
   }
 }
 
-export function openKubeClient(options: KubeClientOptions): KubeClient {
-  const kc = loadKubeConfig(options);
+export async function openKubeClient(options: KubeClientOptions): Promise<KubeClient> {
+  const { RequestContext: Request, Watch } = await library();
+  const kc = await loadKubeConfig(options);
   const server = (kc.getCurrentCluster()?.server ?? '').replace(/\/$/, '');
   const watcher = new Watch(kc);
   const namespace = namespaceOf(kc, options);
@@ -90,7 +100,7 @@ export function openKubeClient(options: KubeClientOptions): KubeClient {
     server,
     async request(verb, plural, name, body, inNamespace) {
       const path = apiPath(plural, inNamespace ?? namespace, name);
-      const ctx = new RequestContext(server + path, METHODS[verb]);
+      const ctx = new Request(server + path, METHODS[verb] as ConstructorParameters<typeof Request>[1]);
       await kc.applySecurityAuthentication(ctx);
       const resource = name === undefined ? plural : `${plural} "${name}"`;
       let response;

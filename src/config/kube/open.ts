@@ -14,7 +14,7 @@ export interface ClusterStoreOptions extends KubeClientOptions {
 }
 
 export async function openClusterStore(options: ClusterStoreOptions, log: Logger, registry?: Registry): Promise<KubeStore> {
-  const client = openKubeClient(options);
+  const client = await openKubeClient(options);
   const store = await openKubeStore({ client, log, ...(registry !== undefined ? { registry } : {}), ...(options.backoff !== undefined ? { backoff: options.backoff } : {}),
     ...(options.applicationNamespaces !== undefined ? { applicationNamespaces: options.applicationNamespaces } : {}),
   });

@@ -39,7 +39,7 @@ describe('config/kube/kube-client', function () {
     } finally {
       kubectl.close();
     }
-    const client = openKubeClient({ kubeconfig: file });
+    const client = await openKubeClient({ kubeconfig: file });
     expect(client.namespace).to.equal('svc');
     const cm = await client.request('get', 'configmaps', 'svc-cm');
     expect((cm['data'] as Record<string, string>)['url']).to.equal('http://x');
@@ -47,7 +47,7 @@ describe('config/kube/kube-client', function () {
 
   it('is refused (401) with a certificate from another CA, and --namespace wins over the context', async () => {
     const file = write('stranger', clientCertKubeconfig(kube.url, { ...stranger, caPem: tls.caPem }, 'svc'));
-    const client = openKubeClient({ kubeconfig: file, namespace: 'other' });
+    const client = await openKubeClient({ kubeconfig: file, namespace: 'other' });
     expect(client.namespace).to.equal('other');
     const err = await client.request('list', 'configmaps').then(() => undefined, (e: unknown) => e);
     expect(err).to.be.instanceOf(KubeApiError);

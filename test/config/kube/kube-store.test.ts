@@ -38,7 +38,7 @@ describe('config/kube/kube-store', function () {
 
   const open = async (applicationNamespaces?: string[]): Promise<KubeStore> =>
     (store = await openKubeStore({
-      client: openKubeClient({ kubeconfig: join(work, 'kubeconfig') }),
+      client: await openKubeClient({ kubeconfig: join(work, 'kubeconfig') }),
       log: pino({ level: 'silent' }),
       ...(applicationNamespaces !== undefined ? { applicationNamespaces } : {}),
     }));
