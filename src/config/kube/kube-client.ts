@@ -20,6 +20,8 @@ export interface KubeClientOptions {
   /** Overrides the context's (or the pod's) namespace. */
   readonly namespace?: string | undefined;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Prefix of the service account's files in a pod (tests point it at a temp dir). */
+  readonly inClusterRoot?: string;
 }
 
 /** A Status answer of the API server (or no answer: code 0), with what was asked, for messages. */
@@ -72,7 +74,8 @@ export async function loadKubeConfig(options: KubeClientOptions): Promise<KubeCo
   const kc = new (await library()).KubeConfig();
   if (options.kubeconfig !== undefined) kc.loadFromFile(options.kubeconfig);
   else if (env['KUBECONFIG'] !== undefined && env['KUBECONFIG'] !== '') kc.loadFromDefault();
-  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster();
+  // The token file is re-read every minute by the library, so the kubelet's rotation is followed.
+  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster(options.inClusterRoot);
   else throw new Error('no Kubernetes API to talk to: give --kubeconfig FILE or KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST)');
   if (kc.getCurrentCluster() === null) throw new Error('the kubeconfig has no current context with a cluster');
   return kc;

@@ -1,6 +1,6 @@
 /** The connection: a kubeconfig with a client certificate instead of a token, for kubectl and for svc's client alike. */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeApiError, openKubeClient } from '../../../src/config/kube/kube-client.js';
@@ -52,5 +52,41 @@ describe('config/kube/kube-client', function () {
     const err = await client.request('list', 'configmaps').then(() => undefined, (e: unknown) => e);
     expect(err).to.be.instanceOf(KubeApiError);
     expect((err as KubeApiError).code).to.equal(401);
+  });
+});
+
+describe('config/kube/kube-client in a pod', function () {
+  this.timeout(30_000);
+  const tls = makeKubeTls('unused');
+  let kube: FakeKube;
+  let root: string;
+  const saved = { host: process.env['KUBERNETES_SERVICE_HOST'], port: process.env['KUBERNETES_SERVICE_PORT'] };
+  before(async () => {
+    kube = await startFakeKube({ tls });
+    root = mkdtempSync(join(tmpdir(), 'svc-pod-'));
+    const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'ca.crt'), tls.caPem);
+    writeFileSync(join(dir, 'namespace'), 'svc-pod');
+    writeFileSync(join(dir, 'token'), kube.token);
+    // The library reads the API's address from the environment, as in a pod.
+    process.env['KUBERNETES_SERVICE_HOST'] = '127.0.0.1';
+    process.env['KUBERNETES_SERVICE_PORT'] = new URL(kube.url).port;
+  });
+  after(async () => {
+    for (const [key, value] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    await kube.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("uses the service account's token, CA and namespace, and the address from KUBERNETES_SERVICE_HOST/_PORT", async () => {
+    const client = await openKubeClient({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1' }, inClusterRoot: root });
+    expect(client.namespace).to.equal('svc-pod');
+    expect(client.server).to.equal(kube.url);
+    await client.request('list', 'secrets');
+    expect(kube.requests.at(-1)).to.equal('GET /api/v1/namespaces/svc-pod/secrets');
   });
 });
