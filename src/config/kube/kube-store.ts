@@ -69,6 +69,8 @@ class ApiStore implements KubeStore {
   #memory: LoadMemory = EMPTY_MEMORY;
   #kept = new Set<string>();
   #down = new Set<string>();
+  /** The last error of each resource that cannot be read, for the message of a failed start. */
+  readonly #lastErrors = new Map<string, string>();
   #started = false;
   #closed = false;
   #pending = false;
@@ -108,7 +110,10 @@ class ApiStore implements KubeStore {
   async start(timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the Kubernetes API at ${this.options.client.server} did not answer a LIST within ${timeoutMs} ms (see the log)`)), timeoutMs);
+      timer = setTimeout(() => {
+        const why = [...this.#lastErrors].map(([key, message]) => `${key}: ${message}`).join('; ');
+        reject(new Error(`the Kubernetes API at ${this.options.client.server} did not answer a LIST of every resource within ${timeoutMs} ms${why === '' ? '' : ` (${why})`}`));
+      }, timeoutMs);
     });
     try {
       await Promise.race([Promise.all([...this.#reflectors.values()].map((r) => r.reflector.start())), timeout]);
@@ -161,8 +166,13 @@ class ApiStore implements KubeStore {
 
   #health(key: string, up: boolean, err?: unknown): void {
     const wasDown = this.#down.size > 0;
-    if (up) this.#down.delete(key);
-    else this.#down.add(key);
+    if (up) {
+      this.#down.delete(key);
+      this.#lastErrors.delete(key);
+    } else {
+      this.#down.add(key);
+      this.#lastErrors.set(key, err instanceof Error ? err.message : String(err));
+    }
     const isDown = this.#down.size > 0;
     this.#up?.set(isDown ? 0 : 1);
     if (!wasDown && isDown && this.#started) {

@@ -55,3 +55,29 @@ describe('config/kube/kube-store', function () {
     expect([...s.current().secrets.keys()]).to.deep.equal(['cluster-1']);
   });
 });
+
+describe('config/kube/kube-store start', function () {
+  this.timeout(30_000);
+
+  it('fails to start, naming the permission, when the Role does not allow a LIST', async () => {
+    const kube = await startFakeKube({ tls: makeTestCa() });
+    const work = mkdtempSync(join(tmpdir(), 'svc-kube-start-'));
+    try {
+      writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
+      kube.rules = [{ verbs: ['list', 'watch'], resources: ['configmaps', 'applications'] }];
+      const err = await openKubeStore({
+        client: await openKubeClient({ kubeconfig: join(work, 'kubeconfig') }),
+        log: pino({ level: 'silent' }),
+        backoff: { initialMs: 50, maxMs: 100 },
+        startTimeoutMs: 500,
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(String(err)).to.match(/did not answer a LIST of every resource within 500 ms \(secrets\/svc: .*cannot list resource "secrets"/);
+    } finally {
+      await kube.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
