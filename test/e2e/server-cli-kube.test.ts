@@ -14,7 +14,8 @@ import { makeTestCa } from '../helpers/test-ca.js';
 const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server --kube', function () {
-  this.timeout(60_000);
+  // Real processes through tsx on a shared, loaded host: their start alone can take many seconds.
+  this.timeout(90_000);
   let kube: FakeKube;
   let kubectl: Kubectl;
   let work: string;
@@ -46,7 +47,7 @@ describe('svc-server --kube', function () {
     child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
     try {
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + 60_000;
       let status = 0;
       while (Date.now() < deadline && status !== 200) {
         status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
