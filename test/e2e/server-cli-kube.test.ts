@@ -1,13 +1,13 @@
 /** `svc-server --kube` and `svc-server validate --kube` as real processes, on the stand-in API server through a kubeconfig. */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap, secret } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
+import { freePort, startRedis } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 
@@ -60,6 +60,37 @@ describe('svc-server --kube', function () {
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('close', r));
+    }
+  });
+
+  it('--workers 2 with --redis: both workers start on the API (the primary does no directory first start); one initial admin secret', async () => {
+    const redis = await startRedis();
+    const port = await freePort();
+    const created: string[] = [];
+    const unsubscribe = kube.store.subscribe((e) => {
+      if (e.namespace === 'workers' && e.plural === 'secrets') created.push(`${e.type} ${String(e.object.metadata['name'])}`);
+    });
+    await kubectl.run(['apply', '--validate=false', '-n', 'workers', '-f', '-'], { input: configMap('svc-cm', {}) });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
+      cwd: ROOT,
+      env: env(),
+    });
+    let logs = '';
+    child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    try {
+      for (const deadline = Date.now() + 60_000; logs.split('"worker ready"').length - 1 < 2; await new Promise((r) => setTimeout(r, 100))) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`workers not ready:\n${logs}`);
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).to.equal(200);
+      expect(created.filter((c) => c.endsWith('svc-initial-admin-secret'))).to.deep.equal(['ADDED svc-initial-admin-secret']);
+      expect(created.filter((c) => c.startsWith('ADDED svc-secret'))).to.have.length(1);
+      expect(existsSync(join(ROOT, 'config'))).to.equal(false);
+    } finally {
+      unsubscribe();
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('close', r));
+      await redis.stop();
     }
   });
 
