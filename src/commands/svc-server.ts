@@ -118,9 +118,14 @@ const idp = program.command('idp').description('the bundled identity provider');
 idp
   .command('rotate-keys')
   .description('add a new signing key, published now and signing in 5 minutes; old keys stay published until their tokens expire')
-  .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runRotateKeys(opts.config, process.stdout, process.stderr);
+  .option('--config <dir>', 'configuration directory')
+  .option('--kube', 'rotate the keys in the cluster instead (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
+  .action(async (opts: { config?: string } & KubeFlags) => {
+    const kube = kubeOptions(opts);
+    if (kube === undefined && opts.config === undefined) fail('idp rotate-keys: give --config <dir>, or --kube');
+    process.exitCode = await runRotateKeys(kube ?? (opts.config as string), process.stdout, process.stderr);
   });
 
 /**
