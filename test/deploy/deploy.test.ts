@@ -4,6 +4,7 @@
  * Role: nothing refused, and every grant used), and the facts of the Dockerfile and Deployment.
  */
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +70,26 @@ describe('deploy/', function () {
       kubectl.close();
       await kube.close();
       rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it('kustomize (kubectl kustomize deploy/) renders every object the README lists', () => {
+    const home = mkdtempSync(join(tmpdir(), 'svc-kustomize-'));
+    try {
+      const rendered = execFileSync('kubectl', ['kustomize', new URL('../../deploy/', import.meta.url).pathname], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
+      const kinds = YAML.parseAllDocuments(rendered).map((d) => `${String(d.get('kind'))}/${String(d.getIn(['metadata', 'name']))}`).sort();
+      expect(kinds).to.deep.equal([
+        'ConfigMap/svc-cm',
+        'ConfigMap/svc-rbac-cm',
+        'CustomResourceDefinition/applications.svc.io',
+        'Deployment/svc',
+        'Role/svc',
+        'RoleBinding/svc',
+        'Service/svc',
+        'ServiceAccount/svc',
+      ]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
     }
   });
 
