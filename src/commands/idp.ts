@@ -1,15 +1,30 @@
 /**
- * `svc-server idp rotate-keys --config DIR`: a new signing key for the bundled identity provider,
+ * `svc-server idp rotate-keys --config DIR` (or `--kube`): a new signing key for the bundled identity provider,
  * published at once and signing a few minutes later, once every replica has it; the previous key stays published until the ID tokens it signed have expired,
  * and keys past that are pruned. Running servers pick the change up from the store.
  */
 import type { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { openDirStore } from '../config/dir-store.js';
+import { openKubeClient } from '../config/kube/kube-client.js';
+import { openKubeStore } from '../config/kube/kube-store.js';
+import type { ClusterStoreOptions } from '../config/kube/open.js';
+import type { ConfigStore } from '../config/store.js';
 import { rotateSigningKeys } from '../idp/keys.js';
 
-export async function runRotateKeys(dir: string, out: Writable, err: Writable, now = new Date()): Promise<number> {
-  const store = await openDirStore({ dir, log: pino({ level: 'silent' }), watch: false });
+/** `source`: a config dir, or the cluster's store (`--kube`); the rotation is the same write either way. */
+export async function runRotateKeys(source: string | ClusterStoreOptions, out: Writable, err: Writable, now = new Date()): Promise<number> {
+  const log = pino({ level: 'silent' });
+  let store: ConfigStore;
+  try {
+    store =
+      typeof source === 'string'
+        ? await openDirStore({ dir: source, log, watch: false })
+        : await openKubeStore({ client: await openKubeClient(source), log, backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000 });
+  } catch (e: unknown) {
+    err.write(`svc-server idp rotate-keys: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
   try {
     const report = await rotateSigningKeys(store, now);
     out.write(`added signing key ${report.added.kid}; published now, it signs from ${String(report.added.signsFrom)}\n`);

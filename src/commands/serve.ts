@@ -34,7 +34,8 @@ export async function runServe(options: ServeOptions): Promise<void> {
   const log = createLogger();
   if (options.workers > 1 && cluster.isPrimary) {
     // First start happens once, here, so workers never race to create the stores.
-    await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl({ host: options.host, port: options.port, tls: options.tls !== undefined }) });
+    // In a cluster each worker's start is safe alongside the others' (kube-bootstrap.ts).
+    if (options.kube === undefined) await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl({ host: options.host, port: options.port, tls: options.tls !== undefined }) });
     runPrimary(options.workers, log);
     return;
   }

@@ -17,7 +17,8 @@ import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
-import { runValidate } from './validate.js';
+import { runValidate, runValidateCluster } from './validate.js';
+import type { ClusterStoreOptions } from '../config/kube/open.js';
 import { svcVersion } from '../lib/version.js';
 import { validateState } from './validate-state.js';
 
@@ -56,7 +57,11 @@ program
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
-  .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags) => {
+  .option('--kube', 'read and write the stores through the Kubernetes API, not --config (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects (default: the context's, or the pod's)")
+  .option('--application-namespaces <list>', "with --kube: comma-separated namespaces whose Application objects svc reads (env SVC_APPLICATION_NAMESPACES; default: its own)")
+  .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
@@ -80,8 +85,10 @@ program
     if (workers > 1 && redis === undefined) {
       fail('--workers above 1 needs --redis, --redis-sentinel or --redis-cluster: login throttling and token revocation must be shared by every worker');
     }
+    const kube = kubeOptions(opts);
     const serve: ServeOptions = {
       configDir: opts.config,
+      ...(kube !== undefined ? { kube } : {}),
       ...listen,
       workers,
       ...(redis !== undefined ? { redis } : {}),
@@ -93,17 +100,25 @@ program
 
 program
   .command('validate')
-  .description('check every store of a config dir, and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
-  .requiredOption('--config <dir>', 'configuration directory')
+  .description('check every store of a config dir (or, with --kube, of the cluster), and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
+  .option('--config <dir>', 'configuration directory')
+  .option('--kube', 'check the objects in the cluster instead (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
+  .option('--application-namespaces <list>', 'with --kube: comma-separated namespaces whose Application objects svc reads')
   .option('--redis <url>', 'Redis URL (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
   .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
   .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
   .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
   .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
   .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
-  .action(async (opts: { config: string } & RedisFlags) => {
+  .action(async (opts: { config?: string } & KubeFlags & RedisFlags) => {
     const topology = redisTopology(opts);
-    const stores = await runValidate(opts.config, process.stdout, process.stderr);
+    const kube = kubeOptions(opts);
+    let stores: number;
+    if (kube !== undefined) stores = await runValidateCluster(kube, process.stdout, process.stderr);
+    else if (opts.config === undefined) return fail('validate: give --config <dir>, or --kube');
+    else stores = await runValidate(opts.config, process.stdout, process.stderr);
     const state = await validateState(topology, process.stdout, process.stderr);
     process.exitCode = Math.max(stores, state);
   });
@@ -140,9 +155,14 @@ const idp = program.command('idp').description('the bundled identity provider');
 idp
   .command('rotate-keys')
   .description('add a new signing key, published now and signing in 5 minutes; old keys stay published until their tokens expire')
-  .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runRotateKeys(opts.config, process.stdout, process.stderr);
+  .option('--config <dir>', 'configuration directory')
+  .option('--kube', 'rotate the keys in the cluster instead (env SVC_STORE=kubernetes)')
+  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
+  .action(async (opts: { config?: string } & KubeFlags) => {
+    const kube = kubeOptions(opts);
+    if (kube === undefined && opts.config === undefined) fail('idp rotate-keys: give --config <dir>, or --kube');
+    process.exitCode = await runRotateKeys(kube ?? (opts.config as string), process.stdout, process.stderr);
   });
 
 /**
@@ -157,6 +177,33 @@ function envWorkers(): number | undefined {
   } catch (err: unknown) {
     return fail(`SVC_WORKERS: ${(err as Error).message}`);
   }
+}
+
+interface KubeFlags {
+  readonly kube?: boolean;
+  readonly kubeconfig?: string;
+  readonly namespace?: string;
+  readonly applicationNamespaces?: string;
+}
+
+/** The Kubernetes store's options when --kube (or SVC_STORE=kubernetes) is asked for; the directory otherwise. */
+function kubeOptions(opts: KubeFlags): ClusterStoreOptions | undefined {
+  const store = env('SVC_STORE');
+  if (store !== undefined && store !== 'kubernetes' && store !== 'directory') fail(`SVC_STORE: '${store}' is neither kubernetes nor directory`);
+  if (opts.kube !== true && store !== 'kubernetes') {
+    if (opts.kubeconfig !== undefined || opts.namespace !== undefined || opts.applicationNamespaces !== undefined) {
+      fail('--kubeconfig, --namespace and --application-namespaces go with --kube');
+    }
+    return undefined;
+  }
+  const appNamespaces = (opts.applicationNamespaces ?? env('SVC_APPLICATION_NAMESPACES'))?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const bad = appNamespaces?.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
+  if (bad !== undefined) fail(`--application-namespaces (or SVC_APPLICATION_NAMESPACES): '${bad}' is not a namespace name`);
+  return {
+    ...(opts.kubeconfig !== undefined ? { kubeconfig: opts.kubeconfig } : {}),
+    ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+    ...(appNamespaces !== undefined && appNamespaces.length > 0 ? { applicationNamespaces: appNamespaces } : {}),
+  };
 }
 
 /** An environment variable; set but empty counts as unset. */

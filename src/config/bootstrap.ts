@@ -135,7 +135,7 @@ function warnMissingConfigMaps(snapshot: StoreSnapshot, run: Bootstrap): void {
 }
 
 /** `iat` of a session is whole seconds; a mtime with milliseconds would reject its first second. */
-function passwordMtime(now: () => Date): string {
+export function passwordMtime(now: () => Date): string {
   return new Date(Math.floor(now().getTime() / 1000) * 1000).toISOString();
 }
 

@@ -111,7 +111,6 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
   const signature = await directorySignature(files);
   const keptLastGood: string[] = [];
   const rejectedFiles: string[] = [];
-  const rejectedObjects: RejectedObject[] = [];
   const fileDocs = new Map<string, readonly unknown[]>();
   for (const file of files) {
     const docs = await readFileDocs(file, sink);
@@ -126,15 +125,31 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
       }
     }
   }
-  const objects = collectObjects(fileDocs, memory, sink, keptLastGood, rejectedObjects);
+  return { ...loadDocuments(fileDocs, memory, sink, keptLastGood), rejectedFiles, signature };
+}
+
+/** What a load gives whatever the source: a directory's files or the Kubernetes API's objects. */
+export type DocumentsLoad = Omit<LoadResult, 'rejectedFiles' | 'signature'>;
+
+/**
+ * The one code path after the source: the documents of each source (a file, or one object read
+ * from the Kubernetes API, named like `kubernetes:secrets/ns/name`) to a snapshot, with the same
+ * per-object rejections, last-good stand-ins and duplicate rule for both stores.
+ */
+export function loadDocuments(
+  sourceDocs: ReadonlyMap<string, readonly unknown[]>,
+  memory: LoadMemory,
+  sink: ProblemSink = new ProblemSink(),
+  keptLastGood: string[] = [],
+): DocumentsLoad {
+  const rejectedObjects: RejectedObject[] = [];
+  const objects = collectObjects(sourceDocs, memory, sink, keptLastGood, rejectedObjects);
   return {
     snapshot: toSnapshot(objects),
-    memory: { files: fileDocs, objects },
+    memory: { files: sourceDocs, objects },
     problems: sink.problems,
     keptLastGood,
-    rejectedFiles,
     rejectedObjects,
-    signature,
   };
 }
 

@@ -25,7 +25,7 @@ export class SecretNotInForce extends Unavailable {
  * The reasons are the loader's own problems, relative to the object (`stringData.webhook.token:
  * must be a string`), so they never quote a value.
  */
-export function secretNotInForceReasons(result: LoadResult, name: string, file: string): string[] {
+export function secretNotInForceReasons(result: Pick<LoadResult, 'rejectedFiles' | 'rejectedObjects' | 'problems' | 'snapshot'>, name: string, file: string): string[] {
   const key = `Secret/${name}`;
   if (result.rejectedFiles.includes(file)) {
     return result.problems.filter((p) => p.source === file && p.path.length === 0).map((p) => `${file}: ${p.message}`);

@@ -31,5 +31,7 @@ export interface ConfigStore {
    * Resolves once the change is on disk and visible through current().
    */
   updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void>;
+  /** false while the source cannot be reached and the last good snapshot stays in force; absent: always reachable. */
+  connected?(): boolean;
   close(): Promise<void>;
 }

@@ -9,11 +9,13 @@ import type { Services } from './services.js';
 /** A state backend slower than this counts as not answering. */
 export const READINESS_PING_TIMEOUT_MS = 1_000;
 
-export function createReadiness(services: Pick<Services, 'settings' | 'state'>): Readiness {
+export function createReadiness(services: Pick<Services, 'settings' | 'state' | 'store'>): Readiness {
   return async function readiness() {
     const configuration = services.settings.current().serverSecretKey === undefined ? 'svc-secret has no server.secretkey: tokens cannot be issued or verified' : 'ok';
+    // Only the Kubernetes store can lose its source; it then serves its last good configuration.
+    const store = services.store.connected?.() === false ? 'the Kubernetes API does not answer; serving the last good configuration' : 'ok';
     const state = await pingWithin(services, READINESS_PING_TIMEOUT_MS);
-    return { ready: configuration === 'ok' && state === 'ok', checks: { configuration, state } };
+    return { ready: configuration === 'ok' && store === 'ok' && state === 'ok', checks: { configuration, store, state } };
   };
 }
 

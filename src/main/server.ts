@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
+import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
 import { createLiveSettings } from '../config/live-settings.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
@@ -65,6 +66,8 @@ export interface ServerOptions {
   readonly idp?: IdpOptions;
   /** Serve /metrics on this address only (--metrics-listen), not on the public one. */
   readonly metricsListen?: { readonly host: string; readonly port: number };
+  /** Read and write the stores through the Kubernetes API instead of configDir (`--kube`). */
+  readonly kube?: ClusterStoreOptions;
 }
 
 export interface RunningServer {
@@ -82,8 +85,8 @@ export interface RunningServer {
 }
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
-  await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl(listenAddress(options)) });
-  const store = await openDirStore({ dir: options.configDir, log });
+  const metrics = createHttpMetrics();
+  const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log, firstStartUrl(listenAddress(options)));
   const settings = createLiveSettings(store, parseSettings, log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.redis !== undefined ? { redis: options.redis } : {}), log });
   const rights = await createRights(settings.current().policy, {}, {
@@ -94,7 +97,12 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics: createHttpMetrics(), env: options.env ?? process.env, now: Date.now };
+  return { log, store, settings, state, rights, metrics, env: options.env ?? process.env, now: Date.now };
+}
+
+async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {
+  await ensureInitialConfig({ dir, log, url: firstUrl });
+  return openDirStore({ dir, log });
 }
 
 /**
@@ -200,7 +208,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const bound = { ...listenAddress(options), port };
   const url = listenUrl(bound);
   const configuredUrl = services.settings.current().url;
-  log.info({ listen: url, url: configuredUrl, configDir: options.configDir, state: services.state.kind }, 'svc listening');
+  log.info({ listen: url, url: configuredUrl, ...(options.kube !== undefined ? { store: 'kubernetes' } : { configDir: options.configDir }), state: services.state.kind }, 'svc listening');
   const mismatch = urlListenMismatch(configuredUrl, bound);
   if (mismatch !== undefined) log.warn({ listen: url, url: configuredUrl }, mismatch);
   const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, options.metricsListen);

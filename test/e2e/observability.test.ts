@@ -43,7 +43,7 @@ describe('e2e: readiness, metrics and version', function () {
     servers.push(server);
     const ready = await fetch(`${server.url}/readyz`);
     expect(ready.status).to.equal(200);
-    expect(await ready.json()).to.deep.equal({ status: 'ready', checks: { configuration: 'ok', state: 'ok' } });
+    expect(await ready.json()).to.deep.equal({ status: 'ready', checks: { configuration: 'ok', store: 'ok', state: 'ok' } });
     await redis.stop();
     redis = undefined;
     const down = await fetch(`${server.url}/readyz`);

@@ -5,7 +5,7 @@ import type { AppState } from '../state.js';
 export interface ReadinessReport {
   readonly ready: boolean;
   /** Each check: `ok`, or why not. */
-  readonly checks: { readonly configuration: string; readonly state: string };
+  readonly checks: { readonly configuration: string; readonly store: string; readonly state: string };
 }
 
 /** Whether this replica should get traffic; built by the composition root. */

@@ -1,0 +1,173 @@
+/**
+ * `svc-server --kube` against the stand-in API server (test/helpers/fake-kube-apiserver.ts),
+ * with the real kubectl as the operator: the stores are loaded by `kubectl apply -f` of the same
+ * manifest directory the directory-store tests use, then edited with kubectl while svc runs.
+ * Two servers share the namespace, as two replicas would.
+ */
+import bcrypt from 'bcryptjs';
+import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
+import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
+import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
+import { configMap } from '../helpers/manifests.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { makeTestCa } from '../helpers/test-ca.js';
+
+const NS = 'svc';
+/** Short retries so that an outage of a few seconds shows the whole cycle (production: 0.5 s to 15 s). */
+const BACKOFF = { initialMs: 100, maxMs: 400 };
+
+function secretValues(kube: FakeKube, name: string): Record<string, string> {
+  const data = (kube.store.get('secrets', NS, name)?.['data'] ?? {}) as Record<string, string>;
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+describe('e2e: the Kubernetes API as the store (svc-server --kube)', function () {
+  this.timeout(60_000);
+  const ca = makeTestCa();
+  let kube: FakeKube;
+  let kubectl: Kubectl;
+  let dir: string;
+  let work: string;
+  let kubeconfig: string;
+  let a: TestServer;
+  let b: TestServer;
+
+  const start = (): Promise<TestServer> => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } });
+
+  before(async function () {
+    kube = await startFakeKube({ tls: ca, bookmarkMs: 200 });
+    kubectl = kubectlFor(kube, NS);
+    dir = accountsConfigDir();
+    await kubectl.run(['apply', '--validate=false', '-f', dir]);
+    work = mkdtempSync(join(tmpdir(), 'svc-kube-e2e-'));
+    kubeconfig = join(work, 'kubeconfig');
+    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
+    [a, b] = await Promise.all([start(), start()]);
+  });
+  after(async function () {
+    await Promise.all([a?.close(), b?.close()]);
+    kubectl?.close();
+    await kube?.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('kubectl apply and kubectl edit of svc-cm reach the running servers within 2 s', async function () {
+    const started = Date.now();
+    await kubectl.edit('configmap/svc-cm', 's/^  accounts.bob: login$/  accounts.bob: login\\n  accounts.erin: apiKey/');
+    await waitFor(() => a.services.settings.current().accounts.has('erin') && b.services.settings.current().accounts.has('erin'), 'erin on both servers', 2000);
+    const applied = Date.now();
+    await kubectl.apply(configMap('svc-cm', { 'users.session.duration': '2h', 'accounts.alice': 'apiKey, login', 'accounts.bob': 'login', 'accounts.carol': 'apiKey', 'accounts.erin': 'apiKey, login' }));
+    await waitFor(() => a.services.settings.current().accounts.get('erin')?.capabilities.includes('login') === true, 'erin to get login', 2000);
+    expect(Date.now() - applied).to.be.below(2000);
+    expect(applied - started).to.be.below(4000); // kubectl itself takes part of that
+  });
+
+  it('two servers generating API tokens for one account at once keep them all; one deleted with kubectl edit is refused at once', async function () {
+    const [ta, tb] = await Promise.all([login(a.url, 'alice', PASSWORDS.alice), login(b.url, 'alice', PASSWORDS.alice)]);
+    const ids = Array.from({ length: 6 }, (_, i) => `t${i}`);
+    const conflictsBefore = kube.refusals.get(409) ?? 0;
+    const replies = await Promise.all(ids.map((id, i) => call(i % 2 === 0 ? a.url : b.url, 'POST', '/api/v1/account/alice/token', { token: i % 2 === 0 ? ta : tb, body: { id } })));
+    expect(replies.map((r) => r.status)).to.deep.equal(ids.map(() => 200));
+    const shown = JSON.parse(await kubectl.run(['get', 'secret', 'svc-secret', '-o', 'json'])) as { data: Record<string, string> };
+    const stored = JSON.parse(Buffer.from(shown.data['accounts.alice.tokens'] ?? '', 'base64').toString('utf8')) as { id: string }[];
+    expect(stored.map((t) => t.id).sort()).to.deep.equal(ids);
+    // The two servers did compete: some writes met a newer resourceVersion and were re-applied.
+    expect(kube.refusals.get(409) ?? 0).to.be.above(conflictsBefore);
+    expect(secretValues(kube, 'svc-secret')['operator.note']).to.equal('keep me'); // another writer's key untouched
+    // Delete t0 by hand with kubectl edit: the editor replaces the list's base64 value with one without t0.
+    const t0 = String(replies[0]?.body['token']);
+    expect((await call(b.url, 'GET', '/api/v1/account/alice', { token: t0 })).status).to.equal(200);
+    const kept = Buffer.from(JSON.stringify(stored.filter((t) => t.id !== 't0'))).toString('base64');
+    await kubectl.edit('secret/svc-secret', `s#^\\(  accounts.alice.tokens: \\).*#\\1${kept}#`);
+    expect(secretValues(kube, 'svc-secret')['accounts.alice.tokens']).to.not.include('"t0"');
+    await waitFor(async () => (await call(b.url, 'GET', '/api/v1/account/alice', { token: t0 })).status === 401, 't0 refused', 2000);
+    expect((await call(a.url, 'GET', '/api/v1/account/alice', { token: t0 })).status).to.equal(401);
+  });
+
+  it('a watch that expires (410) lists again without losing the change it missed', async function () {
+    const cm = kube.store.get('configmaps', NS, 'svc-cm');
+    if (cm === undefined) throw new Error('no svc-cm');
+    const data = { ...(cm['data'] as Record<string, string>), 'accounts.frank': 'apiKey' };
+    // Stored without telling the open watches: only a new LIST can show it.
+    kube.store.put({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }, NS, { ...cm, data }, false);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(a.services.settings.current().accounts.has('frank')).to.equal(false);
+    kube.expireWatches();
+    await waitFor(() => a.services.settings.current().accounts.has('frank') && b.services.settings.current().accounts.has('frank'), 'frank after the relist', 2000);
+    expect(a.logs()).to.include('watch expired (410 Gone); listing again');
+  });
+
+  it('API server down: svc serves its last good configuration, says so in /metrics, /readyz and the log, and picks up what changed meanwhile', async function () {
+    await kube.stop();
+    await waitFor(async () => (await (await fetch(`${a.url}/metrics`)).text()).match(/^svc_config_store_up 0$/m) !== null, 'the outage in /metrics', 3000);
+    expect(a.logs()).to.match(/the Kubernetes API does not answer .*serving the last good configuration/);
+    const down = await fetch(`${a.url}/readyz`);
+    expect(down.status).to.equal(503);
+    expect(((await down.json()) as { checks: { store: string } }).checks.store).to.equal('the Kubernetes API does not answer; serving the last good configuration');
+    // Still serving: a password login reads only the configuration in memory.
+    expect((await call(a.url, 'POST', '/api/v1/session', { body: { username: 'bob', password: PASSWORDS.bob } })).status).to.equal(200);
+    const cm = kube.store.get('configmaps', NS, 'svc-cm');
+    if (cm === undefined) throw new Error('no svc-cm');
+    kube.store.put({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }, NS, { ...cm, data: { ...(cm['data'] as Record<string, string>), 'accounts.gina': 'apiKey' } });
+    await new Promise((r) => setTimeout(r, 2000));
+    await kube.start();
+    await waitFor(() => a.services.settings.current().accounts.has('gina'), 'the change made while the API was down', 3000);
+    await waitFor(async () => (await (await fetch(`${a.url}/metrics`)).text()).match(/^svc_config_store_up 1$/m) !== null, 'recovery in /metrics', 3000);
+    const ready = await fetch(`${a.url}/readyz`);
+    expect([ready.status, await ready.json()]).to.deep.equal([200, { status: 'ready', checks: { configuration: 'ok', store: 'ok', state: 'ok' } }]);
+    expect(a.logs()).to.include('the Kubernetes API answers again');
+  });
+
+  it('a Role without update on svc-secret: generating a token answers 503 naming the permission, and nothing is written', async function () {
+    const token = await login(a.url, 'alice', PASSWORDS.alice);
+    const before = kube.store.get('secrets', NS, 'svc-secret')?.metadata['resourceVersion'];
+    kube.rules = [
+      { verbs: ['get', 'list', 'watch'], resources: ['configmaps', 'secrets', 'applications'] },
+      { verbs: ['create'], resources: ['secrets'] },
+    ];
+    try {
+      const reply = await call(a.url, 'POST', '/api/v1/account/alice/token', { token, body: { id: 'denied' } });
+      expect(reply.status).to.equal(503);
+      expect(String(reply.body['message'])).to.match(/lacks "update" on secrets "svc-secret"/);
+    } finally {
+      kube.rules = undefined;
+    }
+    expect(kube.store.get('secrets', NS, 'svc-secret')?.metadata['resourceVersion']).to.equal(before);
+  });
+});
+
+describe('e2e: first start of two replicas on an empty cluster namespace', function () {
+  this.timeout(60_000);
+
+  it('creates the initial admin secret once, and its password matches the hash both replicas use', async function () {
+    const kube = await startFakeKube({ tls: makeTestCa() });
+    const kubectl = kubectlFor(kube, NS);
+    const work = mkdtempSync(join(tmpdir(), 'svc-kube-first-'));
+    const kubeconfig = join(work, 'kubeconfig');
+    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
+    const created: string[] = [];
+    const unsubscribe = kube.store.subscribe((e) => {
+      if (e.plural === 'secrets' && e.object.metadata['name'] === 'svc-initial-admin-secret') created.push(e.type);
+    });
+    const servers = await Promise.all([0, 1].map(() => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } })));
+    try {
+      expect(created).to.deep.equal(['ADDED']);
+      const password = secretValues(kube, 'svc-initial-admin-secret')['password'] ?? '';
+      const secret = secretValues(kube, 'svc-secret');
+      expect(bcrypt.compareSync(password, secret['admin.password'] ?? '')).to.equal(true);
+      expect(secret['server.secretkey']).to.have.length.above(30);
+      for (const server of servers) expect((await call(server.url, 'POST', '/api/v1/session', { body: { username: 'admin', password } })).status).to.equal(200);
+    } finally {
+      unsubscribe();
+      await Promise.all(servers.map((s) => s.close()));
+      kubectl.close();
+      await kube.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,114 @@
+/** `svc-server --kube` and `svc-server validate --kube` as real processes, on the stand-in API server through a kubeconfig. */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
+import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
+import { configMap, secret } from '../helpers/manifests.js';
+import { freePort, startRedis } from '../helpers/peers.js';
+import { ROOT, runTs } from '../helpers/run.js';
+import { makeTestCa } from '../helpers/test-ca.js';
+
+const CLI = 'src/commands/svc-server.ts';
+
+describe('svc-server --kube', function () {
+  // Real processes through tsx on a shared, loaded host: their start alone can take many seconds.
+  this.timeout(90_000);
+  let kube: FakeKube;
+  let kubectl: Kubectl;
+  let work: string;
+  let kubeconfig: string;
+  const env = (): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: work, SVC_REDIS_URL: '' });
+
+  before(async () => {
+    kube = await startFakeKube({ tls: makeTestCa() });
+    kubectl = kubectlFor(kube, 'elsewhere');
+    work = mkdtempSync(join(tmpdir(), 'svc-cli-kube-'));
+    kubeconfig = join(work, 'kubeconfig');
+    // The context's namespace is `elsewhere`; --namespace must win.
+    writeFileSync(kubeconfig, kube.kubeconfig('elsewhere'));
+    await kubectl.run(['apply', '--validate=false', '-n', 'svc', '-f', '-'], { input: `${configMap('svc-cm', { 'accounts.alice': 'apiKey' })}---\n${configMap('svc-rbac-cm', { 'policy.csv': '' })}---\n${secret('svc-secret', { 'server.secretkey': 'k'.repeat(32) })}` });
+  });
+  after(async () => {
+    kubectl?.close();
+    await kube?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('SVC_STORE=kubernetes with KUBECONFIG and --namespace: the admin password made at first start, /readyz answers once loaded', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--namespace', 'svc', '--listen', `127.0.0.1:${port}`], {
+      cwd: ROOT,
+      env: { ...env(), SVC_STORE: 'kubernetes', KUBECONFIG: kubeconfig },
+    });
+    let logs = '';
+    child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    try {
+      const deadline = Date.now() + 60_000;
+      let status = 0;
+      while (Date.now() < deadline && status !== 200) {
+        status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status, logs).to.equal(200);
+      expect(kube.store.get('secrets', 'svc', 'svc-initial-admin-secret')).to.not.equal(undefined);
+      expect(kube.store.get('secrets', 'elsewhere', 'svc-secret')).to.equal(undefined);
+      expect(logs).to.include('configuration read from the Kubernetes API');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('close', r));
+    }
+  });
+
+  it('--workers 2 with --redis: both workers start on the API (the primary does no directory first start); one initial admin secret', async () => {
+    const redis = await startRedis();
+    const port = await freePort();
+    const created: string[] = [];
+    const unsubscribe = kube.store.subscribe((e) => {
+      if (e.namespace === 'workers' && e.plural === 'secrets') created.push(`${e.type} ${String(e.object.metadata['name'])}`);
+    });
+    await kubectl.run(['apply', '--validate=false', '-n', 'workers', '-f', '-'], { input: configMap('svc-cm', {}) });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
+      cwd: ROOT,
+      env: env(),
+    });
+    let logs = '';
+    child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    try {
+      for (const deadline = Date.now() + 60_000; logs.split('"worker ready"').length - 1 < 2; await new Promise((r) => setTimeout(r, 100))) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`workers not ready:\n${logs}`);
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).to.equal(200);
+      expect(created.filter((c) => c.endsWith('svc-initial-admin-secret'))).to.deep.equal(['ADDED svc-initial-admin-secret']);
+      expect(created.filter((c) => c.startsWith('ADDED svc-secret'))).to.have.length(1);
+      expect(existsSync(join(ROOT, 'config'))).to.equal(false);
+    } finally {
+      unsubscribe();
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('close', r));
+      await redis.stop();
+    }
+  });
+
+  it('validate --kube checks what is in the cluster: exit 0 when clean, 1 with the key path of a problem', async () => {
+    const clean = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    expect(clean.code, clean.stderr).to.equal(0);
+    expect(clean.stdout).to.include('namespace svc: configuration is valid');
+    await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-cm', '--type', 'merge', '-p', '{"data":{"accounts.alice":"apiKey, teleport"}}']);
+    const broken = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    expect(broken.code).to.equal(1);
+    expect(broken.stderr).to.match(/accounts\.alice.*teleport|teleport.*accounts\.alice/);
+  });
+
+  it('refuses --kubeconfig without --kube, and says what to give when there is no API to talk to', async () => {
+    const mixed = await runTs(CLI, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
+    expect([mixed.code, mixed.stderr.trim()]).to.deep.equal([1, 'svc-server: --kubeconfig, --namespace and --application-namespaces go with --kube']);
+    const none = await runTs(CLI, ['validate', '--kube'], env());
+    expect(none.code).to.equal(1);
+    expect(none.stderr).to.include('give --kubeconfig FILE or KUBECONFIG, or run in a pod');
+  });
+});
