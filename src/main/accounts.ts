@@ -37,6 +37,7 @@ export function buildAccounts(services: Services, identity: Identity, throttle: 
     sessionDurationMs: () => settings.current().sessionDurationMs,
     log,
     now,
+    outcomes: services.loginOutcomes,
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;

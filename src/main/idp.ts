@@ -64,9 +64,9 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const limits = readLoginLimits(services.env, log);
   const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
   const passwordGuard = createPasswordGuard({
-    state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
+    state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, outcomes: services.loginOutcomes,
   });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog,
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, log: idpLog, outcomes: services.loginOutcomes,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).

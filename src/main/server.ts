@@ -32,6 +32,7 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
+import { createLoginOutcomes } from '../session/login-outcomes.js';
 import type { TokenVerifier } from '../session/verifier.js';
 import { openState } from '../state/index.js';
 import { buildAccounts, buildLoginThrottle } from './accounts.js';
@@ -92,7 +93,8 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics: createHttpMetrics(), env: options.env ?? process.env, now: Date.now };
+  const metrics = createHttpMetrics();
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), env: options.env ?? process.env, now: Date.now };
 }
 
 /**

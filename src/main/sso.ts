@@ -120,6 +120,7 @@ function ssoFeature(
       authenticator: identity.authenticator,
       revocation: identity.revocation,
       logoutURL: () => client.provider.logoutURL,
+      outcomes: services.loginOutcomes,
     })],
     close: () => client.close(),
   };
