@@ -21,7 +21,7 @@ import { ExtensionNotFound } from '../errors.js';
 import { hostOf, protocolOf, type Caller, type ReadCaller } from '../http/caller.js';
 import { errorReply, sendErrorReply } from '../http/errors.js';
 import type { HttpMetrics } from '../http/metrics.js';
-import { logAccess } from '../http/raw-request.js';
+import { logAccess, type AccessLogLevel } from '../http/raw-request.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Rights } from '../rbac/rights.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
@@ -44,6 +44,7 @@ export interface GatewayDeps {
   readonly metrics: ExtensionMetrics;
   readonly httpMetrics: Pick<HttpMetrics, 'record'>;
   readonly log: Logger;
+  readonly accessLogLevel?: AccessLogLevel;
 }
 
 /** One proxied request: the parts of the URL the caller already split (target.ts). */
@@ -165,6 +166,6 @@ class Exchange {
     this.deps.httpMetrics.record(GATEWAY_ROUTE, method, status, seconds);
     // Configured names only: a client's made-up names would grow the label set without bound.
     if (extension !== undefined) this.deps.metrics.observe({ extension, status, seconds, bytesIn: this.tally.bytesIn, bytesOut: this.tally.bytesOut });
-    logAccess(this.deps.log, this.requestId, method, this.request.path, status, seconds);
+    logAccess(this.deps.log, this.requestId, method, this.request.path, status, seconds, this.deps.accessLogLevel);
   }
 }

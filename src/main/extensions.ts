@@ -9,6 +9,7 @@ export function buildExtensions(services: Services, identity: Identity): Feature
     settings: services.settings,
     rights: services.rights,
     log: services.log,
+    accessLogLevel: services.accessLogLevel,
     httpMetrics: services.metrics,
     readCaller: identity.readCaller,
     authenticator: identity.authenticator,

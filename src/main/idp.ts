@@ -117,7 +117,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
-      const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
+      const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log, accessLogLevel: services.accessLogLevel });
       // Both apps answer their own errors; this is for one that escapes them.
       app.handle(req, res, target).catch((err: unknown) => {
         if (res.headersSent) {

@@ -25,6 +25,7 @@ import { healthRoutes } from '../http/routes/health.js';
 import { versionRoutes } from '../http/routes/version.js';
 import { svcVersion } from '../lib/version.js';
 import { listenForMetrics } from './metrics-listener.js';
+import { routeProviderConsole } from './provider-console.js';
 import { createReadiness } from './readiness.js';
 import { registerServerMetrics } from './server-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
@@ -41,7 +42,7 @@ import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildIdentity, type Identity } from './identity.js';
 import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
-import { createLogger } from './log.js';
+import { accessLogLevelFromEnv, createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
@@ -94,7 +95,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
   const metrics = createHttpMetrics();
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), env: options.env ?? process.env, now: Date.now };
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: Date.now };
 }
 
 /**
@@ -103,8 +104,19 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
  */
 async function buildIdpIfConfigured(services: Services, options: IdpOptions | undefined): Promise<IdpFeature | undefined> {
   if ((services.settings.current().idp?.connectors.length ?? 0) === 0) return undefined;
-  const { buildIdp } = await import('./idp.js');
-  return buildIdp(services, options);
+  // Before the import: the provider may warn as it loads.
+  const unroute = routeProviderConsole(services.log);
+  try {
+    const { buildIdp } = await import('./idp.js');
+    const idp = await buildIdp(services, options);
+    return { ...idp, async close() {
+      await idp.close?.();
+      unroute();
+    } };
+  } catch (err: unknown) {
+    unroute();
+    throw err;
+  }
 }
 
 /** The identity stage and every feature, in the build order the module header gives. */
@@ -135,6 +147,7 @@ function requestListener(services: Services, identity: Identity, features: reado
   const app = createApp({
     log,
     metrics,
+    accessLogLevel: services.accessLogLevel,
     authenticate: authMiddleware(identity.readCaller),
     routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
