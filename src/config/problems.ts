@@ -57,6 +57,8 @@ export class ConfigProblems extends Error {
 /** Collects problems under a source and a path prefix. */
 export class ProblemSink {
   readonly problems: ConfigProblem[] = [];
+  /** What parses but cannot mean what was meant (a rights line for a resource svc has not): said, not refused. */
+  readonly warnings: ConfigProblem[] = [];
 
   /** Where each object's data values stand in their files (`source` -> data key -> origin), when known. */
   constructor(private readonly origins: ReadonlyMap<string, Readonly<Record<string, ValueOrigin>>> = new Map()) {}
@@ -67,6 +69,10 @@ export class ProblemSink {
 
   add(source: string, path: readonly PathSegment[], message: string): void {
     this.problems.push({ source, path, message });
+  }
+
+  warn(source: string, path: readonly PathSegment[], message: string): void {
+    this.warnings.push({ source, path, message });
   }
 
   scoped(source: string, prefix: readonly PathSegment[] = []): ScopedSink {
@@ -87,6 +93,10 @@ export class ScopedSink {
 
   add(path: readonly PathSegment[], message: string): void {
     this.sink.add(this.source, [...this.prefix, ...path], message);
+  }
+
+  warn(path: readonly PathSegment[], message: string): void {
+    this.sink.warn(this.source, [...this.prefix, ...path], message);
   }
 
   /** Where the data value this sink reports on stands in its file, when known (value-origin.ts). */

@@ -2,8 +2,6 @@
 import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-// The provider's own helper, so the test writes exactly what the provider writes.
-import * as attention from 'oidc-provider/lib/helpers/attention.js';
 import { routeProviderConsole } from '../../src/main/provider-console.js';
 
 function logTo(lines: Record<string, unknown>[]) {
@@ -11,7 +9,10 @@ function logTo(lines: Record<string, unknown>[]) {
 }
 
 describe('main/provider-console: oidc-provider warnings in the log', function () {
-  it("routes the provider's WARNING and NOTICE lines to warn and info, and passes other lines on", function () {
+  it("routes the provider's WARNING and NOTICE lines to warn and info, and passes other lines on", async function () {
+    // The provider's own helper (it has no types), so the test writes exactly what the provider writes.
+    const helper: string = 'oidc-provider/lib/helpers/attention.js';
+    const attention = (await import(helper)) as { warn(s: string): void; info(s: string): void };
     const lines: Record<string, unknown>[] = [];
     const passed: unknown[][] = [];
     const saved = { warn: console.warn, info: console.info };
@@ -19,11 +20,11 @@ describe('main/provider-console: oidc-provider warnings in the log', function ()
     console.info = (...args: unknown[]) => passed.push(['info', ...args]);
     try {
       const unroute = routeProviderConsole(logTo(lines));
-      (attention as { warn(s: string): void }).warn('Unsupported runtime. Use Node.js v22.x LTS, or a later LTS release.');
-      (attention as { info(s: string): void }).info('default clientBasedCORS function called, you SHOULD change it.');
+      attention.warn('Unsupported runtime. Use Node.js v22.x LTS, or a later LTS release.');
+      attention.info('default clientBasedCORS function called, you SHOULD change it.');
       console.warn('something else', 1);
       unroute();
-      (attention as { warn(s: string): void }).warn('after');
+      attention.warn('after');
     } finally {
       console.warn = saved.warn;
       console.info = saved.info;
