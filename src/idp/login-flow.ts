@@ -209,8 +209,11 @@ function sameHash(expected: string, binding: string | undefined): boolean {
  */
 function logCallbackFailure(log: Logger, outcomes: LoginOutcomes, connector: string, requestId: string, err: unknown): void {
   const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
-  const refused = code === 'permission_denied';
-  const fields = { connector, reason: refused ? (err as Error).message : describeFailure(err), requestId };
+  // Not in the groups, cancelled (permission_denied), or an answer the connector would not take (a SAML check).
+  const refused = code === 'permission_denied' || code === 'unauthenticated';
+  const operatorReason = (err as { reason?: unknown }).reason;
+  const reason = typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
+  const fields = { connector, reason, requestId };
   if (refused) {
     outcomes.record('idp-browser', connector, 'refused');
     log.info(fields, 'identity provider: the connector refused the login');
