@@ -138,7 +138,12 @@ export function parseLdapConfig(raw: unknown, at: ScopedSink): LdapConfig | unde
   }
   const withoutRedirect = omitRedirect(raw);
   const checked = parseWith(schema, withoutRedirect, at);
-  if (checked === undefined) return undefined;
+  if (checked === undefined) {
+    // The host's own problem too, in the same run as the schema's (an unknown key must not hide it).
+    const host = (withoutRedirect as { host?: unknown } | null)?.host;
+    if (typeof host === 'string' && host !== '') parseHost({ host } as Raw, at);
+    return undefined;
+  }
   const address = parseHost(checked, at);
   const rootCAs = parseRootCAs(checked, at);
   checkCrossFields(checked, at);

@@ -54,9 +54,10 @@ const CASES: readonly Case[] = [
     says: ['svc-cm: idp.config: connectors[0].config.userSearch: required'],
   },
   {
-    mistake: 'an ldaps:// URL as the LDAP host',
-    cm: { 'idp.config': ldap({ host: 'ldaps://ldap.example.org', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } }) },
-    says: ["svc-cm: idp.config: connectors[0].config.host: 'ldaps://ldap.example.org' has a scheme: write host[:port] ('ldap.example.org'); TLS (ldaps) is the default"],
+    mistake: 'an ldaps:// URL as the LDAP host, beside an unknown key',
+    cm: { 'idp.config': ldap({ host: 'ldaps://ldap.example.org', usesSSL: true, userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } }) },
+    says: [
+      'svc-cm: idp.config: connectors[0].config.usesSSL: unknown key',"svc-cm: idp.config: connectors[0].config.host: 'ldaps://ldap.example.org' has a scheme: write host[:port] ('ldap.example.org'); TLS (ldaps) is the default"],
   },
   {
     mistake: 'redirectURI in oidc.config: the URL svc sends',
