@@ -98,6 +98,18 @@ describe('e2e: the log lines and counters of failed logins', function () {
     expect(await outcomes()).to.include('svc_login_outcomes_total{method="idp-password",connector="corp",reason="ok"} 1');
   });
 
+  it('logs a token request with a wrong client secret with the client and invalid_client', async function () {
+    const res = await fetch(`${url}/api/idp/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('svc:not-the-secret').toString('base64')}`, 'x-request-id': 'req-token-1' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: `${url}/auth/callback` }).toString(),
+    });
+    expect(res.status).to.equal(401);
+    const [line] = lines().filter((l) => l['requestId'] === 'req-token-1' && l.msg.startsWith('identity provider: token request refused'));
+    expect(line).to.deep.include({ level: 30, client: 'svc', error: 'invalid_client' });
+    expect(JSON.stringify(line)).not.to.include('not-the-secret');
+  });
+
   it('gives the local login line the request id and the client address, and counts it', async function () {
     const res = await fetch(`${url}/api/v1/session`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'req-local-login-1' }, body: JSON.stringify({ username: 'nobody-here', password: 'x' }),
