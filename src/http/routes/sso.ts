@@ -66,6 +66,8 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     try {
       login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
     } catch (err: unknown) {
+      ctx.state.log.info({ reason: (err as Error).message }, 'SSO login failed');
+      deps.outcomes?.record('sso', '', 'expired');
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, 'sso_expired', undefined);
     }
