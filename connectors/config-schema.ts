@@ -98,7 +98,7 @@ export function parseTypeConfig<T>(schema: z.ZodType<T>, input: ParseInput, cros
   const { value: resolved, unresolved } = resolveForChecking(raw, input.secrets, at);
   if (!isMap(resolved)) return undefined;
   const parsed = parseWith(schema, resolved, at, unresolved);
-  crossCheck?.(resolved, at);
+  crossCheck?.(resolved, at.except(unresolved));
   return at.count === before ? parsed : undefined;
 }
 

@@ -13,7 +13,7 @@ export const ldap = {
   parse({ raw, secrets, at }) {
     // Checked whole even when a reference fails, so that its other problems are reported too.
     const { value: resolved, unresolved } = resolveForChecking(raw, secrets, at);
-    const config = parseLdapConfig(resolved, at);
+    const config = parseLdapConfig(resolved, at.except(unresolved));
     if (config === undefined || unresolved.length > 0) return undefined;
     return (deps) => new LazyLdapConnector(config, deps);
   },

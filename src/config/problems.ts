@@ -112,4 +112,32 @@ export class ScopedSink {
   get count(): number {
     return this.sink.problems.length;
   }
+
+  /**
+   * This sink, deaf to problems at or under `paths` (relative to it): for checks that run on
+   * values standing in for secret references that failed, already reported (secret-ref.ts).
+   */
+  except(paths: readonly (readonly PathSegment[])[]): ScopedSink {
+    return paths.length === 0 ? this : new ExceptSink(this, paths);
+  }
+}
+
+const startsWith = (path: readonly PathSegment[], prefix: readonly PathSegment[]): boolean => prefix.length <= path.length && prefix.every((p, i) => path[i] === p);
+
+class ExceptSink extends ScopedSink {
+  constructor(
+    private readonly inner: ScopedSink,
+    private readonly skip: readonly (readonly PathSegment[])[],
+  ) {
+    super(inner['sink'], inner.source, inner.prefix);
+  }
+
+  override add(path: readonly PathSegment[], message: string): void {
+    if (!this.skip.some((s) => startsWith(path, s))) this.inner.add(path, message);
+  }
+
+  override at(...segments: PathSegment[]): ScopedSink {
+    const under = this.skip.filter((s) => startsWith(s, segments)).map((s) => s.slice(segments.length));
+    return this.inner.at(...segments).except(under);
+  }
 }

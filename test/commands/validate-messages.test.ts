@@ -44,6 +44,15 @@ const CASES: readonly Case[] = [
     ],
   },
   {
+    mistake: 'a missing TLS Secret of an LDAP connector: the references, and nothing said of the values standing in for them',
+    cm: { 'idp.config': ldap({ host: 'ldap.example.org', rootCAData: '$ldap-tls:ca.crt', clientCert: '$ldap-tls:tls.crt', clientKey: '$ldap-tls:tls.key', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } }) },
+    says: [
+      "svc-cm: idp.config: connectors[0].config.rootCAData: references Secret 'ldap-tls', which does not exist",
+      "svc-cm: idp.config: connectors[0].config.clientCert: references Secret 'ldap-tls', which does not exist",
+      "svc-cm: idp.config: connectors[0].config.clientKey: references Secret 'ldap-tls', which does not exist",
+    ],
+  },
+  {
     mistake: 'a missing key of svc-secret, named',
     cm: { 'oidc.config': 'name: Corp\nissuer: https://sso.example.org\nclientID: svc\nclientSecret: $oidc.clientSecret\n' },
     says: ["svc-cm: oidc.config: clientSecret: references key 'oidc.clientSecret' of Secret 'svc-secret', which has no such key"],
