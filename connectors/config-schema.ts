@@ -10,11 +10,11 @@
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
 import type { ScopedSink } from '../src/config/problems.js';
-import { resolveAllReferences } from '../src/config/secret-ref.js';
+import { resolveForChecking } from '../src/config/secret-ref.js';
 import { parseWith } from '../src/config/zod-problems.js';
 import type { ParseInput } from './connector.js';
 
-export const REDIRECT_URI_PROBLEM = 'must not be set: svc sets the callback URL itself';
+export const REDIRECT_URI_PROBLEM = 'must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream';
 
 /** A key that must be there; zod's own sentence ("expected string, received undefined") reads worse. */
 const required = (what: string) => (issue: { input: unknown }) => (issue.input === undefined ? 'required' : `must be ${what}`);
@@ -95,10 +95,10 @@ export function parseTypeConfig<T>(schema: z.ZodType<T>, input: ParseInput, cros
   }
   const { redirectURI, ...raw } = input.raw;
   if (redirectURI !== undefined) at.add(['redirectURI'], REDIRECT_URI_PROBLEM);
-  const resolved = resolveAllReferences(raw, input.secrets, at);
+  const { value: resolved, unresolved } = resolveForChecking(raw, input.secrets, at);
   if (!isMap(resolved)) return undefined;
-  const parsed = parseWith(schema, resolved, at);
-  crossCheck?.(resolved, at);
+  const parsed = parseWith(schema, resolved, at, unresolved);
+  crossCheck?.(resolved, at.except(unresolved));
   return at.count === before ? parsed : undefined;
 }
 

@@ -36,6 +36,8 @@ export interface LoginContext {
   /** The client asked for `offline_access` (Dex's Scopes.OfflineAccess); absent means no. */
   readonly offlineAccess?: boolean;
   readonly signal: AbortSignal;
+  /** Told why a login answered null (unknown user, wrong password), for the log line only: the person sees one message for both. */
+  readonly refused?: (reason: string) => void;
 }
 
 /** The form svc renders; `null` from login means wrong credentials, a throw means trouble upstream. */

@@ -138,7 +138,12 @@ export function parseLdapConfig(raw: unknown, at: ScopedSink): LdapConfig | unde
   }
   const withoutRedirect = omitRedirect(raw);
   const checked = parseWith(schema, withoutRedirect, at);
-  if (checked === undefined) return undefined;
+  if (checked === undefined) {
+    // The host's own problem too, in the same run as the schema's (an unknown key must not hide it).
+    const host = (withoutRedirect as { host?: unknown } | null)?.host;
+    if (typeof host === 'string' && host !== '') parseHost({ host } as Raw, at);
+    return undefined;
+  }
   const address = parseHost(checked, at);
   const rootCAs = parseRootCAs(checked, at);
   checkCrossFields(checked, at);
@@ -193,14 +198,18 @@ function transportOf(c: Raw): Transport {
 /** `host`, `host:port`, `[v6]` or `[v6]:port`; never a URL. */
 function parseHost(c: Raw, at: ScopedSink): { host: string; port: number } | undefined {
   const value = c.host;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
-    at.add(['host'], 'is host[:port] without a scheme: use insecureNoSSL or startTLS to choose plain LDAP');
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)/i.exec(value);
+  if (scheme !== null) {
+    const bare = scheme[2] === '' ? 'ldap.example.org:636' : scheme[2];
+    const how = scheme[1]?.toLowerCase() === 'ldaps' ? 'TLS (ldaps) is the default'
+      : scheme[1]?.toLowerCase() === 'ldap' ? 'for plain LDAP set insecureNoSSL: true, or startTLS: true to upgrade it' : 'TLS (ldaps) is the default';
+    at.add(['host'], `'${value.slice(0, 100)}' has a scheme: write host[:port] ('${bare?.slice(0, 100)}'); ${how}`);
     return undefined;
   }
   const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]/\s]+))(?::(\d{1,5}))?$/.exec(value);
   const host = match?.[1] ?? match?.[2];
   if (match === null || host === undefined || (match[1] !== undefined && isIP(match[1]) !== 6)) {
-    at.add(['host'], 'must be host[:port] (an IPv6 address in brackets), without a path or spaces');
+    at.add(['host'], `'${value.slice(0, 100)}' must be host[:port] (an IPv6 address in brackets), without a path or spaces`);
     return undefined;
   }
   const defaultPort = c.insecureNoSSL === true || c.startTLS === true ? DEFAULT_PLAIN_PORT : DEFAULT_TLS_PORT;

@@ -52,8 +52,14 @@ export class LdapConnector implements PasswordConnector {
     return this.session('login', ctx, async (conn) => {
       await conn.serviceBind();
       const user = await conn.findUser(username);
-      if (user === undefined) return this.bindAbsent(conn, password);
-      if (!(await conn.userBind(user.dn, password))) return null;
+      if (user === undefined) {
+        ctx.refused?.('unknown user');
+        return this.bindAbsent(conn, password);
+      }
+      if (!(await conn.userBind(user.dn, password))) {
+        ctx.refused?.('wrong password');
+        return null;
+      }
       // Groups are read with the service account's rights, as Dex does, not the user's.
       if (!ctx.wantGroups || this.config.groupSearch === undefined) return identityFromEntry(user, this.config.userSearch, username, []);
       await conn.serviceBind();

@@ -15,8 +15,10 @@ export async function runValidate(dir: string, out: Writable, err: Writable): Pr
     err.write(`${notDir}\n`);
     return 1;
   }
-  const { settings, problems } = await loadProblemsAndSettings(dir);
+  const { settings, problems, warnings } = await loadProblemsAndSettings(dir);
   out.write(`${describeSsoInForce(settings)}\n`);
+  // The server logs the same text after "configuration warning: "; warnings do not fail validation.
+  for (const warning of warnings) err.write(`warning: ${formatProblem(warning)}\n`);
   if (problems.length === 0) {
     out.write(`${dir}: configuration is valid\n`);
     return 0;

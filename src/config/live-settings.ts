@@ -16,8 +16,9 @@ export interface LiveSettings<S> {
 }
 
 export function createLiveSettings<S>(store: ConfigStore, parseSettings: SettingsParser<S>, log: Logger): LiveSettings<S> {
-  let { settings, problems } = parseSettings(store.current());
+  let { settings, problems, warnings = [] } = parseSettings(store.current());
   logNewProblems(problems, [], log);
+  logNewProblems(warnings, [], log, 'warning');
   const listeners = new Set<(settings: S, previous: S) => void>();
 
   const unsubscribe = store.onChange((snapshot) => {
@@ -25,7 +26,9 @@ export function createLiveSettings<S>(store: ConfigStore, parseSettings: Setting
     const parsed = parseSettings(snapshot, previous);
     settings = parsed.settings;
     logNewProblems(parsed.problems, problems, log);
+    logNewProblems(parsed.warnings ?? [], warnings, log, 'warning');
     problems = parsed.problems;
+    warnings = parsed.warnings ?? [];
     log.info({ problems: problems.length }, 'configuration change applied');
     for (const listener of listeners) {
       try {
@@ -52,10 +55,10 @@ export function createLiveSettings<S>(store: ConfigStore, parseSettings: Setting
  * standing problem repeated on each would bury the new ones. The count on every change says
  * how many stand.
  */
-function logNewProblems(problems: readonly ConfigProblem[], before: readonly ConfigProblem[], log: Logger): void {
+function logNewProblems(problems: readonly ConfigProblem[], before: readonly ConfigProblem[], log: Logger, kind: 'problem' | 'warning' = 'problem'): void {
   const known = new Set(before.map(formatProblem));
   for (const problem of problems) {
     const text = formatProblem(problem);
-    if (!known.has(text)) log.warn({ source: problem.source }, `configuration problem: ${text}`);
+    if (!known.has(text)) log.warn({ source: problem.source }, `configuration ${kind}: ${text}`);
   }
 }

@@ -57,6 +57,8 @@ export class ConfigProblems extends Error {
 /** Collects problems under a source and a path prefix. */
 export class ProblemSink {
   readonly problems: ConfigProblem[] = [];
+  /** What parses but cannot mean what was meant (a rights line for a resource svc has not): said, not refused. */
+  readonly warnings: ConfigProblem[] = [];
 
   /** Where each object's data values stand in their files (`source` -> data key -> origin), when known. */
   constructor(private readonly origins: ReadonlyMap<string, Readonly<Record<string, ValueOrigin>>> = new Map()) {}
@@ -67,6 +69,10 @@ export class ProblemSink {
 
   add(source: string, path: readonly PathSegment[], message: string): void {
     this.problems.push({ source, path, message });
+  }
+
+  warn(source: string, path: readonly PathSegment[], message: string): void {
+    this.warnings.push({ source, path, message });
   }
 
   scoped(source: string, prefix: readonly PathSegment[] = []): ScopedSink {
@@ -89,6 +95,10 @@ export class ScopedSink {
     this.sink.add(this.source, [...this.prefix, ...path], message);
   }
 
+  warn(path: readonly PathSegment[], message: string): void {
+    this.sink.warn(this.source, [...this.prefix, ...path], message);
+  }
+
   /** Where the data value this sink reports on stands in its file, when known (value-origin.ts). */
   valueOrigin(): ValueOrigin | undefined {
     return this.sink.originOf(this.source, this.prefix[0]);
@@ -101,5 +111,33 @@ export class ScopedSink {
   /** How many problems the whole sink holds: compare before and after to see if an entry added any. */
   get count(): number {
     return this.sink.problems.length;
+  }
+
+  /**
+   * This sink, deaf to problems at or under `paths` (relative to it): for checks that run on
+   * values standing in for secret references that failed, already reported (secret-ref.ts).
+   */
+  except(paths: readonly (readonly PathSegment[])[]): ScopedSink {
+    return paths.length === 0 ? this : new ExceptSink(this, paths);
+  }
+}
+
+const startsWith = (path: readonly PathSegment[], prefix: readonly PathSegment[]): boolean => prefix.length <= path.length && prefix.every((p, i) => path[i] === p);
+
+class ExceptSink extends ScopedSink {
+  constructor(
+    private readonly inner: ScopedSink,
+    private readonly skip: readonly (readonly PathSegment[])[],
+  ) {
+    super(inner['sink'], inner.source, inner.prefix);
+  }
+
+  override add(path: readonly PathSegment[], message: string): void {
+    if (!this.skip.some((s) => startsWith(path, s))) this.inner.add(path, message);
+  }
+
+  override at(...segments: PathSegment[]): ScopedSink {
+    const under = this.skip.filter((s) => startsWith(s, segments)).map((s) => s.slice(segments.length));
+    return this.inner.at(...segments).except(under);
   }
 }

@@ -26,10 +26,11 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   const [, first, second] = match;
   const secretName = second === undefined ? SETTINGS_SECRET : (first ?? '');
   const key = second ?? first ?? '';
-  // Names from the value are shown masked: a password that starts with `$` reads as a reference.
+  // A Secret's name and its keys are not secret, but a password typed where a reference goes
+  // starts with `$` too: a name is shown when it reads as one (named()), else masked.
   const secret = secrets.get(secretName);
   if (secret === undefined) {
-    sink.add(path, `references a secret that does not exist (${masked(secretName)})`);
+    sink.add(path, `references Secret ${named(secretName)}, which does not exist`);
     return undefined;
   }
   if (secretName !== SETTINGS_SECRET && secret.labels[PART_OF_LABEL] !== PART_OF_VALUE) {
@@ -38,15 +39,20 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   }
   // Own keys only: `$toString` must not find Object.prototype's.
   if (!Object.hasOwn(secret.data, key)) {
-    sink.add(path, `references a key of secret '${secretName}' that does not exist (${masked(key)})`);
+    sink.add(path, `references key ${named(key)} of Secret '${secretName}', which has no such key`);
     return undefined;
   }
   return secret.data[key];
 }
 
-/** Enough to find a typo in one's own config, not enough to give a secret away. */
-function masked(text: string): string {
-  return `'${text.slice(0, 2)}…', ${text.length} characters`;
+/**
+ * Words joined by `.` or `-`, the first in lower case (`svc-secret`, `oidc.clientSecret`,
+ * `tls.crt`): how Secrets and their keys are named, and unlike a password (`hunter2`,
+ * `Xy7_pQ9.lmN2`). Shown in full; anything else by its first two characters and its length.
+ */
+function named(text: string): string {
+  if (/^[a-z][a-z0-9]*(?:[.-][a-zA-Z][a-zA-Z0-9]*)+$/.test(text) && text.length <= 100) return `'${text}'`;
+  return `('${text.slice(0, 2)}…', ${text.length} characters)`;
 }
 
 /**
@@ -54,17 +60,35 @@ function masked(text: string): string {
  * value with references replaced, or undefined when any reference failed (each one reported).
  */
 export function resolveAllReferences(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (string | number)[] = []): unknown {
-  const before = sink.count;
-  const out = walk(value, secrets, sink, path);
-  return sink.count === before ? out : undefined;
+  const { value: out, unresolved } = resolveForChecking(value, secrets, sink, path);
+  return unresolved.length === 0 ? out : undefined;
 }
 
-function walk(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (string | number)[]): unknown {
-  if (typeof value === 'string') return isSecretReference(value) ? resolveSecretReference(value, secrets, sink, path) : value;
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, secrets, sink, [...path, i]));
+/**
+ * As resolveAllReferences, but the value comes back whole: a reference that failed (reported)
+ * is left as UNRESOLVED (a non-empty string, so "required" does not fire as well), and its path is listed in `unresolved`. The caller checks the
+ * rest of the value all the same, so that a bad reference does not hide the other problems of
+ * the entry, and uses none of it when `unresolved` is not empty.
+ */
+export const UNRESOLVED = '<unresolved secret reference>';
+
+export function resolveForChecking(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (string | number)[] = []): { value: unknown; unresolved: readonly (readonly (string | number)[])[] } {
+  const unresolved: (string | number)[][] = [];
+  return { value: walk(value, secrets, sink, path, unresolved), unresolved };
+}
+
+function walk(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (string | number)[], unresolved: (string | number)[][]): unknown {
+  if (typeof value === 'string') {
+    if (!isSecretReference(value)) return value;
+    const resolved = resolveSecretReference(value, secrets, sink, path);
+    if (resolved !== undefined) return resolved;
+    unresolved.push(path);
+    return UNRESOLVED;
+  }
+  if (Array.isArray(value)) return value.map((item, i) => walk(item, secrets, sink, [...path, i], unresolved));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = walk(item, secrets, sink, [...path, key]);
+    for (const [key, item] of Object.entries(value)) out[key] = walk(item, secrets, sink, [...path, key], unresolved);
     return out;
   }
   return value;

@@ -2,7 +2,7 @@
  * The keys that belong to the server itself rather than to a feature: its `url` (svc-cm) and
  * `server.secretkey` (svc-secret). Every other key is parsed by the feature that owns it.
  */
-import { KEPT, type SettingsInput, type SettingsSection } from './settings.js';
+import { keptOrAtStart, type SettingsInput, type SettingsSection } from './settings.js';
 import type { ScopedSink } from './problems.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -23,7 +23,7 @@ function parseUrl(value: string | undefined, sink: ScopedSink, previous: string 
   if (value === undefined || value === '') return DEFAULT_URL;
   const problem = urlProblem(value);
   if (problem !== undefined) {
-    sink.add(['url'], `${problem}; ${previous === undefined ? `using ${DEFAULT_URL}` : KEPT}`);
+    sink.add(['url'], `${problem}; ${keptOrAtStart(`'${DEFAULT_URL}'`)}`);
     return previous ?? DEFAULT_URL;
   }
   return value.replace(/\/+$/, '');
@@ -42,7 +42,7 @@ function urlProblem(value: string): string | undefined {
 function serverSecretKey(input: SettingsInput, previous: string | undefined): string | undefined {
   const key = input.secret['server.secretkey'];
   if (key === undefined || key === '') {
-    input.secretSink.add(['server.secretkey'], previous === undefined ? 'is missing: tokens cannot be issued or verified' : `is missing; ${KEPT}`);
+    input.secretSink.add(['server.secretkey'], `is missing; ${keptOrAtStart('no key, so tokens cannot be issued or verified')}`);
     return previous;
   }
   return key;

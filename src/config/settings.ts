@@ -8,6 +8,7 @@
  */
 import { RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
 import { ConfigProblems, ProblemSink, type ConfigProblem, type ScopedSink } from './problems.js';
+import { unknownCmKeyMessage } from './key-hints.js';
 import type { SecretLookup } from './secret-ref.js';
 
 /** What every section reads: the three objects' data, every secret, and where to report. */
@@ -40,6 +41,8 @@ export type SettingsOf<Sections> = { readonly [K in keyof Sections]: Sections[K]
 export interface ParsedSettings<S> {
   readonly settings: S;
   readonly problems: readonly ConfigProblem[];
+  /** Lines that apply but cannot do what they seem to (src/rbac/meaning.ts); validate warns, the server logs them. */
+  readonly warnings?: readonly ConfigProblem[];
 }
 
 export type SettingsParser<S> = (snapshot: StoreSnapshot, previous?: S) => ParsedSettings<S>;
@@ -60,13 +63,13 @@ export function createSettingsParser<Sections extends Readonly<Record<string, Se
       rbacSink: sink.scoped(RBAC_CM),
       secretSink: sink.scoped(SETTINGS_SECRET),
     };
-    for (const key of Object.keys(input.cm)) if (!owned(key)) input.cmSink.add([key], 'unknown key');
+    for (const key of Object.keys(input.cm)) if (!owned(key)) input.cmSink.add([key], unknownCmKeyMessage(key));
     const settings: Record<string, unknown> = {};
     for (const [name, section] of entries) {
       settings[name] = section.parse(input, (previous as Readonly<Record<string, unknown>> | undefined)?.[name]);
     }
     // Every field is set just above, one per section: the mapped type holds by construction.
-    return { settings: settings as SettingsOf<Sections>, problems: sink.problems };
+    return { settings: settings as SettingsOf<Sections>, problems: sink.problems, warnings: sink.warnings };
   };
 }
 
@@ -81,6 +84,14 @@ export function strictly<S>(parse: SettingsParser<S>): (snapshot: StoreSnapshot)
 
 /** What a bad value is replaced by, as the end of its problem sentence. */
 export const KEPT = 'the previous value stays in force';
+
+/**
+ * The end of the sentence for a key with a default: the same words whether the server is
+ * starting, running or `validate` reads the files, so the log and validate say the same thing.
+ */
+export function keptOrAtStart(atStart: string): string {
+  return `${KEPT} (at start: ${atStart})`;
+}
 
 /** A `"true"`/`"false"` key; anything else is reported and reads as false (the safe side for insecure switches). */
 export function parseFlag(value: string | undefined, sink: ScopedSink, key: string): boolean {

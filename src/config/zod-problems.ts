@@ -1,22 +1,96 @@
-/** Turns zod's issues into ConfigProblems with key paths, naming unknown keys one by one. */
+/**
+ * Turns zod's issues into ConfigProblems with key paths, naming unknown keys one by one, in
+ * svc's words: zod's own sentences ("Invalid input: expected object, received undefined")
+ * never reach an operator.
+ */
 import type { z } from 'zod';
+import { unknownKeyMessage } from './key-hints.js';
 import type { PathSegment, ScopedSink } from './problems.js';
 
-export function reportZodIssues(error: z.ZodError, sink: ScopedSink): void {
+type Path = readonly (string | number)[];
+
+const startsWith = (path: Path, prefix: Path): boolean => prefix.length <= path.length && prefix.every((p, i) => path[i] === p);
+
+export function reportZodIssues(error: z.ZodError, sink: ScopedSink, skip: readonly Path[] = [], schema?: z.ZodType): void {
   for (const issue of error.issues) {
     const path = issue.path.filter((p): p is PathSegment => typeof p === 'string' || typeof p === 'number');
+    // A value that stands in for a reference that failed (reported already): nothing more to say there.
+    if (skip.some((s) => startsWith(path, s))) continue;
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) sink.add([...path, key], 'unknown key');
+      const known = schema === undefined ? [] : keysAt(schema, path);
+      for (const key of issue.keys) sink.add([...path, key], unknownKeyMessage([...sink.prefix, ...path], key, known));
       continue;
     }
-    sink.add(path, issue.message);
+    sink.add(path, operatorWords(issue));
   }
 }
 
-/** Parses with a schema, reporting every issue; undefined when anything was wrong. */
-export function parseWith<T>(schema: z.ZodType<T>, value: unknown, sink: ScopedSink): T | undefined {
+/** zod's default sentences, in svc's words; a schema's own message (set with `error:`) is kept. */
+export function operatorWords(issue: z.core.$ZodIssue): string {
+  const message = issue.message;
+  if (issue.code === 'invalid_type') {
+    const received = /received (\w+)/.exec(message)?.[1];
+    if (received === 'undefined') return 'required';
+    if (message.startsWith('Invalid input')) return `must be ${article(issue.expected)}${received !== undefined ? `, not ${article(received)}` : ''}`;
+  }
+  if (issue.code === 'invalid_value' && message.startsWith('Invalid')) return `must be one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')}`;
+  if ((issue.code === 'too_small' || issue.code === 'too_big') && /^Too (small|big)/.test(message)) {
+    const bound = Number(issue.code === 'too_small' ? issue.minimum : issue.maximum);
+    if (issue.code === 'too_small' && bound === 1 && (issue.origin === 'string' || issue.origin === 'array')) return 'must not be empty';
+    const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' entries' : '';
+    return `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${bound}${unit}`;
+  }
+  if (message.startsWith('Invalid input')) return 'is not valid here';
+  return message.replace(/^Too (big|small): expected (\w+) to have /, 'must have ').replace(/^Invalid /, 'not a valid ');
+}
+
+function article(type: string): string {
+  const words: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', boolean: 'true or false', null: 'empty', nan: 'a number' };
+  return words[type] ?? type;
+}
+
+/** Parses with a schema, reporting every issue (none under `skip`); undefined when anything was wrong. */
+export function parseWith<T>(schema: z.ZodType<T>, value: unknown, sink: ScopedSink, skip: readonly Path[] = []): T | undefined {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  reportZodIssues(result.error, sink);
+  reportZodIssues(result.error, sink, skip, schema);
   return undefined;
+}
+
+interface Def {
+  readonly type?: string;
+  readonly shape?: Readonly<Record<string, unknown>>;
+  readonly element?: unknown;
+  readonly innerType?: unknown;
+  readonly in?: unknown;
+  readonly options?: readonly unknown[];
+}
+
+const defOf = (schema: unknown): Def => ((schema as { _zod?: { def?: Def } })._zod?.def ?? {});
+
+/** Wrappers that do not change the keys (optional, default, pipe, ...) peeled off. */
+function bare(schema: unknown): unknown {
+  for (let i = 0; i < 10; i++) {
+    const def = defOf(schema);
+    const inner = def.innerType ?? def.in;
+    if (inner === undefined) return schema;
+    schema = inner;
+  }
+  return schema;
+}
+
+/** The keys an object schema allows at `path`, for "did you mean"; none when the schema does not say. */
+export function keysAt(schema: unknown, path: Path): readonly string[] {
+  let at: unknown = schema;
+  for (const segment of path) {
+    const def = defOf(bare(at));
+    if (def.type === 'object' && typeof segment === 'string') at = def.shape?.[segment];
+    else if (def.type === 'array' && typeof segment === 'number') at = def.element;
+    else return [];
+    if (at === undefined) return [];
+  }
+  const def = defOf(bare(at));
+  if (def.type === 'object') return Object.keys(def.shape ?? {});
+  if (def.type === 'union') return (def.options ?? []).flatMap((o) => keysAt(o, []));
+  return [];
 }

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../lib/duration.js';
 import type { ScopedSink } from '../config/problems.js';
-import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
+import { resolveForChecking, type SecretLookup } from '../config/secret-ref.js';
 import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
 
@@ -162,8 +162,9 @@ export function parseExtensionConfig(
   const names = new Set<string>();
   extensions.forEach((entry: unknown, index) => {
     const at = sink.at('extensions', index);
-    const resolved = resolveAllReferences(entry, secrets, at);
-    const parsed = resolved === undefined ? undefined : parseWith(extensionSchema, resolved, at);
+    const { value: resolved, unresolved } = resolveForChecking(entry, secrets, at);
+    const checked = parseWith(extensionSchema, resolved, at, unresolved);
+    const parsed = unresolved.length === 0 ? checked : undefined;
     if (parsed !== undefined && names.has(parsed.name)) {
       at.add(['name'], `'${parsed.name}' is defined twice; the first one is used`);
       return;

@@ -1,4 +1,5 @@
 /** What the extension proxy takes from the server, shared by its HTTP and WebSocket sides. */
+import type { AccessLogLevel } from '../http/entry.js';
 import type { Logger } from 'pino';
 import type { AppCatalog } from '../apps/catalog.js';
 import type { ReadCaller } from '../http/caller.js';
@@ -23,6 +24,8 @@ export interface ExtensionProxyDeps {
   readonly settings: ProxySettingsSource;
   readonly rights: Pick<Rights, 'allows' | 'onUpdate'>;
   readonly log: Logger;
+  /** The level of the per-request line (debug unless SVC_ACCESS_LOG=true). */
+  readonly accessLogLevel?: AccessLogLevel;
   readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
   readonly readCaller: ReadCaller;
   /** Open WebSockets are checked again with it, and cut when their token is revoked (open-relays.ts). */

@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { ExtensionNotFound } from '../errors.js';
 import { hostOf, protocolOf, type Caller, type ReadCaller } from '../http/caller.js';
 import type { HttpMetrics } from '../http/metrics.js';
-import { closeStatus, failRequest, recordRequest, requestIdOf, type RawRequestDeps } from '../http/entry.js';
+import { closeStatus, failRequest, recordRequest, requestIdOf, type AccessLogLevel, type RawRequestDeps } from '../http/entry.js';
 import type { Rights } from '../rbac/rights.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
@@ -42,6 +42,7 @@ export interface GatewayDeps {
   readonly metrics: ExtensionMetrics;
   readonly httpMetrics: Pick<HttpMetrics, 'record'>;
   readonly log: Logger;
+  readonly accessLogLevel?: AccessLogLevel;
 }
 
 /** One proxied request: the parts of the URL the caller already split (target.ts). */
@@ -55,7 +56,7 @@ export interface GatewayRequest {
 export type Gateway = (req: IncomingMessage, res: ServerResponse, request: GatewayRequest) => void;
 
 export function createGateway(deps: GatewayDeps): Gateway {
-  const observed: RawRequestDeps = { metrics: deps.httpMetrics, log: deps.log };
+  const observed: RawRequestDeps = { metrics: deps.httpMetrics, log: deps.log, ...(deps.accessLogLevel !== undefined ? { accessLogLevel: deps.accessLogLevel } : {}) };
   return function proxyExtensionRequest(req, res, request) {
     const exchange = new Exchange(deps, observed, req, res, request);
     try {

@@ -10,13 +10,15 @@ import type { Logger } from 'pino';
 import { NotFound } from '../errors.js';
 import { errorMiddleware } from './errors.js';
 import type { HttpMetrics } from './metrics.js';
-import { logAccess } from './entry.js';
+import { logAccess, type AccessLogLevel } from './entry.js';
 import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
 
 export interface AppDeps {
   readonly log: Logger;
   readonly metrics: HttpMetrics;
+  /** The level of the per-request line (debug unless SVC_ACCESS_LOG=true). */
+  readonly accessLogLevel?: AccessLogLevel;
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
   readonly routers: readonly Router<AppState>[];
@@ -25,7 +27,7 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.use(requestContext(deps.log));
-  app.use(accessLog(deps.log));
+  app.use(accessLog(deps.log, deps.accessLogLevel ?? 'debug'));
   // Outside the error middleware, so that a request that failed is counted with the status the
   // client got (401, 404, 500), not the 404 Koa holds while the error is on its way.
   app.use(deps.metrics.middleware);
@@ -47,15 +49,15 @@ function noRoute(ctx: Koa.ParameterizedContext<AppState>): void {
   throw new NotFound(`no route for ${ctx.method} ${ctx.path}`);
 }
 
-function accessLog(log: Logger): Koa.Middleware<AppState> {
+function accessLog(log: Logger, level: AccessLogLevel): Koa.Middleware<AppState> {
   return async function logRequest(ctx, next) {
-    // Checked once per request, so a production level (info) pays nothing for it.
-    if (!log.isLevelEnabled('debug')) return next();
+    // Checked once per request, so a level that hides the line pays nothing for it.
+    if (!log.isLevelEnabled(level)) return next();
     const start = performance.now();
     try {
       await next();
     } finally {
-      logAccess(log, ctx.state.requestId, ctx.method, ctx.path, ctx.status, (performance.now() - start) / 1000);
+      logAccess(log, ctx.state.requestId, ctx.method, ctx.path, ctx.status, (performance.now() - start) / 1000, level);
     }
   };
 }

@@ -7,7 +7,7 @@
  *    carries it, error replies included, and every log line of the request names it.
  * 2. Metrics series and access line (recordRequest): at close, one svc_http_requests_total
  *    observation under a route pattern (never the raw path: the label set stays bounded), with
- *    CLIENT_GONE when nothing was sent, and one debug access line (path only: a query string may
+ *    CLIENT_GONE when nothing was sent, and one access line, at debug or with SVC_ACCESS_LOG=true at info (path only: a query string may
  *    carry codes or tokens).
  * 3. Error reply (failRequest): an error that escapes becomes the JSON reply of errors.ts, or,
  *    when the answer has started, a cut connection and a warning.
@@ -31,9 +31,13 @@ import { requestIdFrom } from './request-id.js';
  */
 export type BeforeDispatch = (req: IncomingMessage, res: ServerResponse) => Promise<void> | undefined;
 
+/** The level of the per-request line: debug, or info when the operator asked for an access log (SVC_ACCESS_LOG=true). */
+export type AccessLogLevel = 'debug' | 'info';
+
 export interface RawRequestDeps {
   readonly metrics: Pick<HttpMetrics, 'record'>;
   readonly log: Logger;
+  readonly accessLogLevel?: AccessLogLevel;
 }
 
 /** The request's id: its X-Request-Id when sane, else a fresh one. */
@@ -42,11 +46,11 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /**
- * The debug access line of a request, from Koa's app or before it: one format everywhere.
+ * The access line of a request, from Koa's app or before it: one format everywhere.
  * Path only: query strings may carry codes or tokens.
  */
-export function logAccess(log: Logger, requestId: string, method: string, path: string, status: number, seconds: number): void {
-  if (log.isLevelEnabled('debug')) log.debug({ requestId, method, path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+export function logAccess(log: Logger, requestId: string, method: string, path: string, status: number, seconds: number, level: AccessLogLevel = 'debug'): void {
+  if (log.isLevelEnabled(level)) log[level]({ requestId, method, path, status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
 }
 
 /** The status to record for a response at close: CLIENT_GONE when nothing was sent (res.statusCode would still say 200). */
@@ -57,7 +61,7 @@ export function closeStatus(res: ServerResponse): number {
 /** One observation of a finished request under its route pattern, and its access line. */
 export function recordRequest(deps: RawRequestDeps, route: string, requestId: string, method: string, path: string, status: number, seconds: number): void {
   deps.metrics.record(route, method, status, seconds);
-  logAccess(deps.log, requestId, method, path, status, seconds);
+  logAccess(deps.log, requestId, method, path, status, seconds, deps.accessLogLevel);
 }
 
 /** Sets the request id on the response and observes the request when it ends; returns the id. */

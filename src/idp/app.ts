@@ -15,6 +15,7 @@
  * The provider is rebuilt when the keys in svc-secret change (rotate-keys); what it stores lives
  * in the state backend, so logins under way carry on.
  */
+import type { LoginOutcomes } from '../session/login-outcomes.js';
 import Koa from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
@@ -36,6 +37,7 @@ export interface IdpAppDeps extends ProviderDeps {
   readonly passwordGuard: PasswordGuard;
   /** Throttles the clients' secret checks (./client-secret-guard.ts); none in unit tests. */
   readonly clientSecretGuard?: ClientSecretGuard;
+  readonly outcomes?: LoginOutcomes;
 }
 
 export interface IdpApp {
@@ -64,7 +66,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     app.silent = true;
     app.use(pageErrors(deps.log));
     const flow = createLoginFlow({
-      state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log,
+      state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log, ...(deps.outcomes !== undefined ? { outcomes: deps.outcomes } : {}),
     });
     app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log }).routes());
     return { provider: provider.callback(), login: app.callback() };

@@ -7,6 +7,7 @@
  *
  * Imported lazily (oidc-provider prints a runtime warning on Node 20 at import).
  */
+import { logProviderRefusals } from '../http/provider-refusals.js';
 import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
@@ -129,6 +130,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
   const provider = new Provider(issuerOf(deps.url), config);
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
+  logProviderRefusals(provider as unknown as Parameters<typeof logProviderRefusals>[0], deps.log);
   provider.use(limitRequestSize);
   provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));
   withDeviceXsrf(provider, xsrfKey);

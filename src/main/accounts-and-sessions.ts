@@ -37,6 +37,7 @@ export function buildAccounts(services: Services, authentication: Authentication
     sessionDurationMs: () => settings.current().sessionDurationMs,
     log,
     now,
+    outcomes: services.loginOutcomes,
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;

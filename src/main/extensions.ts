@@ -9,6 +9,7 @@ export function buildExtensions(services: Services, authentication: Authenticati
     settings: services.settings,
     rights: services.rights,
     log: services.log,
+    accessLogLevel: services.accessLogLevel,
     httpMetrics: services.metrics,
     readCaller: authentication.readCaller,
     authenticator: authentication.authenticator,

@@ -65,12 +65,12 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const limits = readLoginLimits(services.env, log);
   const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
   const passwordGuard = createPasswordGuard({
-    state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay,
+    state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, outcomes: services.loginOutcomes,
   });
   // So are the clients' secrets, each client with a count of its own (idp/client-secret-guard.ts).
   const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog,
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -121,7 +121,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;
-      const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log });
+      const requestId = observeRawRequest(req, res, MOUNT_PATH, target.path, { metrics: services.metrics, log, accessLogLevel: services.accessLogLevel });
       // Both apps answer their own errors; this is for one that escapes them.
       app.handle(req, res, target).catch((err: unknown) => failRequest(res, err, requestId, log.child({ requestId }), target.path, req.method, 'identity provider: '));
       return true;

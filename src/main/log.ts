@@ -21,3 +21,15 @@ function logLevelFromEnv(): string {
   if (!LEVELS.includes(value)) throw new Error(`SVC_LOG_LEVEL: '${value.slice(0, 40)}' is not one of ${LEVELS.join(', ')}`);
   return value;
 }
+
+/**
+ * SVC_ACCESS_LOG=true writes one line per request at info (an access log, as a reverse proxy
+ * keeps); unset or false keeps it at debug. Another value is warned about and counts as false.
+ */
+export function accessLogLevelFromEnv(env: Readonly<Record<string, string | undefined>>, log: Pick<Logger, 'warn'>): 'debug' | 'info' {
+  const value = env['SVC_ACCESS_LOG'];
+  if (value === undefined || value === '' || value === 'false') return 'debug';
+  if (value === 'true') return 'info';
+  log.warn({ variable: 'SVC_ACCESS_LOG', value: value.slice(0, 40) }, `SVC_ACCESS_LOG: '${value.slice(0, 40)}' is neither 'true' nor 'false'; the access line stays at debug`);
+  return 'debug';
+}

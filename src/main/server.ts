@@ -26,6 +26,7 @@ import { healthRoutes } from '../http/routes/health.js';
 import { versionRoutes } from '../http/routes/version.js';
 import { svcVersion } from '../lib/version.js';
 import { listenForMetrics } from './metrics-listener.js';
+import { routeProviderConsole } from './provider-console.js';
 import { createReadiness } from './readiness.js';
 import { registerServerMetrics } from './server-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
@@ -33,6 +34,7 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
+import { createLoginOutcomes } from '../session/login-outcomes.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
 import { buildAccounts, buildLoginThrottle } from './accounts-and-sessions.js';
@@ -41,7 +43,7 @@ import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildAuthentication, type Authentication } from './authentication.js';
 import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
-import { createLogger } from './log.js';
+import { accessLogLevelFromEnv, createLogger } from './log.js';
 import type { Services } from './services.js';
 import { parseSettings } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
@@ -97,7 +99,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics, env: options.env ?? process.env, now: Date.now };
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: Date.now };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {
@@ -111,8 +113,19 @@ async function openDirectory(dir: string, log: Logger, firstUrl: string): Promis
  */
 async function buildIdpIfConfigured(services: Services, options: IdpOptions | undefined): Promise<IdpFeature | undefined> {
   if ((services.settings.current().idp?.connectors.length ?? 0) === 0) return undefined;
-  const { buildIdp } = await import('./idp.js');
-  return buildIdp(services, options);
+  // Before the import: the provider may warn as it loads.
+  const unroute = routeProviderConsole(services.log);
+  try {
+    const { buildIdp } = await import('./idp.js');
+    const idp = await buildIdp(services, options);
+    return { ...idp, async close() {
+      await idp.close?.();
+      unroute();
+    } };
+  } catch (err: unknown) {
+    unroute();
+    throw err;
+  }
 }
 
 /** The authentication stage and every feature, in the build order the module header gives. */
@@ -143,6 +156,7 @@ function requestListener(services: Services, authentication: Authentication, fea
   const app = createApp({
     log,
     metrics,
+    accessLogLevel: services.accessLogLevel,
     authenticate: authMiddleware(authentication.readCaller),
     routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });

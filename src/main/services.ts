@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { ConfigStore } from '../config/store.js';
 import type { HttpMetrics } from '../http/metrics.js';
+import type { AccessLogLevel } from '../http/entry.js';
 import type { Rights } from '../rbac/rights.js';
+import type { LoginOutcomes } from '../session/login-outcomes.js';
 import type { StateBackend } from '../state/state.js';
 import type { Settings } from './settings.js';
 
@@ -14,6 +16,10 @@ export interface Services {
   readonly state: StateBackend;
   readonly rights: Rights;
   readonly metrics: HttpMetrics;
+  /** svc_login_outcomes_total, in metrics.registry. */
+  readonly loginOutcomes: LoginOutcomes;
+  /** The level of the per-request line: info with SVC_ACCESS_LOG=true, else debug. */
+  readonly accessLogLevel: AccessLogLevel;
   /** Extra environment read by features (throttle limits); process.env in production. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Milliseconds since the epoch; injected so tests can move time. */

@@ -120,6 +120,7 @@ function ssoFeature(
       authenticator: authentication.authenticator,
       revocation: authentication.revocation,
       logoutURL: () => client.provider.logoutURL,
+      outcomes: services.loginOutcomes,
     })],
     close: () => client.close(),
   };

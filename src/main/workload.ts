@@ -43,6 +43,7 @@ function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: L
     localAccounts: () => settings.current().accounts,
     log,
     now,
+    outcomes: services.loginOutcomes,
   });
   return { name: 'workload', routers: [exchangeRoutes({ exchange, log })], close: keys.close };
 }

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../lib/duration.js';
 import type { ScopedSink } from '../config/problems.js';
-import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
+import { resolveForChecking, type SecretLookup } from '../config/secret-ref.js';
 import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
 
@@ -47,15 +47,24 @@ export type OidcConfig = Readonly<z.infer<typeof schema>> & {
   readonly audiences: readonly string[];
 };
 
-/** `sink` is scoped at `svc-cm: oidc.config`. */
-export function parseOidcConfig(text: string | undefined, secrets: SecretLookup, sink: ScopedSink, previous?: OidcConfig): OidcConfig | undefined {
+/** `sink` is scoped at `svc-cm: oidc.config`; `serverUrl` (svc-cm's url) names the redirect URI svc sends. */
+export function parseOidcConfig(text: string | undefined, secrets: SecretLookup, sink: ScopedSink, previous?: OidcConfig, serverUrl?: string): OidcConfig | undefined {
   if (text === undefined || text.trim() === '') return undefined;
   const yaml = parseYamlValue(text, sink);
   if (!yaml.ok) return previous;
-  const resolved = resolveAllReferences(yaml.value, secrets, sink);
-  if (resolved === undefined) return previous;
-  const parsed = parseWith(schema, resolved, sink);
-  if (parsed === undefined) return previous;
+  const before = sink.count;
+  let value = yaml.value;
+  if (typeof value === 'object' && value !== null && 'redirectURI' in value) {
+    // Argo CD derives it from its url as svc does; what the operator needs is the URL itself.
+    const base = serverUrl !== undefined && URL.canParse(serverUrl) ? serverUrl.replace(/\/+$/, '') : '<url>';
+    sink.add(['redirectURI'], `is not a key here: svc sends '${base}/auth/callback' (or '${base}/pkce/verify' with enablePKCEAuthentication), from the url of svc-cm; register that URL at the provider`);
+    const { redirectURI: _ignored, ...rest } = value as Record<string, unknown>;
+    value = rest;
+  }
+  // Checked whole even when a reference fails, so that its other problems are reported too.
+  const { value: resolved, unresolved } = resolveForChecking(value, secrets, sink);
+  const parsed = parseWith(schema, resolved, sink, unresolved);
+  if (parsed === undefined || sink.count > before) return previous;
   const audiences = parsed.allowedAudiences.length > 0
     ? parsed.allowedAudiences
     : [parsed.clientID, ...(parsed.cliClientID !== undefined ? [parsed.cliClientID] : [])];

@@ -6,7 +6,7 @@ export const OIDC_TLS_INSECURE_KEY = 'oidc.tls.insecure.skip.verify';
 
 export const oidcSection: SettingsSection<OidcConfig | undefined> = {
   ownsCmKey: (key) => key === 'oidc.config',
-  parse: ({ cm, secrets, cmSink }, previous) => parseOidcConfig(cm['oidc.config'], secrets, cmSink.at('oidc.config'), previous),
+  parse: ({ cm, secrets, cmSink }, previous) => parseOidcConfig(cm['oidc.config'], secrets, cmSink.at('oidc.config'), previous, cm['url']),
 };
 
 /** Applies to the external provider and to the bundled provider's upstream connectors alike. */

@@ -9,6 +9,7 @@
  * (reference/argocd.md §8.8); here the other keys and lines keep working and the operator sees
  * every bad line.
  */
+import { keptOrAtStart } from '../config/settings.js';
 import { expandBraces, MAX_ALTERNATIVES } from './glob.js';
 import type { ScopedSink } from '../config/problems.js';
 import YAML from 'yaml';
@@ -139,7 +140,7 @@ function parseCsvKey(
   kept: readonly PolicyRule[] | undefined,
 ): { rules: readonly PolicyRule[]; readable: readonly PolicyRule[]; good: boolean } {
   const { rules, malformed } = parsePolicyCsv(text);
-  const outcome = kept === undefined ? 'line ignored' : `the previous version of ${key} stays in force`;
+  const outcome = `the previous version of ${key} stays in force (at start: the line is ignored)`;
   for (const bad of malformed) sink.add([`line ${bad.number}`], `${bad.reason}, ${outcome}: ${JSON.stringify(bad.text)}`);
   if (malformed.length === 0) return { rules, readable: rules, good: true };
   return kept === undefined ? { rules, readable: rules, good: false } : { rules: kept, readable: rules, good: true };
@@ -174,7 +175,7 @@ function parseLine(line: string): PolicyRule | string {
 
 function parseScopes(text: string, sink: ScopedSink, previous: readonly string[] | undefined): readonly string[] {
   const fallback = previous ?? DEFAULT_SCOPES;
-  const outcome = previous === undefined ? `using ${JSON.stringify(DEFAULT_SCOPES)}` : 'the previous value stays in force';
+  const outcome = keptOrAtStart(`'${DEFAULT_SCOPES.join(', ')}'`);
   let value: unknown;
   try {
     value = YAML.parse(text, { prettyErrors: false }) as unknown;

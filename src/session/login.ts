@@ -7,12 +7,13 @@
  * password", count toward the throttle and wait a random 0.5–1 s (the real reason is logged
  * for operators). Argo CD tells a disabled account apart once the password is right; we don't.
  */
+import { NO_LOGIN_OUTCOMES, type LoginOutcomes, type LoginReason } from './login-outcomes.js';
 import { randomInt, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { MAX_USERNAME_LENGTH, type AccountSettings } from '../accounts/config.js';
 import { verifyPassword } from '../accounts/passwords.js';
-import { InvalidCredentials, InvalidRequest } from '../errors.js';
+import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests } from '../errors.js';
 import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
@@ -36,11 +37,16 @@ export interface LoginDeps {
   readonly now: () => number;
   /** Injected so tests run fast; one test proves the default exists. */
   readonly failureDelay?: () => Promise<void>;
+  /** Counts each login's outcome (svc_login_outcomes_total, method local); not password checks. */
+  readonly outcomes?: LoginOutcomes;
 }
 
 export interface LoginRequest {
   readonly username: string;
   readonly password: string;
+  /** For the log line of a failure: the request's id and the client's address. */
+  readonly requestId?: string;
+  readonly client?: string;
 }
 
 export interface LoginResult {
@@ -65,6 +71,7 @@ export interface LoginService {
 
 export function createLoginService(deps: LoginDeps): LoginService {
   const delay = deps.failureDelay ?? randomFailureDelay;
+  const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
 
   /**
    * The hash the password matched on success, else the reason for the log. Holds a concurrency
@@ -105,7 +112,8 @@ export function createLoginService(deps: LoginDeps): LoginService {
   async function passes(request: LoginRequest, forLogin: boolean): Promise<string | undefined> {
     const verdict = await verify(request, forLogin);
     if ('passwordHash' in verdict) return verdict.passwordHash;
-    deps.log.info({ username: request.username, reason: verdict.reason }, forLogin ? 'login failed' : 'password check failed');
+    deps.log.info({ username: request.username, reason: verdict.reason, ...whereFrom(request) }, forLogin ? 'login failed' : 'password check failed');
+    if (forLogin) outcomes.record('local', '', verdict.counted);
     await delay();
     return undefined;
   }
@@ -122,19 +130,35 @@ export function createLoginService(deps: LoginDeps): LoginService {
     checkPassword: async (request) => (await passes(request, false)) !== undefined,
     issueSession,
     async withPassword(request) {
-      const passwordHash = await passes(request, true);
+      let passwordHash: string | undefined;
+      try {
+        passwordHash = await passes(request, true);
+      } catch (err: unknown) {
+        if (err instanceof TooManyAttempts || err instanceof TooManyRequests) {
+          const locked = err instanceof TooManyAttempts;
+          outcomes.record('local', '', locked ? 'locked' : 'busy');
+          deps.log.info({ username: request.username, reason: locked ? 'locked after too many failures' : 'too many logins in progress', ...whereFrom(request) }, 'login failed');
+        }
+        throw err;
+      }
       if (passwordHash === undefined) throw new InvalidCredentials();
+      outcomes.record('local', '', 'ok');
       return issueSession(request.username, passwordHash);
     },
   };
 }
 
-type Verdict = { readonly passwordHash: string } | { readonly reason: string };
+type Verdict = { readonly passwordHash: string } | { readonly reason: string; readonly counted: LoginReason };
+
+/** The request id and client address a failure's log line carries, when the caller gave them. */
+function whereFrom(request: LoginRequest): { requestId?: string; client?: string } {
+  return { ...(request.requestId !== undefined ? { requestId: request.requestId } : {}), ...(request.client !== undefined ? { client: request.client } : {}) };
+}
 
 function judge(account: AccountSettings | undefined, matches: boolean, forLogin: boolean): Verdict {
-  if (account === undefined) return { reason: 'no such account' };
-  if (!matches || account.passwordHash === undefined) return { reason: account.passwordHash === undefined ? 'account has no password' : 'wrong password' };
-  if (!account.enabled) return { reason: 'account is disabled' };
-  if (forLogin && !account.capabilities.includes('login')) return { reason: 'account does not have the login capability' };
+  if (account === undefined) return { reason: 'no such account', counted: 'unknown-user' };
+  if (!matches || account.passwordHash === undefined) return { reason: account.passwordHash === undefined ? 'account has no password' : 'wrong password', counted: 'wrong-password' };
+  if (!account.enabled) return { reason: 'account is disabled', counted: 'disabled' };
+  if (forLogin && !account.capabilities.includes('login')) return { reason: 'account does not have the login capability', counted: 'no-login-capability' };
   return { passwordHash: account.passwordHash };
 }

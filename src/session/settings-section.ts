@@ -1,5 +1,5 @@
 /** `users.session.duration` of svc-cm: how long a login session lasts. */
-import { KEPT, type SettingsSection } from '../config/settings.js';
+import { keptOrAtStart, type SettingsSection } from '../config/settings.js';
 import { parseDuration } from '../lib/duration.js';
 
 export const DEFAULT_SESSION_DURATION_MS = 24 * 3_600_000;
@@ -13,7 +13,7 @@ export const sessionDurationSection: SettingsSection<number> = {
     if (value === undefined || value === '') return DEFAULT_SESSION_DURATION_MS;
     const ms = parseDuration(value);
     if (ms === undefined || ms <= 0) {
-      cmSink.add([KEY], `'${value}' is not a duration (for example 24h, 90m); ${previous === undefined ? 'using 24h' : KEPT}`);
+      cmSink.add([KEY], `'${value}' is not a duration (for example 24h, 90m); ${keptOrAtStart("'24h'")}`);
       return previous ?? DEFAULT_SESSION_DURATION_MS;
     }
     return ms;

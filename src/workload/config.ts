@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { ScopedSink } from '../config/problems.js';
-import { resolveAllReferences, type SecretLookup } from '../config/secret-ref.js';
+import { resolveForChecking, type SecretLookup } from '../config/secret-ref.js';
 import { parseYamlValue } from '../config/yaml-value.js';
 import { parseWith } from '../config/zod-problems.js';
 import { parseDuration } from '../lib/duration.js';
@@ -137,8 +137,9 @@ export function parseWorkloadConfig(
   const out: WorkloadIssuer[] = [];
   doc.forEach((entry: unknown, index) => {
     const at = sink.at(index);
-    const resolved = resolveAllReferences(entry, secrets, at);
-    const raw = resolved === undefined ? undefined : parseWith(entrySchema, resolved, at);
+    const { value: resolved, unresolved } = resolveForChecking(entry, secrets, at);
+    const checked = parseWith(entrySchema, resolved, at, unresolved);
+    const raw = unresolved.length === 0 ? checked : undefined;
     const config = raw !== undefined ? toIssuer(raw) : fallbackFor(entry, previous, at);
     if (config === undefined) return;
     const sameName = out.find((o) => o.name === config.name);

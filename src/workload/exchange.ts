@@ -12,6 +12,7 @@
  * The svc token lives at most the entry's maxTokenLifetime, and never past the subject token's
  * own expiry plus that lifetime.
  */
+import type { LoginOutcomes } from '../session/login-outcomes.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { InvalidRequest, Unavailable } from '../errors.js';
@@ -61,6 +62,8 @@ export interface ExchangeDeps {
   readonly now: () => number;
   /** Injected so tests run fast; the default waits 0.5-1 s as a failed login. */
   readonly failureDelay?: () => Promise<void>;
+  /** Counts each exchange's outcome (svc_login_outcomes_total, method workload, the entry as connector). */
+  readonly outcomes?: LoginOutcomes;
 }
 
 export type Exchange = (request: ExchangeRequest) => Promise<ExchangeResult>;
@@ -85,6 +88,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       const issued = await issue(read.entry, verified, who.username, who.groups);
       await markExchanged(read, verified);
       await deps.throttle.recordSuccess(name);
+      deps.outcomes?.record('workload', read.entry.name, 'ok');
       deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
       return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
     } catch (err: unknown) {
@@ -93,6 +97,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         throw err;
       }
       await deps.throttle.recordFailure(name, attempt);
+      deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token');
       deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']) }, 'workload token exchange refused');
       await delay();
       throw err;

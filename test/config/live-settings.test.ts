@@ -34,7 +34,7 @@ describe('config/live-settings', () => {
       await store.updateSecret('svc-secret', () => ({ set: { 'webhook.token': 't2' } })); // reloads, cm.yaml included
       expect(warnings()).to.deep.equal([
         'configuration problem: svc-cm: no.such.key: unknown key',
-        "configuration problem: svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); the previous value stays in force",
+        "configuration problem: svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); the previous value stays in force (at start: '24h')",
       ]);
       expect(live.problems()).to.have.length(2);
     } finally {

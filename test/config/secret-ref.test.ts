@@ -49,9 +49,9 @@ describe('config/secret-ref', () => {
   });
 
   it('names a missing secret or key masked, and never the value of a mistyped reference', () => {
-    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references a secret that does not exist ('no…', 6 characters)"] });
-    expect(resolve('$missing.key')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references a key of secret 'svc-secret' that does not exist ('mi…', 11 characters)"] });
-    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references a key of secret 'ours' that does not exist ('to…', 8 characters)"]);
+    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references Secret ('no…', 6 characters), which does not exist"] });
+    expect(resolve('$missing.key')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references key 'missing.key' of Secret 'svc-secret', which has no such key"] });
+    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key ('to…', 8 characters) of Secret 'ours', which has no such key"]);
     expect(resolve('$pa ss:word')).to.deep.equal({ value: undefined, problems: ['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>'] });
     expect(resolve('$oidc$clientSecret').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
     expect(resolve('$a:b:c').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
@@ -73,7 +73,7 @@ describe('config/secret-ref', () => {
     expect(resolveAllReferences(bad, SECRETS, scoped)).to.equal(undefined);
     expect(sink.problems.map(formatProblem)).to.deep.equal([
       `svc-cm: dex.config: a: references secret 'argocd-secret', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`,
-      "svc-cm: dex.config: list[1]: references a secret that does not exist ('no…', 6 characters)",
+      "svc-cm: dex.config: list[1]: references Secret ('no…', 6 characters), which does not exist",
     ]);
   });
 });

@@ -76,7 +76,7 @@ describe('connector registry', () => {
         const sink = new ProblemSink();
         const factory = parseConnectorConfig(type, { raw: { redirectURI: 'https://evil.example.com/cb' }, secrets: SECRETS, at: sink.scoped('svc-cm', ['idp.config', 'connectors', 0, 'config']) }, types);
         expect(factory, type).to.equal(undefined);
-        expect(sink.problems.map(formatProblem), type).to.include(`${AT}.redirectURI: must not be set: svc sets the callback URL itself`);
+        expect(sink.problems.map(formatProblem), type).to.include(`${AT}.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream`);
       }
     });
 
@@ -86,7 +86,7 @@ describe('connector registry', () => {
       const ldapConfig = { host: 'ldap.example.com', bindDN: 'cn=svc', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } };
       expect(parseConnectorConfig('ldap', { raw: { ...ldapConfig, bindPW: '$dex.clientSecret' }, secrets: SECRETS, at })).to.be.a('function');
       expect(parseConnectorConfig('ldap', { raw: { ...ldapConfig, bindPW: '$ldap.bindPW' }, secrets: SECRETS, at })).to.equal(undefined);
-      expect(sink.problems.map(formatProblem)).to.deep.equal([`${AT}.bindPW: references a key of secret 'svc-secret' that does not exist ('ld…', 11 characters)`]);
+      expect(sink.problems.map(formatProblem)).to.deep.equal([`${AT}.bindPW: references key 'ldap.bindPW' of Secret 'svc-secret', which has no such key`]);
     });
 
     it('refuses a config that is not a map, and throws on a type it does not know', () => {
@@ -143,8 +143,8 @@ describe('connector registry', () => {
       const { problems } = idpConfig('connectors:\n  - { type: saml, id: Bad_Id, name: "", config: { ssoURL: "nope", redirectURI: "https://x/cb", ca: "$corp-idp:ca.crt", usernameAttr: n, emailAttr: e } }\n', []);
       expect(problems).to.have.members([
         'svc-cm: idp.config: connectors[0].id: lower-case letters, digits, "-" and "_" only',
-        'svc-cm: idp.config: connectors[0].name: Too small: expected string to have >=1 characters',
-        'svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc sets the callback URL itself',
+        'svc-cm: idp.config: connectors[0].name: must not be empty',
+        'svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream',
         'svc-cm: idp.config: connectors[0].config.ssoURL: not an http(s) URL',
       ]);
     });
@@ -154,7 +154,7 @@ describe('connector registry', () => {
       const first = idpConfig(entries(['a', 'one'], ['b', 'one']), events).idp;
       const { idp, problems } = idpConfig('connectors:\n  - { type: fake, id: a, name: A, config: { value: 7 } }\n  - { type: fake, id: b, name: B2, config: { value: two } }\n  - { type: fake, id: b, name: B3, config: { value: three } }\n', events, first);
       expect(problems).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].config.value: Invalid input: expected string, received number',
+        'svc-cm: idp.config: connectors[0].config.value: must be a string, not a number',
         "svc-cm: idp.config: connectors[2].id: 'b' is used twice; the first one is used",
       ]);
       expect(idp?.connectors[0]).to.equal(first?.connectors[0]);

@@ -67,5 +67,14 @@ describe('e2e: the bundled identity provider with the GitHub connector (local Gi
     const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
     expect(info['loggedIn']).not.to.equal(true);
     expect(server.logs()).to.contain('github: login refused: not in the configured orgs or teams');
+    // One info line at the provider, with the connector, the reason and the request id; no stack above debug.
+    const lines = server.logs().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const refused = lines.filter((l) => l['msg'] === 'identity provider: the connector refused the login');
+    expect(refused).to.have.length(1);
+    expect(refused[0]).to.deep.include({ level: 30, connector: 'github', reason: 'your GitHub account is not a member of the organizations or teams allowed to log in here' });
+    expect(refused[0]?.['requestId']).to.be.a('string').and.not.equal('');
+    expect(lines.filter((l) => (l['level'] as number) >= 30 && JSON.stringify(l).includes('"stack"'))).to.deep.equal([]);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).to.contain('svc_login_outcomes_total{method="idp-browser",connector="github",reason="refused"} 1');
   });
 });

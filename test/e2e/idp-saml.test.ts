@@ -132,6 +132,13 @@ describe('e2e: the bundled identity provider with the SAML connector (real Simpl
     expect(refused.html).to.contain('You are not a member of any group allowed to log in here: ask your administrator for access.');
     expect(refused.html).not.to.contain('contractors');
     expect(server.logs()).to.contain('user carol is in none of allowedGroups (admins, devs)');
+    // Once at info at the provider, with the connector, the person's sentence and the request id.
+    const refusals = server.logs().split('\n').filter((l) => l.includes('"msg":"identity provider: the connector refused the login"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(refusals).to.have.length(1);
+    expect(refusals[0]).to.deep.include({ level: 30, connector: 'corp' });
+    expect(refusals[0]?.['reason']).to.match(/^user carol is in none of allowedGroups \(admins, devs\)/);
+    expect(refusals[0]?.['requestId']).to.be.a('string').and.not.equal('');
+    expect(await (await fetch(`${url}/metrics`)).text()).to.contain('svc_login_outcomes_total{method="idp-browser",connector="corp",reason="refused"} 1');
     expect((await browser.request(`${url}/api/v1/extensions/tools/x`)).status).to.equal(401);
   });
 

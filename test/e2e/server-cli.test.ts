@@ -59,7 +59,7 @@ describe('svc-server', () => {
       expect(lines).to.include('svc-cm: no.such.key: unknown key');
       expect(lines).to.include("svc-cm: accounts.a-username-longer-than-thirty-two-chars: username 'a-username-longer-than-thirty-two-chars' is longer than 32 characters");
       expect(lines).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
-      expect(lines).to.include("svc-cm: oidc.config: clientSecret: references a secret that does not exist ('mi…', 7 characters)");
+      expect(lines).to.include("svc-cm: oidc.config: clientSecret: references Secret ('mi…', 7 characters), which does not exist");
       expect(lines.some((l) => l.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, stderr);
       expect(lines.at(-1)).to.equal('5 problems found');
     });
@@ -81,7 +81,7 @@ describe('svc-server', () => {
       expect(code).to.equal(1);
       expect(stderr.trim().split('\n')).to.deep.equal([
         'svc-cm: idp.config: connectors[0].config.ssoURL: not an http(s) URL',
-        'svc-cm: idp.config: connectors[1].config.redirectURI: must not be set: svc sets the callback URL itself',
+        'svc-cm: idp.config: connectors[1].config.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream',
         'svc-cm: idp.config: connectors[2].config.userSearch.usernameAttr: unknown key',
         '3 problems found',
       ]);

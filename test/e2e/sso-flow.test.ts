@@ -90,6 +90,12 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     const res = await victim.request(url);
     expect(res.status).to.equal(401);
     expect(victim.cookie(setup.svc.url, 'svc.token')).to.equal(undefined);
+    // Each logged once at info with the reason and the request id, and counted.
+    const failed = setup.svc.logs().split('\n').filter((l) => l.includes('"msg":"SSO login failed"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(failed.map((l) => [l['level'], typeof l['requestId'], typeof l['reason']])).to.deep.equal([[30, 'string', 'string'], [30, 'string', 'string']]);
+    const metrics = await (await fetch(`${setup.svc.url}/metrics`)).text();
+    expect(metrics).to.contain('svc_login_outcomes_total{method="sso",connector="",reason="expired"} 1');
+    expect(metrics).to.contain('svc_login_outcomes_total{method="sso",connector="",reason="invalid-token"} 1');
   });
 
   it('refuses a user whose groups no rule allows on the proxy', async () => {

@@ -187,6 +187,9 @@ describe('e2e: workload identity token exchange', function () {
       const token = await github.token(MAIN, AUDIENCE);
       expect((await exchange(server.url, token)).status).to.equal(200);
       expectRefused(await exchange(server.url, token), 'replay', token);
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).to.match(/^svc_login_outcomes_total\{method="workload",connector="[^"]+",reason="refused"\} 1$/m);
+      expect(metrics).to.match(/^svc_login_outcomes_total\{method="workload",connector="[^"]+",reason="ok"\} \d+$/m);
     });
 
     it('a wrong grant_type or subject_token_type, as RFC 6749 errors', async () => {

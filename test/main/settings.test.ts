@@ -57,7 +57,7 @@ describe('parseSettings', () => {
     expect(problems).to.include('svc-cm: unknown.key: unknown key');
     expect(problems).to.include("svc-cm: accounts.this-name-is-far-too-long-for-an-account-1: username 'this-name-is-far-too-long-for-an-account-1' is longer than 32 characters");
     expect(problems).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
-    expect(problems).to.include("svc-cm: oidc.config: clientSecret: references a secret that does not exist ('mi…', 7 characters)");
+    expect(problems).to.include("svc-cm: oidc.config: clientSecret: references Secret ('mi…', 7 characters), which does not exist");
     expect(problems.some((p) => p.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, problems.join('\n'));
   });
 
@@ -129,7 +129,7 @@ describe('parseSettings', () => {
     name: Corp
     config: { clientID: a, clientSecret: b, issuer: "https://corp.example.com" }
 ` } }));
-    expect(problems.map(formatProblem)).to.deep.equal(['svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc sets the callback URL itself']);
+    expect(problems.map(formatProblem)).to.deep.equal(['svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream']);
     expect(settings.idp?.connectors.map((c) => c.id)).to.deep.equal(['corp']);
   });
 
@@ -169,21 +169,21 @@ describe('parseSettings', () => {
 
   it('names bad values of simple keys', () => {
     expect(messages(snapshot({ cm: { 'users.session.duration': 'forever', 'oidc.tls.insecure.skip.verify': 'yes', url: 'localhost' } }))).to.deep.equal([
-      "svc-cm: url: 'localhost' is not an http(s) URL; using http://127.0.0.1:8080",
-      "svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); using 24h",
+      "svc-cm: url: 'localhost' is not an http(s) URL; the previous value stays in force (at start: 'http://127.0.0.1:8080')",
+      "svc-cm: users.session.duration: 'forever' is not a duration (for example 24h, 90m); the previous value stays in force (at start: '24h')",
       `svc-cm: oidc.tls.insecure.skip.verify: must be "true" or "false", not 'yes'`,
     ]);
     // svc's own address ends in /api/...: a query, a fragment or credentials would break every callback.
-    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/#x' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/#x' must not have a query or fragment; using http://127.0.0.1:8080"]);
-    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/?a=1' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/?a=1' must not have a query or fragment; using http://127.0.0.1:8080"]);
-    expect(messages(snapshot({ cm: { url: 'https://me:pw@svc.example.com' } }))).to.deep.equal(['svc-cm: url: must not carry a user name or password; using http://127.0.0.1:8080']);
+    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/#x' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/#x' must not have a query or fragment; the previous value stays in force (at start: 'http://127.0.0.1:8080')"]);
+    expect(messages(snapshot({ cm: { url: 'https://svc.example.com/?a=1' } }))).to.deep.equal(["svc-cm: url: 'https://svc.example.com/?a=1' must not have a query or fragment; the previous value stays in force (at start: 'http://127.0.0.1:8080')"]);
+    expect(messages(snapshot({ cm: { url: 'https://me:pw@svc.example.com' } }))).to.deep.equal(['svc-cm: url: must not carry a user name or password; the previous value stays in force (at start: \'http://127.0.0.1:8080\')']);
   });
 
   it('reports a missing server.secretkey', () => {
     const snap = snapshot({});
     const secrets = new Map(snap.secrets);
     secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: {} });
-    expect(messages({ ...snap, secrets })).to.deep.equal(['svc-secret: server.secretkey: is missing: tokens cannot be issued or verified']);
+    expect(messages({ ...snap, secrets })).to.deep.equal(['svc-secret: server.secretkey: is missing; the previous value stays in force (at start: no key, so tokens cannot be issued or verified)']);
   });
 
   it('keeps the last good url, server.secretkey and users.session.duration when a change breaks them', () => {
@@ -193,9 +193,9 @@ describe('parseSettings', () => {
     secrets.set('svc-secret', { name: 'svc-secret', file: 's.yaml', labels: {}, data: { 'server.secretkey': '' } });
     const { settings, problems } = parseSettings({ ...snap, secrets }, good);
     expect(problems.map(formatProblem)).to.deep.equal([
-      "svc-cm: url: 'https//svc.example.com' is not an http(s) URL; the previous value stays in force",
-      'svc-secret: server.secretkey: is missing; the previous value stays in force',
-      "svc-cm: users.session.duration: '1 h' is not a duration (for example 24h, 90m); the previous value stays in force",
+      "svc-cm: url: 'https//svc.example.com' is not an http(s) URL; the previous value stays in force (at start: 'http://127.0.0.1:8080')",
+      'svc-secret: server.secretkey: is missing; the previous value stays in force (at start: no key, so tokens cannot be issued or verified)',
+      "svc-cm: users.session.duration: '1 h' is not a duration (for example 24h, 90m); the previous value stays in force (at start: '24h')",
     ]);
     expect(settings.url).to.equal('https://svc.example.com');
     expect(settings.serverSecretKey).to.equal('good-key');
@@ -208,7 +208,7 @@ describe('parseSettings', () => {
     const edited = policy.replace('prod/*, deny', 'prod/*, deny, # no prod');
     const { settings, problems } = parseSettings(snapshot({ rbac: { 'policy.csv': edited } }), good);
     expect(problems.map(formatProblem)).to.deep.equal([
-      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force: "p, alice, extensions, *, prod/*, deny, # no prod"',
+      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force (at start: the line is ignored): "p, alice, extensions, *, prod/*, deny, # no prod"',
     ]);
     const enforcer = await createEnforcer(settings.policy);
     expect(enforcer.can(['alice'], 'extensions', 'get', 'prod/metrics')).to.equal(false);
@@ -227,11 +227,11 @@ describe('parseSettings', () => {
 
   it('never repeats a password typed where a reference goes, nor a key run together with its value', () => {
     const typed = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $Xy7_pQ9.lmN2\n' } }));
-    expect(typed).to.deep.equal(["svc-cm: oidc.config: clientSecret: references a key of secret 'svc-secret' that does not exist ('Xy…', 12 characters)"]);
+    expect(typed).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key ('Xy…', 12 characters) of Secret 'svc-secret', which has no such key"]);
     const asSecret = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $hunter2:pass\n' } }));
     expect(asSecret.join('\n')).to.not.include('hunter2');
     const builtIn = messages(snapshot({ cm: { 'oidc.config': 'issuer: https://idp.example.com\nclientID: svc\nclientSecret: $toString\n' } }));
-    expect(builtIn, 'an Object.prototype member is no key').to.deep.equal(["svc-cm: oidc.config: clientSecret: references a key of secret 'svc-secret' that does not exist ('to…', 8 characters)"]);
+    expect(builtIn, 'an Object.prototype member is no key').to.deep.equal(["svc-cm: oidc.config: clientSecret: references key ('to…', 8 characters) of Secret 'svc-secret', which has no such key"]);
     const runTogether = messages(snapshot({ cm: { 'oidc.config': '{issuer: https://idp.example.com, clientID: svc, clientSecret:Sup3rS3cretVal}' } }));
     expect(runTogether.join('\n')).to.not.include('Sup3r');
     expect(runTogether.join('\n')).to.include("<a key with ':' or '=' in it, not shown: clientSecret…>: unknown key");

@@ -48,7 +48,7 @@ describe('oidc.config', () => {
     expect(missingKey.problems).to.have.length(1);
     expect(missingKey.problems[0]).to.match(/oidc\.config.*clientSecret/);
     const missingSecret = parse({ ...BASE, clientSecret: '$absent:key' });
-    expect(missingSecret.problems[0]).to.match(/clientSecret.*secret that does not exist/);
+    expect(missingSecret.problems[0]).to.match(/clientSecret: references Secret .*, which does not exist/);
   });
 
   it('needs a client secret unless PKCE is on, and then sends the browser back to /pkce/verify', () => {

@@ -53,13 +53,13 @@ describe('rbac/policy', () => {
       overlays: { 'policy.team.csv': 'p, role:b, logs, get, *\np, role:b, logs' },
     });
     expect(problems).to.deep.equal([
-      'svc-rbac-cm: policy.csv: line 2: unknown line type "x" (expected p or g), line ignored: "x, role:a, applications"',
-      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 4, line ignored: "p, role:a, applications, get"',
-      'svc-rbac-cm: policy.csv: line 4: the effect must be allow or deny, not "maybe", line ignored: "p, role:a, applications, get, *, maybe"',
-      'svc-rbac-cm: policy.csv: line 5: field 3 is empty, line ignored: "p, role:a, , get, *"',
-      'svc-rbac-cm: policy.csv: line 6: unterminated quote, line ignored: "p, role:a, applications, get, \\"{a,b}"',
-      'svc-rbac-cm: policy.csv: line 7: a g line has 3 fields (g, user-or-group, role), found 2, line ignored: "g, alice"',
-      'svc-rbac-cm: policy.team.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, line ignored: "p, role:b, logs"',
+      'svc-rbac-cm: policy.csv: line 2: unknown line type "x" (expected p or g), the previous version of policy.csv stays in force (at start: the line is ignored): "x, role:a, applications"',
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 4, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:a, applications, get"',
+      'svc-rbac-cm: policy.csv: line 4: the effect must be allow or deny, not "maybe", the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:a, applications, get, *, maybe"',
+      'svc-rbac-cm: policy.csv: line 5: field 3 is empty, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:a, , get, *"',
+      'svc-rbac-cm: policy.csv: line 6: unterminated quote, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:a, applications, get, \\"{a,b}"',
+      'svc-rbac-cm: policy.csv: line 7: a g line has 3 fields (g, user-or-group, role), found 2, the previous version of policy.csv stays in force (at start: the line is ignored): "g, alice"',
+      'svc-rbac-cm: policy.team.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, the previous version of policy.team.csv stays in force (at start: the line is ignored): "p, role:b, logs"',
     ]);
     expect(policy.lines).to.deep.equal([
       { kind: 'p', sub: 'role:a', res: 'applications', act: 'get', obj: '*', eft: 'allow' },
@@ -106,10 +106,10 @@ describe('rbac/policy', () => {
   it('reports scopes that are not a list of names and keeps the default', () => {
     const bad = parse({ scopes: 'groups: yes' });
     expect(bad.policy.scopes).to.deep.equal(['groups']);
-    expect(bad.problems).to.deep.equal(['svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; using ["groups"]']);
+    expect(bad.problems).to.deep.equal(["svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; the previous value stays in force (at start: 'groups')"]);
     const broken = parse({ scopes: '[groups' });
     expect(broken.policy.scopes).to.deep.equal(['groups']);
-    expect(broken.problems[0]).to.match(/^svc-rbac-cm: scopes: YAML does not parse \(.+\); using \["groups"\]$/);
+    expect(broken.problems[0]).to.match(/^svc-rbac-cm: scopes: YAML does not parse \(.+\); the previous value stays in force \(at start: 'groups'\)$/);
   });
 
   it('keeps the last good version of a key whole when its new text has a malformed line', () => {
@@ -120,8 +120,8 @@ describe('rbac/policy', () => {
       first.policy,
     );
     expect(next.problems).to.deep.equal([
-      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force: "p, alice, extensions, *, prod/*, deny, # no prod"',
-      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, the previous version of policy.csv stays in force: "p, alice, logs"',
+      'svc-rbac-cm: policy.csv: line 2: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 7, the previous version of policy.csv stays in force (at start: the line is ignored): "p, alice, extensions, *, prod/*, deny, # no prod"',
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, the previous version of policy.csv stays in force (at start: the line is ignored): "p, alice, logs"',
     ]);
     // policy.csv as before; the good overlay's new version applies.
     expect(next.policy.lines).to.deep.equal([
@@ -172,7 +172,7 @@ describe('rbac/policy', () => {
     expect(first.policy.lines).to.have.length(1);
     const next = parse({ csv: 'p, a, logs, get, *\np, b, logs, get, *\np, a, logs' }, first.policy);
     expect(next.problems).to.deep.equal([
-      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, line ignored: "p, a, logs"',
+      'svc-rbac-cm: policy.csv: line 3: a p line has 5 or 6 fields (p, subject, resource, action, object[, allow|deny]), found 3, the previous version of policy.csv stays in force (at start: the line is ignored): "p, a, logs"',
     ]);
     expect(next.policy.lines.map((l) => (l.kind === 'p' ? l.sub : ''))).to.deep.equal(['a', 'b']);
   });
@@ -180,11 +180,11 @@ describe('rbac/policy', () => {
   it('keeps the previous scopes when the new ones are bad', () => {
     const first = parse({ scopes: '[roles]' });
     expect(parse({ scopes: 'groups: yes' }, first.policy)).to.deep.include({
-      problems: ['svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; the previous value stays in force'],
+      problems: ["svc-rbac-cm: scopes: must be a list of claim names, such as [groups]; the previous value stays in force (at start: 'groups')"],
     });
     expect(parse({ scopes: 'groups: yes' }, first.policy).policy.scopes).to.deep.equal(['roles']);
     expect(parse({ scopes: '[roles' }, first.policy).problems).to.deep.equal([
-      'svc-rbac-cm: scopes: YAML does not parse (Flow sequence must end with a ] at line 1, column 7); the previous value stays in force',
+      'svc-rbac-cm: scopes: YAML does not parse (Flow sequence must end with a ] at line 1, column 7); the previous value stays in force (at start: \'groups\')',
     ]);
   });
 });

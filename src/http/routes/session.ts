@@ -43,6 +43,8 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
     const { token, expiresAt } = await login.withPassword({
       username: requireString(body, 'username'),
       password: requireString(body, 'password'),
+      requestId: ctx.state.requestId,
+      client: ctx.req.socket.remoteAddress ?? '',
     });
     setSessionCookie(ctx, token, expiresAt, configuredUrl());
     ctx.body = { token };

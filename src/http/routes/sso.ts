@@ -4,6 +4,7 @@
  * of an SSO session is in ../sso-renewal.ts).
  * Thin: cookies and redirects here, everything else in src/oidc/.
  */
+import type { LoginOutcomes } from '../../session/login-outcomes.js';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
@@ -25,6 +26,8 @@ export interface SsoRouteDeps {
   readonly authenticator: Pick<Authenticator, 'authenticate'>;
   readonly revocation: Pick<Revocation, 'revoke'>;
   readonly logoutURL: () => string | undefined;
+  /** Counts each callback's outcome (svc_login_outcomes_total, method sso). */
+  readonly outcomes?: LoginOutcomes;
 }
 
 /** A connector id as idp.config allows it; anything else is not passed on. */
@@ -63,6 +66,8 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     try {
       login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
     } catch (err: unknown) {
+      ctx.state.log.info({ reason: (err as Error).message }, 'SSO login failed');
+      deps.outcomes?.record('sso', '', 'expired');
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, 'sso_expired', undefined);
     }
@@ -73,13 +78,16 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     try {
       done = await finishLogin(deps.callback, login, url);
     } catch (err: unknown) {
+      // Once, at info, however the answer goes (a page or a JSON error); the request id is in the logger.
       if (err instanceof ReservedSubject) ctx.state.log.warn({ sub: printable(err.sub), issuer: err.issuer, reason: err.reason }, err.message);
+      else ctx.state.log.info({ reason: (err as Error).message, issuer: deps.callback.client.provider.issuer }, 'SSO login failed');
+      deps.outcomes?.record('sso', '', err instanceof ReservedSubject ? 'refused' : err instanceof Unauthenticated ? 'invalid-token' : 'other');
       if (!wantsPage(ctx, err)) throw err;
-      if (!(err instanceof ReservedSubject)) ctx.state.log.warn({ reason: (err as Error).message }, 'SSO login failed');
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
     ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');
+    deps.outcomes?.record('sso', '', 'ok');
     ctx.redirect(done.returnUrl);
   }
   router.get('/auth/callback', callback);

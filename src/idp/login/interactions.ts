@@ -223,7 +223,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
 
   const boundCallback = async (ctx: Koa.Context): Promise<void> => {
     const params = await paramsOf(ctx);
-    const outcome = await deps.flow.complete(ctx.params['uid'] ?? '', stateOf(params), ctx.cookies.get(BINDING_COOKIE, { signed: false }), params, (id) => deps.connectors.get(id));
+    const outcome = await deps.flow.complete(ctx.params['uid'] ?? '', stateOf(params), ctx.cookies.get(BINDING_COOKIE, { signed: false }), params, (id) => deps.connectors.get(id), String(ctx.res.getHeader('X-Request-Id') ?? ''));
     if (outcome.kind === 'ok') {
       // 303: a SAML POST must become a GET; the browser sends the interaction cookie there.
       ctx.status = 303;

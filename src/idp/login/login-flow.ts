@@ -14,6 +14,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
+import { describeFailure } from '../../lib/tls-fetch.js';
+import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
 import type { StateBackend } from '../../state/state.js';
 import type { AccountStore } from '../storage/federated-accounts.js';
 import { subjectOf } from '../claims.js';
@@ -27,6 +29,8 @@ export interface LoginFlowDeps {
   /** Keys the CSRF tokens; never leaves the server. */
   readonly csrfKey: string;
   readonly log: Logger;
+  /** Counts each browser login's outcome (svc_login_outcomes_total, method idp-browser). */
+  readonly outcomes?: LoginOutcomes;
 }
 
 /** What the request asked, as connectors and the account store need it. */
@@ -38,8 +42,10 @@ export interface LoginRequest {
 
 export type PasswordOutcome =
   | { readonly kind: 'ok'; readonly sub: string }
-  | { readonly kind: 'wrong' }
-  | { readonly kind: 'unavailable' };
+  /** `why`: what the connector said, when it said (ldap: unknown user, wrong password). */
+  | { readonly kind: 'wrong'; readonly why?: string }
+  /** `why`: the failure in one line, for the log (its stack is logged at debug). */
+  | { readonly kind: 'unavailable'; readonly why: string };
 
 /** A browser connector's start, and the binding the browser must keep (a cookie) to complete it. */
 export interface BoundStart {
@@ -86,12 +92,13 @@ export interface LoginFlow {
    * Takes the transaction by `state` (single use, whatever the outcome) and, when it belongs to
    * interaction `uid` and `binding` is the one its browser was given, completes it with its connector.
    */
-  complete(uid: string, stateParam: string, binding: string | undefined, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined): Promise<CallbackOutcome>;
+  complete(uid: string, stateParam: string, binding: string | undefined, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined, requestId?: string): Promise<CallbackOutcome>;
   /** The sub a callback logged in for this interaction, once, and only for the browser with its binding. */
   takePending(uid: string, binding: string | undefined): Promise<string | undefined>;
 }
 
 export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
+  const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
   const contextFor = (scope: string): LoginContext => ({
     callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), offlineAccess: hasScope(scope, 'offline_access'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
   });
@@ -114,13 +121,15 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
 
     async password(connector, req, username, password) {
       let identity: Identity | null;
+      let why: string | undefined;
       try {
-        identity = await connector.login(username, password, contextFor(req.scope));
+        identity = await connector.login(username, password, { ...contextFor(req.scope), refused: (reason) => { why = reason; } });
       } catch (err: unknown) {
-        deps.log.error({ err, connector: req.connectorId }, 'identity provider: password connector failed');
-        return { kind: 'unavailable' };
+        // The connector logged what failed where; the stack is for debugging only.
+        deps.log.debug({ err, connector: req.connectorId }, 'identity provider: password connector failed');
+        return { kind: 'unavailable', why: describeFailure(err) };
       }
-      if (identity === null) return { kind: 'wrong' };
+      if (identity === null) return why === undefined ? { kind: 'wrong' } : { kind: 'wrong', why };
       return { kind: 'ok', sub: await remember(req, identity) };
     },
 
@@ -141,14 +150,15 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       return text === null ? undefined : (JSON.parse(text) as Transaction).uid;
     },
 
-    async complete(uid, stateParam, binding, params, connectorOf) {
+    async complete(uid, stateParam, binding, params, connectorOf, requestId = '') {
       if (!plausibleState(stateParam)) return { kind: 'expired' };
       const text = await deps.state.take(txnKey(stateParam));
       if (text === null) return { kind: 'expired' };
       const txn = JSON.parse(text) as Transaction;
       if (txn.uid !== uid || !sameHash(txn.binding, binding)) {
         // Used up all the same: a state that reached another browser ends the login it belongs to.
-        deps.log.warn({ connector: txn.connectorId, interaction: txn.uid }, 'identity provider: a login response came back in a browser that did not start the login; refused');
+        outcomes.record('idp-browser', txn.connectorId, 'foreign-browser');
+        deps.log.warn({ connector: txn.connectorId, interaction: txn.uid, requestId }, 'identity provider: a login response came back in a browser that did not start the login; refused');
         return { kind: 'foreign' };
       }
       const connector = connectorOf(txn.connectorId);
@@ -157,13 +167,14 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       try {
         identity = await connector.complete(params, txn.saved, contextFor(txn.scope));
       } catch (err: unknown) {
-        deps.log.warn({ err, connector: txn.connectorId }, 'identity provider: a connector refused or failed a login callback');
+        logCallbackFailure(deps.log, outcomes, txn.connectorId, requestId, err);
         const message = personMessage(err);
         return message === undefined ? { kind: 'failed' } : { kind: 'failed', message };
       }
       const sub = await remember(txn, identity);
       const pending: Pending = { sub, binding: txn.binding };
       await deps.state.set(pendingKey(txn.uid), JSON.stringify(pending), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      outcomes.record('idp-browser', txn.connectorId, 'ok');
       return { kind: 'ok', uid: txn.uid };
     },
 
@@ -192,6 +203,27 @@ function sameHash(expected: string, binding: string | undefined): boolean {
  * nothing of hosts, XML or secrets). By shape, not instanceof: a connector loaded with import()
  * may hold another copy of the class. Anything else stays behind the generic page.
  */
+/**
+ * One line per failed callback: a refusal (not in the groups, cancelled) at info, anything else
+ * at warn, both with the reason in one line; the stack only at debug.
+ */
+function logCallbackFailure(log: Logger, outcomes: LoginOutcomes, connector: string, requestId: string, err: unknown): void {
+  const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
+  // Not in the groups, cancelled (permission_denied), or an answer the connector would not take (a SAML check).
+  const refused = code === 'permission_denied' || code === 'unauthenticated';
+  const operatorReason = (err as { reason?: unknown }).reason;
+  const reason = typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
+  const fields = { connector, reason, requestId };
+  if (refused) {
+    outcomes.record('idp-browser', connector, 'refused');
+    log.info(fields, 'identity provider: the connector refused the login');
+  } else {
+    outcomes.record('idp-browser', connector, code === 'unavailable' ? 'unavailable' : 'other');
+    log.warn(fields, 'identity provider: a connector failed a login callback');
+  }
+  log.debug({ err, connector, requestId }, 'identity provider: the callback failure in full');
+}
+
 function personMessage(err: unknown): string | undefined {
   if (!(err instanceof Error) || typeof (err as { code?: unknown }).code !== 'string') return undefined;
   return isSvcError(err) ? err.message : undefined;

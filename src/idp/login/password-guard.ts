@@ -18,6 +18,7 @@
 import type { Logger } from 'pino';
 import { TooManyAttempts, TooManyRequests } from '../../errors.js';
 import type { LoginConcurrency } from '../../session/concurrency.js';
+import { NO_LOGIN_OUTCOMES, type LoginOutcomes, type LoginReason } from '../../session/login-outcomes.js';
 import { LockedUntilCleared, type LoginThrottle } from '../../session/throttle.js';
 import type { StateBackend } from '../../state/state.js';
 import { INTERACTION_TTL_S } from '../lifetimes.js';
@@ -51,6 +52,8 @@ export interface PasswordGuardDeps {
   readonly log: Pick<Logger, 'info'>;
   /** The wait after a failure, outside the concurrency slot (session/login.ts randomFailureDelay). */
   readonly failureDelay: () => Promise<void>;
+  /** Counts each attempt's outcome (svc_login_outcomes_total, method idp-password). */
+  readonly outcomes?: LoginOutcomes;
 }
 
 export interface PasswordGuard {
@@ -62,8 +65,14 @@ const attemptsKey = (uid: string): string => `idp:form-attempts:${uid}`;
 export const throttleName = (connectorId: string, username: string): string => `idp:${connectorId}:${username}`;
 
 export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
-  async function failed(attempt: PasswordAttempt, reason: string): Promise<void> {
+  const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
+  function refused(attempt: PasswordAttempt, reason: string, counted: LoginReason): void {
+    outcomes.record('idp-password', attempt.connectorId, counted);
     deps.log.info({ connector: attempt.connectorId, username: attempt.username, reason, requestId: attempt.requestId }, 'identity provider: password login failed');
+  }
+
+  async function failed(attempt: PasswordAttempt, reason: string, counted: LoginReason): Promise<void> {
+    refused(attempt, reason, counted);
     await deps.failureDelay();
   }
 
@@ -82,17 +91,17 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
     async attempt(attempt, check) {
       const posts = await deps.state.incr(attemptsKey(attempt.uid), { ttlMs: INTERACTION_TTL_S * 1000 });
       if (posts > MAX_ATTEMPTS_PER_INTERACTION) {
-        await failed(attempt, 'too many attempts for one login page');
+        await failed(attempt, 'too many attempts for one login page', 'locked');
         return { kind: 'exhausted' };
       }
       if (attempt.username.length > MAX_IDP_USERNAME_LENGTH) {
-        await failed(attempt, `username longer than ${MAX_IDP_USERNAME_LENGTH} characters`);
+        await failed(attempt, `username longer than ${MAX_IDP_USERNAME_LENGTH} characters`, 'unknown-user');
         return { kind: 'wrong' };
       }
       const name = throttleName(attempt.connectorId, attempt.username);
       const admitted = await admit(name);
       if (typeof admitted !== 'number') {
-        await failed(attempt, admitted.kind === 'locked' ? 'locked after too many failures' : 'too many attempts in flight');
+        await failed(attempt, admitted.kind === 'locked' ? 'locked after too many failures' : 'too many attempts in flight', admitted.kind === 'locked' ? 'locked' : 'busy');
         return admitted;
       }
       let release;
@@ -101,7 +110,7 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
       } catch (err: unknown) {
         await deps.throttle.release(name);
         if (!(err instanceof TooManyRequests)) throw err;
-        deps.log.info({ connector: attempt.connectorId, username: attempt.username, reason: 'too many logins in progress', requestId: attempt.requestId }, 'identity provider: password login failed');
+        refused(attempt, 'too many logins in progress', 'busy');
         return { kind: 'busy' };
       }
       let outcome: PasswordOutcome;
@@ -113,7 +122,9 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
       if (outcome.kind === 'ok') await deps.throttle.recordSuccess(name);
       else if (outcome.kind === 'wrong') await deps.throttle.recordFailure(name, admitted);
       else await deps.throttle.release(name);   // the directory did not answer: nothing was guessed
-      if (outcome.kind === 'wrong') await failed(attempt, 'wrong username or password');
+      if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
+      else if (outcome.kind === 'unavailable') refused(attempt, `the identity source failed: ${outcome.why}`, 'unavailable');
+      else outcomes.record('idp-password', attempt.connectorId, 'ok');
       return outcome;
     },
   };

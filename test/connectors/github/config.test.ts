@@ -50,7 +50,7 @@ describe('github connector config', () => {
       `${AT}.orgs[1].name: required`,
       `${AT}.hostName: must be a host name with an optional :port, without a scheme or "/"`,
       `${AT}.rootCA: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
-      `${AT}.teamNameField: Invalid option: expected one of "name"|"slug"|"both"`,
+      `${AT}.teamNameField: must be one of 'name', 'slug', 'both'`,
       `${AT}.useLoginAsID: must be true or false`,
       `${AT}.preferredEmailDomain: must not end with "*"`,
     ]);
@@ -63,15 +63,15 @@ describe('github connector config', () => {
 
   it('names an unknown key, also inside orgs', () => {
     expect(parse({ ...GOOD, orgs: [{ name: 'acme', team: ['ops'] }], clientId: 'x' }).problems).to.have.members([
-      `${AT}.clientId: unknown key`,
-      `${AT}.orgs[0].team: unknown key`,
+      `${AT}.clientId: unknown key; did you mean 'clientID'?`,
+      `${AT}.orgs[0].team: unknown key; did you mean 'teams'?`,
     ]);
   });
 
   it('refuses redirectURI: svc sets the callback URL itself', () => {
     const { config, problems } = parse({ ...GOOD, redirectURI: 'https://evil.example.com/cb' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc sets the callback URL itself`]);
+    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream`]);
   });
 
   it('resolves the client secret from svc-secret and from a labelled Secret, and names one that does not resolve', () => {
@@ -79,6 +79,6 @@ describe('github connector config', () => {
     expect(parse({ ...GOOD, clientSecret: '$corp-idp:client-secret' }).config?.clientSecret).to.equal('from-corp-idp');
     const { config, problems } = parse({ ...GOOD, clientSecret: '$corp-idp:nope' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.clientSecret: references a key of secret 'corp-idp' that does not exist ('no…', 4 characters)`]);
+    expect(problems).to.deep.equal([`${AT}.clientSecret: references key ('no…', 4 characters) of Secret 'corp-idp', which has no such key`]);
   });
 });

@@ -55,7 +55,7 @@ describe('gitlab connector config', () => {
   it('refuses redirectURI: svc sets the callback URL itself', () => {
     const { config, problems } = parse({ ...GOOD, redirectURI: 'https://svc.example.com/api/idp/callback' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc sets the callback URL itself`]);
+    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream`]);
   });
 
   it('resolves the client secret and the CA from secret references, and names one that does not resolve', () => {
@@ -63,6 +63,6 @@ describe('gitlab connector config', () => {
     expect(problems).to.deep.equal([]);
     expect(config?.clientSecret).to.equal('from-corp-idp');
     expect(config?.rootCA).to.equal(TEST_CA);
-    expect(parse({ ...GOOD, clientSecret: '$nowhere:key' }).problems).to.deep.equal([`${AT}.clientSecret: references a secret that does not exist ('no…', 7 characters)`]);
+    expect(parse({ ...GOOD, clientSecret: '$nowhere:key' }).problems).to.deep.equal([`${AT}.clientSecret: references Secret ('no…', 7 characters), which does not exist`]);
   });
 });

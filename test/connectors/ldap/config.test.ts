@@ -126,21 +126,24 @@ describe('ldap connector config', () => {
     const problems = problemsOf({ insecureNoSSL: 'yes', userSearch: { scope: 'base' } });
     expect(problems).to.have.length(6);
     expect(problems).to.include(`${PREFIX}.host: required`);
-    expect(problems).to.include(`${PREFIX}.insecureNoSSL: Invalid input: expected boolean, received string`);
+    expect(problems).to.include(`${PREFIX}.insecureNoSSL: must be true or false, not a string`);
     expect(problems).to.include(`${PREFIX}.userSearch.baseDN: required`);
     expect(problems).to.include(`${PREFIX}.userSearch.username: required`);
     expect(problems).to.include(`${PREFIX}.userSearch.idAttr: required`);
-    expect(problems).to.include(`${PREFIX}.userSearch.scope: Invalid option: expected one of "sub"|"one"`);
-    expect(problemsOf({ host: 'x' })).to.deep.equal([`${PREFIX}.userSearch: Invalid input: expected object, received undefined`]);
+    expect(problems).to.include(`${PREFIX}.userSearch.scope: must be one of 'sub', 'one'`);
+    expect(problemsOf({ host: 'x' })).to.deep.equal([`${PREFIX}.userSearch: required`]);
     expect(problemsOf({ ...minimal, host: '' })).to.deep.equal([`${PREFIX}.host: must not be empty`]);
   });
 
   it('refuses a host with a scheme, a path or a bad port', () => {
     expect(problemsOf({ ...minimal, host: 'ldaps://ldap.example.org' })).to.deep.equal([
-      `${PREFIX}.host: is host[:port] without a scheme: use insecureNoSSL or startTLS to choose plain LDAP`,
+      `${PREFIX}.host: 'ldaps://ldap.example.org' has a scheme: write host[:port] ('ldap.example.org'); TLS (ldaps) is the default`,
     ]);
     expect(problemsOf({ ...minimal, host: 'ldap.example.org/dc=x' })).to.deep.equal([
-      `${PREFIX}.host: must be host[:port] (an IPv6 address in brackets), without a path or spaces`,
+      `${PREFIX}.host: 'ldap.example.org/dc=x' must be host[:port] (an IPv6 address in brackets), without a path or spaces`,
+    ]);
+    expect(problemsOf({ ...minimal, host: 'ldap://ldap.example.org:389' })).to.deep.equal([
+      `${PREFIX}.host: 'ldap://ldap.example.org:389' has a scheme: write host[:port] ('ldap.example.org:389'); for plain LDAP set insecureNoSSL: true, or startTLS: true to upgrade it`,
     ]);
     expect(problemsOf({ ...minimal, host: '2001:db8::1' })).to.have.length(1);
     expect(problemsOf({ ...minimal, host: 'ldap.example.org:99999' })).to.deep.equal([`${PREFIX}.host: has a port outside 1-65535`]);
@@ -236,7 +239,7 @@ describe('ldap connector config', () => {
       const secrets = new Map([['other', secret('other', { bindPW: 'x' }, false)]]);
       const missing = viaType({ ...minimal, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap:bindPW' }, secrets);
       expect(missing.ok).to.equal(false);
-      expect(missing.problems).to.deep.equal([`${PREFIX}.bindPW: references a secret that does not exist ('ld…', 4 characters)`]);
+      expect(missing.problems).to.deep.equal([`${PREFIX}.bindPW: references Secret ('ld…', 4 characters), which does not exist`]);
       const unlabelled = viaType({ ...minimal, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$other:bindPW' }, secrets);
       expect(unlabelled.problems).to.deep.equal([`${PREFIX}.bindPW: references secret 'other', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`]);
     });

@@ -77,7 +77,7 @@ describe('oidc connector config', () => {
       `${AT}.getUserInfo: must be true or false`,
       `${AT}.claimMapping.name: unknown key`,
       `${AT}.claimModifications.filterGroupClaims.groupsFilter: not a valid regular expression`,
-      `${AT}.pkceChallenge: Invalid option: expected one of "S256"|"plain"`,
+      `${AT}.pkceChallenge: must be one of 'S256', 'plain'`,
       `${AT}.providerDiscoveryOverrides.authURL: not an http(s) URL`,
     ]);
   });
@@ -102,13 +102,13 @@ describe('oidc connector config', () => {
   });
 
   it('names an unknown key', () => {
-    expect(parse({ ...GOOD, getUserinfo: true }).problems).to.deep.equal([`${AT}.getUserinfo: unknown key`]);
+    expect(parse({ ...GOOD, getUserinfo: true }).problems).to.deep.equal([`${AT}.getUserinfo: unknown key; did you mean 'getUserInfo'?`]);
   });
 
   it('refuses redirectURI: svc sets the callback URL itself', () => {
     const { config, problems } = parse({ ...GOOD, redirectURI: 'https://svc.example.com/api/idp/callback' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc sets the callback URL itself`]);
+    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream`]);
   });
 
   it('resolves the client secret and a CA in rootCAs from secret references, and names one that does not resolve', () => {
@@ -117,7 +117,7 @@ describe('oidc connector config', () => {
     expect(config?.clientSecret).to.equal('from-svc-secret');
     expect(config?.rootCAs).to.deep.equal([TEST_CA]);
     expect(parse({ ...GOOD, rootCAs: ['$corp-idp:tls.crt'] }).problems).to.deep.equal([
-      `${AT}.rootCAs[0]: references a key of secret 'corp-idp' that does not exist ('tl…', 7 characters)`,
+      `${AT}.rootCAs[0]: references key 'tls.crt' of Secret 'corp-idp', which has no such key`,
     ]);
   });
 });

@@ -49,5 +49,5 @@ connectorSuite({
   member: { userId: 'alice', groups: ['admins'] },
   outsiderRefusal: /^your account is not in any group allowed to log in here$/,
   upstream: (port) => config(`http://127.0.0.1:${port}/`),
-  badConfig: { raw: { ...config('https://idp.example.org/'), redirectURI: 'https://svc.example.org/api/dex/callback' }, problem: 'redirectURI: must not be set: svc sets the callback URL itself' },
+  badConfig: { raw: { ...config('https://idp.example.org/'), redirectURI: 'https://svc.example.org/api/dex/callback' }, problem: 'redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream' },
 });

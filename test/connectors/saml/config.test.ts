@@ -98,13 +98,13 @@ describe('saml connector config', () => {
   });
 
   it('names an unknown key', () => {
-    expect(parse({ ...GOOD, ssoUrl: 'https://typo.example.com' }).problems).to.deep.equal([`${AT}.ssoUrl: unknown key`]);
+    expect(parse({ ...GOOD, ssoUrl: 'https://typo.example.com' }).problems).to.deep.equal([`${AT}.ssoUrl: unknown key; did you mean 'ssoURL'?`]);
   });
 
   it('refuses redirectURI: svc sets the callback URL itself', () => {
     const { config, problems } = parse({ ...GOOD, redirectURI: 'https://svc.example.com/api/idp/callback' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc sets the callback URL itself`]);
+    expect(problems).to.deep.equal([`${AT}.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream`]);
   });
 
   it('resolves the CA from a secret reference, and names a reference that does not resolve', () => {
