@@ -101,6 +101,9 @@ if tonumber(value) == nil then return redis.error_reply('ERR value is not an int
 if tonumber(value) <= 0 then return tonumber(value) end
 return redis.call('DECR', KEYS[1])`;
 
+/** PUBLISH ARGV[1] ARGV[2] on the primary of KEYS[1], which only routes it (Cluster). */
+const PUBLISH_FROM_CHANNEL_SLOT = "return redis.call('PUBLISH', ARGV[1], ARGV[2])";
+
 /** A Cluster's redirection, seen only in a pipeline (ioredis follows them for single commands). */
 const REDIRECTED = /^(MOVED|ASK) /;
 
@@ -269,6 +272,13 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     hashLength: (key) => run('hashLength', (c) => c.hlen(key)),
 
     async publish(channel, message) {
+      if (topology.kind === 'cluster') {
+        // A key-less PUBLISH goes to any node, and two messages sent through two nodes may reach a
+        // subscriber in either order. Sent from a script keyed by the channel, every message of a
+        // channel leaves from that key's primary, so each publisher's messages stay in order.
+        await run('publish', (c) => c.eval(PUBLISH_FROM_CHANNEL_SLOT, 1, `${KEY_PREFIX}pubsub:{${channel}}`, KEY_PREFIX + channel, message));
+        return;
+      }
       await run('publish', (c) => c.publish(KEY_PREFIX + channel, message));
     },
 
