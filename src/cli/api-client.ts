@@ -27,6 +27,7 @@ export interface ApiClientOptions {
 export interface UserInfo {
   readonly loggedIn: boolean;
   readonly username?: string;
+  readonly displayName?: string;
   readonly iss?: string;
   readonly groups?: readonly string[];
 }

@@ -96,6 +96,16 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
 
     const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
     expect(can, can.stderr).to.deep.equal({ code: 0, stdout: 'yes\n', stderr: '' });
+
+    // Who am I: the opaque sub (what rights name) and the readable name, as argocd account get-user-info.
+    const sub = (JSON.parse(Buffer.from((user['auth-token'] as string).split('.')[1] as string, 'base64url').toString()) as { sub: string }).sub;
+    expect(sub).to.not.equal('alice');
+    const info = await svcAt(0, ['account', 'get-user-info']);
+    expect(info, info.stderr).to.deep.equal({ code: 0, stdout: `Logged In: true\nUsername: ${sub}\nName: alice\nIssuer: ${url}/api/idp\nGroups: dev\n`, stderr: '' });
+    const api = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${user['auth-token'] as string}` } });
+    expect(await api.json()).to.deep.include({ loggedIn: true, username: sub, displayName: 'alice' });
+    const get = await svcAt(0, ['account', 'get']);
+    expect(get).to.deep.equal({ code: 1, stdout: '', stderr: `svc: 'alice' (${sub}) logged in through single sign-on and has no local account: use 'svc account get-user-info' (or --account <name> for a local account)\n` });
   });
 
   /** Plays the browser up to the CLI's callback URL, which it returns unvisited. */

@@ -289,7 +289,9 @@ describe('e2e: the login and account pages in Chromium', function () {
         await at.getByRole('button', { name: 'Log in' }).click();
       },
     });
-    await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    // The readable name, and the opaque sub (what rights name) beside it.
+    await page.locator('#me-subject', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    expect(await page.locator('#me-username').textContent()).to.equal('bob');
     expect(await page.locator('#me-groups').textContent()).to.equal('devs, qa');
     expect(await page.locator('#me-issuer').textContent()).to.equal(`${url}/api/idp`);
     expect(await page.locator('#password').isHidden(), 'no password form for an SSO user').to.equal(true);

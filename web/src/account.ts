@@ -10,6 +10,7 @@ import { api, ApiError, byId, formatTime, showMessage } from './api.js';
 interface UserInfo {
   readonly loggedIn: boolean;
   readonly username: string;
+  readonly displayName?: string;
   readonly iss: string;
   readonly groups: readonly string[];
   readonly expiresAt: number | null;
@@ -53,7 +54,12 @@ function cell(row: HTMLTableRowElement, text: string, label: string): HTMLTableC
 }
 
 function showMe(info: UserInfo): void {
-  byId('me-username').textContent = info.username;
+  // An SSO user's sub is opaque: the readable name first, the sub (what rights name) beside it.
+  byId('me-username').textContent = info.displayName ?? info.username;
+  const subject = info.iss !== LOCAL_ISSUER;
+  byId('me-subject-label').hidden = !subject;
+  byId('me-subject').hidden = !subject;
+  byId('me-subject').textContent = subject ? info.username : '';
   byId('me-groups').textContent = info.groups.length === 0 ? 'none' : info.groups.join(', ');
   byId('me-issuer').textContent = info.iss === LOCAL_ISSUER ? 'svc (local account)' : info.iss;
   byId('me-expires').textContent = info.expiresAt === null ? 'never' : formatTime(info.expiresAt);
