@@ -240,7 +240,8 @@ describe('e2e: svc login --sso against a server with a self-signed certificate',
   it('refuses the certificate unless --insecure, which then reaches the provider too', async function () {
     const refused = await startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser']).done;
     expect(refused.code).to.equal(1);
-    expect(refused.stderr).to.equal(`svc: cannot reach ${url}: self-signed certificate (pass --insecure to skip certificate verification)\n`);
+    // Node 24's own message names --use-system-ca (NODE_OPTIONS) for a CA in the system store.
+    expect(refused.stderr).to.equal(`svc: cannot reach ${url}: self-signed certificate; if the root CA is installed locally, try running Node.js with --use-system-ca (pass --insecure to skip certificate verification)\n`);
 
     const cli = startCli(join(dir, 'home'), ['login', url, '--sso', '--no-browser', '--insecure']);
     try {
