@@ -56,7 +56,7 @@ describe('svc-server', () => {
 
     it('--help prints the README\'s synopsis word for word', async () => {
       const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-      const synopsis = /## Running it\n\n```\n([\s\S]*?)\n```/.exec(readme)?.[1];
+      const synopsis = /## Running it\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(readme)?.[1];
       expect(synopsis).to.be.a('string');
       const { code, stdout } = await runTs(CLI, ['--help']);
       expect(code).to.equal(0);
