@@ -316,7 +316,7 @@ describe('e2e: the login and account pages in Chromium', function () {
         await at.getByRole('button', { name: 'Log in' }).click();
       },
     });
-    await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    await page.locator('#me-subject', { hasText: subjectOf('bob', 'corp') }).waitFor();
     const loggedIn = async (): Promise<unknown> => (await page.evaluate("fetch('/api/v1/session/userinfo').then((r) => r.json())") as { loggedIn: unknown }).loggedIn;
     // Another site's page: an <img> to /auth/logout, and a form that posts there.
     const evil = await pageServer(`<!doctype html><img src="${url}/auth/logout"><form method="post" action="${url}/auth/logout"></form>`);
