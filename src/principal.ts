@@ -13,6 +13,12 @@ import { ADMIN } from './accounts/config.js';
 export interface Principal {
   /** Local account name, the SSO `sub`, or `workload:<issuer entry>:<subject>` (built by svc, src/workload/). */
   readonly username: string;
+  /**
+   * For people to read (the account page, userinfo, the log, a header to backends): an SSO
+   * user's `preferred_username`, `email` or `name`. Never a rights subject: `username` is.
+   * Undefined when the token has none of them, and for local accounts (their name is readable).
+   */
+  readonly displayName?: string;
   readonly groups: readonly string[];
   /** `svc` for local tokens, the provider's issuer for SSO tokens, the workload issuer's URL for workload tokens. */
   readonly issuer: string;
@@ -20,6 +26,20 @@ export interface Principal {
   readonly tokenId: string;
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;
+}
+
+/** The readable name of an ID token's claims, in the CLI's order: preferred_username, email, name. */
+export function readableNameOf(claims: Readonly<Record<string, unknown>>): string | undefined {
+  for (const key of ['preferred_username', 'email', 'name']) {
+    const value = claims[key];
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
+  }
+  return undefined;
+}
+
+/** What people read for a principal: its readable name, else its username. */
+export function shownName(principal: Principal): string {
+  return principal.displayName ?? principal.username;
 }
 
 /** Prefixes only svc gives names: roles (`role:admin`) and workloads (`workload:<issuer>:<subject>`). */

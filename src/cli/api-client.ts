@@ -27,6 +27,7 @@ export interface ApiClientOptions {
 export interface UserInfo {
   readonly loggedIn: boolean;
   readonly username?: string;
+  readonly displayName?: string;
   readonly iss?: string;
   readonly groups?: readonly string[];
 }
@@ -206,6 +207,10 @@ export function networkError(server: string, err: unknown): CliError {
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
   const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
   const detail = cause instanceof Error ? cause.message : String(cause);
+  // TLS spoken to a plain http server: OpenSSL's "wrong version number" says nothing useful.
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || (code === 'EPROTO' && /wrong version number/.test(detail))) {
+    return new CliError(`cannot reach ${server}: the server speaks plain http, not TLS (log in with HOST:PORT --plaintext, or an http:// URL)`, { cause: err });
+  }
   const hint = typeof code === 'string' && CERT_ERRORS.has(code) ? ' (pass --insecure to skip certificate verification)' : '';
   return new CliError(`cannot reach ${server}: ${detail}${hint}`, { cause: err });
 }

@@ -3,7 +3,7 @@
  * kubectl and argocd). Pure functions from data to text, so they are tested without a process.
  */
 import YAML from 'yaml';
-import type { Account, TokenInfo } from './api-client.js';
+import type { Account, TokenInfo, UserInfo } from './api-client.js';
 import { CliError } from './errors.js';
 
 export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
@@ -51,6 +51,18 @@ export function renderAccount(format: OutputFormat, account: Account): string {
   if (account.tokens.length === 0) return `${head}\nNONE\n`;
   const rows = account.tokens.map((t) => [t.id, formatTime(t.issuedAt), formatTime(t.expiresAt)]);
   return `${head}\n${renderTable(['ID', 'ISSUED AT', 'EXPIRING AT'], rows)}`;
+}
+
+/** `svc account get-user-info`, in argocd's words (Logged In, Username, Issuer, Groups) and the readable name. */
+export function renderUserInfo(format: OutputFormat, info: UserInfo): string {
+  if (format === 'json' || format === 'yaml') return renderData(format, info);
+  const lines = [`Logged In: ${String(info.loggedIn)}`];
+  if (info.loggedIn) {
+    lines.push(`Username: ${info.username ?? ''}`);
+    if (info.displayName !== undefined) lines.push(`Name: ${info.displayName}`);
+    lines.push(`Issuer: ${info.iss ?? ''}`, `Groups: ${(info.groups ?? []).join(',')}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /**

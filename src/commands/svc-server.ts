@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `svc-server`: starts the server (default), answers offline questions about a config dir
- * (`validate`, `rbac can`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
+ * (`validate`, `rbac can`, `admin initial-password`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
  * login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_SENTINEL_MASTER, SVC_REDIS_CLUSTER, SVC_REDIS_TLS,
  * SVC_REDIS_DB, SVC_WORKERS); Redis passwords come from the environment only (SVC_REDIS_USERNAME,
@@ -17,6 +17,8 @@ import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
+import { runInitialPassword } from './admin.js';
+import { SERVER_SYNOPSIS } from './usage.js';
 import { runValidate, runValidateCluster } from './validate.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
 import { svcVersion } from '../lib/version.js';
@@ -40,7 +42,8 @@ function parseWorkers(value: string): number {
 
 const program = new Command('svc-server')
   .description('svc: SSO broker, token issuer and authenticated extension proxy')
-  .version(`svc-server ${svcVersion()} (Node.js ${process.version})`, '--version', 'print the version and exit');
+  .version(`svc-server ${svcVersion()} (Node.js ${process.version})`, '--version', 'print the version and exit')
+  .addHelpText('after', `\nSynopsis (as in the README):\n${SERVER_SYNOPSIS}\n\nFlags win over the environment; a variable set to the empty string counts as unset.`);
 
 program
   .command('serve', { isDefault: true })
@@ -134,6 +137,15 @@ rbac
   .argument('<object>')
   .action(async (subject: string, resource: string, action: string, object: string, opts: { config: string }) => {
     process.exitCode = await runRbacCan(opts.config, { subject, resource, action, object }, process.stdout, process.stderr);
+  });
+
+const admin = program.command('admin').description('administration of a config dir');
+admin
+  .command('initial-password')
+  .description("print the first start's admin password (Secret svc-initial-admin-secret), as argocd admin initial-password")
+  .requiredOption('--config <dir>', 'configuration directory')
+  .action(async (opts: { config: string }) => {
+    process.exitCode = await runInitialPassword(opts.config, process.stdout, process.stderr);
   });
 
 const loginCommand = program.command('login').description('break-glass for password logins');

@@ -58,6 +58,7 @@ export function isOurCookie(setCookie: string): boolean {
 
 export interface ForwardedUser {
   readonly username: string;
+  readonly displayName?: string;
   readonly groups: readonly string[];
 }
 
@@ -104,7 +105,9 @@ export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHt
   }
   if (context.upgrade === true) out.push('connection', 'upgrade', 'upgrade', 'websocket');
   out.push('x-forwarded-host', context.host, 'x-forwarded-for', context.clientIp, 'x-forwarded-proto', context.proto);
+  // The stable id (what rights name) and, apart, the name to show (docs/extensions.md).
   out.push('svc-username', headerSafe(context.user.username));
+  out.push('svc-user-display-name', headerSafe(context.user.displayName ?? context.user.username));
   const groups = context.user.groups.map(headerSafe).filter((g) => g !== '' && !g.includes(','));
   if (groups.length > 0) out.push('svc-user-groups', groups.join(','));
   if (context.application !== undefined) {

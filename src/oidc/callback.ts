@@ -37,6 +37,7 @@ export interface FinishedLogin {
   readonly idToken: string;
   /** The `sub`, for the log line of the login. */
   readonly username: string;
+  readonly displayName?: string;
   /** Seconds since the epoch. */
   readonly expiresAt: number;
   readonly returnUrl: string;
@@ -69,5 +70,5 @@ export async function finishLogin(deps: CallbackDeps, login: LoginState, callbac
   const reserved = reservedExternalName(principal.username, deps.localAccountNames());
   if (reserved !== undefined) throw new ReservedSubject(principal.username, principal.issuer, reserved);
   if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
-  return { idToken, username: principal.username, expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
+  return { idToken, username: principal.username, ...(principal.displayName !== undefined ? { displayName: principal.displayName } : {}), expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
 }

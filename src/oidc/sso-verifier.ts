@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
 import { BoundedCache } from '../lib/bounded-cache.js';
-import type { Principal } from '../principal.js';
+import { readableNameOf, type Principal } from '../principal.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { checkAudience } from './audience.js';
 import type { ProviderClient } from './client.js';
@@ -97,8 +97,10 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
       const claims = await check(token, undefined);
       const fromToken = groupsOf(claims.payload, deps.groupClaims());
       const extra = deps.groupSource === undefined ? undefined : await deps.groupSource(claims, token);
+      const displayName = readableNameOf(claims.payload);
       const principal: Principal = {
         username: claims.sub,
+        ...(displayName !== undefined ? { displayName } : {}),
         groups: extra === undefined ? fromToken : [...new Set([...fromToken, ...extra.groups])],
         issuer: provider.issuer,
         kind: 'sso',

@@ -1,6 +1,6 @@
 /**
  * GET /login, GET / (the account page), GET /auth/logout (the confirmation of a logout, which
- * only its form's POST does) and GET /web/<file>: svc's own pages (docs/ui.md).
+ * only its form's POST does), GET /web/<file> and GET /favicon.ico: svc's own pages (docs/ui.md).
  * Thin: the pages are static and talk to the JSON API (/api/v1/session, /api/v1/account,
  * /api/v1/settings) themselves; the only decision here is that `/` without a valid session goes
  * to the login page, which brings the browser back afterwards.
@@ -30,6 +30,15 @@ export function webRoutes(assets: WebAssets): Router<AppState> {
   // A link from any site lands here and logs no one out: the form posts from svc's own origin.
   router.get('/auth/logout', function logoutPage(ctx) {
     send(ctx, assets.page('logout'));
+  });
+
+  // Browsers ask for /favicon.ico whatever the pages link: the same SVG, which they all take.
+  router.get('/favicon.ico', function favicon(ctx) {
+    const asset = assets.file('favicon.svg');
+    if (asset === undefined) return;
+    ctx.type = asset.type;
+    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=86400' });
+    ctx.body = asset.body;
   });
 
   router.get('/web/:file', function webFile(ctx) {

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -59,6 +61,19 @@ describe('cli/program: errors, exit codes, flags and environment', () => {
     const io = fakeIo({ HOME: home }, () => Promise.reject(new TypeError('fetch failed', { cause })));
     expect(await run(['login', 'https://x:1', '--username', 'a', '--password', 'b'], io.io)).to.equal(1);
     expect(io.stderr()).to.equal('svc: cannot reach https://x:1: self-signed certificate (pass --insecure to skip certificate verification)\n');
+  });
+
+  it('suggests --plaintext when the server answers plain http to TLS (a real server), and keeps --insecure for certificates', async () => {
+    const plain = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    try {
+      const server = `https://127.0.0.1:${(plain.address() as AddressInfo).port}`;
+      const io = fakeIo({ HOME: home });
+      expect(await run(['login', server, '--username', 'a', '--password', 'b'], io.io)).to.equal(1);
+      expect(io.stderr()).to.equal(`svc: cannot reach ${server}: the server speaks plain http, not TLS (log in with HOST:PORT --plaintext, or an http:// URL)\n`);
+    } finally {
+      plain.close();
+    }
   });
 
   it('turns usage mistakes into one line and exit 1', async () => {

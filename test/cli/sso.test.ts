@@ -39,9 +39,12 @@ describe('cli/sso: the loopback listener', function () {
     const listener = await listenForCallback(await freePort(), 's');
     const other = await fetch(listener.redirectUri.replace('/auth/callback', '/favicon.ico'));
     expect(other.status).to.equal(404);
-    const page = await fetch(`${listener.redirectUri}?code=c&state=s`);
-    expect(await page.text()).to.include('you may close this window');
+    const answer = fetch(`${listener.redirectUri}?code=c&state=s`);
     expect((await listener.callback).searchParams.get('code')).to.equal('c');
+    // The browser's page waits for the CLI to have its tokens.
+    listener.finish({ ok: true });
+    expect(await (await answer).text()).to.include('the login is complete; you may close this window');
+    listener.close();
     expect(await fetch(listener.redirectUri).then(() => 'open', () => 'closed')).to.equal('closed');
   });
 
@@ -56,9 +59,13 @@ describe('cli/sso: the loopback listener', function () {
       expect(await res.text()).to.include('not the login svc is waiting for');
     }
     expect(taken, 'no request taken yet').to.equal(undefined);
-    const page = await fetch(`${listener.redirectUri}?code=good&state=the-state`);
-    expect(await page.text()).to.include('you may close this window');
+    const answer = fetch(`${listener.redirectUri}?code=good&state=the-state`);
     expect((await listener.callback).searchParams.get('code')).to.equal('good');
+    listener.finish({ ok: false, reason: 'invalid_grant <b>' });
+    const page = await answer;
+    expect(page.status).to.equal(400);
+    expect(await page.text()).to.include('the login failed: invalid_grant &#60;b&#62;').and.not.include('complete');
+    listener.close();
   });
 
   it('gives up after its timeout, with a line that says what to do', async function () {

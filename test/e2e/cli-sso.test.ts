@@ -96,6 +96,59 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
 
     const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
     expect(can, can.stderr).to.deep.equal({ code: 0, stdout: 'yes\n', stderr: '' });
+
+    // Who am I: the opaque sub (what rights name) and the readable name, as argocd account get-user-info.
+    const sub = (JSON.parse(Buffer.from((user['auth-token'] as string).split('.')[1] as string, 'base64url').toString()) as { sub: string }).sub;
+    expect(sub).to.not.equal('alice');
+    const info = await svcAt(0, ['account', 'get-user-info']);
+    expect(info, info.stderr).to.deep.equal({ code: 0, stdout: `Logged In: true\nUsername: ${sub}\nName: alice\nIssuer: ${url}/api/idp\nGroups: dev\n`, stderr: '' });
+    const api = await fetch(`${url}/api/v1/session/userinfo`, { headers: { authorization: `Bearer ${user['auth-token'] as string}` } });
+    expect(await api.json()).to.deep.include({ loggedIn: true, username: sub, displayName: 'alice' });
+    const get = await svcAt(0, ['account', 'get']);
+    expect(get).to.deep.equal({ code: 1, stdout: '', stderr: `svc: 'alice' (${sub}) logged in through single sign-on and has no local account: use 'svc account get-user-info' (or --account <name> for a local account)\n` });
+  });
+
+  /** Plays the browser up to the CLI's callback URL, which it returns unvisited. */
+  async function browseToCallback(visit: string): Promise<URL> {
+    const redirectUri = new URL(visit).searchParams.get('redirect_uri') as string;
+    const browser = new FormBrowser();
+    const form = await browser.go(visit, redirectUri);
+    if (!isPage(form)) throw new Error('expected the password form');
+    const asked = await browser.submit(form, { username: 'alice', password: 'alice-pw' }, redirectUri);
+    if (!isPage(asked)) throw new Error('expected the page that asks before the CLI gets its tokens');
+    const landing = await browser.submit(asked, { decision: 'allow' }, redirectUri);
+    if (!(landing instanceof URL)) throw new Error('expected the redirect to the CLI');
+    return landing;
+  }
+
+  it('--sso-port 0: the redirect URI carries the port bound, in the request and at the code exchange', async function () {
+    const cli = startCli(home, ['login', url, '--sso', '--sso-port', '0']);
+    const [visit] = await cli.waitFor(/^http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+$/m);
+    const redirectUri = new URL(new URL(visit).searchParams.get('redirect_uri') as string);
+    expect(redirectUri.port).to.match(/^[1-9]\d*$/);
+    const landing = await browseToCallback(visit);
+    expect(landing.origin).to.equal(redirectUri.origin);
+    const page = await fetch(landing.href);
+    expect(page.status).to.equal(200);
+    expect(await page.text()).to.include('the login is complete');
+    const result = await cli.done;
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.equal(`'alice' logged in successfully\nContext '${url}' updated\n`);
+  });
+
+  it('a refused code exchange: the page says the login failed, and the CLI says why', async function () {
+    const cli = startCli(home, ['login', url, '--sso', '--sso-port', '0']);
+    const [visit] = await cli.waitFor(/^http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+$/m);
+    const landing = await browseToCallback(visit);
+    landing.searchParams.set('code', 'not-the-code');
+    const page = await fetch(landing.href);
+    const html = await page.text();
+    expect(page.status).to.equal(400);
+    expect(html).to.include('the login failed: invalid_grant').and.not.include('the login is complete');
+    const result = await cli.done;
+    expect(result.code).to.equal(1);
+    const redirectUri = `${landing.origin}/auth/callback`;
+    expect(result.stderr).to.include(`svc: SSO login failed: invalid_grant (grant request is invalid): the provider refused the authorization code for ${redirectUri} (used already, expired, or issued for another redirect URI)\n`);
   });
 
   it('refreshes an ID token that has expired before the command, and stores the new tokens', async function () {

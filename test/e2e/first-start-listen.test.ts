@@ -94,7 +94,9 @@ describe('e2e: the first start with --listen on another port', function () {
     const landed = await browser.submit(form, { username: 'bob', password: 'bob123' }, `${url}/apps`);
     expect(landed, 'back at return_url on this listener').to.be.instanceOf(URL);
     const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
-    expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
+    expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp`, displayName: 'bob' });
+    // The login's log line names the person, beside the opaque sub.
+    expect(logLine(running.logs(), 'SSO login')).to.deep.include({ sub: info['username'], name: 'bob' });
   });
 
   it('warns at start when url is on loopback but on another port than --listen', async function () {

@@ -34,10 +34,34 @@ describe('svc-server', () => {
         expect(password.length).to.be.greaterThanOrEqual(16);
         expect(logs).to.include('svc-initial-admin-secret');
         expect(logs).to.not.include(password);
+        // As argocd admin initial-password: the password alone on stdout.
+        const shown = await runTs(CLI, ['admin', 'initial-password', '--config', dir]);
+        expect(shown.code, shown.stderr).to.equal(0);
+        expect(shown.stdout).to.equal(`${password}\n`);
+        expect(shown.stderr).to.include("change it with 'svc account update-password'");
       } finally {
         child.kill('SIGTERM');
         await new Promise((r) => child.once('close', r));
       }
+    });
+  });
+
+  describe('admin initial-password and --help', () => {
+    it('says where the Secret was looked for when there is none', async () => {
+      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
+      const { code, stdout, stderr } = await runTs(CLI, ['admin', 'initial-password', '--config', dir]);
+      expect([code, stdout]).to.deep.equal([1, '']);
+      expect(stderr).to.equal(`Secret svc-initial-admin-secret not found in ${dir}: it is written by the first start only, and may have been deleted once the password was changed\n`);
+    });
+
+    it('--help prints the README\'s synopsis word for word', async () => {
+      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+      const synopsis = /## Running it\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(readme)?.[1];
+      expect(synopsis).to.be.a('string');
+      const { code, stdout } = await runTs(CLI, ['--help']);
+      expect(code).to.equal(0);
+      expect(stdout).to.include(`Synopsis (as in the README):\n${synopsis as string}\n`);
+      for (const command of ['validate', 'rbac', 'admin', 'login', 'idp']) expect(stdout).to.match(new RegExp(`^  ${command} `, 'm'));
     });
   });
 

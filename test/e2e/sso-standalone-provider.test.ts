@@ -93,7 +93,8 @@ describe('e2e: SSO against a standalone oidc-provider process over HTTPS', funct
   it('logs in through /auth/login; the token works through the proxy for its group only', async () => {
     const alice = await login('alice');
     const { expiresAt, ...info } = await userInfo(svcUrl, alice.token);
-    expect(info).to.deep.equal({ loggedIn: true, username: 'alice', iss: provider.issuer, groups: ['sso-team'] });
+    // username: the sub, what rights name; displayName: the readable name (here the email claim).
+    expect(info).to.deep.equal({ loggedIn: true, username: 'alice', displayName: 'alice@example.com', iss: provider.issuer, groups: ['sso-team'] });
     expect(expiresAt, 'the session ends when the ID token does').to.equal(JSON.parse(Buffer.from(alice.token.split('.')[1] ?? '', 'base64url').toString()).exp);
     expect((await alice.request('/api/v1/extensions/echo/hello')).status).to.equal(200);
     const bob = await login('bob');

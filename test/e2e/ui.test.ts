@@ -49,6 +49,7 @@ describe('e2e: the login and account pages in Chromium', function () {
           { type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap },
           { type: 'ldap', id: 'lab', name: 'Lab directory', config: ldap },
         ] }),
+        'accounts.admin': 'apiKey, login',
         'accounts.alice': 'apiKey, login',
         'accounts.erin': 'login',
         'accounts.frank': 'login',
@@ -229,8 +230,45 @@ describe('e2e: the login and account pages in Chromium', function () {
     const rows = page.locator('#account-rows tr');
     await page.getByRole('heading', { name: 'Accounts' }).waitFor();
     const table = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent)));
-    expect(table).to.deep.include.members([['alice', 'apiKey, login', 'yes'], ['robot', 'apiKey', 'no'], ['admin', 'login', 'yes']]);
+    expect(table).to.deep.include.members([['alice', 'apiKey, login', 'yes'], ['robot', 'apiKey', 'no'], ['admin', 'apiKey, login', 'yes']]);
     await chromium.screenshot(page, 'account-admin');
+  });
+
+  /** Visible elements of the page that stick out of the viewport's width, as `tag#id.class: left-right`. */
+  async function outsideViewport(page: Page): Promise<string[]> {
+    return page.evaluate(`[...document.body.querySelectorAll('*')].filter((e) => {
+      const r = e.getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && (r.left < 0 || r.right > window.innerWidth);
+    }).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '') + ': ' + Math.round(e.getBoundingClientRect().left) + '-' + Math.round(e.getBoundingClientRect().right))`);
+  }
+
+  it('at 375 px: no element outside the viewport; the token count follows a new token; times name their zone; /favicon.ico', async function () {
+    const page = await chromium.page({ viewport: { width: 375, height: 740 } });
+    await page.goto(`${url}/login`);
+    await localLogin(page, 'admin', PASSWORDS.admin);
+    await page.waitForURL(`${url}/`);
+    await page.getByRole('heading', { name: 'Accounts' }).waitFor();
+    const adminTokens = page.locator('#account-rows tr', { hasText: 'admin' }).locator('td').nth(3);
+    expect(await adminTokens.textContent()).to.equal('0');
+    await page.getByLabel('Token ID (optional)').fill('phone-token-with-a-long-name');
+    await page.getByRole('button', { name: 'Generate token' }).click();
+    await page.locator('#new-token').waitFor();
+    await page.locator('#token-rows td', { hasText: /^phone-token-with-a-long-name$/ }).waitFor();
+    await page.locator('#account-rows tr', { hasText: 'admin' }).locator('td', { hasText: /^1$/ }).waitFor();
+    expect(await adminTokens.textContent()).to.equal('1');
+    // The test's browser runs in UTC (en-GB): every time on the page says so.
+    expect(await page.locator('#me-expires').textContent()).to.match(/\d{4}.*\d{2}:\d{2} UTC$/);
+    expect(await page.locator('#token-rows td').nth(1).textContent()).to.match(/ UTC$/);
+    expect(await outsideViewport(page)).to.deep.equal([]);
+    expect(await page.evaluate('document.documentElement.scrollWidth > window.innerWidth'), 'no horizontal scrolling').to.equal(false);
+    await chromium.screenshot(page, 'account-phone', { fullPage: true });
+    await page.getByRole('button', { name: 'Delete token phone-token-with-a-long-name' }).click();
+    await page.getByText('Token phone-token-with-a-long-name deleted.').waitFor();
+    await page.locator('#account-rows tr', { hasText: 'admin' }).locator('td', { hasText: /^0$/ }).waitFor();
+
+    const icon = await fetch(`${url}/favicon.ico`);
+    expect(icon.status).to.equal(200);
+    expect(icon.headers.get('content-type')).to.match(/^image\//);
   });
 
   it('logs in through the bundled provider and its LDAP connector (real slapd) from the login page, back to return_url, and out', async function () {
@@ -251,7 +289,9 @@ describe('e2e: the login and account pages in Chromium', function () {
         await at.getByRole('button', { name: 'Log in' }).click();
       },
     });
-    await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    // The readable name, and the opaque sub (what rights name) beside it.
+    await page.locator('#me-subject', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    expect(await page.locator('#me-username').textContent()).to.equal('bob');
     expect(await page.locator('#me-groups').textContent()).to.equal('devs, qa');
     expect(await page.locator('#me-issuer').textContent()).to.equal(`${url}/api/idp`);
     expect(await page.locator('#password').isHidden(), 'no password form for an SSO user').to.equal(true);
@@ -276,7 +316,7 @@ describe('e2e: the login and account pages in Chromium', function () {
         await at.getByRole('button', { name: 'Log in' }).click();
       },
     });
-    await page.locator('#me-username', { hasText: subjectOf('bob', 'corp') }).waitFor();
+    await page.locator('#me-subject', { hasText: subjectOf('bob', 'corp') }).waitFor();
     const loggedIn = async (): Promise<unknown> => (await page.evaluate("fetch('/api/v1/session/userinfo').then((r) => r.json())") as { loggedIn: unknown }).loggedIn;
     // Another site's page: an <img> to /auth/logout, and a form that posts there.
     const evil = await pageServer(`<!doctype html><img src="${url}/auth/logout"><form method="post" action="${url}/auth/logout"></form>`);

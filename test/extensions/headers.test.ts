@@ -45,7 +45,7 @@ describe('responseHeaderList (backend answer -> client headers)', () => {
 
 describe('forwardHeaders (client request -> backend headers)', () => {
   const context: ForwardContext = { host: 'svc.example.org', clientIp: '192.0.2.7', proto: 'https', user: { username: 'alice', groups: ['devs', 'ops'] } };
-  const OURS = ['x-forwarded-host', 'svc.example.org', 'x-forwarded-for', '192.0.2.7', 'x-forwarded-proto', 'https', 'svc-username', 'alice', 'svc-user-groups', 'devs,ops'];
+  const OURS = ['x-forwarded-host', 'svc.example.org', 'x-forwarded-for', '192.0.2.7', 'x-forwarded-proto', 'https', 'svc-username', 'alice', 'svc-user-display-name', 'alice', 'svc-user-groups', 'devs,ops'];
   const pairs = (list: readonly string[]): [string, string][] => Array.from({ length: list.length / 2 }, (_, i) => [list[2 * i] as string, list[2 * i + 1] as string]);
 
   it('keeps the client\'s other headers in case and order, then adds ours', () => {
@@ -54,7 +54,7 @@ describe('forwardHeaders (client request -> backend headers)', () => {
   });
 
   it('drops every hop-by-hop, credential, address and path header, and every X-Forwarded-* and Svc-*, in any case, with _ for -', () => {
-    const dropped = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings', 'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x-forwarded-prefix', 'x-forwarded-port', 'svc-username', 'svc-user-groups', 'svc-application-name', 'svc-project-name', 'svc-anything'];
+    const dropped = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings', 'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x-forwarded-prefix', 'x-forwarded-port', 'svc-username', 'svc-user-display-name', 'svc-user-groups', 'svc-application-name', 'svc-project-name', 'svc-anything'];
     for (const name of dropped) {
       for (const variant of [name, name.toUpperCase(), name.replace(/-/g, '_')]) {
         expect(forwardHeaders([variant, 'x', 'Kept', '1'], { connection: 'keep-alive' }, context), variant).to.deep.equal(['Kept', '1', ...OURS]);
@@ -85,9 +85,14 @@ describe('forwardHeaders (client request -> backend headers)', () => {
 
   it('sends only the groups a header can carry, and no group header without one', () => {
     const list = forwardHeaders([], {}, { ...context, user: { username: 'bob', groups: ['', 'a,b', 'ops', 'é'] } });
-    expect(pairs(list).filter(([n]) => n.startsWith('svc-'))).to.deep.equal([['svc-username', 'bob'], ['svc-user-groups', 'ops,%C3%A9']]);
+    expect(pairs(list).filter(([n]) => n.startsWith('svc-'))).to.deep.equal([['svc-username', 'bob'], ['svc-user-display-name', 'bob'], ['svc-user-groups', 'ops,%C3%A9']]);
     const none = forwardHeaders([], {}, { ...context, user: { username: 'bob', groups: ['', 'a,b'] } });
     expect(pairs(none).map(([n]) => n)).to.not.include('svc-user-groups');
+  });
+
+  it('sends an SSO user\'s stable id and readable name apart', () => {
+    const list = forwardHeaders([], {}, { ...context, user: { username: 'CgVhbGljZRIEY29ycA', displayName: 'Zoë', groups: [] } });
+    expect(pairs(list).filter(([n]) => n.startsWith('svc-'))).to.deep.equal([['svc-username', 'CgVhbGljZRIEY29ycA'], ['svc-user-display-name', 'Zo%C3%AB']]);
   });
 
   it('names the application and its project when the request named one', () => {

@@ -10,6 +10,7 @@ import { api, ApiError, byId, formatTime, showMessage } from './api.js';
 interface UserInfo {
   readonly loggedIn: boolean;
   readonly username: string;
+  readonly displayName?: string;
   readonly iss: string;
   readonly groups: readonly string[];
   readonly expiresAt: number | null;
@@ -44,14 +45,21 @@ function failure(err: unknown): string {
   return err instanceof Error ? err.message : 'Something went wrong.';
 }
 
-function cell(row: HTMLTableRowElement, text: string): HTMLTableCellElement {
+/** `label`: the column's heading, shown beside the value when a phone stacks the table's cells. */
+function cell(row: HTMLTableRowElement, text: string, label: string): HTMLTableCellElement {
   const td = row.insertCell();
   td.textContent = text;
+  td.dataset['label'] = label;
   return td;
 }
 
 function showMe(info: UserInfo): void {
-  byId('me-username').textContent = info.username;
+  // An SSO user's sub is opaque: the readable name first, the sub (what rights name) beside it.
+  byId('me-username').textContent = info.displayName ?? info.username;
+  const subject = info.iss !== LOCAL_ISSUER;
+  byId('me-subject-label').hidden = !subject;
+  byId('me-subject').hidden = !subject;
+  byId('me-subject').textContent = subject ? info.username : '';
   byId('me-groups').textContent = info.groups.length === 0 ? 'none' : info.groups.join(', ');
   byId('me-issuer').textContent = info.iss === LOCAL_ISSUER ? 'svc (local account)' : info.iss;
   byId('me-expires').textContent = info.expiresAt === null ? 'never' : formatTime(info.expiresAt);
@@ -62,9 +70,9 @@ function showTokens(tokens: readonly Token[]): void {
   rows.replaceChildren();
   for (const token of tokens) {
     const row = rows.insertRow();
-    cell(row, token.id);
-    cell(row, formatTime(token.issuedAt));
-    cell(row, token.expiresAt === null ? 'never' : formatTime(token.expiresAt));
+    cell(row, token.id, 'ID');
+    cell(row, formatTime(token.issuedAt), 'Issued');
+    cell(row, token.expiresAt === null ? 'never' : formatTime(token.expiresAt), 'Expires');
     const remove = document.createElement('button');
     remove.type = 'button';
     remove.className = 'danger';
@@ -76,9 +84,16 @@ function showTokens(tokens: readonly Token[]): void {
   byId('no-tokens').hidden = tokens.length > 0;
 }
 
+/** After a token is made or deleted: my tokens, and the Accounts table's counts when it is shown. */
 async function reloadTokens(): Promise<void> {
   const account = await api<Account>('GET', `/api/v1/account/${encodeURIComponent(me.username)}`);
   showTokens(account.tokens);
+  if (!byId('accounts').hidden) await reloadAccounts();
+}
+
+async function reloadAccounts(): Promise<void> {
+  const { items } = await api<{ items: Account[] }>('GET', '/api/v1/account');
+  if (items.some((account) => account.name !== me.username || me.iss !== LOCAL_ISSUER)) showAccounts(items);
 }
 
 async function generateToken(form: HTMLFormElement): Promise<void> {
@@ -147,10 +162,10 @@ function showAccounts(accounts: readonly Account[]): void {
   rows.replaceChildren();
   for (const account of accounts) {
     const row = rows.insertRow();
-    cell(row, account.name);
-    cell(row, account.capabilities.join(', ') || 'none');
-    cell(row, account.enabled ? 'yes' : 'no');
-    cell(row, String(account.tokens.length));
+    cell(row, account.name, 'Name');
+    cell(row, account.capabilities.join(', ') || 'none', 'Capabilities');
+    cell(row, account.enabled ? 'yes' : 'no', 'Enabled');
+    cell(row, String(account.tokens.length), 'Tokens');
   }
   byId('accounts').hidden = false;
 }
@@ -201,8 +216,7 @@ async function start(): Promise<void> {
   }
   // The list holds the accounts the caller may read: more than its own means an administrator
   // (or a read-only operator), who gets the whole table.
-  const { items } = await api<{ items: Account[] }>('GET', '/api/v1/account');
-  if (items.some((account) => account.name !== me.username || me.iss !== LOCAL_ISSUER)) showAccounts(items);
+  await reloadAccounts();
 }
 
 start().catch((err: unknown) => say(failure(err), 'error'));

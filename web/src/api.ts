@@ -55,7 +55,8 @@ export function sameSiteReturnUrl(raw: string | null): string {
 
 /** A moment in seconds since the epoch, as the reader's locale writes date and time. */
 export function formatTime(seconds: number): string {
-  return new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  // With the zone: a time without one is read in the reader's zone, rightly or not.
+  return new Date(seconds * 1000).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
 }
 
 export function byId<T extends HTMLElement>(id: string): T {

@@ -4,11 +4,14 @@
  * GET /api/v1/session/userinfo), as in argocd.
  */
 import type { Command } from 'commander';
-import type { ApiClient } from '../api-client.js';
+import type { ApiClient, UserInfo } from '../api-client.js';
 import { updateConfig, withLogin } from '../config-file.js';
 import type { CliContext, Target } from '../context.js';
 import { ApiError, CliError } from '../errors.js';
-import { parseOutputFormat, renderAccount, renderAccountList } from '../output.js';
+import { parseOutputFormat, renderAccount, renderAccountList, renderUserInfo } from '../output.js';
+
+/** The issuer of local accounts' tokens; any other is single sign-on's. */
+const LOCAL_ISSUER = 'svc';
 import { valueOrPrompt } from '../prompt.js';
 
 interface OutputOption {
@@ -45,8 +48,17 @@ export function registerAccount(program: Command, ctx: CliContext): void {
     .action(async function getAccount(options: AccountOption & OutputOption) {
       const format = parseOutputFormat(options.output);
       const { client } = await ctx.client();
-      const name = options.account ?? (await currentUser(client));
+      const name = options.account ?? (await localUser(client));
       ctx.io.stdout.write(renderAccount(format, await client.getAccount(name)));
+    });
+  account
+    .command('get-user-info')
+    .description('show the logged-in user: name, issuer and groups (local accounts and single sign-on)')
+    .option('-o, --output <format>', 'json or yaml')
+    .action(async function getUserInfo(options: OutputOption) {
+      const format = parseOutputFormat(options.output);
+      const { client } = await ctx.client();
+      ctx.io.stdout.write(renderUserInfo(format, await client.userInfo()));
     });
   registerPasswordCommand(account, ctx);
   registerTokenCommands(account, ctx);
@@ -136,14 +148,25 @@ function registerTokenCommands(account: Command, ctx: CliContext): void {
 }
 
 /** The logged-in user's name, from the server (the token alone is not trusted for it). */
-export async function currentUser(client: ApiClient): Promise<string> {
-  const info = await client.userInfo();
+export async function currentUser(client: ApiClient, known?: UserInfo): Promise<string> {
+  const info = known ?? (await client.userInfo());
   if (!info.loggedIn || info.username === undefined || info.username === '') {
     // userinfo answers loggedIn: false instead of 401 for a token it does not accept.
     const why = client.hasToken ? 'the server does not accept the token (expired, revoked or deleted)' : 'not logged in';
     throw new ApiError(401, 'unauthenticated', why, client.server);
   }
   return info.username;
+}
+
+/** The logged-in user as a local account; an SSO user has none, and is told what to use. */
+async function localUser(client: ApiClient): Promise<string> {
+  const info = await client.userInfo();
+  const name = await currentUser(client, info);
+  if (info.iss !== undefined && info.iss !== LOCAL_ISSUER) {
+    const shown = info.displayName !== undefined ? `'${info.displayName}' (${name})` : `'${name}'`;
+    throw new CliError(`${shown} logged in through single sign-on and has no local account: use 'svc account get-user-info' (or --account <name> for a local account)`);
+  }
+  return name;
 }
 
 const DURATION = /^(?:\d+[smhd])+$/;

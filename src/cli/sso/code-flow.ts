@@ -39,11 +39,24 @@ export async function codeFlowLogin(config: oidc.Configuration, provider: SsoPro
     // The listener takes only the callback with this state; openid-client checks it again.
     const callback = await listener.callback;
     try {
-      return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+      const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+      listener.finish({ ok: true });
+      return tokens;
     } catch (err: unknown) {
-      throw new CliError(`SSO login failed: ${providerReason(err)}`, { cause: err });
+      const reason = failureReason(err, listener.redirectUri);
+      listener.finish({ ok: false, reason });
+      throw new CliError(`SSO login failed: ${reason}`, { cause: err });
     }
   } finally {
     listener.close();
   }
+}
+
+/** The provider's reason, and for a refused code what can cause it (the redirect URI is compared). */
+function failureReason(err: unknown, redirectUri: string): string {
+  const reason = providerReason(err);
+  if (err instanceof oidc.ResponseBodyError && err.error === 'invalid_grant') {
+    return `${reason}: the provider refused the authorization code for ${redirectUri} (used already, expired, or issued for another redirect URI)`;
+  }
+  return reason;
 }

@@ -23,7 +23,10 @@ export type UserInfo =
   | { readonly loggedIn: false }
   | {
       readonly loggedIn: true;
+      /** The rights subject: a local account's name, an SSO user's `sub`. */
       readonly username: string;
+      /** An SSO user's readable name (preferred_username, email or name), when the token has one. */
+      readonly displayName?: string;
       readonly iss: string;
       readonly groups: readonly string[];
       /** When the presented token ends, in seconds since the epoch; null for an API token without expiry. */
@@ -32,7 +35,8 @@ export type UserInfo =
 
 export function userInfoView(principal: Principal | undefined): UserInfo {
   if (principal === undefined) return { loggedIn: false };
-  return { loggedIn: true, username: principal.username, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
+  const shown = principal.displayName !== undefined ? { displayName: principal.displayName } : {};
+  return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
 export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {

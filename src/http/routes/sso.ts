@@ -86,7 +86,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
-    ctx.state.log.info({ sub: done.username, issuer: deps.callback.client.provider.issuer }, 'SSO login');
+    ctx.state.log.info({ sub: done.username, name: done.displayName, issuer: deps.callback.client.provider.issuer }, 'SSO login');
     deps.outcomes?.record('sso', '', 'ok');
     ctx.redirect(done.returnUrl);
   }
