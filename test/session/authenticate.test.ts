@@ -17,6 +17,17 @@ import { createTestVerifier, mintTestToken } from '../helpers/test-issuer.js';
 
 const log = pino({ level: 'silent' });
 
+/** The message of the Unauthenticated that `run` throws, or undefined when it passes. */
+async function refusal(run: () => unknown): Promise<string | undefined> {
+  try {
+    await run();
+    return undefined;
+  } catch (err: unknown) {
+    expect(err).to.be.instanceOf(Unauthenticated);
+    return (err as Error).message;
+  }
+}
+
 describe('session/authenticate: known() and authenticate()', () => {
   const signer = createTokenSigner({ secretKey: () => 'authenticate-test-key-0123456789', now: Date.now });
   let account: AccountSettings;
@@ -31,16 +42,6 @@ describe('session/authenticate: known() and authenticate()', () => {
 
   function authenticator(rev: Revocation = revocation) {
     return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined })], revocation: rev });
-  }
-
-  async function refusal(run: () => unknown): Promise<string | undefined> {
-    try {
-      await run();
-      return undefined;
-    } catch (err: unknown) {
-      expect(err).to.be.instanceOf(Unauthenticated);
-      return (err as Error).message;
-    }
   }
 
   it('knows nothing of a token until authenticate() verified it, then gives the same principal', async () => {
@@ -164,16 +165,6 @@ describe('session/authenticate: a revoked SSO token', () => {
     const state = createMemoryState();
     closers.push(() => state.close());
     return state;
-  }
-
-  async function refusal(run: () => Promise<unknown>): Promise<string | undefined> {
-    try {
-      await run();
-      return undefined;
-    } catch (err: unknown) {
-      expect(err).to.be.instanceOf(Unauthenticated);
-      return (err as Error).message;
-    }
   }
 
   async function loggedOut(on: Awaited<ReturnType<typeof replica>>): Promise<string> {

@@ -13,27 +13,13 @@ import { pino } from 'pino';
 import { createRedisState, type RedisState } from '../../src/state/redis.js';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { StateUnavailable } from '../../src/state/state.js';
-import { startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { openReadyState, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { runStateSuite, until } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
 const PASSWORD = 'node-secret';
 const SENTINEL_PASSWORD = 'sentinel-secret';
 
-/** A backend that has answered once (Sentinel and Cluster first find their primary). */
-async function openReady(topology: RedisTopology): Promise<RedisState> {
-  const state = createRedisState({ topology, log });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await state.ping();
-      return state;
-    } catch (err: unknown) {
-      if (Date.now() > deadline) throw err;
-      await sleep(50);
-    }
-  }
-}
 
 /** Milliseconds until `write` succeeds again, trying every 20 ms. */
 async function msUntilWrites(write: () => Promise<unknown>, timeoutMs = 20_000): Promise<number> {
@@ -71,7 +57,7 @@ describe('state: redis sentinel', function () {
   });
 
   runStateSuite('redis', {
-    open: () => openReady(topology),
+    open: () => openReadyState(topology),
     async rawKeys() {
       const r = raw(await peer.primaryPort());
       try {
@@ -85,7 +71,7 @@ describe('state: redis sentinel', function () {
   describe('sentinel specifics', function () {
     let state: RedisState;
     beforeEach(async function () {
-      state = await openReady(topology);
+      state = await openReadyState(topology);
     });
     afterEach(async function () {
       await state.close();
@@ -197,7 +183,7 @@ describe('state: redis cluster', function () {
   });
 
   runStateSuite('redis', {
-    open: () => openReady(topology),
+    open: () => openReadyState(topology),
     async rawKeys() {
       const keys = await Promise.all(
         (await peer.primaryPorts()).map(async (port) => {
@@ -216,7 +202,7 @@ describe('state: redis cluster', function () {
   describe('cluster specifics', function () {
     let state: RedisState;
     beforeEach(async function () {
-      state = await openReady(topology);
+      state = await openReadyState(topology);
     });
     afterEach(async function () {
       await state.close();
@@ -241,7 +227,7 @@ describe('state: redis cluster', function () {
     });
 
     it('delivers a message to subscribers on every replica whatever node each listens on', async function () {
-      const others = await Promise.all([openReady(topology), openReady({ ...topology, nodes: peer.nodes.slice(3) })]);
+      const others = await Promise.all([openReadyState(topology), openReadyState({ ...topology, nodes: peer.nodes.slice(3) })]);
       try {
         const heard: string[][] = [[], []];
         await Promise.all(others.map((o, i) => o.subscribe('invalidate-test', (m) => heard[i]?.push(m))));
