@@ -45,25 +45,14 @@ const program = new Command('svc-server')
   .version(`svc-server ${svcVersion()} (Node.js ${process.version})`, '--version', 'print the version and exit')
   .addHelpText('after', `\nSynopsis (as in the README):\n${SERVER_SYNOPSIS}\n\nFlags win over the environment; a variable set to the empty string counts as unset.`);
 
-program
-  .command('serve', { isDefault: true })
+withKubeOptions(withRedisOptions(program.command('serve', { isDefault: true })), 'read and write the stores through the Kubernetes API, not --config', { applications: true })
   .description('start the server')
   .option('--config <dir>', 'configuration directory (env SVC_CONFIG_DIR)', env('SVC_CONFIG_DIR') ?? DEFAULT_CONFIG_DIR)
   .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', env('SVC_LISTEN') ?? DEFAULT_LISTEN)
-  .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
-  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses for shared state (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
-  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
-  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes for shared state (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
-  .option('--redis-tls', 'TLS to the Redis nodes and sentinels of --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
-  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
-  .option('--kube', 'read and write the stores through the Kubernetes API, not --config (env SVC_STORE=kubernetes)')
-  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
-  .option('--namespace <ns>', "with --kube: the namespace of svc's objects (default: the context's, or the pod's)")
-  .option('--application-namespaces <list>', "with --kube: comma-separated namespaces whose Application objects svc reads (env SVC_APPLICATION_NAMESPACES; default: its own)")
   .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
@@ -101,20 +90,9 @@ program
     await runServe(serve);
   });
 
-program
-  .command('validate')
+withKubeOptions(withRedisOptions(program.command('validate')), 'check the objects in the cluster instead', { applications: true })
   .description('check every store of a config dir (or, with --kube, of the cluster), and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
   .option('--config <dir>', 'configuration directory')
-  .option('--kube', 'check the objects in the cluster instead (env SVC_STORE=kubernetes)')
-  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
-  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
-  .option('--application-namespaces <list>', 'with --kube: comma-separated namespaces whose Application objects svc reads')
-  .option('--redis <url>', 'Redis URL (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
-  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
-  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
-  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
-  .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
-  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
   .action(async (opts: { config?: string } & KubeFlags & RedisFlags) => {
     const topology = redisTopology(opts);
     const kube = kubeOptions(opts);
@@ -149,28 +127,17 @@ admin
   });
 
 const loginCommand = program.command('login').description('break-glass for password logins');
-loginCommand
-  .command('unlock')
+withRedisOptions(loginCommand.command('unlock'))
   .description("forget a name's failed logins and lift its lockout in Redis (anyone can lock admin with a few wrong passwords)")
-  .option('--redis <url>', 'Redis URL of the shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
-  .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
-  .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
-  .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
-  .option('--redis-tls', 'TLS with --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
-  .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'))
   .argument('<username>')
   .action(async (username: string, opts: RedisFlags) => {
     process.exitCode = await runLoginUnlock(redisTopology(opts), username, process.stdout, process.stderr);
   });
 
 const idp = program.command('idp').description('the bundled identity provider');
-idp
-  .command('rotate-keys')
+withKubeOptions(idp.command('rotate-keys'), 'rotate the keys in the cluster instead', { applications: false })
   .description('add a new signing key, published now and signing in 5 minutes; old keys stay published until their tokens expire')
   .option('--config <dir>', 'configuration directory')
-  .option('--kube', 'rotate the keys in the cluster instead (env SVC_STORE=kubernetes)')
-  .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
-  .option('--namespace <ns>', "with --kube: the namespace of svc's objects")
   .action(async (opts: { config?: string } & KubeFlags) => {
     const kube = kubeOptions(opts);
     if (kube === undefined && opts.config === undefined) fail('idp rotate-keys: give --config <dir>, or --kube');
@@ -189,6 +156,29 @@ function envWorkers(): number | undefined {
   } catch (err: unknown) {
     return fail(`SVC_WORKERS: ${(err as Error).message}`);
   }
+}
+
+/** The Redis topology options (--redis, --redis-sentinel…, --redis-cluster), read by redisTopology(). */
+function withRedisOptions(command: Command): Command {
+  return command
+    .option('--redis <url>', 'Redis URL for shared state (env SVC_REDIS_URL)', env('SVC_REDIS_URL'))
+    .option('--redis-sentinel <host:port,...>', 'Redis Sentinel addresses for shared state (env SVC_REDIS_SENTINELS)', env('SVC_REDIS_SENTINELS'))
+    .option('--redis-sentinel-master <name>', 'the master name the sentinels monitor (env SVC_REDIS_SENTINEL_MASTER)', env('SVC_REDIS_SENTINEL_MASTER'))
+    .option('--redis-cluster <host:port,...>', 'Redis Cluster seed nodes for shared state (env SVC_REDIS_CLUSTER)', env('SVC_REDIS_CLUSTER'))
+    .option('--redis-tls', 'TLS to the Redis nodes and sentinels of --redis-sentinel or --redis-cluster (env SVC_REDIS_TLS=1)')
+    .option('--redis-db <n>', 'database number with --redis-sentinel (env SVC_REDIS_DB)', env('SVC_REDIS_DB'));
+}
+
+/** The Kubernetes store options (--kube, --kubeconfig, --namespace[, --application-namespaces]), read by kubeOptions(). */
+function withKubeOptions(command: Command, kubeHelp: string, reads: { readonly applications: boolean }): Command {
+  command
+    .option('--kube', `${kubeHelp} (env SVC_STORE=kubernetes)`)
+    .option('--kubeconfig <file>', 'with --kube: this kubeconfig (default: KUBECONFIG, else the pod service account)')
+    .option('--namespace <ns>', "with --kube: the namespace of svc's objects (default: the context's, or the pod's)");
+  if (reads.applications) {
+    command.option('--application-namespaces <list>', 'with --kube: comma-separated namespaces whose Application objects svc reads (env SVC_APPLICATION_NAMESPACES; default: its own)');
+  }
+  return command;
 }
 
 interface KubeFlags {
