@@ -129,6 +129,7 @@ describe('e2e: the login and account pages in Chromium', function () {
   });
 
   it('stays on svc after a local login whatever return_url says: the page goes by the server\'s rule', async function () {
+    this.timeout(300_000); // three logins in Chromium; on a loaded 2-core machine they took over the 120 s of the file
     for (const returnUrl of ['/.//evil.example/x', '/a/..//evil.example/y', '//evil.example/z']) {
       const page = await chromium.page();
       const offSite: string[] = [];
