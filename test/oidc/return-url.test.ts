@@ -25,6 +25,10 @@ describe('return_url', () => {
     ['/apps\r\nSet-Cookie: x=1', '/'],
     ['/apps//', '/apps//'],
     ['https://:pw@svc.example.com/root/apps', '/'],
+    // A tab is dropped by the URL parser: `/\t/` is `//`, a scheme-relative URL with no host, which threw.
+    ['/\t/', '/'],
+    ['/\t/evil.example.com', '/'],
+    ['/apps\u0000', '/'],
   ];
   for (const [given, expected] of cases) {
     it(`${JSON.stringify(given)} -> ${expected}`, () => expect(safeReturnUrl(given, base)).to.equal(expected));

@@ -6,10 +6,16 @@
  * `/.//host/x` and `/a/..//host/y` through (issue 21). No DOM and no Node here, so both builds take it.
  */
 export function safeReturnUrl(raw: string | undefined, serverUrl: string): string {
-  if (raw === undefined || raw === '' || /[\r\n\\]/.test(raw)) return '/';
+  // Control characters (a tab, a newline) are dropped by URL parsers, so `/\t/host` would become
+  // `//host`; a backslash is read as a slash. Neither has a place in a return URL.
+  // eslint-disable-next-line no-control-regex
+  if (raw === undefined || raw === '' || /[\u0000-\u001f\u007f\\]/.test(raw)) return '/';
   // A path, but not `//host` (a scheme-relative URL to another site), and only in its normal form:
-  // `/./`, `/../` or a tab would let a browser resolve it to `//host`.
-  if (raw.startsWith('/') && !raw.startsWith('//')) return new URL(raw, 'http://svc.invalid').pathname === raw.split(/[?#]/)[0] ? raw : '/';
+  // `/./` or `/../` would let a browser resolve it to `//host`.
+  if (raw.startsWith('/') && !raw.startsWith('//')) {
+    const base = 'http://svc.invalid';
+    return URL.canParse(raw, base) && new URL(raw, base).pathname === raw.split(/[?#]/)[0] ? raw : '/';
+  }
   if (!URL.canParse(raw)) return '/';
   const target = new URL(raw);
   const base = new URL(serverUrl);
