@@ -3,7 +3,7 @@
 # Usage: start-slapd.sh <dir> [ldap_port=3890] [ldaps_port=6360]
 #   env: ADMIN_PASSWORD (default adminpw), ALICE_PASSWORD (alice123), BOB_PASSWORD (bob123)
 #        USERS_LDIF: another users/groups LDIF (placeholders @ALICE_PW@ and @BOB_PW@ are filled in)
-#        LDAPS=0 to skip the ldaps listener / certificate generation.
+#        LDAPS=0 (or ldaps_port 0) to skip the ldaps listener / certificate generation.
 #        ACCESSLOG=1: record every bind (reqDN, reqResult) in the accesslog database
 #        cn=accesslog (read as cn=admin,cn=accesslog with ADMIN_PASSWORD), for tests that count
 #        the binds reaching the directory.
@@ -20,6 +20,9 @@ DIR=${1:?usage: start-slapd.sh <dir> [ldap_port] [ldaps_port]}
 PORT=${2:-3890}
 SPORT=${3:-6360}
 LDAPS=${LDAPS:-1}
+# Port 0 is no listener: slapd would read ldaps://127.0.0.1:0/ as the default port 636, which a
+# second slapd started that way finds taken, and exits 1 without a word.
+[ "$SPORT" = 0 ] && LDAPS=0
 ADMIN_PASSWORD=${ADMIN_PASSWORD:-adminpw}
 ALICE_PASSWORD=${ALICE_PASSWORD:-alice123}
 BOB_PASSWORD=${BOB_PASSWORD:-bob123}
@@ -107,7 +110,9 @@ CONF
 slapadd -q -f "$DIR/slapd.conf" -b "dc=example,dc=org" -l "$FIXTURES/ldap/base.ldif"
 
 # Start slapd; it daemonizes and writes the pid file.
-slapd -f "$DIR/slapd.conf" -h "$URLS" -s 0
+# slapd says nothing when it cannot start (a port taken, a bad config): name the command that shows why.
+slapd -f "$DIR/slapd.conf" -h "$URLS" -s 0 \
+  || { echo "slapd exited at start (a port of $URLS taken?); see why with: slapd -d 256 -f $DIR/slapd.conf -h '$URLS'" >&2; exit 1; }
 
 for _ in $(seq 1 200); do
   ldapsearch -x -H "ldap://127.0.0.1:$PORT" -b "" -s base -LLL namingContexts >/dev/null 2>&1 && break

@@ -1,7 +1,7 @@
 /**
  * Real third-party peers for tests (Redis, slapd, nginx, a node backend), started on
  * loopback by scripts/peers/*.sh in a private temp dir. A missing binary FAILS the test with
- * the Debian package to install (DESIGN.md §1: never a skip).
+ * the Debian package to install: never a skip.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,18 +15,35 @@ const START_TIMEOUT_MS = 30_000;
 /** Exit status of a start script whose binary is missing (scripts/peers/lib.sh `need`). */
 const MISSING_BINARY = 127;
 
-/** A port that was free a moment ago on 127.0.0.1 (listen on 0, read it, close). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out are taken below the kernel's ephemeral range (ip_local_port_range, from
+ * 32768 by default). listen(0) picks them from inside that range, where any outgoing
+ * connection of any process may take the port between this check and the peer's own bind, and
+ * the peer then fails to start. From 10240 to 22767, so that a Redis Cluster node's bus port (its port + 10000) stays below the
+ * range as well.
+ */
+const PORT_RANGE = { from: 10_240, to: 22_767 } as const;
+/** Given out by this process already (and their bus ports): never given twice. */
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no port from listen(0)'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A port that was free a moment ago on 127.0.0.1, outside the ephemeral range, not given out before by this process. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from + 1));
+    if (handedOut.has(port) || handedOut.has(port + 10_000) || handedOut.has(port - 10_000)) continue;
+    handedOut.add(port);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 between ${String(PORT_RANGE.from)} and ${String(PORT_RANGE.to)} after 200 tries`);
 }
 
 export interface Peer {
