@@ -9,9 +9,10 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { createSerialQueue } from '../lib/file-lock.js';
-import { EMPTY_MEMORY, loadDirectory, snapshotFingerprint, type LoadMemory, type LoadResult } from './load-dir.js';
-import { EMPTY_SNAPSHOT, type StoreSnapshot } from './manifests.js';
-import { formatProblem, type ConfigProblem } from './problems.js';
+import { CurrentSnapshot } from './current-snapshot.js';
+import { loadDirectory, type LoadResult } from './load-dir.js';
+import type { StoreSnapshot } from './manifests.js';
+import type { ConfigProblem } from './problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from './secret-in-force.js';
 import { restoreSecretFile, updateSecretOnDisk, type SecretFileChange, type SecretMutation } from './secret-writer.js';
 import { asSecretWriteFailure } from './write-failure.js';
@@ -45,16 +46,11 @@ export async function openDirStore(options: DirStoreOptions): Promise<DirStore> 
 }
 
 class ManifestDirStore implements DirStore {
-  #snapshot: StoreSnapshot = EMPTY_SNAPSHOT;
-  #fingerprint = snapshotFingerprint(EMPTY_SNAPSHOT);
-  #problems: readonly ConfigProblem[] = [];
-  #memory: LoadMemory = EMPTY_MEMORY;
+  readonly #current: CurrentSnapshot;
   #signature = '';
   #watch: TreeWatch | undefined;
   #closed = false;
   #stopped = false;
-  #kept = new Set<string>();
-  readonly #listeners = new Set<SnapshotListener>();
   // Loads run one at a time so an older load can never overwrite a newer one.
   readonly #loads = createSerialQueue();
   // Writes of this store queue here before they compete (via the lock file) with other processes.
@@ -63,19 +59,20 @@ class ManifestDirStore implements DirStore {
   constructor(
     readonly dir: string,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#current = new CurrentSnapshot({ log, origin: { dir }, sourceField: 'file' });
+  }
 
   current(): StoreSnapshot {
-    return this.#snapshot;
+    return this.#current.snapshot;
   }
 
   problems(): readonly ConfigProblem[] {
-    return this.#problems;
+    return this.#current.problems;
   }
 
   onChange(listener: SnapshotListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#current.onChange(listener);
   }
 
   /**
@@ -86,7 +83,7 @@ class ManifestDirStore implements DirStore {
   updateSecret(name: string, mutate: SecretMutation): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the config store is closed'));
     return this.#writes(async () => {
-      const hint = this.#snapshot.secrets.get(name)?.file;
+      const hint = this.#current.snapshot.secrets.get(name)?.file;
       const result = await updateSecretOnDisk({ dir: this.dir, name, mutate, hint, log: this.log });
       // Callers expect to read their own write through current() once this resolves. Also when
       // nothing was written: the file may already say what the caller asks (a token removed by
@@ -145,44 +142,10 @@ class ManifestDirStore implements DirStore {
   #reloadNow(): Promise<LoadResult | undefined> {
     return this.#loads(async () => {
       if (this.#stopped) return undefined;
-      const result = await loadDirectory(this.dir, this.#memory);
-      this.#apply(result);
+      const result = await loadDirectory(this.dir, this.#current.memory);
+      this.#signature = result.signature;
+      this.#current.apply(result);
       return result;
     });
-  }
-
-  #apply(result: LoadResult): void {
-    this.#logNewProblems(result);
-    this.#memory = result.memory;
-    this.#problems = result.problems;
-    this.#signature = result.signature;
-    const fingerprint = snapshotFingerprint(result.snapshot);
-    if (fingerprint === this.#fingerprint) return; // a touched file, a comment: nothing to tell anyone
-    this.#snapshot = result.snapshot;
-    this.#fingerprint = fingerprint;
-    this.log.info(
-      { dir: this.dir, configMaps: result.snapshot.configMaps.size, secrets: result.snapshot.secrets.size },
-      'configuration applied',
-    );
-    for (const listener of this.#listeners) {
-      try {
-        listener(result.snapshot);
-      } catch (err: unknown) {
-        this.log.error({ err }, 'a configuration change listener failed');
-      }
-    }
-  }
-
-  /** Each problem is logged when it appears, not again on every reload while it lasts. */
-  #logNewProblems(result: LoadResult): void {
-    const seen = new Set(this.#problems.map(formatProblem));
-    for (const problem of result.problems) {
-      const text = formatProblem(problem);
-      if (!seen.has(text)) this.log.error({ file: problem.source, path: problem.path }, `config rejected: ${text}`);
-    }
-    for (const kept of result.keptLastGood) {
-      if (!this.#kept.has(kept)) this.log.warn({ kept }, `keeping the last good version of ${kept}`);
-    }
-    this.#kept = new Set(result.keptLastGood);
   }
 }

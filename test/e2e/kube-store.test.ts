@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import YAML from 'yaml';
 import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
@@ -19,6 +20,10 @@ import { makeTestCa } from '../helpers/test-ca.js';
 const NS = 'svc';
 /** Short retries so that an outage of a few seconds shows the whole cycle (production: 0.5 s to 15 s). */
 const BACKOFF = { initialMs: 100, maxMs: 400 };
+/** The outage "Done when" asks for; the suite pays it once. */
+const OUTAGE_MS = 30_000;
+/** After the restart: the longest backoff (0.4 s), a LIST or resumed WATCH and a reload, with room for a loaded machine. */
+const RECOVERY_MS = 2000;
 
 function secretValues(kube: FakeKube, name: string): Record<string, string> {
   const data = (kube.store.get('secrets', NS, name)?.['data'] ?? {}) as Record<string, string>;
@@ -73,7 +78,7 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     const conflictsBefore = kube.refusals.get(409) ?? 0;
     const replies = await Promise.all(ids.map((id, i) => call(i % 2 === 0 ? a.url : b.url, 'POST', '/api/v1/account/alice/token', { token: i % 2 === 0 ? ta : tb, body: { id } })));
     expect(replies.map((r) => r.status)).to.deep.equal(ids.map(() => 200));
-    const shown = JSON.parse(await kubectl.run(['get', 'secret', 'svc-secret', '-o', 'json'])) as { data: Record<string, string> };
+    const shown = YAML.parse(await kubectl.run(['get', 'secret', 'svc-secret', '-o', 'yaml'])) as { data: Record<string, string> };
     const stored = JSON.parse(Buffer.from(shown.data['accounts.alice.tokens'] ?? '', 'base64').toString('utf8')) as { id: string }[];
     expect(stored.map((t) => t.id).sort()).to.deep.equal(ids);
     // The two servers did compete: some writes met a newer resourceVersion and were re-applied.
@@ -102,25 +107,55 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     expect(a.logs()).to.include('watch expired (410 Gone); listing again');
   });
 
-  it('API server down: svc serves its last good configuration, says so in /metrics, /readyz and the log, and picks up what changed meanwhile', async function () {
+  it('API server stopped for 30 s: svc serves its last good configuration, says so in /metrics, /readyz and the log, refuses writes, and picks up what changed meanwhile', async function () {
+    this.timeout(OUTAGE_MS + 30_000);
+    const metric = async (server: TestServer): Promise<string | undefined> => /^svc_config_store_up (\d)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1];
+    const outageLines = (server: TestServer): number => server.logs().split('\n').filter((line) => line.includes('serving the last good configuration and retrying')).length;
+    const token = await login(a.url, 'alice', PASSWORDS.alice);
+    const secretBefore = kube.store.get('secrets', NS, 'svc-secret')?.metadata['resourceVersion'];
+    const stopped = Date.now();
     await kube.stop();
-    await waitFor(async () => (await (await fetch(`${a.url}/metrics`)).text()).match(/^svc_config_store_up 0$/m) !== null, 'the outage in /metrics', 3000);
+    // A real stop: nothing listens on the port any more (the open watches were cut with it).
+    expect(await fetch(`${kube.url}/version`).then(() => 'answered', (err: Error) => String((err.cause as { code?: string } | undefined)?.code))).to.equal('ECONNREFUSED');
+    await waitFor(async () => (await metric(a)) === '0' && (await metric(b)) === '0', 'the outage in /metrics', 3000);
     expect(a.logs()).to.match(/the Kubernetes API does not answer .*serving the last good configuration/);
     const down = await fetch(`${a.url}/readyz`);
     expect(down.status).to.equal(503);
     expect(((await down.json()) as { checks: { store: string } }).checks.store).to.equal('the Kubernetes API does not answer; serving the last good configuration');
-    // Still serving: a password login reads only the configuration in memory.
-    expect((await call(a.url, 'POST', '/api/v1/session', { body: { username: 'bob', password: PASSWORDS.bob } })).status).to.equal(200);
+    // A write cannot land while the API is away: a 503 that says why, not a success kept only in memory.
+    const refused = await call(a.url, 'POST', '/api/v1/account/alice/token', { token, body: { id: 'during-outage' } });
+    expect(refused.status).to.equal(503);
+    expect(String(refused.body['message'])).to.match(/Secret svc-secret could not be written: the Kubernetes API at .* cannot be reached: ECONNREFUSED/);
+    // Changed in the API server's storage while it is down: only a resumed watch or a new LIST can show it.
     const cm = kube.store.get('configmaps', NS, 'svc-cm');
     if (cm === undefined) throw new Error('no svc-cm');
     kube.store.put({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }, NS, { ...cm, data: { ...(cm['data'] as Record<string, string>), 'accounts.gina': 'apiKey' } });
-    await new Promise((r) => setTimeout(r, 2000));
+    // Through the whole outage (the retries reach their longest backoff and keep failing): still serving
+    // the last good configuration (erin came from an edit before the outage), still reported as down.
+    while (Date.now() - stopped < OUTAGE_MS) {
+      await new Promise((r) => setTimeout(r, Math.min(5000, OUTAGE_MS - (Date.now() - stopped))));
+      for (const server of [a, b]) {
+        expect(await metric(server)).to.equal('0');
+        expect(server.services.settings.current().accounts.has('erin')).to.equal(true);
+        expect(server.services.settings.current().accounts.has('gina')).to.equal(false);
+        expect((await call(server.url, 'POST', '/api/v1/session', { body: { username: 'bob', password: PASSWORDS.bob } })).status).to.equal(200);
+      }
+    }
+    // One line for the outage, not one per failed retry.
+    expect([outageLines(a), outageLines(b)]).to.deep.equal([1, 1]);
     await kube.start();
-    await waitFor(() => a.services.settings.current().accounts.has('gina'), 'the change made while the API was down', 3000);
-    await waitFor(async () => (await (await fetch(`${a.url}/metrics`)).text()).match(/^svc_config_store_up 1$/m) !== null, 'recovery in /metrics', 3000);
+    const restarted = Date.now();
+    await waitFor(() => a.services.settings.current().accounts.has('gina') && b.services.settings.current().accounts.has('gina'), 'the change made while the API was down', RECOVERY_MS);
+    const arrived = Date.now() - restarted;
+    await waitFor(async () => (await metric(a)) === '1' && (await metric(b)) === '1', 'recovery in /metrics', RECOVERY_MS);
     const ready = await fetch(`${a.url}/readyz`);
     expect([ready.status, await ready.json()]).to.deep.equal([200, { status: 'ready', checks: { configuration: 'ok', store: 'ok', state: 'ok' } }]);
     expect(a.logs()).to.include('the Kubernetes API answers again');
+    expect(b.logs()).to.include('the Kubernetes API answers again');
+    // The refused write left nothing behind.
+    expect(kube.store.get('secrets', NS, 'svc-secret')?.metadata['resourceVersion']).to.equal(secretBefore);
+    expect(secretValues(kube, 'svc-secret')['accounts.alice.tokens']).to.not.include('during-outage');
+    console.log(`      (down ${Math.round((restarted - stopped) / 1000)} s; the change arrived ${arrived} ms after the restart)`);
   });
 
   it('a Role without update on svc-secret: generating a token answers 503 naming the permission, and nothing is written', async function () {

@@ -22,9 +22,10 @@
  *   - "Using RBAC Authorization": `rules` (verbs, resources, resourceNames) when given; a request
  *     no rule allows is answered 403 with the message the API server writes.
  *
- * Test levers: `stop()`/`start()` (down and back on the same port), `expireWatches()` (every
- * open watch gets ERROR 410 and history before now is compacted), `store.put(..., notify=false)`
- * (a change whose event a watcher never saw).
+ * Test levers: `stop()`/`start()` (down and back on the same port), `rotateToken()` (the old
+ * token refused from now on), `expireWatches()` (every open watch gets ERROR 410 and history
+ * before now is compacted), `store.put(..., notify=false)` (a change whose event a watcher never
+ * saw).
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -58,6 +59,8 @@ export interface FakeKube {
   /** Error answers by status code (409s show that writers really competed). */
   readonly refusals: Map<number, number>;
   kubeconfig(namespace: string): string;
+  /** Accepts only `next` as the bearer token from now on, as after a service-account token rotation whose old token expired. */
+  rotateToken(next: string): void;
   expireWatches(): void;
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -67,7 +70,7 @@ export interface FakeKube {
 const USER = 'system:serviceaccount:svc:svc';
 
 export async function startFakeKube(options: FakeKubeOptions = {}): Promise<FakeKube> {
-  const token = options.token ?? 'test-token-' + Math.random().toString(36).slice(2);
+  let token = options.token ?? 'test-token-' + Math.random().toString(36).slice(2);
   const store = new ObjectStore();
   const watches = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
@@ -82,6 +85,10 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     refusals: new Map(),
     authorized: new Set(),
     kubeconfig: (namespace) => kubeconfigText(fake.url, token, namespace, options.tls?.caPem),
+    rotateToken(next) {
+      token = next;
+      (fake as { token: string }).token = next;
+    },
     expireWatches() {
       store.compactedRv = store.rv;
       for (const res of watches) {

@@ -2,14 +2,14 @@
  * The connection to the Kubernetes API: where it is, who we are, and raw JSON requests.
  *
  * @kubernetes/client-node does what is easy to get wrong: reading a kubeconfig (its current
- * context, a token, a client certificate or exec credentials), the in-pod service account (the
- * token file re-read as the kubelet rotates it), TLS, and the watch stream. Its typed API
+ * context, a token, a client certificate or exec credentials), the in-pod service account's
+ * address and CA, TLS, and the watch stream. The pod's token is ours (useRotatingToken). Its typed API
  * classes are not used: they turn objects into model classes (dates parsed, unknown fields
  * dropped), and svc wants the objects as the API sends them, to give them to the same parser
  * as the manifests of a directory (docs/decisions.md, Issue 25).
  */
-import { readFileSync } from 'node:fs';
-import type { KubeConfig, RequestContext } from '@kubernetes/client-node';
+import { readFileSync, statSync } from 'node:fs';
+import type { KubeConfig, RequestContext, User } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -74,11 +74,61 @@ export async function loadKubeConfig(options: KubeClientOptions): Promise<KubeCo
   const kc = new (await library()).KubeConfig();
   if (options.kubeconfig !== undefined) kc.loadFromFile(options.kubeconfig);
   else if (env['KUBECONFIG'] !== undefined && env['KUBECONFIG'] !== '') kc.loadFromDefault();
-  // The token file is re-read every minute by the library, so the kubelet's rotation is followed.
-  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster(options.inClusterRoot);
+  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) useRotatingToken(kc, options.inClusterRoot);
   else throw new Error('no Kubernetes API to talk to: give --kubeconfig FILE or KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST)');
   if (kc.getCurrentCluster() === null) throw new Error('the kubeconfig has no current context with a cluster');
   return kc;
+}
+
+const TOKEN_PROVIDER = 'svc-service-account-token';
+/** The library's authenticator interface, which its index does not export. */
+type Authenticator = Parameters<KubeConfig['addAuthenticator']>[0];
+type AuthOptions = Parameters<Authenticator['applyAuthentication']>[1];
+
+/**
+ * The pod's service account, with its token read again as soon as the kubelet rotates it. The
+ * library's own token-file provider re-reads the file only once a minute; until then it sends
+ * the old token, which an API server that already refuses it answers 401 (the store would be
+ * down, every write a 503). Here the file is stat'ed on every request (requests are few: a LIST,
+ * a WATCH every few minutes, a write) and read again when it is another file or was rewritten.
+ */
+function useRotatingToken(kc: KubeConfig, root: string | undefined): void {
+  kc.loadFromCluster(root);
+  const tokenFile = `${root ?? ''}${SERVICE_ACCOUNT_DIR}/token`;
+  // Not `config.tokenFile`: the library's provider would claim the user before ours is asked.
+  const user: User = { name: 'inClusterUser', authProvider: { name: TOKEN_PROVIDER, config: { path: tokenFile } } };
+  kc.loadFromOptions({ clusters: kc.clusters, contexts: kc.contexts, users: [user], currentContext: kc.currentContext });
+  kc.addAuthenticator(new RotatingTokenFile(tokenFile));
+}
+
+class RotatingTokenFile implements Authenticator {
+  #token = '';
+  #signature = '';
+
+  constructor(private readonly file: string) {}
+
+  isAuthProvider(user: User): boolean {
+    return (user.authProvider as { name?: unknown } | undefined)?.name === TOKEN_PROVIDER;
+  }
+
+  async applyAuthentication(_user: User, opts: AuthOptions): Promise<void> {
+    opts.headers = { ...(opts.headers as Record<string, string> | undefined), Authorization: `Bearer ${this.#current()}` };
+  }
+
+  #current(): string {
+    try {
+      const st = statSync(this.file);
+      const signature = `${st.ino}:${st.mtimeMs}:${st.size}`;
+      if (signature !== this.#signature) {
+        this.#token = readFileSync(this.file, 'utf8').trim();
+        this.#signature = signature;
+      }
+    } catch (err: unknown) {
+      // Mid-swap or gone: the last token read is still the best guess; with none, say which file.
+      if (this.#token === '') throw new Error(`cannot read the service account token ${this.file}: ${(err as { code?: string }).code ?? String(err)}`, { cause: err });
+    }
+    return this.#token;
+  }
 }
 
 function namespaceOf(kc: KubeConfig, options: KubeClientOptions): string {

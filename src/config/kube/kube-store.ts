@@ -11,9 +11,10 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { createSerialQueue } from '../../lib/file-lock.js';
-import { EMPTY_MEMORY, loadDocuments, snapshotFingerprint, type DocumentsLoad, type LoadMemory } from '../load-dir.js';
-import { EMPTY_SNAPSHOT, INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SECRET_TYPE_LABEL, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../manifests.js';
-import { formatProblem, type ConfigProblem } from '../problems.js';
+import { CurrentSnapshot } from '../current-snapshot.js';
+import { loadDocuments, type DocumentsLoad } from '../load-dir.js';
+import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SECRET_TYPE_LABEL, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../manifests.js';
+import type { ConfigProblem } from '../problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from '../secret-in-force.js';
 import type { ConfigStore, SecretPatch, SnapshotListener } from '../store.js';
 import type { KubeClient, Plural } from './kube-client.js';
@@ -63,11 +64,7 @@ export async function openKubeStore(options: KubeStoreOptions): Promise<KubeStor
 
 class ApiStore implements KubeStore {
   readonly namespace: string;
-  #snapshot: StoreSnapshot = EMPTY_SNAPSHOT;
-  #fingerprint = snapshotFingerprint(EMPTY_SNAPSHOT);
-  #problems: readonly ConfigProblem[] = [];
-  #memory: LoadMemory = EMPTY_MEMORY;
-  #kept = new Set<string>();
+  readonly #current: CurrentSnapshot;
   #down = new Set<string>();
   /** The last error of each resource that cannot be read, for the message of a failed start. */
   readonly #lastErrors = new Map<string, string>();
@@ -76,12 +73,12 @@ class ApiStore implements KubeStore {
   #pending = false;
   /** By `<resource>/<namespace>`: one reflector per resource and namespace read. */
   readonly #reflectors: ReadonlyMap<string, { readonly plural: Plural; readonly namespace: string; readonly reflector: Reflector }>;
-  readonly #listeners = new Set<SnapshotListener>();
   readonly #writes = createSerialQueue();
   readonly #up: Gauge | undefined;
 
   constructor(private readonly options: KubeStoreOptions) {
     this.namespace = options.client.namespace;
+    this.#current = new CurrentSnapshot({ log: options.log, origin: { namespace: this.namespace }, sourceField: 'object' });
     const reflectors = new Map<string, { plural: Plural; namespace: string; reflector: Reflector }>();
     const appNamespaces = options.applicationNamespaces?.length ? [...new Set(options.applicationNamespaces)] : [this.namespace];
     const read: [Plural, string][] = [['configmaps', this.namespace], ['secrets', this.namespace], ...appNamespaces.map((ns): [Plural, string] => ['applications', ns])];
@@ -128,11 +125,11 @@ class ApiStore implements KubeStore {
   }
 
   current(): StoreSnapshot {
-    return this.#snapshot;
+    return this.#current.snapshot;
   }
 
   problems(): readonly ConfigProblem[] {
-    return this.#problems;
+    return this.#current.problems;
   }
 
   connected(): boolean {
@@ -140,8 +137,7 @@ class ApiStore implements KubeStore {
   }
 
   onChange(listener: SnapshotListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#current.onChange(listener);
   }
 
   updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void> {
@@ -199,39 +195,9 @@ class ApiStore implements KubeStore {
         sources.set(sourceName(plural, namespace, name), [{ ...object, kind: KINDS[plural] }]);
       }
     }
-    const result = loadDocuments(sources, this.#memory);
-    this.#apply(result);
+    const result = loadDocuments(sources, this.#current.memory);
+    this.#current.apply(result);
     return result;
-  }
-
-  #apply(result: DocumentsLoad): void {
-    this.#logNewProblems(result);
-    this.#memory = result.memory;
-    this.#problems = result.problems;
-    const fingerprint = snapshotFingerprint(result.snapshot);
-    if (fingerprint === this.#fingerprint) return;
-    this.#snapshot = result.snapshot;
-    this.#fingerprint = fingerprint;
-    this.options.log.info({ namespace: this.namespace, configMaps: result.snapshot.configMaps.size, secrets: result.snapshot.secrets.size }, 'configuration applied');
-    for (const listener of this.#listeners) {
-      try {
-        listener(result.snapshot);
-      } catch (err: unknown) {
-        this.options.log.error({ err }, 'a configuration change listener failed');
-      }
-    }
-  }
-
-  #logNewProblems(result: DocumentsLoad): void {
-    const seen = new Set(this.#problems.map(formatProblem));
-    for (const problem of result.problems) {
-      const text = formatProblem(problem);
-      if (!seen.has(text)) this.options.log.error({ object: problem.source, path: problem.path }, `config rejected: ${text}`);
-    }
-    for (const kept of result.keptLastGood) {
-      if (!this.#kept.has(kept)) this.options.log.warn({ kept }, `keeping the last good version of ${kept}`);
-    }
-    this.#kept = new Set(result.keptLastGood);
   }
 }
 
