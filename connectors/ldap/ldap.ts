@@ -9,7 +9,7 @@
  * entry (under the user search's base, one random RDN per connector), so both paths make the
  * same round trips and binds.
  * Anything else is thrown as a user-safe `UpstreamUnavailable` or `UpstreamMisconfigured`
- * carrying the operator's reason (never a password); its stack is logged at debug.
+ * carrying the operator's reason (never a password), which the caller logs.
  */
 import { randomBytes } from 'node:crypto';
 import type { Identity, LoginContext, PasswordConnector } from '../connector.js';
@@ -119,19 +119,18 @@ export class LdapConnector implements PasswordConnector {
       // A refresh only searches, so it may share a connection; a login binds as the user.
       return await (action === 'refresh' ? this.pool.runSearches(ctx.signal, work) : this.pool.run(ctx.signal, work));
     } catch (err: unknown) {
-      throw this.userSafe(action, err, ctx.signal);
+      throw this.userSafe(err, ctx.signal);
     }
   }
 
   /**
    * What a person may see, with the operator's reason on it (UpstreamErrorOptions.reason): the
-   * caller logs the attempt once, with the connector, the username and the request id, so the
-   * connector adds no line of its own above debug.
+   * caller logs the attempt once, with the connector, the username and the request id, and the
+   * error with its causes and stack at debug; the connector adds no line of its own.
    */
-  private userSafe(action: string, err: unknown, signal: AbortSignal): unknown {
+  private userSafe(err: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return err;
     const server = `${this.config.host}:${this.config.port}`;
-    this.deps.log.debug({ err, server }, `ldap: ${action} failed`);
     if (err instanceof DirectoryFailure) return new UpstreamUnavailable(UNREACHABLE, { cause: err, reason: reasonOf(err, server) });
     if (err instanceof AmbiguousUser || err instanceof MissingAttribute || err instanceof UnnamedGroup) {
       return new UpstreamMisconfigured(MISCONFIGURED, { cause: err, reason: `directory misconfigured: ${err.message}` });

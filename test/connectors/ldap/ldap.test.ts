@@ -346,7 +346,6 @@ describe('ldap connector against slapd', function () {
       expect(err).to.be.instanceOf(UpstreamUnavailable);
       expect(err.message).to.equal(UNREACHABLE);
       expect(reasonOf(err, lines)).to.equal(`directory unreachable: ECONNREFUSED 127.0.0.1:${closed}`);
-      expect(lines.filter((l) => l.level === 20 && JSON.stringify(l).includes('ECONNREFUSED'))).to.have.length(1);
     });
 
     for (const [name, extra] of [
