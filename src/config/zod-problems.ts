@@ -52,10 +52,18 @@ function shownValue(input: unknown, fullPath: Path, path: Path): string | undefi
   }
   if (typeof at === 'number' || typeof at === 'boolean') return String(at);
   if (typeof at !== 'string' || at === '') return undefined;
-  const firstLine = at.split('\n', 1)[0] ?? '';
-  // A URL's user information may hold a password: never shown (masked before the value is cut).
+  return quoted(at);
+}
+
+/**
+ * A text that is not secret, quoted for a message: its first line, at most 60 characters, control
+ * characters escaped, and a URL's user information (it may hold a password) masked before the
+ * text is cut.
+ */
+export function quoted(text: string): string {
+  const firstLine = text.split('\n', 1)[0] ?? '';
   const masked = firstLine.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1…@');
-  const cut = masked.length > MAX_SHOWN || firstLine !== at;
+  const cut = masked.length > MAX_SHOWN || firstLine !== text;
   return `'${JSON.stringify(masked.slice(0, MAX_SHOWN)).slice(1, -1).replace(/'/g, "\\'")}${cut ? '…' : ''}'`;
 }
 

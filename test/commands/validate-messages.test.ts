@@ -139,6 +139,12 @@ const CASES: readonly Case[] = [
     ],
   },
   {
+    mistake: 'a registered application\'s redirect URI: quoted, its password masked',
+    cm: { 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp', config: { host: 'ldap.example.org', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } } }], staticClients: [{ id: 'wiki', name: 'Wiki', public: true, redirectURIs: ['https://ops:hunter2@wiki.example.org/cb#x'] }] }) },
+    never: 'hunter2',
+    says: ["svc-cm: idp.config: staticClients[0].redirectURIs[0]: 'https://…@wiki.example.org/cb#x' must not have a fragment (#)"],
+  },
+  {
     mistake: 'rights lines that cannot mean what they say',
     rbac: 'p, role:ops, extensions, invoke, metrics, allow\np, role:ops, applicatons, get, */*, allow\np, role:ops, applications, sink, */*, allow\ng, ops-team, role:opps\ng, Admin, role:ops\n',
     says: [
