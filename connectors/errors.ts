@@ -5,19 +5,40 @@
  */
 import { SvcError } from '../src/errors.js';
 
+export interface UpstreamErrorOptions extends ErrorOptions {
+  /**
+   * Why, for the operator's log line of the attempt (it may name a host or a DN, never a
+   * secret): the caller that logs the attempt logs it, so one failure is one line.
+   */
+  readonly reason?: string;
+}
+
+/**
+ * The operator's reason a connector gave with its error, if any. By shape, not instanceof: a
+ * connector loaded lazily (import()) may hold another instance of this module than its caller.
+ */
+export function upstreamReason(err: unknown): string | undefined {
+  const reason = err instanceof Error ? (err as { reason?: unknown }).reason : undefined;
+  return typeof reason === 'string' && reason !== '' ? reason : undefined;
+}
+
 /** The upstream cannot be reached or refused svc itself (service account, TLS, timeout). */
 export class UpstreamUnavailable extends SvcError {
   readonly code = 'unavailable';
-  constructor(message = 'the identity source is unreachable; try again later', options?: ErrorOptions) {
+  readonly reason: string | undefined;
+  constructor(message = 'the identity source is unreachable; try again later', options?: UpstreamErrorOptions) {
     super(message, options);
+    this.reason = options?.reason;
   }
 }
 
 /** The upstream answered but not in a way svc can sign anyone in with (a misconfiguration). */
 export class UpstreamMisconfigured extends SvcError {
   readonly code = 'unavailable';
-  constructor(message = 'the identity source could not complete the login; the server log says why', options?: ErrorOptions) {
+  readonly reason: string | undefined;
+  constructor(message = 'the identity source could not complete the login; the server log says why', options?: UpstreamErrorOptions) {
     super(message, options);
+    this.reason = options?.reason;
   }
 }
 

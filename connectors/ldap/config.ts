@@ -18,6 +18,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { ScopedSink } from '../../src/config/problems.js';
+import { withoutKey } from '../../src/config/secret-ref.js';
 import { parseWith } from '../../src/config/zod-problems.js';
 import { text } from '../config-schema.js';
 
@@ -181,8 +182,7 @@ export function parseLdapConfig(raw: unknown, at: ScopedSink): LdapConfig | unde
 
 function omitRedirect(raw: unknown): unknown {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-  const { redirectURI: _ignored, ...rest } = raw as Record<string, unknown>;
-  return rest;
+  return withoutKey(raw as Record<string, unknown>, 'redirectURI');
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -8,8 +8,8 @@
  * does the time taken: for an unknown user the password is bound against a DN that names no
  * entry (under the user search's base, one random RDN per connector), so both paths make the
  * same round trips and binds.
- * Anything else is logged with its reason (never a password) and thrown as a user-safe
- * `UpstreamUnavailable` or `UpstreamMisconfigured`.
+ * Anything else is thrown as a user-safe `UpstreamUnavailable` or `UpstreamMisconfigured`
+ * carrying the operator's reason (never a password), which the caller logs.
  */
 import { randomBytes } from 'node:crypto';
 import type { Identity, LoginContext, PasswordConnector } from '../connector.js';
@@ -119,25 +119,37 @@ export class LdapConnector implements PasswordConnector {
       // A refresh only searches, so it may share a connection; a login binds as the user.
       return await (action === 'refresh' ? this.pool.runSearches(ctx.signal, work) : this.pool.run(ctx.signal, work));
     } catch (err: unknown) {
-      throw this.userSafe(action, err, ctx.signal);
+      throw this.userSafe(err, ctx.signal);
     }
   }
 
-  /** Logs why, and returns what a person may see. */
-  private userSafe(action: string, err: unknown, signal: AbortSignal): unknown {
-    const server = `${this.config.host}:${this.config.port}`;
+  /**
+   * What a person may see, with the operator's reason on it (UpstreamErrorOptions.reason): the
+   * caller logs the attempt once, with the connector, the username and the request id, and the
+   * error with its causes and stack at debug; the connector adds no line of its own.
+   */
+  private userSafe(err: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return err;
-    if (err instanceof DirectoryFailure) {
-      this.deps.log.error({ server, stage: err.stage }, `ldap: ${action} failed: ${err.message}`);
-      return new UpstreamUnavailable(UNREACHABLE, { cause: err });
-    }
+    const server = `${this.config.host}:${this.config.port}`;
+    if (err instanceof DirectoryFailure) return new UpstreamUnavailable(UNREACHABLE, { cause: err, reason: reasonOf(err, server) });
     if (err instanceof AmbiguousUser || err instanceof MissingAttribute || err instanceof UnnamedGroup) {
-      this.deps.log.error({ server }, `ldap: ${action} failed: ${err.message}`);
-      return new UpstreamMisconfigured(MISCONFIGURED, { cause: err });
+      return new UpstreamMisconfigured(MISCONFIGURED, { cause: err, reason: `directory misconfigured: ${err.message}` });
     }
-    this.deps.log.error({ server }, `ldap: ${action} failed: ${describe(err)}`);
-    return new UpstreamUnavailable(UNREACHABLE, { cause: err });
+    return new UpstreamUnavailable(UNREACHABLE, { cause: err, reason: `directory failed (${server}): ${describe(err)}` });
   }
+}
+
+/** Socket errors that mean nothing answered at the address: the code and the address say it all. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
+
+/** "directory unreachable: ECONNREFUSED ldap.corp:636", or the failure's own sentence. */
+function reasonOf(err: DirectoryFailure, server: string): string {
+  let root: unknown = err;
+  for (let i = 0; i < 5 && root instanceof Error && root.cause instanceof Error; i++) root = root.cause;
+  const code = (root as { code?: unknown }).code;
+  if (err.stage === 'connect' && typeof code === 'string' && UNREACHABLE_CODES.has(code)) return `directory unreachable: ${code} ${server}`;
+  const why = err.message.replace(/^cannot reach the directory: /, '');
+  return err.stage === 'connect' || err.stage === 'timeout' || err.stage === 'busy' ? `directory unreachable (${server}): ${why}` : `directory failed (${server}): ${why}`;
 }
 
 /** Every group matcher names the user by DN (the usual `member` or `uniqueMember`). */

@@ -85,11 +85,40 @@ function walk(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (st
     unresolved.push(path);
     return UNRESOLVED;
   }
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, secrets, sink, [...path, i], unresolved));
+  if (Array.isArray(value)) {
+    const out = value.map((item, i) => walk(item, secrets, sink, [...path, i], unresolved));
+    markReferences(out, value);
+    return out;
+  }
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) out[key] = walk(item, secrets, sink, [...path, key], unresolved);
+    markReferences(out, value);
     return out;
   }
   return value;
+}
+
+/**
+ * The keys of a resolved map or list whose value was a reference: a message about such a value
+ * must not quote it (it is a Secret's), wherever the value is checked (zod-problems.ts).
+ */
+const fromSecrets = new WeakMap<object, ReadonlySet<string>>();
+
+function markReferences(out: object, written: object): void {
+  const keys = Object.entries(written).filter(([, item]) => typeof item === 'string' && isSecretReference(item)).map(([key]) => key);
+  if (keys.length > 0) fromSecrets.set(out, new Set(keys));
+}
+
+/** Whether `container[key]` was read from a Secret (resolveForChecking). */
+export function isFromSecret(container: object, key: string | number): boolean {
+  return fromSecrets.get(container)?.has(String(key)) ?? false;
+}
+
+/** `container` without `key`, keeping which of its values were read from a Secret. */
+export function withoutKey(container: Readonly<Record<string, unknown>>, key: string): Record<string, unknown> {
+  const { [key]: _dropped, ...rest } = container;
+  const marked = fromSecrets.get(container);
+  if (marked !== undefined) fromSecrets.set(rest, marked);
+  return rest;
 }

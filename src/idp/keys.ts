@@ -22,6 +22,7 @@ import { createLocalJWKSet, type JWTVerifyGetKey } from 'jose';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { SvcError } from '../errors.js';
+import { operatorWords } from '../config/zod-problems.js';
 import { ID_TOKEN_TTL_S } from './lifetimes.js';
 
 export const SIGNING_KEYS_KEY = 'idp.signingKeys';
@@ -78,7 +79,12 @@ function parseList<T>(schema: z.ZodType<T>, text: string, key: string): T {
     throw new IdpKeysUnreadable(`svc-secret: ${key}: not JSON; remove the key to have new keys generated`);
   }
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new IdpKeysUnreadable(`svc-secret: ${key}: not a key list svc wrote (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+  if (!parsed.success) {
+    // A Secret's value: the problem's place and words, never the value (operatorWords quotes nothing).
+    const issue = parsed.error.issues[0];
+    const why = issue === undefined ? 'invalid' : `${issue.path.length === 0 ? '' : `${issue.path.join('.')}: `}${operatorWords(issue)}`;
+    throw new IdpKeysUnreadable(`svc-secret: ${key}: not a key list svc wrote (${why}); remove the key to have new keys generated`);
+  }
   return parsed.data;
 }
 

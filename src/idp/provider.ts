@@ -11,6 +11,8 @@ import { logProviderRefusals } from '../http/provider-refusals.js';
 import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
+import { upstreamReason } from '../../connectors/errors.js';
+import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
 import { createStateAdapterClass } from './storage/adapter.js';
@@ -178,7 +180,9 @@ async function refreshed(deps: ProviderDeps, connectorId: string, identity: Iden
   try {
     return await connector.refresh(identity, { callbackUrl: `${issuerOf(deps.url)}/callback`, wantGroups: true, signal: deadline.signal });
   } catch (err: unknown) {
-    deps.log.warn({ err, connector: connectorId }, 'identity provider: refreshing a login at its connector failed; no new tokens');
+    // One line with the connector's reason; the stack only at debug.
+    deps.log.warn({ connector: connectorId, reason: upstreamReason(err) ?? describeFailure(err) }, 'identity provider: refreshing a login at its connector failed; no new tokens');
+    deps.log.debug({ err, connector: connectorId }, 'identity provider: refresh failure');
     return null;
   } finally {
     clearTimeout(timer);

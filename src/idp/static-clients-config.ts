@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import type { ScopedSink } from '../config/problems.js';
 import { isSecretReference, resolveSecretReference, type SecretLookup } from '../config/secret-ref.js';
-import { parseWith } from '../config/zod-problems.js';
+import { parseWith, quoted } from '../config/zod-problems.js';
 import { CLIENT_IDS } from './clients.js';
 
 export interface StaticClient {
@@ -133,18 +133,19 @@ function secretOf(entry: Entry, isPublic: boolean, secrets: SecretLookup, at: Sc
  */
 function checkRedirectUri(uri: string, isPublic: boolean, at: ScopedSink, path: (string | number)[]): void {
   const parsed = URL.parse(uri);
-  if (parsed === null) return at.add(path, 'not an absolute URI');
-  if (uri.includes('#')) return at.add(path, 'must not have a fragment (#)');
-  if (FORBIDDEN_SCHEMES.has(parsed.protocol)) return at.add(path, `the ${parsed.protocol.slice(0, -1)} scheme is not allowed`);
+  const shown = quoted(uri);
+  if (parsed === null) return at.add(path, `${shown} is not an absolute URI`);
+  if (uri.includes('#')) return at.add(path, `${shown} must not have a fragment (#)`);
+  if (FORBIDDEN_SCHEMES.has(parsed.protocol)) return at.add(path, `${shown}: the ${parsed.protocol.slice(0, -1)} scheme is not allowed`);
   const web = parsed.protocol === 'http:' || parsed.protocol === 'https:';
-  if (!web && !isPublic) return at.add(path, 'a confidential client must use an http or https URI (custom schemes are for public clients)');
-  if (web && parsed.host === '') at.add(path, 'has no host');
+  if (!web && !isPublic) return at.add(path, `${shown}: a confidential client must use an http or https URI (custom schemes are for public clients)`);
+  if (web && parsed.host === '') at.add(path, `${shown} has no host`);
 }
 
 /** An absolute http(s) URL: the login page loads it, and its origin is allowed for images there. */
 function checkLogoUrl(uri: string, at: ScopedSink): void {
   const parsed = URL.parse(uri);
-  if (parsed === null || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) return at.add(['logoURL'], 'must be an absolute http or https URL');
+  if (parsed === null || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) return at.add(['logoURL'], `${quoted(uri)} must be an absolute http or https URL`);
   if (parsed.username !== '' || parsed.password !== '') at.add(['logoURL'], 'must not carry credentials');
 }
 

@@ -75,7 +75,7 @@ const entrySchema = z.strictObject({
 }).superRefine((entry, ctx) => {
   for (const key of Object.keys(entry.claims)) {
     const parsed = parseClaimPath(key);
-    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['claims', key], message: `not a claim path: it ${parsed}` });
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['claims', key], message: `'${key}' is not a claim path: it ${parsed}` });
   }
   if (entry.maxTokenLifetime !== undefined) {
     const ms = parseDuration(entry.maxTokenLifetime);

@@ -117,8 +117,10 @@ describe('cli/config-file', () => {
 
   it('treats a missing file as empty and names the file and key of a broken one', async () => {
     expect(await readConfig(path.join(dir, 'none'))).to.deep.equal(emptyConfig());
-    expect(() => parseConfig('contexts: [{name: 1}]', '/c')).to.throw(CliError, /^\/c: contexts\.0\.name: /);
+    expect(() => parseConfig('contexts: [{name: 1}]', '/c')).to.throw(CliError, /^\/c: contexts\.0\.name: 1 must be a string, not a number$/);
     expect(() => parseConfig('a: [', '/c')).to.throw(CliError, /^\/c: not valid YAML or JSON: /);
+    // A token's value is never quoted, nor zod's wording shown.
+    expect(() => parseConfig('users: [{name: u, auth-token: 12345}]', '/c')).to.throw(CliError, /^\/c: users\.0\.auth-token: must be a string, not a number$/);
   });
 
   it('leaves an existing directory mode alone', async () => {

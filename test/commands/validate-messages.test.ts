@@ -21,6 +21,10 @@ interface Case {
   readonly mistake: string;
   readonly cm?: Record<string, string>;
   readonly rbac?: string;
+  /** Keys of svc-secret besides server.secretkey. */
+  readonly secret?: Record<string, string>;
+  /** Text that must appear in neither output (a Secret's value). */
+  readonly never?: string;
   /** Lines validate and the server must both say (validate's warnings start with "warning: "). */
   readonly says: readonly string[];
 }
@@ -89,6 +93,58 @@ const CASES: readonly Case[] = [
     says: ["svc-cm: extension.config: extensions[0].backend.services[0].cluster: unknown key: Argo CD's cluster: {name: …} is clusterName: … here (the name of the cluster Secret)"],
   },
   {
+    mistake: 'wrong types and values in a connector config: each value quoted, zod\'s words nowhere',
+    cm: { 'idp.config': ldap({ host: 'ldap.example.org', insecureNoSSL: 'yes', bindDN: 'cn=reader,dc=example,dc=org', bindPW: 12345, userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid', scope: 'base' } }) },
+    says: [
+      "svc-cm: idp.config: connectors[0].config.insecureNoSSL: 'yes' must be true or false, not a string",
+      "svc-cm: idp.config: connectors[0].config.userSearch.scope: 'base' must be one of 'sub', 'one'",
+      // A key named like a password: its value is never quoted, whatever it is.
+      'svc-cm: idp.config: connectors[0].config.bindPW: must be a string, not a number',
+    ],
+  },
+  {
+    mistake: 'a value read from a Secret is never quoted, a value written in the ConfigMap is',
+    cm: { 'oidc.config': 'name: Corp\nissuer: $oidc.issuer\nclientID: svc\nclientSecret: $oidc.clientSecret\nrootCA: /etc/ssl/corp.pem\n' },
+    secret: { 'oidc.issuer': 'sso.example.org-s3cr3t', 'oidc.clientSecret': 'x' },
+    never: 's3cr3t',
+    says: [
+      'svc-cm: oidc.config: issuer: not an http(s) URL',
+      "svc-cm: oidc.config: rootCA: '/etc/ssl/corp.pem' is not a PEM certificate",
+    ],
+  },
+  {
+    mistake: 'an extension: the URL quoted without its password, the duration quoted',
+    cm: { 'extension.config': YAML.stringify({ extensions: [{ name: 'metrics', enabled: true, backend: { idleConnTimeout: 'soon', services: [{ url: 'ftp://ops:hunter2@metrics.example.org' }] } }] }) },
+    never: 'hunter2',
+    says: [
+      "svc-cm: extension.config: extensions[0].backend.idleConnTimeout: 'soon' is not a duration (for example 30s, 2m)",
+      "svc-cm: extension.config: extensions[0].backend.services[0].url: 'ftp://…@metrics.example.org' is not a URL (want http:// or https:// with a host, without query or fragment)",
+    ],
+  },
+  {
+    mistake: 'a workload issuer: the values quoted, the entry set aside',
+    cm: { 'workload.config': YAML.stringify([{ name: 'ci', issuer: 'http://token.actions.example.org', audiences: ['svc'], subject: '{{sub' }]) },
+    says: [
+      "svc-cm: workload.config[0].issuer: 'http://token.actions.example.org' is not an https:// URL without query or fragment (an issuer is only trusted over TLS)",
+      "svc-cm: workload.config[0].subject: '{{sub' is not a template: has an unbalanced {{ or }}",
+      'svc-cm: workload.config[0]: entry is invalid and is ignored',
+    ],
+  },
+  {
+    mistake: 'a bundled provider\'s client: the id and the connector type quoted',
+    cm: { 'idp.config': YAML.stringify({ connectors: [{ type: 'kerberos', id: 'Corp_1', name: 'Corp', config: {} }] }) },
+    says: [
+      "svc-cm: idp.config: connectors[0].type: 'kerberos' is not a connector type: one of ldap, saml, github, gitlab, oidc",
+      "svc-cm: idp.config: connectors[0].id: 'Corp_1': lower-case letters, digits, \"-\" and \"_\" only",
+    ],
+  },
+  {
+    mistake: 'a registered application\'s redirect URI: quoted, its password masked',
+    cm: { 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp', config: { host: 'ldap.example.org', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } } }], staticClients: [{ id: 'wiki', name: 'Wiki', public: true, redirectURIs: ['https://ops:hunter2@wiki.example.org/cb#x'] }] }) },
+    never: 'hunter2',
+    says: ["svc-cm: idp.config: staticClients[0].redirectURIs[0]: 'https://…@wiki.example.org/cb#x' must not have a fragment (#)"],
+  },
+  {
     mistake: 'rights lines that cannot mean what they say',
     rbac: 'p, role:ops, extensions, invoke, metrics, allow\np, role:ops, applicatons, get, */*, allow\np, role:ops, applications, sink, */*, allow\ng, ops-team, role:opps\ng, Admin, role:ops\n',
     says: [
@@ -114,7 +170,7 @@ describe('svc-server validate and the server: the same text for the same mistake
       const dir = tempConfigDir({
         'svc-cm.yaml': configMap('svc-cm', { url: URL_, ...c.cm }),
         'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': c.rbac ?? '' }),
-        'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': KEY }),
+        'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': KEY, ...c.secret }),
       });
       try {
         const out = collector();
@@ -128,6 +184,7 @@ describe('svc-server validate and the server: the same text for the same mistake
         expect(validated, 'validate').to.have.members([...c.says]);
         expect(logged, 'the server log').to.have.members([...c.says]);
         for (const line of validated) expect(line).not.to.match(/Invalid input|expected \w+, received/);
+        if (c.never !== undefined) expect(JSON.stringify([validated, server.logs()])).not.to.include(c.never);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

@@ -133,7 +133,7 @@ describe('connector registry', () => {
         [],
       );
       expect(problems).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].type: not a connector type: one of fake, ldap, saml, github, gitlab, oidc',
+        'svc-cm: idp.config: connectors[0].type: \'kerberos\' is not a connector type: one of fake, ldap, saml, github, gitlab, oidc',
         'svc-cm: idp.config: connectors[1].config: required',
       ]);
       expect(idp?.connectors.map((c) => c.id)).to.deep.equal(['ok']);
@@ -142,10 +142,10 @@ describe('connector registry', () => {
     it('reports the entry and its config in one run', () => {
       const { problems } = idpConfig('connectors:\n  - { type: saml, id: Bad_Id, name: "", config: { ssoURL: "nope", redirectURI: "https://x/cb", ca: "$corp-idp:ca.crt", usernameAttr: n, emailAttr: e } }\n', []);
       expect(problems).to.have.members([
-        'svc-cm: idp.config: connectors[0].id: lower-case letters, digits, "-" and "_" only',
+        'svc-cm: idp.config: connectors[0].id: \'Bad_Id\': lower-case letters, digits, "-" and "_" only',
         'svc-cm: idp.config: connectors[0].name: must not be empty',
         'svc-cm: idp.config: connectors[0].config.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream',
-        'svc-cm: idp.config: connectors[0].config.ssoURL: not an http(s) URL',
+        'svc-cm: idp.config: connectors[0].config.ssoURL: \'nope\' is not an http(s) URL',
       ]);
     });
 
@@ -154,7 +154,7 @@ describe('connector registry', () => {
       const first = idpConfig(entries(['a', 'one'], ['b', 'one']), events).idp;
       const { idp, problems } = idpConfig('connectors:\n  - { type: fake, id: a, name: A, config: { value: 7 } }\n  - { type: fake, id: b, name: B2, config: { value: two } }\n  - { type: fake, id: b, name: B3, config: { value: three } }\n', events, first);
       expect(problems).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].config.value: must be a string, not a number',
+        'svc-cm: idp.config: connectors[0].config.value: 7 must be a string, not a number',
         "svc-cm: idp.config: connectors[2].id: 'b' is used twice; the first one is used",
       ]);
       expect(idp?.connectors[0]).to.equal(first?.connectors[0]);

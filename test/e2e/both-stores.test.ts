@@ -94,7 +94,7 @@ for (const [name, open] of [
     it('a broken edit keeps the last good extension and reports the key path', async () => {
       const before = settings().extensions;
       await source.setCm('extension.config', extension('not a url'));
-      await waitFor(() => source.server.logs().includes('extensions[0].backend.services[0].url: not a URL'), 'the problem', 2000);
+      await waitFor(() => source.server.logs().includes("extensions[0].backend.services[0].url: 'not a url' is not a URL"), 'the problem', 2000);
       expect(settings().extensions).to.deep.equal(before);
       await source.setCm('extension.config', 'extensions: [unclosed');
       await waitFor(() => source.server.logs().includes('YAML does not parse, the previous value stays in force'), 'the YAML problem', 2000);

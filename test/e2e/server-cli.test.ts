@@ -82,7 +82,7 @@ describe('svc-server', () => {
       const lines = stderr.trim().split('\n');
       expect(lines).to.include('svc-cm: no.such.key: unknown key');
       expect(lines).to.include("svc-cm: accounts.a-username-longer-than-thirty-two-chars: username 'a-username-longer-than-thirty-two-chars' is longer than 32 characters");
-      expect(lines).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
+      expect(lines).to.include("svc-cm: extension.config: extensions[1].backend.services[0].url: 'http//missing-colon' is not a URL (want http:// or https:// with a host, without query or fragment)");
       expect(lines).to.include("svc-cm: oidc.config: clientSecret: references Secret ('mi…', 7 characters), which does not exist");
       expect(lines.some((l) => l.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, stderr);
       expect(lines.at(-1)).to.equal('5 problems found');
@@ -104,7 +104,7 @@ describe('svc-server', () => {
       const { code, stderr } = await runTs(CLI, ['validate', '--config', dir]);
       expect(code).to.equal(1);
       expect(stderr.trim().split('\n')).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].config.ssoURL: not an http(s) URL',
+        "svc-cm: idp.config: connectors[0].config.ssoURL: 'idp.example.com/sso' is not an http(s) URL",
         'svc-cm: idp.config: connectors[1].config.redirectURI: must not be set: svc gives the connector <url>/api/idp/callback (with the url of svc-cm) as its callback; register that URL upstream',
         'svc-cm: idp.config: connectors[2].config.userSearch.usernameAttr: unknown key',
         '3 problems found',

@@ -24,7 +24,7 @@ describe('extensions/config', () => {
     expect(previous[0]?.enabled).to.equal(true);
     const { parsed, problems } = parse([{ ...good, enabled: false, backend: { services: [{ url: 'not a url' }] } }], previous);
     expect(parsed).to.deep.equal([{ ...previous[0], enabled: false }]);
-    expect(problems[0]).to.match(/^svc-cm: extension\.config: extensions\[0\]\.backend\.services\[0\]\.url: not a URL/);
+    expect(problems[0]).to.match(/^svc-cm: extension\.config: extensions\[0\]\.backend\.services\[0\]\.url: 'not a url' is not a URL/);
     const typo = parse([{ ...good, enabled: false, backend: { services: [{ url: 'http://x' }], idleConnTimeout: 'soon' } }], previous).parsed;
     expect(typo.map((e) => [e.name, e.enabled])).to.deep.equal([['metrics', false]]);
   });
@@ -60,8 +60,8 @@ describe('extensions/config', () => {
   it('refuses a policy that could not be a header value, or is empty, keeping the sandbox', () => {
     const { parsed, problems } = parse([{ ...good, contentSecurityPolicy: 'sandbox\r\nSet-Cookie: x=1' }, { ...good, name: 'empty', contentSecurityPolicy: ' ' }]);
     expect(problems).to.deep.equal([
-      'svc-cm: extension.config: extensions[0].contentSecurityPolicy: printable ASCII only',
-      'svc-cm: extension.config: extensions[1].contentSecurityPolicy: must not be empty (false turns it off)',
+      'svc-cm: extension.config: extensions[0].contentSecurityPolicy: \'sandbox\\r…\': printable ASCII only',
+      'svc-cm: extension.config: extensions[1].contentSecurityPolicy: \' \' must not be empty (false turns it off)',
     ]);
     expect(parsed).to.deep.equal([]);
   });

@@ -72,9 +72,9 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
     ['a duplicate id', [GOOD, { ...GOOD, name: 'Again' }], `${AT}[1].id: 'wiki' is used twice; the first one is used`],
     ["the id 'svc'", [{ ...GOOD, id: 'svc' }], `${AT}[0].id: 'svc' is svc's own client; choose another id`],
     ["the id 'svc-cli'", [{ ...GOOD, id: 'svc-cli' }], `${AT}[0].id: 'svc-cli' is svc's own client; choose another id`],
-    ['a redirect URI that is not absolute', [{ ...GOOD, redirectURIs: ['/callback'] }], `${AT}[0].redirectURIs[0]: not an absolute URI`],
-    ['a redirect URI with a fragment', [{ ...GOOD, redirectURIs: ['https://wiki.example.org/cb#x'] }], `${AT}[0].redirectURIs[0]: must not have a fragment (#)`],
-    ['a post-logout URI with a fragment', [{ ...GOOD, postLogoutRedirectURIs: ['https://wiki.example.org/#out'] }], `${AT}[0].postLogoutRedirectURIs[0]: must not have a fragment (#)`],
+    ['a redirect URI that is not absolute', [{ ...GOOD, redirectURIs: ['/callback'] }], `${AT}[0].redirectURIs[0]: '/callback' is not an absolute URI`],
+    ['a redirect URI with a fragment', [{ ...GOOD, redirectURIs: ['https://wiki.example.org/cb#x'] }], `${AT}[0].redirectURIs[0]: 'https://wiki.example.org/cb#x' must not have a fragment (#)`],
+    ['a post-logout URI with a fragment', [{ ...GOOD, postLogoutRedirectURIs: ['https://wiki.example.org/#out'] }], `${AT}[0].postLogoutRedirectURIs[0]: 'https://wiki.example.org/#out' must not have a fragment (#)`],
     ['no redirect URI', [{ ...GOOD, redirectURIs: [] }], `${AT}[0].redirectURIs: at least one redirect URI`],
     ['a confidential client without a secret', [{ id: 'wiki', redirectURIs: ['https://wiki.example.org/cb'] }],
       `${AT}[0].secret: required for a confidential client: a secret reference ($<key> of svc-secret or $<secret>:<key>), or public: true`],
@@ -85,10 +85,10 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
       `${AT}[0].secret: references secret 'other', which lacks the label app.kubernetes.io/part-of: svc`],
     ['a public client with a secret', [{ ...GOOD, public: true }], `${AT}[0].secret: a public client has no secret: remove it, or remove public: true`],
     ['a custom scheme on a confidential client', [{ ...GOOD, redirectURIs: ['com.example.app:/cb'] }],
-      `${AT}[0].redirectURIs[0]: a confidential client must use an http or https URI (custom schemes are for public clients)`],
+      `${AT}[0].redirectURIs[0]: 'com.example.app:/cb': a confidential client must use an http or https URI (custom schemes are for public clients)`],
     ['trustedPeers', [{ ...GOOD, trustedPeers: ['other'] }],
       `${AT}[0].trustedPeers: not supported: svc issues no tokens for one client to another (audience:server:client_id: scopes are dropped); register the other application as its own client`],
-    ['a logo that is not an http(s) URL', [{ ...GOOD, logoURL: 'javascript:alert(1)' }], `${AT}[0].logoURL: must be an absolute http or https URL`],
+    ['a logo that is not an http(s) URL', [{ ...GOOD, logoURL: 'javascript:alert(1)' }], `${AT}[0].logoURL: 'javascript:alert(1)' must be an absolute http or https URL`],
     ['an unknown key', [{ ...GOOD, secretEnv: 'X' }], `${AT}[0].secretEnv: unknown key`],
     ['not a list', 'wiki' as unknown as unknown[], `${AT}: must be a list`],
   ];
@@ -117,7 +117,7 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
     };
     try {
       await reload([{ ...GOOD, redirectURIs: ['https://wiki.example.org/cb#bad'] }, { id: 'cli', public: true, redirectURIs: ['http://127.0.0.1/cb'] }], 1);
-      expect(live.problems().map(formatProblem)).to.deep.equal([`${AT}[0].redirectURIs[0]: must not have a fragment (#)`]);
+      expect(live.problems().map(formatProblem)).to.deep.equal([`${AT}[0].redirectURIs[0]: 'https://wiki.example.org/cb#bad' must not have a fragment (#)`]);
       expect(live.current().idp?.staticClients.map((c) => [c.id, c.redirectURIs])).to.deep.equal([
         ['wiki', ['https://wiki.example.org/callback']], ['cli', ['http://127.0.0.1/cb']],
       ]);

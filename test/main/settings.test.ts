@@ -56,7 +56,7 @@ describe('parseSettings', () => {
     }));
     expect(problems).to.include('svc-cm: unknown.key: unknown key');
     expect(problems).to.include("svc-cm: accounts.this-name-is-far-too-long-for-an-account-1: username 'this-name-is-far-too-long-for-an-account-1' is longer than 32 characters");
-    expect(problems).to.include('svc-cm: extension.config: extensions[1].backend.services[0].url: not a URL (want http:// or https:// with a host, without query or fragment)');
+    expect(problems).to.include("svc-cm: extension.config: extensions[1].backend.services[0].url: 'not a url' is not a URL (want http:// or https:// with a host, without query or fragment)");
     expect(problems).to.include("svc-cm: oidc.config: clientSecret: references Secret ('mi…', 7 characters), which does not exist");
     expect(problems.some((p) => p.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, problems.join('\n'));
   });
@@ -149,8 +149,8 @@ describe('parseSettings', () => {
     config: { clientID: a, clientSecret: b, issuer: "https://corp.example.com" }
 ` } }));
     expect(problems.map(formatProblem)).to.deep.equal([
-      'svc-cm: idp.config: connectors[0].config.baseURL: not an http(s) URL',
-      'svc-cm: idp.config: connectors[1].config.issuer: not an http(s) URL',
+      "svc-cm: idp.config: connectors[0].config.baseURL: 'javascript:alert(1)' is not an http(s) URL",
+      "svc-cm: idp.config: connectors[1].config.issuer: 'file:///etc/passwd' is not an http(s) URL",
     ]);
     expect(settings.idp?.connectors.map((c) => c.id)).to.deep.equal(['ok']);
   });

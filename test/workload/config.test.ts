@@ -49,11 +49,11 @@ describe('workload.config', () => {
     expect(issuers).to.deep.equal([]);
     expect(problems).to.have.members([
       'svc-cm: workload.config[0].extra: unknown key',
-      "svc-cm: workload.config[0].name: letters, digits, \".\", \"_\" and \"-\" only",
-      'svc-cm: workload.config[0].issuer: not an https:// URL without query or fragment (an issuer is only trusted over TLS)',
+      "svc-cm: workload.config[0].name: 'bad:name': letters, digits, \".\", \"_\" and \"-\" only",
+      "svc-cm: workload.config[0].issuer: 'http://issuer.example' is not an https:// URL without query or fragment (an issuer is only trusted over TLS)",
       'svc-cm: workload.config[0].audiences: must list at least one audience',
-      'svc-cm: workload.config[0].subject: not a template: has an unbalanced {{ or }}',
-      'svc-cm: workload.config[0].claims.a..b: not a claim path: it has an empty segment (a name between two dots; write a dot in a name as \\.)',
+      "svc-cm: workload.config[0].subject: '{{sub' is not a template: has an unbalanced {{ or }}",
+      "svc-cm: workload.config[0].claims.a..b: 'a..b' is not a claim path: it has an empty segment (a name between two dots; write a dot in a name as \\.)",
       "svc-cm: workload.config[0].maxTokenLifetime: '25h' is not a duration from 1s to 24h (for example 15m, 1h)",
       'svc-cm: workload.config[0]: entry is invalid and is ignored',
     ]);

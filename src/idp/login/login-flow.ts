@@ -14,6 +14,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
+import { upstreamReason } from '../../../connectors/errors.js';
 import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
 import type { StateBackend } from '../../state/state.js';
@@ -44,7 +45,7 @@ export type PasswordOutcome =
   | { readonly kind: 'ok'; readonly sub: string }
   /** `why`: what the connector said, when it said (ldap: unknown user, wrong password). */
   | { readonly kind: 'wrong'; readonly why?: string }
-  /** `why`: the failure in one line, for the log (its stack is logged at debug). */
+  /** `why`: the failure in one line, for the log, as the connector gave it (its stack is logged at debug). */
   | { readonly kind: 'unavailable'; readonly why: string };
 
 /** A browser connector's start, and the binding the browser must keep (a cookie) to complete it. */
@@ -125,9 +126,9 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       try {
         identity = await connector.login(username, password, { ...contextFor(req.scope), refused: (reason) => { why = reason; } });
       } catch (err: unknown) {
-        // The connector logged what failed where; the stack is for debugging only.
+        // The attempt's one line (password-guard.ts) says why; the stack is for debugging only.
         deps.log.debug({ err, connector: req.connectorId }, 'identity provider: password connector failed');
-        return { kind: 'unavailable', why: describeFailure(err) };
+        return { kind: 'unavailable', why: upstreamReason(err) ?? `the identity source failed: ${describeFailure(err)}` };
       }
       if (identity === null) return why === undefined ? { kind: 'wrong' } : { kind: 'wrong', why };
       return { kind: 'ok', sub: await remember(req, identity) };

@@ -12,8 +12,10 @@
  * SVC_SESSION_FAILURE_MAX_FAIL_COUNT times in a window, on one replica or many.
  *
  * Besides, one interaction takes at most MAX_ATTEMPTS_PER_INTERACTION posts (any usernames):
- * its page and CSRF token are not a reusable guessing oracle. Each failure is logged once at
- * info with the connector, the username, the reason and the request id.
+ * its page and CSRF token are not a reusable guessing oracle. Each failure is logged once, with
+ * the connector, the username, the reason and the request id: at info when the person's attempt
+ * failed, at error when the identity source did (a directory down is the operator's problem, and
+ * that one line is all its log says above debug).
  */
 import type { Logger } from 'pino';
 import { TooManyAttempts, TooManyRequests } from '../../errors.js';
@@ -49,7 +51,7 @@ export interface PasswordGuardDeps {
   readonly state: StateBackend;
   readonly throttle: LoginThrottle;
   readonly concurrency: LoginConcurrency;
-  readonly log: Pick<Logger, 'info'>;
+  readonly log: Pick<Logger, 'info' | 'error'>;
   /** The wait after a failure, outside the concurrency slot (session/login.ts randomFailureDelay). */
   readonly failureDelay: () => Promise<void>;
   /** Counts each attempt's outcome (svc_login_outcomes_total, method idp-password). */
@@ -68,7 +70,9 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
   const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
   function refused(attempt: PasswordAttempt, reason: string, counted: LoginReason): void {
     outcomes.record('idp-password', attempt.connectorId, counted);
-    deps.log.info({ connector: attempt.connectorId, username: attempt.username, reason, requestId: attempt.requestId }, 'identity provider: password login failed');
+    const line = { connector: attempt.connectorId, username: attempt.username, reason, requestId: attempt.requestId };
+    if (counted === 'unavailable') deps.log.error(line, 'identity provider: password login failed');
+    else deps.log.info(line, 'identity provider: password login failed');
   }
 
   async function failed(attempt: PasswordAttempt, reason: string, counted: LoginReason): Promise<void> {
@@ -123,7 +127,7 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
       else if (outcome.kind === 'wrong') await deps.throttle.recordFailure(name, admitted);
       else await deps.throttle.release(name);   // the directory did not answer: nothing was guessed
       if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
-      else if (outcome.kind === 'unavailable') refused(attempt, `the identity source failed: ${outcome.why}`, 'unavailable');
+      else if (outcome.kind === 'unavailable') refused(attempt, outcome.why, 'unavailable');
       else outcomes.record('idp-password', attempt.connectorId, 'ok');
       return outcome;
     },

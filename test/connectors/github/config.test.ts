@@ -46,13 +46,13 @@ describe('github connector config', () => {
     expect(problems).to.have.members([
       `${AT}.clientID: required`,
       `${AT}.clientSecret: must be a string`,
-      `${AT}.orgs[0].teams: must be a list of strings`,
+      `${AT}.orgs[0].teams: 'ops' must be a list of strings`,
       `${AT}.orgs[1].name: required`,
-      `${AT}.hostName: must be a host name with an optional :port, without a scheme or "/"`,
-      `${AT}.rootCA: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
-      `${AT}.teamNameField: must be one of 'name', 'slug', 'both'`,
-      `${AT}.useLoginAsID: must be true or false`,
-      `${AT}.preferredEmailDomain: must not end with "*"`,
+      `${AT}.hostName: 'github.corp.example.com/api' must be a host name with an optional :port, without a scheme or "/"`,
+      `${AT}.rootCA: '/etc/ssl/ghe.pem' must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
+      `${AT}.teamNameField: 'title' must be one of 'name', 'slug', 'both'`,
+      `${AT}.useLoginAsID: 'no' must be true or false`,
+      `${AT}.preferredEmailDomain: 'example.*' must not end with "*"`,
     ]);
   });
 

@@ -36,5 +36,5 @@ connectorSuite({
   member: { userId: '1001', groups: ALICE_GROUPS },
   outsiderRefusal: /not a member of the organizations or teams allowed to log in here/,
   upstream: (port) => githubConfig({ host: `127.0.0.1:${port}`, caPem: running().caPem }),
-  badConfig: { raw: { clientID: CLIENT_ID, clientSecret: '$github.clientSecret', hostName: 'https://github.corp.example.com' }, problem: 'hostName: must be a host name with an optional :port, without a scheme or "/"' },
+  badConfig: { raw: { clientID: CLIENT_ID, clientSecret: '$github.clientSecret', hostName: 'https://github.corp.example.com' }, problem: `hostName: 'https://github.corp.example.com' must be a host name with an optional :port, without a scheme or "/"` },
 });

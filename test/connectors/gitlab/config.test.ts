@@ -34,18 +34,18 @@ describe('gitlab connector config', () => {
     });
     expect(config).to.equal(undefined);
     expect(problems).to.have.members([
-      `${AT}.baseURL: not an http(s) URL`,
+      `${AT}.baseURL: 'gitlab.corp.example.com' is not an http(s) URL`,
       `${AT}.clientID: must not be empty`,
       `${AT}.clientSecret: required`,
-      `${AT}.groups[0]: must be a string`,
-      `${AT}.getGroupsPermission: must be true or false`,
-      `${AT}.rootCA: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
+      `${AT}.groups[0]: 1 must be a string`,
+      `${AT}.getGroupsPermission: 1 must be true or false`,
+      `${AT}.rootCA: 'ca.pem' must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
     ]);
   });
 
   it('refuses rootCA with rootCAData, and rootCAData that is not base64 PEM', () => {
     expect(parse({ ...GOOD, rootCA: TEST_CA, rootCAData: TEST_CA_BASE64 }).problems).to.deep.equal([`${AT}.rootCAData: cannot be combined with rootCA: set one of them`]);
-    expect(parse({ ...GOOD, rootCAData: TEST_CA }).problems).to.deep.equal([`${AT}.rootCAData: must be base64 of PEM certificates, or a secret reference to it`]);
+    expect(parse({ ...GOOD, rootCAData: TEST_CA }).problems).to.deep.equal([`${AT}.rootCAData: '-----BEGIN CERTIFICATE-----…' must be base64 of PEM certificates, or a secret reference to it`]);
   });
 
   it('names an unknown key', () => {

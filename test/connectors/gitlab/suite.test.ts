@@ -36,5 +36,5 @@ connectorSuite({
   member: { userId: '2001', groups: ALICE_GROUPS },
   outsiderRefusal: /not a member of the groups allowed to log in here/,
   upstream: (port) => gitlabConfig({ url: `https://127.0.0.1:${port}`, caPem: running().caPem }),
-  badConfig: { raw: { clientID: CLIENT_ID, clientSecret: '$gitlab.clientSecret', baseURL: 'gitlab.corp.example.com' }, problem: 'baseURL: not an http(s) URL' },
+  badConfig: { raw: { clientID: CLIENT_ID, clientSecret: '$gitlab.clientSecret', baseURL: 'gitlab.corp.example.com' }, problem: "baseURL: 'gitlab.corp.example.com' is not an http(s) URL" },
 });

@@ -126,11 +126,11 @@ describe('ldap connector config', () => {
     const problems = problemsOf({ insecureNoSSL: 'yes', userSearch: { scope: 'base' } });
     expect(problems).to.have.length(6);
     expect(problems).to.include(`${PREFIX}.host: required`);
-    expect(problems).to.include(`${PREFIX}.insecureNoSSL: must be true or false, not a string`);
+    expect(problems).to.include(`${PREFIX}.insecureNoSSL: 'yes' must be true or false, not a string`);
     expect(problems).to.include(`${PREFIX}.userSearch.baseDN: required`);
     expect(problems).to.include(`${PREFIX}.userSearch.username: required`);
     expect(problems).to.include(`${PREFIX}.userSearch.idAttr: required`);
-    expect(problems).to.include(`${PREFIX}.userSearch.scope: must be one of 'sub', 'one'`);
+    expect(problems).to.include(`${PREFIX}.userSearch.scope: 'base' must be one of 'sub', 'one'`);
     expect(problemsOf({ host: 'x' })).to.deep.equal([`${PREFIX}.userSearch: required`]);
     expect(problemsOf({ ...minimal, host: '' })).to.deep.equal([`${PREFIX}.host: must not be empty`]);
   });

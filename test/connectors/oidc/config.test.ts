@@ -70,21 +70,21 @@ describe('oidc connector config', () => {
     });
     expect(config).to.equal(undefined);
     expect(problems).to.have.members([
-      `${AT}.issuer: not an http(s) URL`,
+      `${AT}.issuer: 'file:///etc/passwd' is not an http(s) URL`,
       `${AT}.clientSecret: required`,
-      `${AT}.scopes: must be a list of strings`,
-      `${AT}.rootCAs[0]: must be PEM certificates or base64 of them (or a secret reference), never a file path`,
-      `${AT}.getUserInfo: must be true or false`,
+      `${AT}.scopes: 'groups' must be a list of strings`,
+      `${AT}.rootCAs[0]: '/etc/ssl/corp.pem' must be PEM certificates or base64 of them (or a secret reference), never a file path`,
+      `${AT}.getUserInfo: 'true' must be true or false`,
       `${AT}.claimMapping.name: unknown key`,
-      `${AT}.claimModifications.filterGroupClaims.groupsFilter: not a valid regular expression`,
-      `${AT}.pkceChallenge: must be one of 'S256', 'plain'`,
-      `${AT}.providerDiscoveryOverrides.authURL: not an http(s) URL`,
+      `${AT}.claimModifications.filterGroupClaims.groupsFilter: '([' is not a valid regular expression`,
+      `${AT}.pkceChallenge: 's256' must be one of 'S256', 'plain'`,
+      `${AT}.providerDiscoveryOverrides.authURL: 'javascript:alert(1)' is not an http(s) URL`,
     ]);
   });
 
   it('refuses insecureSkipVerify and hostedDomains with what to do instead', () => {
     expect(parse({ ...GOOD, insecureSkipVerify: true, hostedDomains: ['example.com'] }).problems).to.have.members([
-      `${AT}.insecureSkipVerify: is not taken per connector: oidc.tls.insecure.skip.verify in svc-cm switches certificate checks off`,
+      `${AT}.insecureSkipVerify: true is not taken per connector: oidc.tls.insecure.skip.verify in svc-cm switches certificate checks off`,
       `${AT}.hostedDomains: was removed from Dex: restrict users with allowedGroups, or at the provider`,
     ]);
   });

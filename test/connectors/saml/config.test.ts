@@ -61,26 +61,26 @@ describe('saml connector config', () => {
     });
     expect(config).to.equal(undefined);
     expect(problems).to.have.members([
-      `${AT}.ssoURL: not an http(s) URL`,
-      `${AT}.ca: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
+      `${AT}.ssoURL: 'not a url' is not an http(s) URL`,
+      `${AT}.ca: '/etc/ssl/idp.pem' must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
       `${AT}.usernameAttr: required`,
-      `${AT}.emailAttr: must be a string`,
+      `${AT}.emailAttr: 42 must be a string`,
       `${AT}.groupsAttr: must not be empty`,
-      `${AT}.allowedGroups: must be a list of strings`,
-      `${AT}.filterGroups: must be true or false`,
-      `${AT}.nameIDPolicyFormat: not a NameID format: one of emailAddress, unspecified, X509SubjectName, WindowsDomainQualifiedName, encrypted, entity, kerberos, persistent, transient, or its full URN`,
+      `${AT}.allowedGroups: 'admins' must be a list of strings`,
+      `${AT}.filterGroups: 'yes' must be true or false`,
+      `${AT}.nameIDPolicyFormat: 'nickname' is not a NameID format: one of emailAddress, unspecified, X509SubjectName, WindowsDomainQualifiedName, encrypted, entity, kerberos, persistent, transient, or its full URN`,
     ]);
   });
 
   it('refuses an ssoURL that is not http(s)', () => {
-    expect(parse({ ...GOOD, ssoURL: 'javascript:alert(1)' }).problems).to.deep.equal([`${AT}.ssoURL: not an http(s) URL`]);
+    expect(parse({ ...GOOD, ssoURL: 'javascript:alert(1)' }).problems).to.deep.equal([`${AT}.ssoURL: 'javascript:alert(1)' is not an http(s) URL`]);
   });
 
   it('refuses caData that is not base64 of PEM, and a truncated PEM', () => {
     const { ca: _ca, ...noCa } = GOOD;
-    expect(parse({ ...noCa, caData: 'bm90IGEgY2VydA==' }).problems).to.deep.equal([`${AT}.caData: must be base64 of PEM certificates, or a secret reference to it`]);
+    expect(parse({ ...noCa, caData: 'bm90IGEgY2VydA==' }).problems).to.deep.equal([`${AT}.caData: 'bm90IGEgY2VydA==' must be base64 of PEM certificates, or a secret reference to it`]);
     expect(parse({ ...GOOD, ca: TEST_CA.slice(0, 120) + TEST_CA.slice(-30) }).problems).to.deep.equal([
-      `${AT}.ca: must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
+      `${AT}.ca: '-----BEGIN CERTIFICATE-----…' must be PEM certificates (-----BEGIN CERTIFICATE-----) or a secret reference to them, never a file path`,
     ]);
   });
 

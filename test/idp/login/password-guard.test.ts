@@ -25,7 +25,11 @@ describe('idp: the password form\'s limits', function () {
     lines = [];
     checks = 0;
     delays = 0;
-    const log = { info: (obj: object, msg?: string) => void lines.push({ obj: obj as Record<string, unknown>, msg: msg ?? "" }), warn: () => undefined };
+    const log = {
+      info: (obj: object, msg?: string) => void lines.push({ obj: obj as Record<string, unknown>, msg: msg ?? "" }),
+      error: (obj: object, msg?: string) => void lines.push({ obj: { level: 'error', ...obj }, msg: msg ?? "" }),
+      warn: () => undefined,
+    };
     const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 100, maxConcurrentLogins: 2 };
     const throttle = createLoginThrottle({ state, limits, log, registry: new Registry(), now: Date.now, maxWaitMs: 50 });
     guard = createPasswordGuard({ state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log, failureDelay: async () => void delays++ });
@@ -79,5 +83,12 @@ describe('idp: the password form\'s limits', function () {
   it('does not count an attempt the directory did not answer', async function () {
     for (let i = 0; i < 5; i++) expect(await post('bob', { kind: 'unavailable', why: 'ECONNREFUSED' })).to.deep.equal({ kind: 'unavailable', why: 'ECONNREFUSED' });
     expect(await post('bob', { kind: 'ok', sub: 'x' })).to.deep.equal({ kind: 'ok', sub: 'x' });
+  });
+
+  it('logs a directory that did not answer at error, its reason as the connector gave it', async function () {
+    await post('bob', { kind: 'unavailable', why: 'directory unreachable: ECONNREFUSED ldap.corp:636' });
+    expect(lines.map((l) => [l.obj['level'], l.obj['reason'], l.msg])).to.deep.equal([
+      ['error', 'directory unreachable: ECONNREFUSED ldap.corp:636', 'identity provider: password login failed'],
+    ]);
   });
 });
