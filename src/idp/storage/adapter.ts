@@ -23,7 +23,7 @@ import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } fr
 import { createSealer } from '../../lib/sealed.js';
 import type { StateBackend } from '../../state/state.js';
 import {
-  consumedKey, createIdRefs, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
+  consumedKey, createIdRefs, formerConsumedKey, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
 } from './adapter-keys.js';
 import {
   decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor, withoutBearerValues,
@@ -113,6 +113,7 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
         isLookupId(payload.userCode) ? state.set(userCodeKey(model, ref(payload.userCode)), at, ttl) : undefined,
         // A consumed record saved again stays consumed as long as it lives (no-op otherwise).
         ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(consumedKey(model, at), ttlMs),
+        ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(formerConsumedKey(model, at), ttlMs),
       ]);
     }
 
@@ -146,7 +147,8 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       // The mark lives as long as the record (forever with it); an absent record gets none.
       const stamp = String(Math.floor(now() / 1000));
       const at = ref(id);
-      if ((await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at))) === 'exists') throw alreadyConsumed(model);
+      const marked = await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at), { formerKey: formerConsumedKey(model, at) });
+      if (marked === 'exists') throw alreadyConsumed(model);
     }
 
     async destroy(id: string): Promise<void> {
@@ -168,11 +170,13 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
 
 /** The record stored under a ref, as stored (its `jti` sealed), with its consumed mark. */
 async function findRecord(state: StateBackend, model: string, at: string): Promise<AdapterPayload | undefined> {
-  const [text, consumed] = await Promise.all([
+  const [text, mark, formerMark] = await Promise.all([
     state.get(recordKey(model, at)),
     CONSUMABLE_MODELS.has(model) ? state.get(consumedKey(model, at)) : null,
+    CONSUMABLE_MODELS.has(model) ? state.get(formerConsumedKey(model, at)) : null,
   ]);
   if (text === null) return undefined;
+  const consumed = mark ?? formerMark;
   const payload = decodePayload(text);
   return consumed === null ? payload : { ...payload, consumed: Number(consumed) };
 }
@@ -187,7 +191,7 @@ async function removeRecord(
 ): Promise<void> {
   // Replicated: a session ended or a token revoked must not come back with a failover.
   const text = await state.take(recordKey(model, at), { replicated: true });
-  if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, at));
+  if (CONSUMABLE_MODELS.has(model)) await Promise.all([state.delete(consumedKey(model, at)), state.delete(formerConsumedKey(model, at))]);
   if (text === null) return;
   const payload = decodePayload(text);
   await Promise.all([
