@@ -8,10 +8,11 @@
  *     REFRESHES_PER_CHAIN or when the chain is refused);
  *   - per failover (Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary; Cluster:
  *     kill -9 of one primary; a killed node is started again once the new primary serves, as its
- *     supervisor would), under a mixed load of the three: requests failed by kind, and for logins
+ *     supervisor would), under a mixed load of the three (each client doing one): requests failed
+ *     by kind, and for logins
  *     and refresh grants the seconds from the failover's start until the first success after
- *     their first failure, and until their rate is back to 90 % of theirs before for good (the
- *     end of the last 1 s window below it).
+ *     their first failure, and until their rate is back to 90 % of theirs before (the end of the
+ *     first 1 s window at or above it after a window below it).
  * Usage: npx tsx bench/redis-failover.ts [--seconds 5] [--concurrency 8]
  */
 import { rm } from 'node:fs/promises';
@@ -45,22 +46,31 @@ interface Svc {
   readonly sso: SsoRefresh;
 }
 
-/** CONCURRENCY clients on both replicas, each doing `kinds` in turn, until stopped. */
+/**
+ * CONCURRENCY clients on both replicas, client `w` doing only `kinds[w % kinds.length]` (so a kind
+ * that waits or fails does not slow the others' rates), until stopped.
+ */
 function load(svc: Svc, kinds: readonly Exclude<Kind, 'sso-login'>[]) {
   const samples: Sample[] = [];
+  /** When each kind succeeded, in time order: rates are read by binary search, so measuring stays cheap. */
+  const okAt: Record<Kind, number[]> = { login: [], check: [], refresh: [], 'sso-login': [] };
+  const record = (sample: Sample) => {
+    samples.push(sample);
+    if (sample.ok) okAt[sample.kind].push(sample.at);
+  };
   let running = true;
   const workers = Array.from({ length: CONCURRENCY }, async (_, w) => {
     let chain: string | undefined;
     let refreshes = 0;
     for (let i = 0; running; i++) {
       const r = svc.replicas[(w + i) % svc.replicas.length] as Replica;
-      const kind = kinds[i % kinds.length] as Kind;
+      const kind = kinds[w % kinds.length] as Kind;
       let ok: boolean;
       if (kind === 'refresh') {
         if (chain === undefined) {
           chain = await svc.sso.offlineLogin().catch(() => undefined);
           refreshes = 0;
-          samples.push({ at: Date.now(), kind: 'sso-login', ok: chain !== undefined });
+          record({ at: Date.now(), kind: 'sso-login', ok: chain !== undefined });
           if (chain === undefined) {
             await sleep(10);
             continue;
@@ -76,12 +86,13 @@ function load(svc: Svc, kinds: readonly Exclude<Kind, 'sso-login'>[]) {
           : await call(r.url, 'GET', '/api/v1/account/alice', { token: svc.token }).catch(() => ({ status: 0 }));
         ok = reply.status === 200;
       }
-      samples.push({ at: Date.now(), kind, ok });
+      record({ at: Date.now(), kind, ok });
       if (!ok) await sleep(10);
     }
   });
   return {
     samples,
+    okAt,
     async stop() {
       running = false;
       await Promise.all(workers);
@@ -89,24 +100,43 @@ function load(svc: Svc, kinds: readonly Exclude<Kind, 'sso-login'>[]) {
   };
 }
 
-function rate(samples: readonly Sample[], kind: Kind, from: number, to: number): number {
-  return samples.filter((s) => s.kind === kind && s.ok && s.at >= from && s.at < to).length / ((to - from) / 1000);
+type Load = ReturnType<typeof load>;
+
+/** The first index of `times` (ascending) at or after `t`. */
+function firstAtOrAfter(times: readonly number[], t: number): number {
+  let [lo, hi] = [0, times.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((times[mid] as number) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Successes of `kind` per second in [from, to). */
+function rate(l: Load, kind: Kind, from: number, to: number): number {
+  const times = l.okAt[kind];
+  return (firstAtOrAfter(times, to) - firstAtOrAfter(times, from)) / ((to - from) / 1000);
 }
 
 /**
- * Seconds from `started` until `kind`'s rate is back to 90 % of `before` for good: the end of the
- * last 1 s window (BUCKET_MS apart) below it, 0 when none was, NaN while the latest one is.
+ * Seconds from `started` until `kind`'s rate is back to 90 % of `before`: the end of the first
+ * 1 s window (BUCKET_MS apart) at or above it after the first one below it; 0 when none was
+ * below, NaN when none is back yet. Later dips (a busy host) do not count.
  */
-function back90(samples: readonly Sample[], kind: Kind, before: number, started: number, until: number): number {
-  let lastLow: number | undefined;
-  for (let t = started; t + 1000 <= until; t += BUCKET_MS) if (rate(samples, kind, t, t + 1000) < 0.9 * before) lastLow = t;
-  if (lastLow === undefined) return 0;
-  return lastLow + 1000 + BUCKET_MS > until ? Number.NaN : (lastLow + 1000 - started) / 1000;
+function back90(l: Load, kind: Kind, before: number, started: number, until: number): number {
+  let dipped = false;
+  for (let t = started; t + 1000 <= until; t += BUCKET_MS) {
+    const low = rate(l, kind, t, t + 1000) < 0.9 * before;
+    if (low) dipped = true;
+    else if (dipped) return (t + 1000 - started) / 1000;
+  }
+  return dipped ? Number.NaN : 0;
 }
 
 /** Seconds from `started` to `kind`'s first success after its first failure; 0 when none failed, NaN when none succeeded since. */
-function firstSuccess(samples: readonly Sample[], kind: Kind, started: number): number {
-  const after = samples.filter((s) => s.kind === kind && s.at >= started);
+function firstSuccess(l: Load, kind: Kind, started: number): number {
+  const after = l.samples.filter((s) => s.kind === kind && s.at >= started);
   const firstFailure = after.find((s) => !s.ok)?.at;
   if (firstFailure === undefined) return 0;
   const success = after.find((s) => s.ok && s.at > firstFailure)?.at;
@@ -120,7 +150,7 @@ interface FailoverFigures {
   readonly back90S: { readonly login: number; readonly refresh: number };
 }
 
-/** Settled: both rates back to 90 % for 3 s. */
+/** Watched this long after both rates are back, or after the act when neither dipped. */
 const SETTLED_MS = 3_000;
 
 /** Runs `act` under the mixed load and measures what it cost. */
@@ -128,24 +158,27 @@ async function failover(what: string, svc: Svc, act: () => Promise<void>): Promi
   const l = load(svc, ['login', 'check', 'refresh']);
   await sleep(SECONDS * 1000);
   const started = Date.now();
-  const before = { login: rate(l.samples, 'login', started - SECONDS * 1000, started), refresh: rate(l.samples, 'refresh', started - SECONDS * 1000, started) };
+  const before = { login: rate(l, 'login', started - SECONDS * 1000, started), refresh: rate(l, 'refresh', started - SECONDS * 1000, started) };
   await act();
-  // Until both rates have been back for SETTLED_MS (at most 60 s), so late dips count too.
-  const deadline = Date.now() + 60_000;
+  // Until both rates are back and SETTLED_MS more have passed (a dip may start late), at most 60 s.
+  const acted = Date.now();
+  const deadline = acted + 60_000;
   for (;;) {
     await sleep(BUCKET_MS);
     const now = Date.now();
-    const back = Math.max(back90(l.samples, 'login', before.login, started, now), back90(l.samples, 'refresh', before.refresh, started, now));
-    if ((!Number.isNaN(back) && now - started > back * 1000 + SETTLED_MS) || now > deadline) break;
+    const back = Math.max(back90(l, 'login', before.login, started, now), back90(l, 'refresh', before.refresh, started, now));
+    if ((!Number.isNaN(back) && now - started > back * 1000 + SETTLED_MS && now - acted > SETTLED_MS) || now > deadline) break;
   }
   await l.stop();
   const until = Date.now();
+  const perSecond = (kind: Kind) => Array.from({ length: Math.floor((until - started) / 1000) }, (_, i) => rate(l, kind, started + i * 1000, started + (i + 1) * 1000).toFixed(0)).join(' ');
+  console.error(`${what}: before ${before.login.toFixed(0)} logins/s, ${before.refresh.toFixed(0)} refresh grants/s; each second from the start:\n  logins  ${perSecond('login')}\n  refresh ${perSecond('refresh')}`);
   const failed: Record<string, number> = {};
   for (const s of l.samples) if (s.at >= started && !s.ok) failed[s.kind] = (failed[s.kind] ?? 0) + 1;
   return {
     what, failed,
-    firstSuccessS: { login: firstSuccess(l.samples, 'login', started), refresh: firstSuccess(l.samples, 'refresh', started) },
-    back90S: { login: back90(l.samples, 'login', before.login, started, until), refresh: back90(l.samples, 'refresh', before.refresh, started, until) },
+    firstSuccessS: { login: firstSuccess(l, 'login', started), refresh: firstSuccess(l, 'refresh', started) },
+    back90S: { login: back90(l, 'login', before.login, started, until), refresh: back90(l, 'refresh', before.refresh, started, until) },
   };
 }
 
@@ -159,7 +192,7 @@ async function steadyRates(svc: Svc): Promise<Record<Exclude<Kind, 'sso-login'>,
     await sleep(SECONDS * 1000);
     const to = Date.now();
     await l.stop();
-    rates[kind] = rate(l.samples, kind, from, to);
+    rates[kind] = rate(l, kind, from, to);
   }
   return rates;
 }
