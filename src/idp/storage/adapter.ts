@@ -7,9 +7,11 @@
  * What oidc-provider relies on, and how it holds here:
  * - consume(): the provider reads a code (or refresh token), checks `consumed`, then consumes
  *   it, so two redemptions racing between the two steps would both pass. consume() marks with
- *   setIfAbsent, so exactly one wins; the other gets the error the provider gives for a
+ *   setIfAbsentFor, so exactly one wins; the other gets the error the provider gives for a
  *   reused code (invalid_grant; invalid_request_uri for a pushed request) and no tokens.
- *   A mark is never removed by a later upsert: once consumed, always consumed.
+ *   A mark is never removed by a later upsert: once consumed, always consumed. The mark's
+ *   earlier name (adapter-keys.ts) counts too and is claimed with it, so a record consumed
+ *   before the rename, or by a replica of the earlier release, is never consumed again.
  * - revokeByGrantId(): every token of the grant, of every model, through ./grant-index.ts.
  *   A token is listed before it is written, so none can exist unlisted.
  * - findByUid / findByUserCode: index keys with the record's TTL; a stale index entry (record
