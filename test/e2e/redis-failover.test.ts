@@ -5,7 +5,8 @@
  * over (Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary; Cluster: kill -9 of one
  * primary). After that, as docs/state.md ("What a failover may lose") promises:
  *   - no token whose logout was answered with success is accepted, and no refresh token revoked
- *     (answered 200) or rotated away before the failovers is accepted again;
+ *     (answered 200), of a grant revoked (a reused refresh token), or rotated away before the
+ *     failovers is accepted again;
  *   - every token issued before is still valid: local session tokens, and refresh tokens that
  *     were not used meanwhile (each still refreshes, and its successor too, on either replica);
  *   - the stream works again by itself: logins and refresh grants succeed. A refresh token being
@@ -47,6 +48,8 @@ interface Before {
   readonly rotatedAway: string;
   /** A refresh token revoked at the provider (answered 200): refused. */
   readonly revokedRefresh: string;
+  /** The successor of a refresh token used twice: the reuse revoked the whole grant, so refused. */
+  readonly grantRevoked: string;
 }
 
 /** Logins, logouts, token checks and refresh grants on both replicas in turn until stopped; what each answered. */
@@ -135,7 +138,11 @@ async function issueBefore(replicas: readonly Replica[], sso: SsoRefresh): Promi
   const revokedRefresh = await sso.offlineLogin();
   await sso.revoke(revokedRefresh);
   expect((await refreshGrant(a, revokedRefresh)).error, 'a refresh token revoked before the failovers').to.equal('invalid_grant');
-  return { kept, revoked, idleRefresh, rotatedAway, revokedRefresh };
+  const reused = await sso.offlineLogin();
+  const grantRevoked = (await refreshGrant(a, reused)).refreshToken as string;
+  expect((await refreshGrant(b, reused)).error, 'a refresh token used twice').to.equal('invalid_grant');
+  expect((await refreshGrant(a, grantRevoked)).error, 'the successor of a token used twice').to.equal('invalid_grant');
+  return { kept, revoked, idleRefresh, rotatedAway, revokedRefresh, grantRevoked };
 }
 
 async function checkAfter(replicas: readonly Replica[], before: Before, loggedOut: readonly string[]): Promise<void> {
@@ -144,6 +151,7 @@ async function checkAfter(replicas: readonly Replica[], before: Before, loggedOu
     for (const token of before.kept) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a token issued before').to.equal(200);
     for (const token of [before.revoked, ...loggedOut]) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token').to.equal(401);
     expect((await refreshGrant(r, before.revokedRefresh)).error, 'a refresh token revoked before').to.equal('invalid_grant');
+    expect((await refreshGrant(r, before.grantRevoked)).error, 'a refresh token of a grant revoked before').to.equal('invalid_grant');
   }
   for (const token of before.idleRefresh) {
     const first = await refreshGrant(a, token);
