@@ -104,11 +104,15 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return true;
     },
 
-    async setIfAbsentFor(key, value, owner) {
+    async setIfAbsentFor(key, value, owner, opts) {
       const source = live(owner);
       if (source === undefined) return 'no-owner';
       if (live(key) !== undefined) return 'exists';
       entries.set(key, { kind: 'string', value, expiresAt: source.expiresAt });
+      const former = opts?.formerKey;
+      if (former === undefined) return 'set';
+      if (live(former) !== undefined) return 'exists';
+      entries.set(former, { kind: 'string', value, expiresAt: source.expiresAt });
       return 'set';
     },
 

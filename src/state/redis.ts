@@ -14,8 +14,8 @@
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
  *
  * One Redis, a Sentinel-watched primary or a Cluster (./redis-topology.ts, clients in
- * ./redis-client.ts). Every Lua script touches one key, so it runs on a Cluster as it is;
- * setIfAbsentFor, whose script reads a second key, takes two single-key steps there (see it).
+ * ./redis-client.ts). Every Lua script keeps its keys in one Cluster slot: all but one touch one
+ * key, and setIfAbsentFor's mark carries its owner's key as hash tag (state.ts, markKeyFor).
  * A write asked `replicated` waits for a replica (WAIT) on Sentinel and Cluster.
  */
 import { Cluster, Redis } from 'ioredis';
@@ -84,14 +84,17 @@ else
 end
 return 1`;
 
-// SET NX with the TTL KEYS[2] has left (none when it has none), only while KEYS[2] exists.
-// PTTL can answer 0 in a key's last millisecond, which SET PX refuses: 1 then.
+// SET NX with the TTL KEYS[2] has left (none when it has none), only while KEYS[2] exists;
+// answers that TTL (-1: none) when it stored the mark. One slot: KEYS[1] carries KEYS[2] as its
+// hash tag. PTTL can answer 0 in a key's last millisecond, which SET PX refuses: 1 then.
 const SET_IF_ABSENT_FOR = `
 local ttl = redis.call('PTTL', KEYS[2])
 if ttl == -2 then return 'no-owner' end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-if ttl == -1 then redis.call('SET', KEYS[1], ARGV[1]) else redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(ttl, 1)) end
-return 'set'`;
+if ttl == -1 then redis.call('SET', KEYS[1], ARGV[1]) return -1 end
+ttl = math.max(ttl, 1)
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+return ttl`;
 
 /** DECR only an existing key above 0: DECR on an absent key would make -1 with no TTL. */
 const DECREMENT_IF_POSITIVE = `
@@ -106,6 +109,9 @@ const PUBLISH_FROM_CHANNEL_SLOT = "return redis.call('PUBLISH', ARGV[1], ARGV[2]
 
 /** A Cluster's redirection, seen only in a pipeline (ioredis follows them for single commands). */
 const REDIRECTED = /^(MOVED|ASK) /;
+
+/** ioredis's own refusal of a command whose keys are in two Cluster slots. */
+const CROSS_SLOT = /keys in a pipeline command should belong to the same slot|^CROSSSLOT\b/;
 
 // Server replies that mean "not available right now", not "you made a mistake".
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
@@ -210,11 +216,15 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       return reply === 'OK';
     },
 
-    async setIfAbsentFor(key, value, owner) {
-      if (client instanceof Cluster) return setIfAbsentForInSteps(key, value, owner);
+    async setIfAbsentFor(key, value, owner, opts) {
       const reply = await run('setIfAbsentFor', (c) => c.eval(SET_IF_ABSENT_FOR, 2, key, owner, value));
-      if (reply === 'set' || reply === 'exists' || reply === 'no-owner') return reply;
-      throw new Error(`setIfAbsentFor: unexpected reply ${JSON.stringify(reply)}`);
+      if (reply === 'exists' || reply === 'no-owner') return reply;
+      if (typeof reply !== 'number') throw new Error(`setIfAbsentFor: unexpected reply ${JSON.stringify(reply)}`);
+      const former = opts?.formerKey;
+      if (former === undefined) return 'set';
+      // The earlier name's mark, in a slot of its own: claimed after, so one of two claimants wins.
+      const claimed = await run('setIfAbsentFor', (c) => (reply === -1 ? c.set(former, value, 'NX') : c.set(former, value, 'PX', reply, 'NX')));
+      return claimed === 'OK' ? 'set' : 'exists';
     },
 
     // GETDEL (Redis 6.2+): read and remove in one command, so exactly one caller gets it.
@@ -297,20 +307,6 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       await Promise.all([subscriber.close(), quit(client), ...(replicas?.opened() !== undefined ? [quit(replicas.opened() as RedisClient)] : [])]);
     },
   };
-
-  /**
-   * Cluster: the mark's key and its owner's are in different slots, where one script cannot
-   * read both. Two steps: the owner's TTL (PTTL), then SET NX with it. SET NX alone decides
-   * who marks first, so "exactly one caller gets 'set'" holds as in the script; what two steps
-   * add is an owner removed between them, which leaves a mark that expires no later than the
-   * owner would have, on a record that no longer exists (harmless: nothing reads it).
-   */
-  async function setIfAbsentForInSteps(key: string, value: string, owner: string): Promise<'set' | 'exists' | 'no-owner'> {
-    const ttl = await run('setIfAbsentFor', (c) => c.pttl(owner));
-    if (ttl === -2) return 'no-owner';
-    const reply = await run('setIfAbsentFor', (c) => (ttl === -1 ? c.set(key, value, 'NX') : c.set(key, value, 'PX', Math.max(ttl, 1), 'NX')));
-    return reply === 'OK' ? 'set' : 'exists';
-  }
 }
 
 /** Opened on first use. */
@@ -383,6 +379,8 @@ export function translate(err: unknown, op: string, where: string): Error {
   if (err instanceof StateUnavailable) return err;
   const isReply = err instanceof Error && err.name === 'ReplyError';
   if (isReply && !TRANSIENT_REPLY.test(err.message)) return err;
+  // ioredis refuses keys of two Cluster slots itself, before Redis would (CROSSSLOT): a bug too.
+  if (err instanceof Error && CROSS_SLOT.test(err.message)) return err;
   const reason = err instanceof Error ? err.message : String(err);
   return new StateUnavailable(`redis ${op} failed at ${where}: ${reason}`, { cause: err });
 }

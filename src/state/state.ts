@@ -15,6 +15,30 @@ import type { Logger } from 'pino';
 /** Every Redis key and pub/sub channel starts with this. */
 export const KEY_PREFIX = 'svc:';
 
+/**
+ * The key of a mark kept beside `owner` (setIfAbsentFor's `key`): `<name>{svc:<owner>}`. A Redis
+ * Cluster puts a key in the slot of its hash tag, the text between its first `{` and the next
+ * `}`. The tag here is the owner's whole key as Redis stores it (prefix included) and the owner
+ * has no brace, so its slot is that of the same text: mark and owner share a slot, and
+ * setIfAbsentFor's one script reads both on every topology. An owner with a brace would take its
+ * slot from a tag of its own: refused. The owner keeps its name; only marks carry the tag.
+ */
+export function markKeyFor(owner: string, name: string): string {
+  if (/[{}]/.test(owner) || /[{}]/.test(name)) throw new RangeError(`a mark's owner and name hold no brace: ${JSON.stringify(owner)}`);
+  return `${name}{${KEY_PREFIX}${owner}}`;
+}
+
+export interface MarkOptions {
+  /**
+   * The same mark's key under an earlier name, for the replicas and records of an earlier
+   * release: present, it counts as the mark ('exists'); absent, this call wins only if it also
+   * stores it (SET NX, with the mark's TTL) after the mark, so of this call and a replica that
+   * marks only `formerKey`, exactly one wins. A failure between the two steps leaves the mark
+   * stored and rejects: taken, never twice.
+   */
+  readonly formerKey?: string;
+}
+
 export interface TtlOptions {
   /** Time to live in milliseconds; must be a positive integer. Absent means no expiry. */
   readonly ttlMs?: number;
@@ -59,9 +83,9 @@ export interface StateBackend {
    * expires (never, when `owner` has no TTL), in one atomic step: a mark that lives exactly as
    * long as what it marks (a code's "consumed"), in one round trip. 'set' when this call stored
    * it, 'exists' when the key was there (left as it is), 'no-owner' when `owner` is absent
-   * (nothing stored).
+   * (nothing stored). `key` must share `owner`'s Redis Cluster slot: name it with markKeyFor.
    */
-  setIfAbsentFor(key: string, value: string, owner: string): Promise<'set' | 'exists' | 'no-owner'>;
+  setIfAbsentFor(key: string, value: string, owner: string, opts?: MarkOptions): Promise<'set' | 'exists' | 'no-owner'>;
 
   /**
    * Reads and removes a string key in one atomic step (GETDEL): of any number of concurrent

@@ -1,11 +1,20 @@
 /**
  * Two svc processes on Redis Sentinel, then on Redis Cluster, under a stream of local logins,
- * logouts and requests with valid and revoked tokens, while the primary is failed over (Sentinel:
- * SENTINEL FAILOVER, then kill -9 of the new primary; Cluster: kill -9 of one primary). After
- * that no token whose logout was answered with success is accepted, every token issued before
- * is still valid, and the stream works again by itself. Real redis-servers
- * (scripts/peers/start-redis-sentinel.sh, start-redis-cluster.sh); the killed node is started
- * again (empty), as its supervisor would.
+ * logouts, requests with valid and revoked tokens, and the bundled identity provider's refresh
+ * grants (svc's web client, a real slapd behind an LDAP connector), while the primary is failed
+ * over (Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary; Cluster: kill -9 of one
+ * primary). After that, as docs/state.md ("What a failover may lose") promises:
+ *   - no token whose logout was answered with success is accepted, and no refresh token revoked
+ *     (answered 200), of a grant revoked (a reused refresh token), or rotated away before the
+ *     failovers is accepted again;
+ *   - every token issued before is still valid: local session tokens, and refresh tokens that
+ *     were not used meanwhile (each still refreshes, and its successor too, on either replica);
+ *   - the stream works again by itself: logins and refresh grants succeed. A refresh token being
+ *     rotated while the primary went may be refused afterwards (its consume or its successor's
+ *     save was lost or failed); the stream then logs in again, as a client would, and says how
+ *     often that happened.
+ * Real redis-servers (scripts/peers/start-redis-sentinel.sh, start-redis-cluster.sh); the killed
+ * node is started again (empty), as its supervisor would.
  */
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,34 +23,81 @@ import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { refreshGrant, startSsoRefresh, type SsoRefresh } from '../helpers/sso-refresh.js';
+
+type Kind = 'login' | 'valid' | 'revoked' | 'logout' | 'refresh' | 'revoked-refresh' | 'sso-login';
 
 interface Outcome {
   readonly at: number;
-  readonly kind: 'login' | 'valid' | 'revoked' | 'logout';
+  readonly kind: Kind;
   readonly ok: boolean;
 }
 
-/** Logins, logouts and token checks on both replicas until stopped; what each answered. */
-function stream(replicas: readonly Replica[], valid: string, revoked: string) {
+/** Refresh grants per chain before the stream logs in again: the grant index holds 1,000 live tokens. */
+const REFRESHES_PER_CHAIN = 150;
+
+/** What was issued, used and revoked before the failovers. */
+interface Before {
+  /** Local session tokens, still valid. */
+  readonly kept: string[];
+  /** A local session token logged out (answered 200). */
+  readonly revoked: string;
+  /** Refresh tokens of logins not used since: each must still refresh. */
+  readonly idleRefresh: string[];
+  /** A refresh token already rotated (its successor issued): refused. */
+  readonly rotatedAway: string;
+  /** A refresh token revoked at the provider (answered 200): refused. */
+  readonly revokedRefresh: string;
+  /** The successor of a refresh token used twice: the reuse revoked the whole grant, so refused. */
+  readonly grantRevoked: string;
+}
+
+/** Logins, logouts, token checks and refresh grants on both replicas in turn until stopped; what each answered. */
+function stream(replicas: readonly Replica[], sso: SsoRefresh, before: Before) {
   const outcomes: Outcome[] = [];
   /** Tokens whose logout was answered with success: never accepted again. */
   const loggedOut: string[] = [];
+  /** Refresh chains the provider refused to go on with (the stream logged in again). */
+  let chainsLost = 0;
+  let chain: string | undefined;
+  let refreshes = 0;
   let running = true;
+  const record = (at: number, kind: Kind, ok: boolean) => outcomes.push({ at, kind, ok });
+
+  async function refreshRound(r: Replica, at: number): Promise<void> {
+    if (chain === undefined) {
+      chain = await sso.offlineLogin().catch(() => undefined);
+      record(at, 'sso-login', chain !== undefined);
+      refreshes = 0;
+      if (chain === undefined) return;
+    }
+    const [answer, revoked] = await Promise.all([refreshGrant(r, chain), refreshGrant(r, before.revokedRefresh)]);
+    record(at, 'revoked-refresh', revoked.status !== 200);
+    record(at, 'refresh', answer.status === 200 && answer.refreshToken !== undefined);
+    if (answer.refreshToken !== undefined) chain = ++refreshes >= REFRESHES_PER_CHAIN ? undefined : answer.refreshToken;
+    else if (answer.error === 'invalid_grant') {
+      chain = undefined;
+      chainsLost++;
+    }
+  }
+
   const done = (async () => {
     for (let i = 0; running; i++) {
       const r = replicas[i % replicas.length] as Replica;
       const at = Date.now();
       const reply = await call(r.url, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } }).catch(() => ({ status: 0, body: {} as Record<string, unknown> }));
-      outcomes.push({ at, kind: 'login', ok: reply.status === 200 });
+      record(at, 'login', reply.status === 200);
       const [v, x] = await Promise.all([
-        call(r.url, 'GET', '/api/v1/account/alice', { token: valid }).catch(() => ({ status: 0 })),
-        call(r.url, 'GET', '/api/v1/account/alice', { token: revoked }).catch(() => ({ status: 0 })),
+        call(r.url, 'GET', '/api/v1/account/alice', { token: before.kept[0] as string }).catch(() => ({ status: 0 })),
+        call(r.url, 'GET', '/api/v1/account/alice', { token: before.revoked }).catch(() => ({ status: 0 })),
+        refreshRound(r, at),
       ]);
-      outcomes.push({ at, kind: 'valid', ok: v.status === 200 }, { at, kind: 'revoked', ok: x.status === 401 });
+      record(at, 'valid', v.status === 200);
+      record(at, 'revoked', x.status === 401);
       if (reply.status === 200 && i % 3 === 0) {
         const token = String(reply.body['token']);
         const out = await call(replicas[(i + 1) % replicas.length]?.url as string, 'DELETE', '/api/v1/session', { token }).catch(() => ({ status: 0 }));
-        outcomes.push({ at, kind: 'logout', ok: out.status === 200 });
+        record(at, 'logout', out.status === 200);
         if (out.status === 200) loggedOut.push(token);
       }
       await sleep(20);
@@ -50,28 +106,60 @@ function stream(replicas: readonly Replica[], valid: string, revoked: string) {
   return {
     outcomes,
     loggedOut,
+    chainsLost: () => chainsLost,
     async stop() {
       running = false;
       await done;
     },
-    /** Waits until the last `n` rounds all succeeded. */
-    async recovered(n = 6, timeoutMs = 30_000) {
+    /** Waits until the last `n` requests of each of `kinds` all succeeded. */
+    async recovered(kinds: readonly Kind[], n = 6, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
+      const lastOk = (kind: Kind) => {
+        const last = outcomes.filter((o) => o.kind === kind).slice(-n);
+        return last.length === n && last.every((o) => o.ok);
+      };
       while (Date.now() < deadline) {
-        const logins = outcomes.filter((o) => o.kind === 'login').slice(-n);
-        if (logins.length === n && logins.every((o) => o.ok)) return;
+        if (kinds.every(lastOk)) return;
         await sleep(100);
       }
-      throw new Error(`the stream did not recover within ${timeoutMs} ms`);
+      throw new Error(`the stream's ${kinds.join(', ')} did not recover within ${timeoutMs} ms: failed by kind ${JSON.stringify(failedByKind(outcomes.slice(-20 * n)))} in its last requests`);
     },
   };
 }
 
-async function checkAfter(replicas: readonly Replica[], before: readonly string[], loggedOut: readonly string[]): Promise<void> {
+async function issueBefore(replicas: readonly Replica[], sso: SsoRefresh): Promise<Before> {
+  const [a, b] = replicas as [Replica, Replica];
+  const kept = [await login(a.url, 'alice', PASSWORDS.alice), await login(b.url, 'alice', PASSWORDS.alice)];
+  const revoked = await login(a.url, 'alice', PASSWORDS.alice);
+  expect((await call(b.url, 'DELETE', '/api/v1/session', { token: revoked })).status).to.equal(200);
+  const idleRefresh = [await sso.offlineLogin(), await sso.offlineLogin()];
+  const rotatedAway = await sso.offlineLogin();
+  expect((await refreshGrant(b, rotatedAway)).status, 'a refresh grant before the failovers').to.equal(200);
+  const revokedRefresh = await sso.offlineLogin();
+  await sso.revoke(revokedRefresh);
+  expect((await refreshGrant(a, revokedRefresh)).error, 'a refresh token revoked before the failovers').to.equal('invalid_grant');
+  const reused = await sso.offlineLogin();
+  const grantRevoked = (await refreshGrant(a, reused)).refreshToken as string;
+  expect((await refreshGrant(b, reused)).error, 'a refresh token used twice').to.equal('invalid_grant');
+  expect((await refreshGrant(a, grantRevoked)).error, 'the successor of a token used twice').to.equal('invalid_grant');
+  return { kept, revoked, idleRefresh, rotatedAway, revokedRefresh, grantRevoked };
+}
+
+async function checkAfter(replicas: readonly Replica[], before: Before, loggedOut: readonly string[]): Promise<void> {
+  const [a, b] = replicas as [Replica, Replica];
   for (const r of replicas) {
-    for (const token of before) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a token issued before').to.equal(200);
-    for (const token of loggedOut) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token').to.equal(401);
+    for (const token of before.kept) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a token issued before').to.equal(200);
+    for (const token of [before.revoked, ...loggedOut]) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token').to.equal(401);
+    expect((await refreshGrant(r, before.revokedRefresh)).error, 'a refresh token revoked before').to.equal('invalid_grant');
+    expect((await refreshGrant(r, before.grantRevoked)).error, 'a refresh token of a grant revoked before').to.equal('invalid_grant');
   }
+  for (const token of before.idleRefresh) {
+    const first = await refreshGrant(a, token);
+    expect(first.status, `a refresh token issued before: ${JSON.stringify(first)}`).to.equal(200);
+    expect((await refreshGrant(b, first.refreshToken as string)).status, 'its successor, on the other replica').to.equal(200);
+  }
+  // Last: presenting a rotated-away token again revokes its whole grant (reuse detection).
+  expect((await refreshGrant(a, before.rotatedAway)).error, 'a refresh token rotated away before').to.equal('invalid_grant');
 }
 
 function failedByKind(outcomes: readonly Outcome[]): Record<string, number> {
@@ -80,72 +168,93 @@ function failedByKind(outcomes: readonly Outcome[]): Record<string, number> {
   return failed;
 }
 
-async function twoReplicas(dir: string, topology: RedisTopology): Promise<Replica[]> {
-  return Promise.all([startReplica(dir, JSON.stringify(topology)), startReplica(dir, JSON.stringify(topology))]);
+/**
+ * One step of a failover and what works again after it by itself. With one replica per primary,
+ * a promoted primary has none until the killed node is back: writes that wait for a replica
+ * (logouts, the provider's removals, which an SSO login's end makes) fail until then, while
+ * local logins and the refresh grants of a chain still alive work.
+ */
+interface Step {
+  readonly act: () => Promise<void>;
+  readonly recovers: readonly Kind[];
 }
 
-/** Tokens issued before: two kept, one logged out (answered 200). */
-async function tokensBefore(replicas: readonly Replica[]): Promise<{ kept: string[]; revoked: string }> {
-  const [a, b] = replicas as [Replica, Replica];
-  const kept = [await login(a.url, 'alice', PASSWORDS.alice), await login(b.url, 'alice', PASSWORDS.alice)];
-  const revoked = await login(a.url, 'alice', PASSWORDS.alice);
-  expect((await call(b.url, 'DELETE', '/api/v1/session', { token: revoked })).status).to.equal(200);
-  return { kept, revoked };
+const WITHOUT_REPLICA: readonly Kind[] = ['login'];
+const EVERYTHING: readonly Kind[] = ['login', 'refresh', 'logout'];
+
+/**
+ * Two replicas with the provider on `topology`; issues what `Before` lists, runs the stream
+ * through the steps (each awaited until what it names recovered), then checks what must hold.
+ */
+async function throughFailovers(name: string, topology: RedisTopology, steps: readonly Step[]): Promise<void> {
+  const sso = await startSsoRefresh();
+  const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
+  let replicas: Replica[] = [];
+  try {
+    replicas = await Promise.all([startReplica(dir, JSON.stringify(topology)), startReplica(dir, JSON.stringify(topology))]);
+    sso.use(replicas);
+    const before = await issueBefore(replicas, sso);
+    const s = stream(replicas, sso, before);
+    try {
+      await s.recovered(EVERYTHING);
+      for (const step of steps) {
+        await step.act();
+        await s.recovered(step.recovers);
+      }
+    } finally {
+      await s.stop();
+    }
+    const refreshes = s.outcomes.filter((o) => o.kind === 'refresh').length;
+    console.log(`      ${name}: ${s.outcomes.length} requests (${refreshes} refresh grants), failed by kind ${JSON.stringify(failedByKind(s.outcomes))}; ${s.loggedOut.length} logouts answered 200; ${s.chainsLost()} refresh chains refused afterwards`);
+    expect(s.outcomes.filter((o) => (o.kind === 'revoked' || o.kind === 'revoked-refresh') && !o.ok), 'revoked tokens accepted').to.have.length(0);
+    await checkAfter(replicas, before, s.loggedOut);
+  } finally {
+    await Promise.all(replicas.map((r) => stopReplica(r)));
+    await sso.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 describe('two svc replicas through Redis failovers', function () {
-  this.timeout(120_000);
+  this.timeout(150_000);
 
   it('on Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary', async function () {
     const peer = await startRedisSentinel();
-    const dir = accountsConfigDir();
-    let replicas: Replica[] = [];
     try {
-      replicas = await twoReplicas(dir, sentinelTopology(peer));
-      const { kept, revoked } = await tokensBefore(replicas);
-      const s = stream(replicas, kept[0] as string, revoked);
-      await s.recovered();
-      const second = await peer.failover();
-      await s.recovered();
-      await peer.kill(second);
-      await peer.awaitPrimaryOtherThan(second);
-      await s.recovered();
-      await peer.start(second);
-      await s.recovered();
-      await s.stop();
-      console.log(`      sentinel: ${s.outcomes.length} requests, failed by kind ${JSON.stringify(failedByKind(s.outcomes))}; ${s.loggedOut.length} logouts answered 200`);
-      expect(s.outcomes.filter((o) => o.kind === 'revoked' && !o.ok)).to.have.length(0);
-      await checkAfter(replicas, kept, [revoked, ...s.loggedOut]);
+      let second = 0;
+      await throughFailovers('sentinel', sentinelTopology(peer), [
+        { act: async () => void (second = await peer.failover()), recovers: EVERYTHING },
+        {
+          act: async () => {
+            await peer.kill(second);
+            await peer.awaitPrimaryOtherThan(second);
+          },
+          recovers: WITHOUT_REPLICA,
+        },
+        { act: () => peer.start(second), recovers: EVERYTHING },
+      ]);
     } finally {
-      await Promise.all(replicas.map((r) => stopReplica(r)));
       await peer.stop();
-      await rm(dir, { recursive: true, force: true });
     }
   });
 
   it('on Cluster: kill -9 of one primary', async function () {
     const peer = await startRedisCluster();
-    const dir = accountsConfigDir();
-    let replicas: Replica[] = [];
     try {
-      replicas = await twoReplicas(dir, clusterTopology(peer));
-      const { kept, revoked } = await tokensBefore(replicas);
-      const s = stream(replicas, kept[0] as string, revoked);
-      await s.recovered();
-      const [victim] = await peer.primaryPorts();
-      await peer.kill(victim as number);
-      await peer.awaitHealthy();
-      await s.recovered();
-      await peer.start(victim as number);
-      await s.recovered();
-      await s.stop();
-      console.log(`      cluster: ${s.outcomes.length} requests, failed by kind ${JSON.stringify(failedByKind(s.outcomes))}; ${s.loggedOut.length} logouts answered 200`);
-      expect(s.outcomes.filter((o) => o.kind === 'revoked' && !o.ok)).to.have.length(0);
-      await checkAfter(replicas, kept, [revoked, ...s.loggedOut]);
+      let victim = 0;
+      await throughFailovers('cluster', clusterTopology(peer), [
+        {
+          act: async () => {
+            [victim = 0] = await peer.primaryPorts();
+            await peer.kill(victim);
+            await peer.awaitHealthy();
+          },
+          recovers: WITHOUT_REPLICA,
+        },
+        { act: () => peer.start(victim), recovers: EVERYTHING },
+      ]);
     } finally {
-      await Promise.all(replicas.map((r) => stopReplica(r)));
       await peer.stop();
-      await rm(dir, { recursive: true, force: true });
     }
   });
 });

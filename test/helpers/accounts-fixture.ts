@@ -14,6 +14,8 @@ export const PASSWORDS = { admin: 'admin-pass-1', alice: 'alice-pass-1', bob: 'b
 export interface FixtureOptions {
   readonly cm?: Record<string, string>;
   readonly rbac?: Record<string, string>;
+  /** More svc-secret keys (a connector's password). */
+  readonly secret?: Record<string, string>;
 }
 
 /** admin; alice (apiKey, login); bob (login); carol (apiKey only); dave (disabled). */
@@ -41,6 +43,7 @@ export function accountsConfigDir(options: FixtureOptions = {}): string {
       'accounts.carol.password': hash(PASSWORDS.carol),
       'accounts.dave.password': hash(PASSWORDS.dave),
       'operator.note': 'keep me', // an unrelated key that writes must not touch
+      ...options.secret,
     }).replace('operator.note: keep me', 'operator.note: keep me # an operator comment');
   return tempConfigDir({
     'svc-cm.yaml': configMap('svc-cm', cm),

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+import { KEY_PREFIX, markKeyFor, type StateBackend } from '../../src/state/state.js';
 
 export interface StateSuiteFactory {
   /** A client of the backend shared by every client opened during the same test. */
@@ -87,21 +87,38 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
       });
 
       it('setIfAbsentFor stores a mark that expires with its owner, keeps one already there, and stores none without an owner', async function () {
-        expect(await state.setIfAbsentFor(key('mark'), 'm', key('owner'))).to.equal('no-owner');
-        expect(await state.get(key('mark'))).to.equal(null);
+        const mark = markKeyFor(key('owner'), key('mark'));
+        expect(await state.setIfAbsentFor(mark, 'm', key('owner'))).to.equal('no-owner');
+        expect(await state.get(mark)).to.equal(null);
 
         await state.set(key('owner'), 'o', { ttlMs: TTL });
-        expect(await state.setIfAbsentFor(key('mark'), 'first', key('owner'))).to.equal('set');
-        expect(await state.setIfAbsentFor(key('mark'), 'second', key('owner'))).to.equal('exists');
-        expect(await state.get(key('mark'))).to.equal('first');
-        expect(await state.ttlMs(key('mark'))).to.be.a('number').within(1, TTL);
+        expect(await state.setIfAbsentFor(mark, 'first', key('owner'))).to.equal('set');
+        expect(await state.setIfAbsentFor(mark, 'second', key('owner'))).to.equal('exists');
+        expect(await state.get(mark)).to.equal('first');
+        expect(await state.ttlMs(mark)).to.be.a('number').within(1, TTL);
         await sleep(PAST_TTL);
-        expect(await state.get(key('mark')), 'gone with its owner').to.equal(null);
+        expect(await state.get(mark), 'gone with its owner').to.equal(null);
 
         await state.set(key('forever'), 'o');
-        expect(await state.setIfAbsentFor(key('mark2'), 'm', key('forever'))).to.equal('set');
-        expect(await state.ttlMs(key('mark2')), 'no TTL, as its owner').to.equal(null);
-        expect(await state.get(key('mark2'))).to.equal('m');
+        const mark2 = markKeyFor(key('forever'), key('mark'));
+        expect(await state.setIfAbsentFor(mark2, 'm', key('forever'))).to.equal('set');
+        expect(await state.ttlMs(mark2), 'no TTL, as its owner').to.equal(null);
+        expect(await state.get(mark2)).to.equal('m');
+      });
+
+      it('setIfAbsentFor with a former key: wins only if it also takes that key, with the same TTL', async function () {
+        await state.set(key('owner'), 'o', { ttlMs: 60_000 });
+        const mark = markKeyFor(key('owner'), key('mark'));
+        expect(await state.setIfAbsentFor(mark, 'm', key('owner'), { formerKey: key('former') })).to.equal('set');
+        expect(await state.get(key('former'))).to.equal('m');
+        expect(await state.ttlMs(key('former'))).to.be.a('number').within(1, 60_000);
+
+        await state.set(key('owner2'), 'o', { ttlMs: 60_000 });
+        await state.set(key('former2'), 'earlier');
+        const mark2 = markKeyFor(key('owner2'), key('mark'));
+        expect(await state.setIfAbsentFor(mark2, 'm', key('owner2'), { formerKey: key('former2') }), 'marked under the former name').to.equal('exists');
+        expect(await state.get(key('former2'))).to.equal('earlier');
+        expect(await state.setIfAbsentFor(mark2, 'm', key('owner2'), { formerKey: key('former2') })).to.equal('exists');
       });
 
       it('delete removes strings and hashes, and ignores absent keys', async function () {

@@ -9,13 +9,19 @@
  * a record key equal to an index key: the part before the id is fixed and differs.
  *
  *   idp:<Model>:<ref id>              the payload, JSON without its `jti`, TTL = expiresIn
- *   idp:consumed:<Model>:<ref id>     epoch seconds of the first consume(), TTL = the record's
+ *   idp:consumed:{svc:idp:<Model>:<ref id>}
+ *                                     epoch seconds of the first consume(), TTL = the record's; the
+ *                                     record's stored key as hash tag, so both share a Redis Cluster
+ *                                     slot (state.ts, markKeyFor)
+ *   idp:consumed:<Model>:<ref id>     the same mark under its earlier name, read and claimed beside
+ *                                     it until every record of the earlier release expired
  *   idp:uid:<Model>:<ref uid>         ref of the record's id with that uid (Session), same TTL
  *   idp:user-code:<Model>:<ref code>  ref of the record's id with that userCode (DeviceCode)
  *   idp:grant:<ref grantId>           hash: field `<Model>:<ref id>` per token of the grant, value
  *                                     its expiry in ms ('never' without one); TTL = the longest member's
  */
 import { createHmac, hkdfSync } from 'node:crypto';
+import { markKeyFor } from '../../state/state.js';
 
 const ROOT = 'idp';
 
@@ -27,7 +33,14 @@ export function isModelName(name: string): boolean {
 }
 
 export const recordKey = (model: string, id: string): string => `${ROOT}:${model}:${id}`;
-export const consumedKey = (model: string, id: string): string => `${ROOT}:consumed:${model}:${id}`;
+export const consumedKey = (model: string, id: string): string => markKeyFor(recordKey(model, id), `${ROOT}:consumed:`);
+/**
+ * The consumed mark's earlier name (before it carried its record's hash tag): a record consumed
+ * by an earlier release has only this one, and replicas of that release read and write only it.
+ * To be removed once the longest-lived consumable record (a refresh token) written before the
+ * rename has expired and no replica of that release runs.
+ */
+export const formerConsumedKey = (model: string, id: string): string => `${ROOT}:consumed:${model}:${id}`;
 export const uidKey = (model: string, uid: string): string => `${ROOT}:uid:${model}:${uid}`;
 export const userCodeKey = (model: string, code: string): string => `${ROOT}:user-code:${model}:${code}`;
 export const grantKey = (grantId: string): string => `${ROOT}:grant:${grantId}`;

@@ -7,9 +7,11 @@
  * What oidc-provider relies on, and how it holds here:
  * - consume(): the provider reads a code (or refresh token), checks `consumed`, then consumes
  *   it, so two redemptions racing between the two steps would both pass. consume() marks with
- *   setIfAbsent, so exactly one wins; the other gets the error the provider gives for a
+ *   setIfAbsentFor, so exactly one wins; the other gets the error the provider gives for a
  *   reused code (invalid_grant; invalid_request_uri for a pushed request) and no tokens.
- *   A mark is never removed by a later upsert: once consumed, always consumed.
+ *   A mark is never removed by a later upsert: once consumed, always consumed. The mark's
+ *   earlier name (adapter-keys.ts) counts too and is claimed with it, so a record consumed
+ *   before the rename, or by a replica of the earlier release, is never consumed again.
  * - revokeByGrantId(): every token of the grant, of every model, through ./grant-index.ts.
  *   A token is listed before it is written, so none can exist unlisted.
  * - findByUid / findByUserCode: index keys with the record's TTL; a stale index entry (record
@@ -23,7 +25,7 @@ import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } fr
 import { createSealer } from '../../lib/sealed.js';
 import type { StateBackend } from '../../state/state.js';
 import {
-  consumedKey, createIdRefs, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
+  consumedKey, createIdRefs, formerConsumedKey, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
 } from './adapter-keys.js';
 import {
   decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor, withoutBearerValues,
@@ -113,6 +115,7 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
         isLookupId(payload.userCode) ? state.set(userCodeKey(model, ref(payload.userCode)), at, ttl) : undefined,
         // A consumed record saved again stays consumed as long as it lives (no-op otherwise).
         ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(consumedKey(model, at), ttlMs),
+        ttlMs === undefined || !CONSUMABLE_MODELS.has(model) ? undefined : state.expire(formerConsumedKey(model, at), ttlMs),
       ]);
     }
 
@@ -146,7 +149,8 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       // The mark lives as long as the record (forever with it); an absent record gets none.
       const stamp = String(Math.floor(now() / 1000));
       const at = ref(id);
-      if ((await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at))) === 'exists') throw alreadyConsumed(model);
+      const marked = await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at), { formerKey: formerConsumedKey(model, at) });
+      if (marked === 'exists') throw alreadyConsumed(model);
     }
 
     async destroy(id: string): Promise<void> {
@@ -168,11 +172,13 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
 
 /** The record stored under a ref, as stored (its `jti` sealed), with its consumed mark. */
 async function findRecord(state: StateBackend, model: string, at: string): Promise<AdapterPayload | undefined> {
-  const [text, consumed] = await Promise.all([
+  const [text, mark, formerMark] = await Promise.all([
     state.get(recordKey(model, at)),
     CONSUMABLE_MODELS.has(model) ? state.get(consumedKey(model, at)) : null,
+    CONSUMABLE_MODELS.has(model) ? state.get(formerConsumedKey(model, at)) : null,
   ]);
   if (text === null) return undefined;
+  const consumed = mark ?? formerMark;
   const payload = decodePayload(text);
   return consumed === null ? payload : { ...payload, consumed: Number(consumed) };
 }
@@ -187,7 +193,7 @@ async function removeRecord(
 ): Promise<void> {
   // Replicated: a session ended or a token revoked must not come back with a failover.
   const text = await state.take(recordKey(model, at), { replicated: true });
-  if (CONSUMABLE_MODELS.has(model)) await state.delete(consumedKey(model, at));
+  if (CONSUMABLE_MODELS.has(model)) await Promise.all([state.delete(consumedKey(model, at)), state.delete(formerConsumedKey(model, at))]);
   if (text === null) return;
   const payload = decodePayload(text);
   await Promise.all([

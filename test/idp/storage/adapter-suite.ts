@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AdapterConstructor, AdapterPayload } from 'oidc-provider';
 import { createStateAdapterClass, type StateAdapterOptions } from '../../../src/idp/storage/adapter.js';
 import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../../src/idp/storage/adapter-payload.js';
-import { createIdRefs } from '../../../src/idp/storage/adapter-keys.js';
+import { consumedKey, createIdRefs, formerConsumedKey, recordKey } from '../../../src/idp/storage/adapter-keys.js';
 import { GrantIndexFull } from '../../../src/idp/storage/grant-index.js';
 import { KEY_PREFIX, type StateBackend } from '../../../src/state/state.js';
 
@@ -131,7 +131,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(await codes.find(id('c'))).to.deep.equal({ jti: id('c'), grantId: id('g'), consumed: 1_700_000_000 });
         await codes.upsert(id('c'), { jti: id('c'), grantId: id('g') }, 600);
         expect(await codes.find(id('c'))).to.have.property('consumed', 1_700_000_000);
-        expect(await state.ttlMs(`idp:consumed:AuthorizationCode:${ref(id('c'))}`)).to.be.a('number').above(590_000);
+        expect(await state.ttlMs(consumedKey('AuthorizationCode', ref(id('c'))))).to.be.a('number').above(590_000);
+        expect(await state.ttlMs(formerConsumedKey('AuthorizationCode', ref(id('c'))))).to.be.a('number').above(590_000);
       });
 
       it('lets exactly one of two replicas consume a code; the other gets invalid_grant', async function () {
@@ -176,14 +177,48 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(reads).to.deep.equal([`get idp:Grant:${ref(id('g'))}`]);
         reads.length = 0;
         await new Counted('RefreshToken').find(id('r'));
-        expect(reads).to.have.members([`get idp:RefreshToken:${ref(id('r'))}`, `get idp:consumed:RefreshToken:${ref(id('r'))}`]);
+        expect(reads).to.have.members([`get idp:RefreshToken:${ref(id('r'))}`, `get ${consumedKey('RefreshToken', ref(id('r')))}`, `get ${formerConsumedKey('RefreshToken', ref(id('r')))}`]);
       });
 
       it('does nothing for an absent record, which stays absent', async function () {
         const codes = new Adapter('AuthorizationCode');
         await codes.consume(id('none'));
         expect(await codes.find(id('none'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:AuthorizationCode:${ref(id('none'))}`)).to.equal(null);
+        expect(await state.get(consumedKey('AuthorizationCode', ref(id('none'))))).to.equal(null);
+        expect(await state.get(formerConsumedKey('AuthorizationCode', ref(id('none'))))).to.equal(null);
+      });
+
+      it('keeps the mark in its record\'s Cluster slot: the record\'s stored key is its hash tag', function () {
+        expect(consumedKey('RefreshToken', 'abc')).to.equal(`idp:consumed:{${KEY_PREFIX}idp:RefreshToken:abc}`);
+      });
+
+      it('counts a mark of the earlier name as consumed: a token consumed before the rename is refused', async function () {
+        const tokens = new Adapter('RefreshToken');
+        await tokens.upsert(id('r'), { jti: id('r') }, 600);
+        // What an earlier release stored on consume: the mark under its earlier name only.
+        await state.set(formerConsumedKey('RefreshToken', ref(id('r'))), '1700000000', { ttlMs: 600_000 });
+        expect(await tokens.find(id('r'))).to.have.property('consumed', 1_700_000_000);
+        expect(((await rejection(tokens.consume(id('r')))) as { error?: string }).error).to.equal('invalid_grant');
+      });
+
+      it('lets exactly one of a replica of the earlier release and this one consume, and shows its mark to the earlier one', async function () {
+        const tokens = new Adapter('RefreshToken');
+        for (let round = 0; round < 10; round++) {
+          const token = id(`r${round}`);
+          await tokens.upsert(token, { jti: token }, 600);
+          // The earlier release's consume comes down to SET NX of the earlier name.
+          const earlier = state.setIfAbsent(formerConsumedKey('RefreshToken', ref(token)), '1', { ttlMs: 600_000 }).then((won) => {
+            if (!won) throw new Error('already consumed');
+          });
+          const results = await Promise.allSettled([earlier, tokens.consume(token)]);
+          expect(results.filter((r) => r.status === 'fulfilled'), `round ${round}`).to.have.length(1);
+          expect(await tokens.find(token)).to.have.property('consumed');
+        }
+        await tokens.upsert(id('later'), { jti: id('later') }, 600);
+        await tokens.consume(id('later'));
+        expect(await state.setIfAbsent(formerConsumedKey('RefreshToken', ref(id('later'))), '1'), 'the earlier name is taken too').to.equal(false);
+        expect(await state.ttlMs(formerConsumedKey('RefreshToken', ref(id('later'))))).to.be.a('number').within(1, 600_000);
+        expect(await state.ttlMs(recordKey('RefreshToken', ref(id('later'))))).to.be.a('number').within(1, 600_000);
       });
     });
 
@@ -197,7 +232,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         await devices.destroy(id('d'));
         expect(await devices.find(id('d'))).to.equal(undefined);
         expect(await devices.findByUserCode(id('UC'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:DeviceCode:${ref(id('d'))}`)).to.equal(null);
+        expect(await state.get(consumedKey('DeviceCode', ref(id('d'))))).to.equal(null);
+        expect(await state.get(formerConsumedKey('DeviceCode', ref(id('d'))))).to.equal(null);
         expect(await state.get(`idp:user-code:DeviceCode:${ref(id('UC'))}`)).to.equal(null);
         expect(Object.keys(await state.hashGetAll(`idp:grant:${ref(id('g'))}`))).to.deep.equal([`AccessToken:${ref(id('at'))}`]);
         const sessions = new Adapter('Session');
@@ -227,7 +263,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
           expect(await new Adapter(model).find(id(tokenId)), `${model} ${tokenId}`).to.equal(undefined);
         }
         expect(await new Adapter('DeviceCode').findByUserCode(id('UC'))).to.equal(undefined);
-        expect(await state.get(`idp:consumed:AuthorizationCode:${ref(id('c'))}`)).to.equal(null);
+        expect(await state.get(consumedKey('AuthorizationCode', ref(id('c'))))).to.equal(null);
+        expect(await state.get(formerConsumedKey('AuthorizationCode', ref(id('c'))))).to.equal(null);
         expect(await state.hashLength(`idp:grant:${ref(g)}`)).to.equal(0);
         expect(await new Adapter('AccessToken').find(id('keep'))).to.include({ grantId: id('other') });
         // The Grant itself is the provider's to destroy (revokeGrantPolicy), not the token index's.
@@ -371,7 +408,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         await new Adapter('AccessToken').upsert(id('access'), { jti: id('access'), grantId: id('g'), accountId: 'alice' }, 60);
         await new Adapter('RefreshToken').upsert(id('refresh'), { jti: id('refresh'), grantId: id('g'), accountId: 'alice' }, 60);
         const expected = [
-          `idp:DeviceCode:${ref(id('d'))}`, `idp:consumed:DeviceCode:${ref(id('d'))}`, `idp:grant:${ref(id('g'))}`,
+          `idp:DeviceCode:${ref(id('d'))}`, consumedKey('DeviceCode', ref(id('d'))), formerConsumedKey('DeviceCode', ref(id('d'))), `idp:grant:${ref(id('g'))}`,
           `idp:uid:DeviceCode:${ref(id('u'))}`, `idp:user-code:DeviceCode:${ref(id('UC'))}`,
           `idp:AccessToken:${ref(id('access'))}`, `idp:RefreshToken:${ref(id('refresh'))}`,
         ].map((k) => KEY_PREFIX + k);

@@ -1,0 +1,124 @@
+/**
+ * Refresh grants at the bundled identity provider of svc replicas that share one config dir and
+ * one Redis, for the failover test and benchmark: a real slapd (fixtures/ldap/ldap-connector.ldif)
+ * behind an LDAP connector in idp.config, refresh tokens obtained through the password form (no
+ * browser), and refresh grants sent straight to each replica's token endpoint.
+ *
+ * Both replicas serve the same `url` (the issuer is `<url>/api/idp`), so a small HTTP forwarder
+ * listens there, as a load balancer would, and sends the logins to the first replica; the refresh
+ * grants go to the replica the caller names (the token endpoint does not look at the Host).
+ */
+import { createServer, request, type Server } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as client from 'openid-client';
+import YAML from 'yaml';
+import { webClientSecret } from '../../src/idp/clients.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { SECRET_KEY } from './accounts-fixture.js';
+import { authorizationRequest, svcWebClient } from './authorization.js';
+import { FormBrowser, isPage } from './form-browser.js';
+import { freePort, startPeer, type Peer } from './peers.js';
+import type { Replica } from './replica-process.js';
+
+const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
+/** A directory user who is no local account of the accounts fixture. */
+const SSO_USER = { username: 'erin', password: 'erin123' } as const;
+
+export interface SsoRefresh {
+  /** svc-cm entries: `url` (the forwarder's) and idp.config with the LDAP connector. */
+  readonly cm: Record<string, string>;
+  /** svc-secret entries the connector refers to. */
+  readonly secret: Record<string, string>;
+  /** Tells the forwarder where the replicas are (once they are started). */
+  use(replicas: readonly Replica[]): void;
+  /** Logs in through the password form with offline_access; the refresh token. */
+  offlineLogin(): Promise<string>;
+  /** Revokes a token at the provider (RFC 7009, answered 200). */
+  revoke(token: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** One refresh grant's answer: the HTTP status (0: no answer), and the rotated token or the error. */
+export interface RefreshAnswer {
+  readonly status: number;
+  readonly refreshToken?: string;
+  readonly error?: string;
+}
+
+export async function startSsoRefresh(): Promise<SsoRefresh> {
+  const ldapPort = await freePort();
+  const slapd: Peer = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
+  let replicas: readonly Replica[] = [];
+  let forwarder: Server | undefined;
+  try {
+    const port = await freePort();
+    forwarder = createServer((req, res) => {
+      const upstream = replicas[0] === undefined ? undefined : new URL(replicas[0].url);
+      if (upstream === undefined) return void res.writeHead(502).end();
+      const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      out.on('error', () => res.destroy());
+      req.pipe(out);
+    });
+    await new Promise<void>((resolve) => forwarder?.listen(port, '127.0.0.1', resolve));
+  } catch (err: unknown) {
+    await slapd.stop();
+    throw err;
+  }
+  const url = `http://127.0.0.1:${(forwarder.address() as { port: number }).port}`;
+  const redirectUri = `${url}/auth/callback`;
+  let rp: client.Configuration | undefined;
+  const server = forwarder;
+
+  return {
+    cm: { url, 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }] }) },
+    secret: { 'ldap.bindPW': 'readerpw' },
+    use(started) {
+      replicas = started;
+    },
+    async offlineLogin() {
+      rp ??= await svcWebClient(url, SECRET_KEY);
+      const login = await authorizationRequest(rp, redirectUri, 'openid offline_access');
+      const browser = new FormBrowser();
+      const form = await browser.go(login.href, redirectUri);
+      if (!isPage(form)) throw new Error('expected the password form');
+      const done = await browser.submit(form, { ...SSO_USER }, redirectUri);
+      if (isPage(done)) throw new Error(`expected the redirect with a code, got ${done.status}`);
+      const tokens = await client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state });
+      if (tokens.refresh_token === undefined) throw new Error('no refresh token with offline_access');
+      return tokens.refresh_token;
+    },
+    async revoke(token) {
+      rp ??= await svcWebClient(url, SECRET_KEY);
+      await client.tokenRevocation(rp, token);
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await slapd.stop();
+    },
+  };
+}
+
+const BASIC = `Basic ${Buffer.from(`svc:${encodeURIComponent(webClientSecret(SECRET_KEY))}`).toString('base64')}`;
+
+/** grant_type=refresh_token at `replica`'s token endpoint, as svc's web client. */
+export async function refreshGrant(replica: Replica, refreshToken: string): Promise<RefreshAnswer> {
+  try {
+    const res = await fetch(`${replica.url}/api/idp/token`, {
+      method: 'POST',
+      headers: { authorization: BASIC, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }),
+      signal: AbortSignal.timeout(5_000),
+    });
+    const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    const rotated = body['refresh_token'];
+    const error = body['error'];
+    return { status: res.status, ...(typeof rotated === 'string' ? { refreshToken: rotated } : {}), ...(typeof error === 'string' ? { error } : {}) };
+  } catch {
+    return { status: 0 };
+  }
+}
