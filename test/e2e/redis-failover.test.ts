@@ -171,15 +171,15 @@ function failedByKind(outcomes: readonly Outcome[]): Record<string, number> {
 /**
  * One step of a failover and what works again after it by itself. With one replica per primary,
  * a promoted primary has none until the killed node is back: writes that wait for a replica
- * (logouts, the provider's removals, which an SSO login's end makes) fail until then, while
- * local logins and the refresh grants of a chain still alive work.
+ * (logouts, the provider's revocations) fail until then, while local logins, SSO logins (the
+ * removal of a finished interaction does not wait for a replica) and refresh grants work.
  */
 interface Step {
   readonly act: () => Promise<void>;
   readonly recovers: readonly Kind[];
 }
 
-const WITHOUT_REPLICA: readonly Kind[] = ['login'];
+const WITHOUT_REPLICA: readonly Kind[] = ['login', 'refresh'];
 const EVERYTHING: readonly Kind[] = ['login', 'refresh', 'logout'];
 
 /**
@@ -200,6 +200,8 @@ async function throughFailovers(name: string, topology: RedisTopology, steps: re
       for (const step of steps) {
         await step.act();
         await s.recovered(step.recovers);
+        // Still without a replica: a whole SSO login (form, code, tokens) must go through.
+        if (step.recovers === WITHOUT_REPLICA) await sso.offlineLogin();
       }
     } finally {
       await s.stop();

@@ -192,7 +192,7 @@ async function removeRecord(
   state: StateBackend, grants: GrantIndex, ref: IdRef, model: string, at: string, { unlist }: { unlist: boolean },
 ): Promise<void> {
   // Replicated: a session ended or a token revoked must not come back with a failover.
-  const text = await state.take(recordKey(model, at), { replicated: true });
+  const text = await state.take(recordKey(model, at), { replicated: await removalMustSurviveFailover(state, model, at) });
   if (CONSUMABLE_MODELS.has(model)) await Promise.all([state.delete(consumedKey(model, at)), state.delete(formerConsumedKey(model, at))]);
   if (text === null) return;
   const payload = decodePayload(text);
@@ -203,6 +203,21 @@ async function removeRecord(
       ? grants.remove(ref(payload.grantId), grantMember(model, at))
       : undefined,
   ]);
+}
+
+/**
+ * Whether a removal waits for a replica. Not for what grants nothing if it came back: an
+ * interaction (removed when its login ends; only the browser holding its login cookie could
+ * finish it again, within its 10 minutes), nor a session nobody is logged in to (oidc-provider
+ * removes the pre-login session under its old id at every login, against session fixation).
+ * Waiting there made every SSO login fail while a primary had no replica (after a failover,
+ * until the lost node returned). A logged-in session's removal (a logout) still waits.
+ */
+async function removalMustSurviveFailover(state: StateBackend, model: string, at: string): Promise<boolean> {
+  if (model === 'Interaction') return false;
+  if (model !== 'Session') return true;
+  const text = await state.get(recordKey(model, at));
+  return text !== null && decodePayload(text).accountId !== undefined;
 }
 
 async function deleteIfPointsAt(state: StateBackend, key: string, at: string): Promise<void> {

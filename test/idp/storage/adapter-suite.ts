@@ -244,6 +244,37 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
       });
     });
 
+    describe('which removals wait for a replica', function () {
+      /** The adapter over `state`, recording whether each take asked to be replicated, by key. */
+      function recordingTakes(): { Adapter: AdapterConstructor; replicated: Map<string, boolean> } {
+        const replicated = new Map<string, boolean>();
+        const recording = new Proxy(state, {
+          get(target, prop, receiver) {
+            if (prop !== 'take') return Reflect.get(target, prop, receiver) as unknown;
+            return (key: string, options?: { replicated?: boolean }) => {
+              replicated.set(key, options?.replicated === true);
+              return target.take(key, options);
+            };
+          },
+        });
+        return { Adapter: createStateAdapterClass(recording, { serverSecretKey: SECRET }), replicated };
+      }
+
+      it('a logout (a logged-in session) and a revoked token do; an interaction or a session nobody logged in to do not', async function () {
+        const { Adapter: Recorded, replicated } = recordingTakes();
+        const record = async (model: string, key: string, payload: AdapterPayload) => {
+          const adapter = new Recorded(model);
+          await adapter.upsert(id(key), { jti: id(key), ...payload }, 60);
+          await adapter.destroy(id(key));
+          return replicated.get(recordKey(model, ref(id(key))));
+        };
+        expect(await record('Session', 'in', { accountId: 'alice' }), 'a logged-in session').to.equal(true);
+        expect(await record('RefreshToken', 'rt', { grantId: id('g') }), 'a refresh token').to.equal(true);
+        expect(await record('Session', 'pre', {}), 'a session before its login').to.equal(false);
+        expect(await record('Interaction', 'i', {}), 'an interaction').to.equal(false);
+      });
+    });
+
     describe('revokeByGrantId', function () {
       it('removes every token of the grant, of every model, and nothing of other grants', async function () {
         const g = id('g');
