@@ -4,10 +4,11 @@
  * grants (svc's web client, a real slapd behind an LDAP connector), while the primary is failed
  * over (Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary; Cluster: kill -9 of one
  * primary). After that, as docs/state.md ("What a failover may lose") promises:
- *   - no token whose logout was answered with success is accepted, and no refresh token revoked
+ *   - no token whose logout was answered with success, and no API token deleted before, is
+ *     accepted, and no refresh token revoked
  *     (answered 200), of a grant revoked (a reused refresh token), or rotated away before the
  *     failovers is accepted again;
- *   - every token issued before is still valid: local session tokens, and refresh tokens that
+ *   - every token issued before is still valid: local session tokens, an API token, and refresh tokens that
  *     were not used meanwhile (each still refreshes, and its successor too, on either replica);
  *   - the stream works again by itself: logins and refresh grants succeed. A refresh token being
  *     rotated while the primary went may be refused afterwards (its consume or its successor's
@@ -20,7 +21,7 @@ import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
-import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
+import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { refreshGrant, startSsoRefresh, type SsoRefresh } from '../helpers/sso-refresh.js';
@@ -50,6 +51,10 @@ interface Before {
   readonly revokedRefresh: string;
   /** The successor of a refresh token used twice: the reuse revoked the whole grant, so refused. */
   readonly grantRevoked: string;
+  /** An API token of alice's, kept: valid. */
+  readonly apiToken: string;
+  /** An API token of alice's, deleted (answered 200): refused. */
+  readonly deletedApiToken: string;
 }
 
 /** Logins, logouts, token checks and refresh grants on both replicas in turn until stopped; what each answered. */
@@ -142,7 +147,25 @@ async function issueBefore(replicas: readonly Replica[], sso: SsoRefresh): Promi
   const grantRevoked = (await refreshGrant(a, reused)).refreshToken as string;
   expect((await refreshGrant(b, reused)).error, 'a refresh token used twice').to.equal('invalid_grant');
   expect((await refreshGrant(a, grantRevoked)).error, 'the successor of a token used twice').to.equal('invalid_grant');
-  return { kept, revoked, idleRefresh, rotatedAway, revokedRefresh, grantRevoked };
+  const [apiToken, deletedApiToken] = await apiTokens(replicas);
+  return { kept, revoked, idleRefresh, rotatedAway, revokedRefresh, grantRevoked, apiToken, deletedApiToken };
+}
+
+/** Two API tokens of alice's made on one replica; the second deleted on the other, and refused by both. */
+async function apiTokens(replicas: readonly Replica[]): Promise<[kept: string, deleted: string]> {
+  const [a, b] = replicas as [Replica, Replica];
+  const admin = await login(a.url, 'admin', PASSWORDS.admin);
+  const made = await Promise.all(['kept', 'deleted'].map(async (id) => {
+    const reply = await call(a.url, 'POST', '/api/v1/account/alice/token', { token: admin, body: { id } });
+    expect(reply.status, `API token ${id}`).to.equal(200);
+    return String(reply.body['token']);
+  }));
+  const [kept, deleted] = made as [string, string];
+  const status = async (r: Replica, token: string) => (await call(r.url, 'GET', '/api/v1/account/alice', { token })).status;
+  await waitFor(async () => (await status(b, deleted)) === 200, 'the API tokens on the other replica');
+  expect((await call(b.url, 'DELETE', '/api/v1/account/alice/token/deleted', { token: admin })).status, 'deleting an API token').to.equal(200);
+  await waitFor(async () => (await status(a, deleted)) === 401 && (await status(b, deleted)) === 401, 'the deleted API token refused on both replicas');
+  return [kept, deleted];
 }
 
 async function checkAfter(replicas: readonly Replica[], before: Before, loggedOut: readonly string[]): Promise<void> {
@@ -150,6 +173,8 @@ async function checkAfter(replicas: readonly Replica[], before: Before, loggedOu
   for (const r of replicas) {
     for (const token of before.kept) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a token issued before').to.equal(200);
     for (const token of [before.revoked, ...loggedOut]) expect((await call(r.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token').to.equal(401);
+    expect((await call(r.url, 'GET', '/api/v1/account/alice', { token: before.apiToken })).status, 'an API token made before').to.equal(200);
+    expect((await call(r.url, 'GET', '/api/v1/account/alice', { token: before.deletedApiToken })).status, 'an API token deleted before').to.equal(401);
     expect((await refreshGrant(r, before.revokedRefresh)).error, 'a refresh token revoked before').to.equal('invalid_grant');
     expect((await refreshGrant(r, before.grantRevoked)).error, 'a refresh token of a grant revoked before').to.equal('invalid_grant');
   }
