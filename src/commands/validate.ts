@@ -41,9 +41,10 @@ export async function runValidateCluster(options: ClusterStoreOptions, out: Writ
     return 1;
   }
   try {
-    const { settings, problems: settingProblems } = parseSettings(store.current());
+    const { settings, problems: settingProblems, warnings = [] } = parseSettings(store.current());
     const problems = [...store.problems(), ...settingProblems];
     out.write(`${describeSsoInForce(settings)}\n`);
+    for (const warning of warnings) err.write(`warning: ${formatProblem(warning)}\n`);
     if (problems.length === 0) {
       out.write(`namespace ${store.namespace}: configuration is valid\n`);
       return 0;

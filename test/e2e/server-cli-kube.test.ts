@@ -94,10 +94,15 @@ describe('svc-server --kube', function () {
     }
   });
 
-  it('validate --kube checks what is in the cluster: exit 0 when clean, 1 with the key path of a problem', async () => {
+  it('validate --kube checks what is in the cluster: exit 0 when clean, its warnings as the directory\'s, 1 with the key path of a problem', async () => {
     const clean = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(clean.code, clean.stderr).to.equal(0);
     expect(clean.stdout).to.include('namespace svc: configuration is valid');
+    // A warning, as the directory's validate and the server say it, and still valid.
+    await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-rbac-cm', '--type', 'merge', '-p', '{"data":{"policy.csv":"p, role:ops, applicatons, get, */*, allow"}}']);
+    const warned = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    expect(warned.code, warned.stderr).to.equal(0);
+    expect(warned.stderr).to.include("warning: svc-rbac-cm: policy.csv: line 1: resource 'applicatons' is not one svc checks");
     await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-cm', '--type', 'merge', '-p', '{"data":{"accounts.alice":"apiKey, teleport"}}']);
     const broken = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(broken.code).to.equal(1);
