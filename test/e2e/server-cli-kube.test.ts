@@ -1,7 +1,7 @@
 /** `svc-server --kube` and `svc-server validate --kube` as real processes, on the stand-in API server through a kubeconfig. */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
@@ -107,6 +107,17 @@ describe('svc-server --kube', function () {
     const broken = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(broken.code).to.equal(1);
     expect(broken.stderr).to.match(/accounts\.alice.*teleport|teleport.*accounts\.alice/);
+  });
+
+  it('rbac can answers for the policy in the cluster from svc-rbac-cm as kubectl prints it (docs/rbac.md)', async () => {
+    await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-rbac-cm', '--type', 'merge', '-p', JSON.stringify({ data: { 'policy.csv': 'p, role:metrics-viewer, extensions, *, default/metrics, allow\ng, alice, role:metrics-viewer' } })]);
+    const policy = join(work, 'policy');
+    mkdirSync(policy);
+    writeFileSync(join(policy, 'svc-rbac-cm.yaml'), await kubectl.run(['get', 'configmap', 'svc-rbac-cm', '-n', 'svc', '-o', 'yaml']));
+    const yes = await runTs(CLI, ['rbac', 'can', '--config', policy, 'alice', 'extensions', '*', 'default/metrics'], env());
+    expect([yes.code, yes.stdout, yes.stderr]).to.deep.equal([0, 'yes\n', '']);
+    const no = await runTs(CLI, ['rbac', 'can', '--config', policy, 'bob', 'extensions', '*', 'default/metrics'], env());
+    expect([no.code, no.stdout]).to.deep.equal([2, 'no\n']);
   });
 
   it('refuses --kubeconfig without --kube, and says what to give when there is no API to talk to', async () => {
