@@ -29,6 +29,12 @@ interface Nodes {
   /** Lets a killed node start again (empty; it rejoins as a replica) and waits for its PING. */
   start(port: number): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * Waits until every primary has a replica online and caught up (INFO replication: state=online,
+   * lag ≤ 1 s), so that writes which wait for a replica (WAIT) succeed again: a node started
+   * again answers PING long before its full resynchronisation is over.
+   */
+  awaitReplicated(timeoutMs?: number): Promise<void>;
 }
 
 export interface RedisSentinelPeer extends Nodes {
@@ -85,13 +91,24 @@ async function ask<T>(port: number, password: string | undefined, question: (r: 
   }
 }
 
-function nodesOf(peer: Peer, nodePorts: readonly number[], password: string | undefined): Nodes {
+function nodesOf(peer: Peer, nodePorts: readonly number[], password: string | undefined, primaries: () => Promise<number[]>): Nodes {
   return {
     nodePorts,
     dir: peer.dir,
     kill: (port) => nodeScript('kill', peer.dir, port, password),
     start: (port) => nodeScript('start', peer.dir, port, password),
     stop: () => peer.stop(),
+    async awaitReplicated(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      const caughtUp = (info: string | null) => info !== null && /^slave\d+:.*state=online,.*lag=[01]\b/m.test(info);
+      while (Date.now() < deadline) {
+        const ports = await primaries().catch(() => []);
+        const infos = await Promise.all(ports.map((port) => ask(port, password, (r) => r.info('replication')).catch(() => null)));
+        if (ports.length > 0 && infos.every(caughtUp)) return;
+        await sleep(100);
+      }
+      throw new Error(`not every primary had a replica caught up within ${timeoutMs} ms`);
+    },
   };
 }
 
@@ -118,7 +135,7 @@ export async function startRedisSentinel(options: TopologyOptions = {}): Promise
   }
 
   const self: RedisSentinelPeer = {
-    ...nodesOf(peer, [primary as number, replica as number], options.password),
+    ...nodesOf(peer, [primary as number, replica as number], options.password, async () => [await self.primaryPort()]),
     masterName,
     sentinels,
     async primaryPort() {
@@ -157,7 +174,7 @@ export async function startRedisCluster(options: Pick<TopologyOptions, 'password
   const nodePorts = ports.slice(0, 6);
   const env: Record<string, string> = options.password !== undefined ? { REDIS_PASSWORD: options.password } : {};
   const peer = await startPeer('start-redis-cluster.sh', ports.map(String), env);
-  const base = nodesOf(peer, nodePorts, options.password);
+  const base = nodesOf(peer, nodePorts, options.password, () => slotOwners());
 
   async function slotOwners(): Promise<number[]> {
     for (const port of nodePorts) {
