@@ -31,6 +31,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { kubeconfigText } from './kubeconfig.js';
 import { apiVersionOf, KubeError, labelsOf, mergePatch, ObjectStore, parseSelector, RESOURCES, type KubeObject, type ResourceType, type StoredEvent } from './fake-kube-objects.js';
 
 export interface RbacRule {
@@ -84,7 +85,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     requests: [],
     refusals: new Map(),
     authorized: new Set(),
-    kubeconfig: (namespace) => kubeconfigText(fake.url, token, namespace, options.tls?.caPem),
+    kubeconfig: (namespace) => kubeconfigText(fake.url, options.tls?.caPem, { name: 'svc', user: { token } }, namespace),
     rotateToken(next) {
       token = next;
       (fake as { token: string }).token = next;
@@ -337,24 +338,3 @@ function send(res: ServerResponse, code: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-function kubeconfigText(url: string, token: string, namespace: string, caPem: string | undefined): string {
-  const cluster = caPem === undefined ? `    server: ${url}` : `    server: ${url}\n    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`;
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: stand-in
-  cluster:
-${cluster}
-users:
-- name: svc
-  user:
-    token: ${token}
-contexts:
-- name: stand-in
-  context:
-    cluster: stand-in
-    user: svc
-    namespace: ${namespace}
-current-context: stand-in
-`;
-}

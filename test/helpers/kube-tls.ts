@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { kubeconfigText } from './kubeconfig.js';
 
 export interface KubeTls {
   readonly caPem: string;
@@ -33,24 +34,5 @@ export function makeKubeTls(clientName: string): KubeTls {
 /** A kubeconfig that logs in with a client certificate only (no token). */
 export function clientCertKubeconfig(server: string, tls: KubeTls, namespace: string): string {
   const b64 = (text: string): string => Buffer.from(text).toString('base64');
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: stand-in
-  cluster:
-    server: ${server}
-    certificate-authority-data: ${b64(tls.caPem)}
-users:
-- name: cert-user
-  user:
-    client-certificate-data: ${b64(tls.client.certPem)}
-    client-key-data: ${b64(tls.client.keyPem)}
-contexts:
-- name: stand-in
-  context:
-    cluster: stand-in
-    user: cert-user
-    namespace: ${namespace}
-current-context: stand-in
-`;
+  return kubeconfigText(server, tls.caPem, { name: 'cert-user', user: { 'client-certificate-data': b64(tls.client.certPem), 'client-key-data': b64(tls.client.keyPem) } }, namespace);
 }

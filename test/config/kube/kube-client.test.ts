@@ -13,6 +13,7 @@ import { openKubeStore } from '../../../src/config/kube/kube-store.js';
 import { waitFor } from '../../helpers/accounts-fixture.js';
 import { startFakeKube, type FakeKube } from '../../helpers/fake-kube-apiserver.js';
 import { clientCertKubeconfig, makeKubeTls } from '../../helpers/kube-tls.js';
+import { kubeconfigText } from '../../helpers/kubeconfig.js';
 import { kubectlFor } from '../../helpers/kubectl.js';
 
 describe('config/kube/kube-client', function () {
@@ -158,31 +159,11 @@ function publishToken(dir: string, token: string, stamp: string): void {
 
 /** A kubeconfig whose user is an exec plugin (the client.authentication.k8s.io/v1 protocol), given the token in its env. */
 function execKubeconfig(server: string, caPem: string, plugin: string, token: string, namespace: string): string {
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: stand-in
-  cluster:
-    server: ${server}
-    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}
-users:
-- name: exec-user
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: ${plugin}
-      env:
-      - name: SVC_PLUGIN_TOKEN
-        value: ${token}
-      - name: SVC_PLUGIN_USER
-        value: exec-user
-      interactiveMode: Never
-contexts:
-- name: stand-in
-  context:
-    cluster: stand-in
-    user: exec-user
-    namespace: ${namespace}
-current-context: stand-in
-`;
+  const exec = {
+    apiVersion: 'client.authentication.k8s.io/v1',
+    command: plugin,
+    env: [{ name: 'SVC_PLUGIN_TOKEN', value: token }, { name: 'SVC_PLUGIN_USER', value: 'exec-user' }],
+    interactiveMode: 'Never',
+  };
+  return kubeconfigText(server, caPem, { name: 'exec-user', user: { exec } }, namespace);
 }
