@@ -16,6 +16,7 @@ import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
 import { createStateAdapterClass } from './storage/adapter.js';
+import { asSessionRekey } from './storage/session-rekey.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
 import { CLIENT_IDS, ownClients } from './clients.js';
@@ -139,6 +140,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
   // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
   // that, so the prompt is added here and the consent is implied in interactions.ts.
+  provider.use(async function resumeRekeysSession(ctx, next) {
+    if (ctx.method === 'GET' && RESUME_PATH.test(ctx.path)) return asSessionRekey(next);
+    await next();
+  });
   provider.use(async function offlineNeedsConsent(ctx, next) {
     if (ctx.path === '/auth' && ctx.method === 'GET' && ctx.query['prompt'] === undefined && /(^| )offline_access( |$)/.test(String(ctx.query['scope'] ?? ''))) {
       ctx.query = { ...ctx.query, prompt: 'consent' };
@@ -147,6 +152,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   });
   return provider;
 }
+
+/** oidc-provider's resume routes (`resume`, `device_resume`): where a login step ends and the session is re-keyed. */
+const RESUME_PATH = /^\/(auth|device)\/[^/]+$/;
 
 function deviceErrorOf(err: Error): 'wrong_code' | 'aborted' | 'failed' {
   if ('userCode' in err || err.name === 'NoCodeError') return 'wrong_code';

@@ -9,7 +9,16 @@ export interface Replica {
   /** Where this replica listens (not necessarily the `url` in its config). */
   readonly url: string;
   readonly child: ChildProcessWithoutNullStreams;
+  /** The last lines the replica logged (warnings and errors), for a failing test's message. */
+  logTail(): string;
+  /** A mark in the replica's log, for logSince. */
+  logMark(): number;
+  /** What the replica logged since `mark` (as much of it as the tail still holds). */
+  logSince(mark: number): string;
 }
+
+/** How much of a replica's log a test keeps: enough for the lines around a failure. */
+const LOG_TAIL_CHARS = 8_000;
 
 /** `env` is added to the test's own environment (limits read at start). */
 export function startReplica(configDir: string, redisUrl: string, env: Readonly<Record<string, string>> = {}): Promise<Replica> {
@@ -20,11 +29,22 @@ export function startReplica(configDir: string, redisUrl: string, env: Readonly<
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    let logged = 0;
+    child.stderr.on('data', (d: Buffer) => {
+      const text = d.toString();
+      logged += text.length;
+      err = (err + text).slice(-LOG_TAIL_CHARS);
+    });
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const url = /^url (\S+)$/m.exec(out)?.[1];
-      if (url !== undefined) resolve({ url, child });
+      if (url !== undefined) {
+        const logSince = (mark: number): string => {
+          const since = Math.min(err.length, logged - mark);
+          return since === 0 ? '' : err.slice(-since);
+        };
+        resolve({ url, child, logTail: () => err, logMark: () => logged, logSince });
+      }
     });
     child.on('exit', (code) => reject(new Error(`replica exited (${String(code)}): ${err}`)));
   });

@@ -86,7 +86,7 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
       const form = await browser.go(login.href, redirectUri);
       if (!isPage(form)) throw new Error('expected the password form');
       const done = await browser.submit(form, { ...SSO_USER }, redirectUri);
-      if (isPage(done)) throw new Error(`expected the redirect with a code, got ${done.status}`);
+      if (isPage(done)) throw new Error(`expected the redirect with a code, got ${done.status}; the replica logged:\n${replicas[0]?.logTail() ?? ''}`);
       const tokens = await client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state });
       if (tokens.refresh_token === undefined) throw new Error('no refresh token with offline_access');
       return tokens.refresh_token;

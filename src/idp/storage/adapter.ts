@@ -32,6 +32,7 @@ import {
 } from './adapter-payload.js';
 import { createGrantIndex, MAX_GRANT_MEMBERS, type GrantIndex } from './grant-index.js';
 import type { PendingBound } from './pending-bound.js';
+import { isSessionRekey } from './session-rekey.js';
 
 /**
  * The models oidc-provider consumes (their model classes define consume()): only their records
@@ -208,14 +209,15 @@ async function removeRecord(
 /**
  * Whether a removal waits for a replica. Not for what grants nothing if it came back: an
  * interaction (removed when its login ends; only the browser holding its login cookie could
- * finish it again, within its 10 minutes), nor a session nobody is logged in to (oidc-provider
- * removes the pre-login session under its old id at every login, against session fixation).
- * Waiting there made every SSO login fail while a primary had no replica (after a failover,
- * until the lost node returned). A logged-in session's removal (a logout) still waits.
+ * finish it again, within its 10 minutes), a session nobody is logged in to, nor a session's old
+ * id at a login step's re-key (./session-rekey.ts: the same browser holds the same login under
+ * the new id). Waiting there made SSO logins fail while a primary had no replica (after a
+ * failover, until the lost node returned). A logged-in session's removal (a logout) still waits.
  */
 async function removalMustSurviveFailover(state: StateBackend, model: string, at: string): Promise<boolean> {
   if (model === 'Interaction') return false;
   if (model !== 'Session') return true;
+  if (isSessionRekey()) return false;
   const text = await state.get(recordKey(model, at));
   return text !== null && decodePayload(text).accountId !== undefined;
 }

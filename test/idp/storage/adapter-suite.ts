@@ -11,6 +11,7 @@ import { createStateAdapterClass, type StateAdapterOptions } from '../../../src/
 import { IdpPayloadTooLarge, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from '../../../src/idp/storage/adapter-payload.js';
 import { consumedKey, createIdRefs, formerConsumedKey, recordKey } from '../../../src/idp/storage/adapter-keys.js';
 import { GrantIndexFull } from '../../../src/idp/storage/grant-index.js';
+import { asSessionRekey } from '../../../src/idp/storage/session-rekey.js';
 import { KEY_PREFIX, type StateBackend } from '../../../src/state/state.js';
 
 const SECRET = 'adapter-suite-server-secret-key';
@@ -260,7 +261,7 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         return { Adapter: createStateAdapterClass(recording, { serverSecretKey: SECRET }), replicated };
       }
 
-      it('a logout (a logged-in session) and a revoked token do; an interaction or a session nobody logged in to do not', async function () {
+      it('a logout (a logged-in session) and a revoked token do; an interaction, a session nobody logged in to or a re-keyed session\'s old id do not', async function () {
         const { Adapter: Recorded, replicated } = recordingTakes();
         const record = async (model: string, key: string, payload: AdapterPayload) => {
           const adapter = new Recorded(model);
@@ -271,6 +272,8 @@ export function runAdapterSuite(name: string, factory: AdapterSuiteFactory): voi
         expect(await record('Session', 'in', { accountId: 'alice' }), 'a logged-in session').to.equal(true);
         expect(await record('RefreshToken', 'rt', { grantId: id('g') }), 'a refresh token').to.equal(true);
         expect(await record('Session', 'pre', {}), 'a session before its login').to.equal(false);
+        expect(await asSessionRekey(() => record('Session', 'rekeyed', { accountId: 'alice' })), 'a logged-in session re-keyed at a login step').to.equal(false);
+        expect(await record('Session', 'after', { accountId: 'alice' }), 'a logged-in session after a re-key elsewhere').to.equal(true);
         expect(await record('Interaction', 'i', {}), 'an interaction').to.equal(false);
       });
     });
