@@ -137,13 +137,14 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(limitRequestSize);
   provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));
   withDeviceXsrf(provider, xsrfKey);
-  // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
-  // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
-  // that, so the prompt is added here and the consent is implied in interactions.ts.
+  // A Session removal at a resume is a re-key, which need not wait for a replica (./storage/session-rekey.ts).
   provider.use(async function resumeRekeysSession(ctx, next) {
     if (ctx.method === 'GET' && RESUME_PATH.test(ctx.path)) return asSessionRekey(next);
     await next();
   });
+  // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
+  // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
+  // that, so the prompt is added here and the consent is implied in interactions.ts.
   provider.use(async function offlineNeedsConsent(ctx, next) {
     if (ctx.path === '/auth' && ctx.method === 'GET' && ctx.query['prompt'] === undefined && /(^| )offline_access( |$)/.test(String(ctx.query['scope'] ?? ''))) {
       ctx.query = { ...ctx.query, prompt: 'consent' };
