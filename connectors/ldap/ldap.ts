@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Identity, LoginContext, PasswordConnector } from '../connector.js';
 import type { ConnectorDeps } from '../connector.js';
 import { UpstreamMisconfigured, UpstreamUnavailable } from '../errors.js';
+import { innermostCause } from '../../src/lib/error-cause.js';
 import type { LdapConfig } from './config.js';
 import { AmbiguousUser, DEFAULT_TIMEOUTS, DirectoryFailure, UnnamedGroup, describe, type DirectoryConnection, type Timeouts } from './connection.js';
 import { MissingAttribute, identityFromEntry, readConnectorData } from './identity.js';
@@ -144,9 +145,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH',
 
 /** "directory unreachable: ECONNREFUSED ldap.corp:636", or the failure's own sentence. */
 function reasonOf(err: DirectoryFailure, server: string): string {
-  let root: unknown = err;
-  for (let i = 0; i < 5 && root instanceof Error && root.cause instanceof Error; i++) root = root.cause;
-  const code = (root as { code?: unknown }).code;
+  const code = (innermostCause(err) as { code?: unknown }).code;
   if (err.stage === 'connect' && typeof code === 'string' && UNREACHABLE_CODES.has(code)) return `directory unreachable: ${code} ${server}`;
   const why = err.message.replace(/^cannot reach the directory: /, '');
   return err.stage === 'connect' || err.stage === 'timeout' || err.stage === 'busy' ? `directory unreachable (${server}): ${why}` : `directory failed (${server}): ${why}`;

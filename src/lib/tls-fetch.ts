@@ -6,6 +6,7 @@
  */
 import { rootCertificates } from 'node:tls';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { innermostCause } from './error-cause.js';
 
 export interface TlsPolicy {
   /** PEM certificates trusted besides the system roots. */
@@ -40,9 +41,7 @@ export function createTlsFetch(policy: TlsPolicy = {}): TlsFetch {
 
 /** The innermost cause's code and message: a certificate error names itself (UNABLE_TO_VERIFY_LEAF_SIGNATURE). */
 export function describeFailure(err: unknown): string {
-  let cause: unknown = err;
-  // Only Error causes: openid-client puts the response body or the failing claim there too.
-  for (let i = 0; i < 5 && cause instanceof Error && cause.cause instanceof Error; i++) cause = cause.cause;
+  const cause = innermostCause(err);
   if (!(cause instanceof Error)) return String(cause);
   const code = (cause as { code?: unknown }).code;
   return `${isCertificateError(err) ? 'certificate verification failed: ' : ''}${typeof code === 'string' ? `${code}: ` : ''}${cause.message}`;
