@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { writeFileAtomic } from '../lib/atomic-file.js';
 import { errorCode, withFileLock } from '../lib/file-lock.js';
 import { CliError } from './errors.js';
-import { issueMessage } from '../config/zod-problems.js';
+import { issueMessage, issuePlace } from '../config/zod-problems.js';
 
 export const CONFIG_FILE_MODE = 0o600;
 export const CONFIG_DIR_MODE = 0o700;
@@ -67,8 +67,7 @@ export function parseConfig(text: string, file: string): CliConfig {
   const parsed = configSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const where = issue === undefined || issue.path.length === 0 ? '' : `${issue.path.join('.')}: `;
-    throw new CliError(`${file}: ${where}${issue === undefined ? 'not a svc config' : issueMessage(issue, raw ?? {})}`);
+    throw new CliError(`${file}: ${issue === undefined ? 'not a svc config' : `${issuePlace(issue)}${issueMessage(issue, raw ?? {})}`}`);
   }
   return parsed.data;
 }

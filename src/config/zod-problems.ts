@@ -67,6 +67,11 @@ export function quoted(text: string): string {
   return `'${JSON.stringify(masked.slice(0, MAX_SHOWN)).slice(1, -1).replace(/'/g, "\\'")}${cut ? '…' : ''}'`;
 }
 
+/** Where an issue stands, before its message in a one-line error ("clusters.0.server: "); nothing for the value as a whole. */
+export function issuePlace(issue: z.core.$ZodIssue): string {
+  return issue.path.length === 0 ? '' : `${issue.path.join('.')}: `;
+}
+
 /** "'ldap.example.org:x' is not …": the value first, as svc's hand-written messages put it. */
 function withValue(shown: string | undefined, message: string): string {
   if (shown === undefined || message.startsWith("'") || message === 'required') return message;

@@ -22,7 +22,7 @@ import { createLocalJWKSet, type JWTVerifyGetKey } from 'jose';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { SvcError } from '../errors.js';
-import { operatorWords } from '../config/zod-problems.js';
+import { issuePlace, operatorWords } from '../config/zod-problems.js';
 import { ID_TOKEN_TTL_S } from './lifetimes.js';
 
 export const SIGNING_KEYS_KEY = 'idp.signingKeys';
@@ -82,7 +82,7 @@ function parseList<T>(schema: z.ZodType<T>, text: string, key: string): T {
   if (!parsed.success) {
     // A Secret's value: the problem's place and words, never the value (operatorWords quotes nothing).
     const issue = parsed.error.issues[0];
-    const why = issue === undefined ? 'invalid' : `${issue.path.length === 0 ? '' : `${issue.path.join('.')}: `}${operatorWords(issue)}`;
+    const why = issue === undefined ? 'invalid' : `${issuePlace(issue)}${operatorWords(issue)}`;
     throw new IdpKeysUnreadable(`svc-secret: ${key}: not a key list svc wrote (${why}); remove the key to have new keys generated`);
   }
   return parsed.data;
