@@ -15,15 +15,14 @@
  *     first 1 s window at or above it after a window below it).
  * Usage: npx tsx bench/redis-failover.ts [--seconds 5] [--concurrency 8]
  */
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { RedisTopology } from '../src/state/redis-topology.js';
-import { accountsConfigDir, call, login, PASSWORDS } from '../test/helpers/accounts-fixture.js';
+import { call, login, PASSWORDS } from '../test/helpers/accounts-fixture.js';
 import { startRedis } from '../test/helpers/peers.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../test/helpers/redis-topology.js';
-import { startReplica, stopReplica, type Replica } from '../test/helpers/replica-process.js';
-import { refreshGrant, startSsoRefresh, type SsoRefresh } from '../test/helpers/sso-refresh.js';
+import type { Replica } from '../test/helpers/replica-process.js';
+import { refreshGrant, withSsoReplicas, type SsoRefresh } from '../test/helpers/sso-refresh.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '8' } } });
 const SECONDS = Number(values.seconds);
@@ -198,20 +197,10 @@ async function steadyRates(svc: Svc): Promise<Record<Exclude<Kind, 'sso-login'>,
 }
 
 async function withSvc<T>(topology: RedisTopology, run: (svc: Svc) => Promise<T>): Promise<T> {
-  const sso = await startSsoRefresh();
-  const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
-  const arg = topology.kind === 'standalone' ? topology.url : JSON.stringify(topology);
-  let replicas: Replica[] = [];
-  try {
-    replicas = await Promise.all([startReplica(dir, arg), startReplica(dir, arg)]);
-    sso.use(replicas);
+  return withSsoReplicas(topology, async (replicas, sso) => {
     const token = await login((replicas[0] as Replica).url, 'alice', PASSWORDS.alice);
-    return await run({ replicas, token, sso });
-  } finally {
-    await Promise.all(replicas.map((r) => stopReplica(r)));
-    await sso.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+    return run({ replicas, token, sso });
+  });
 }
 
 const rows: string[] = [];

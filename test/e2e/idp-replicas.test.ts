@@ -9,7 +9,6 @@
  * agree on the ones they generate.
  */
 import { rm } from 'node:fs/promises';
-import { createServer, request, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import { runRotateKeys } from '../../src/commands/idp.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
+import { startForwarder, type Forwarder } from '../helpers/forwarder.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
@@ -32,35 +32,22 @@ const SCOPE = 'openid profile email groups offline_access';
 
 type Name = 'a' | 'b';
 
-interface Forwarder {
-  readonly url: string;
+/** The forwarder, sending every request to the replica named last, with a record of who served what. */
+interface Balancer extends Forwarder {
   /** Sends every request from now on to this replica. */
   to(name: Name): void;
   /** `<replica> <method> <path without query>` for every request served, in order. */
   readonly served: string[];
-  close(): Promise<void>;
 }
 
-async function startForwarder(port: number, replicas: () => Record<Name, Replica>): Promise<Forwarder> {
+async function startBalancer(port: number, replicas: () => Record<Name, Replica>): Promise<Balancer> {
   let target: Name = 'a';
   const served: string[] = [];
-  const server: Server = createServer((req, res) => {
-    const upstream = new URL(replicas()[target].url);
+  const forwarder = await startForwarder(port, (req) => {
     served.push(`${target} ${String(req.method)} ${String(req.url).split('?')[0]}`);
-    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
-    out.on('error', () => res.destroy());
-    req.pipe(out);
+    return replicas()[target].url;
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${port}`,
-    to: (name) => { target = name; },
-    served,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
+  return { ...forwarder, to: (name) => { target = name; }, served };
 }
 
 describe('e2e: the bundled identity provider on two replicas sharing Redis (real slapd)', function () {
@@ -68,7 +55,7 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
   let slapd: Peer;
   let redis: RedisPeer;
   let replicas: Record<Name, Replica>;
-  let lb: Forwarder;
+  let lb: Balancer;
   let dir: string;
   let url: string;
   let redirectUri: string;
@@ -78,7 +65,7 @@ describe('e2e: the bundled identity provider on two replicas sharing Redis (real
     const ldapPort = await freePort();
     slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
     redis = await startRedis();
-    lb = await startForwarder(await freePort(), () => replicas);
+    lb = await startBalancer(await freePort(), () => replicas);
     url = lb.url;
     redirectUri = `${url}/auth/callback`;
     const ldap = ldapConnectorConfig(ldapPort);

@@ -17,14 +17,13 @@
  * Real redis-servers (scripts/peers/start-redis-sentinel.sh, start-redis-cluster.sh); the killed
  * node is started again (empty), as its supervisor would.
  */
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
-import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
+import { call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
-import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
-import { refreshGrant, startSsoRefresh, type SsoRefresh } from '../helpers/sso-refresh.js';
+import type { Replica } from '../helpers/replica-process.js';
+import { refreshGrant, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
 
 type Kind = 'login' | 'valid' | 'revoked' | 'logout' | 'refresh' | 'revoked-refresh' | 'sso-login';
 
@@ -227,12 +226,7 @@ const EVERYTHING: readonly Kind[] = ['login', 'refresh', 'logout'];
  * through the steps (each awaited until what it names recovered), then checks what must hold.
  */
 async function throughFailovers(name: string, topology: RedisTopology, peer: { awaitReplicated(): Promise<void> }, steps: readonly Step[]): Promise<void> {
-  const sso = await startSsoRefresh();
-  const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
-  let replicas: Replica[] = [];
-  try {
-    replicas = await Promise.all([startReplica(dir, JSON.stringify(topology)), startReplica(dir, JSON.stringify(topology))]);
-    sso.use(replicas);
+  await withSsoReplicas(topology, async (replicas, sso) => {
     const before = await issueBefore(replicas, sso);
     const s = stream(replicas, sso, before);
     try {
@@ -259,11 +253,7 @@ async function throughFailovers(name: string, topology: RedisTopology, peer: { a
     console.log(`      ${name}: ${s.outcomes.length} requests (${refreshes} refresh grants), failed by kind ${JSON.stringify(failedByKind(s.outcomes))}; ${s.loggedOut.length} logouts answered 200; ${s.chainsLost()} refresh chains refused afterwards`);
     expect(s.outcomes.filter((o) => (o.kind === 'revoked' || o.kind === 'revoked-refresh') && !o.ok), 'revoked tokens accepted').to.have.length(0);
     await checkAfter(replicas, before, s.loggedOut);
-  } finally {
-    await Promise.all(replicas.map((r) => stopReplica(r)));
-    await sso.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 describe('two svc replicas through Redis failovers', function () {

@@ -9,11 +9,9 @@ export interface Replica {
   /** Where this replica listens (not necessarily the `url` in its config). */
   readonly url: string;
   readonly child: ChildProcessWithoutNullStreams;
-  /** The last lines the replica logged (warnings and errors), for a failing test's message. */
-  logTail(): string;
-  /** A mark in the replica's log, for logSince. */
+  /** A mark in the replica's log (warnings and errors), for logSince. */
   logMark(): number;
-  /** What the replica logged since `mark` (as much of it as the tail still holds). */
+  /** What the replica logged since `mark` (0: since it started), as much of it as the kept tail holds. */
   logSince(mark: number): string;
 }
 
@@ -43,7 +41,7 @@ export function startReplica(configDir: string, redisUrl: string, env: Readonly<
           const since = Math.min(err.length, logged - mark);
           return since === 0 ? '' : err.slice(-since);
         };
-        resolve({ url, child, logTail: () => err, logMark: () => logged, logSince });
+        resolve({ url, child, logMark: () => logged, logSince });
       }
     });
     child.on('exit', (code) => reject(new Error(`replica exited (${String(code)}): ${err}`)));

@@ -8,18 +8,20 @@
  * listens there, as a load balancer would, and sends the logins to the first replica; the refresh
  * grants go to the replica the caller names (the token endpoint does not look at the Host).
  */
-import { createServer, request, type Server } from 'node:http';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as client from 'openid-client';
 import YAML from 'yaml';
 import { webClientSecret } from '../../src/idp/clients.js';
+import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
-import { SECRET_KEY } from './accounts-fixture.js';
+import { accountsConfigDir, SECRET_KEY } from './accounts-fixture.js';
 import { authorizationRequest, svcWebClient } from './authorization.js';
 import { FormBrowser, isPage } from './form-browser.js';
+import { startForwarder } from './forwarder.js';
 import { freePort, startPeer, type Peer } from './peers.js';
-import type { Replica } from './replica-process.js';
+import { startReplica, stopReplica, type Replica } from './replica-process.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 /** A directory user who is no local account of the accounts fixture. */
@@ -50,28 +52,13 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
   const ldapPort = await freePort();
   const slapd: Peer = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
   let replicas: readonly Replica[] = [];
-  let forwarder: Server | undefined;
-  try {
-    const port = await freePort();
-    forwarder = createServer((req, res) => {
-      const upstream = replicas[0] === undefined ? undefined : new URL(replicas[0].url);
-      if (upstream === undefined) return void res.writeHead(502).end();
-      const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      });
-      out.on('error', () => res.destroy());
-      req.pipe(out);
-    });
-    await new Promise<void>((resolve) => forwarder?.listen(port, '127.0.0.1', resolve));
-  } catch (err: unknown) {
+  const forwarder = await freePort().then((port) => startForwarder(port, () => replicas[0]?.url)).catch(async (err: unknown) => {
     await slapd.stop();
     throw err;
-  }
-  const url = `http://127.0.0.1:${(forwarder.address() as { port: number }).port}`;
+  });
+  const { url } = forwarder;
   const redirectUri = `${url}/auth/callback`;
   let rp: client.Configuration | undefined;
-  const server = forwarder;
 
   return {
     cm: { url, 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }] }) },
@@ -86,7 +73,7 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
       const form = await browser.go(login.href, redirectUri);
       if (!isPage(form)) throw new Error('expected the password form');
       const done = await browser.submit(form, { ...SSO_USER }, redirectUri);
-      if (isPage(done)) throw new Error(`expected the redirect with a code, got ${done.status}; the replica logged:\n${replicas[0]?.logTail() ?? ''}`);
+      if (isPage(done)) throw new Error(`expected the redirect with a code, got ${done.status}; the replica logged:\n${replicas[0]?.logSince(0) ?? ''}`);
       const tokens = await client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state });
       if (tokens.refresh_token === undefined) throw new Error('no refresh token with offline_access');
       return tokens.refresh_token;
@@ -96,11 +83,30 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
       await client.tokenRevocation(rp, token);
     },
     async stop() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await forwarder.close();
       await slapd.stop();
     },
   };
+}
+
+/**
+ * Two replicas on `topology`, sharing a config dir with the accounts fixture and the provider's
+ * LDAP connector (startSsoRefresh), for the length of `run`; then stopped, and the dir removed.
+ */
+export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas: readonly Replica[], sso: SsoRefresh) => Promise<T>): Promise<T> {
+  const sso = await startSsoRefresh();
+  const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
+  const redis = topology.kind === 'standalone' ? topology.url : JSON.stringify(topology);
+  let replicas: Replica[] = [];
+  try {
+    replicas = await Promise.all([startReplica(dir, redis), startReplica(dir, redis)]);
+    sso.use(replicas);
+    return await run(replicas, sso);
+  } finally {
+    await Promise.all(replicas.map((r) => stopReplica(r)));
+    await sso.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 const BASIC = `Basic ${Buffer.from(`svc:${encodeURIComponent(webClientSecret(SECRET_KEY))}`).toString('base64')}`;
