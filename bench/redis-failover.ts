@@ -22,7 +22,7 @@ import { call, login, PASSWORDS } from '../test/helpers/accounts-fixture.js';
 import { startRedis } from '../test/helpers/peers.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../test/helpers/redis-topology.js';
 import type { Replica } from '../test/helpers/replica-process.js';
-import { refreshGrant, withSsoReplicas, type SsoRefresh } from '../test/helpers/sso-refresh.js';
+import { RefreshChain, withSsoReplicas, type SsoRefresh } from '../test/helpers/sso-refresh.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '8' } } });
 const SECONDS = Number(values.seconds);
@@ -59,26 +59,19 @@ function load(svc: Svc, kinds: readonly Exclude<Kind, 'sso-login'>[]) {
   };
   let running = true;
   const workers = Array.from({ length: CONCURRENCY }, async (_, w) => {
-    let chain: string | undefined;
-    let refreshes = 0;
+    const chain = new RefreshChain(svc.sso, REFRESHES_PER_CHAIN);
     for (let i = 0; running; i++) {
       const r = svc.replicas[(w + i) % svc.replicas.length] as Replica;
       const kind = kinds[w % kinds.length] as Kind;
       let ok: boolean;
       if (kind === 'refresh') {
-        if (chain === undefined) {
-          chain = await svc.sso.offlineLogin().catch(() => undefined);
-          refreshes = 0;
-          record({ at: Date.now(), kind: 'sso-login', ok: chain !== undefined });
-          if (chain === undefined) {
-            await sleep(10);
-            continue;
-          }
+        const loggedIn = await chain.start();
+        if (loggedIn !== undefined) record({ at: Date.now(), kind: 'sso-login', ok: loggedIn });
+        if (loggedIn === false) {
+          await sleep(10);
+          continue;
         }
-        const answer = await refreshGrant(r, chain);
-        ok = answer.refreshToken !== undefined;
-        if (ok) chain = ++refreshes >= REFRESHES_PER_CHAIN ? undefined : answer.refreshToken;
-        else if (answer.error === 'invalid_grant') chain = undefined;
+        ok = (await chain.refresh(r)).refreshToken !== undefined;
       } else {
         const reply = kind === 'login'
           ? await call(r.url, 'POST', '/api/v1/session', { body: { username: 'alice', password: PASSWORDS.alice } }).catch(() => ({ status: 0 }))

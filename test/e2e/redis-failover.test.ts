@@ -23,7 +23,7 @@ import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
 import type { Replica } from '../helpers/replica-process.js';
-import { refreshGrant, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
+import { RefreshChain, refreshGrant, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
 
 type Kind = 'login' | 'valid' | 'revoked' | 'logout' | 'refresh' | 'revoked-refresh' | 'sso-login';
 
@@ -63,26 +63,18 @@ function stream(replicas: readonly Replica[], sso: SsoRefresh, before: Before) {
   const loggedOut: string[] = [];
   /** Refresh chains the provider refused to go on with (the stream logged in again). */
   let chainsLost = 0;
-  let chain: string | undefined;
-  let refreshes = 0;
+  const chain = new RefreshChain(sso, REFRESHES_PER_CHAIN);
   let running = true;
   const record = (at: number, kind: Kind, ok: boolean) => outcomes.push({ at, kind, ok });
 
   async function refreshRound(r: Replica, at: number): Promise<void> {
-    if (chain === undefined) {
-      chain = await sso.offlineLogin().catch(() => undefined);
-      record(at, 'sso-login', chain !== undefined);
-      refreshes = 0;
-      if (chain === undefined) return;
-    }
-    const [answer, revoked] = await Promise.all([refreshGrant(r, chain), refreshGrant(r, before.revokedRefresh)]);
+    const loggedIn = await chain.start();
+    if (loggedIn !== undefined) record(at, 'sso-login', loggedIn);
+    if (loggedIn === false) return;
+    const [answer, revoked] = await Promise.all([chain.refresh(r), refreshGrant(r, before.revokedRefresh)]);
     record(at, 'revoked-refresh', revoked.status !== 200);
     record(at, 'refresh', answer.status === 200 && answer.refreshToken !== undefined);
-    if (answer.refreshToken !== undefined) chain = ++refreshes >= REFRESHES_PER_CHAIN ? undefined : answer.refreshToken;
-    else if (answer.error === 'invalid_grant') {
-      chain = undefined;
-      chainsLost++;
-    }
+    if (answer.error === 'invalid_grant') chainsLost++;
   }
 
   const done = (async () => {

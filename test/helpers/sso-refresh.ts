@@ -109,6 +109,36 @@ export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas
   }
 }
 
+/**
+ * One client's chain of refresh tokens, as svc's web client keeps one: an SSO login with
+ * offline_access, then a refresh grant with each rotated token; a new login after `perChain`
+ * grants (the provider's grant index holds 1,000 live tokens) or once the provider refuses the
+ * chain (invalid_grant).
+ */
+export class RefreshChain {
+  #token: string | undefined;
+  #grants = 0;
+
+  constructor(private readonly sso: SsoRefresh, private readonly perChain: number) {}
+
+  /** Logs in when no chain is under way: whether that login worked; undefined when none was needed. */
+  async start(): Promise<boolean | undefined> {
+    if (this.#token !== undefined) return undefined;
+    this.#token = await this.sso.offlineLogin().catch(() => undefined);
+    this.#grants = 0;
+    return this.#token !== undefined;
+  }
+
+  /** The next refresh grant of the chain (start() first), at `replica`. */
+  async refresh(replica: Replica): Promise<RefreshAnswer> {
+    if (this.#token === undefined) throw new Error('no refresh chain under way: start() first');
+    const answer = await refreshGrant(replica, this.#token);
+    if (answer.refreshToken !== undefined) this.#token = ++this.#grants >= this.perChain ? undefined : answer.refreshToken;
+    else if (answer.error === 'invalid_grant') this.#token = undefined;
+    return answer;
+  }
+}
+
 const BASIC = `Basic ${Buffer.from(`svc:${encodeURIComponent(webClientSecret(SECRET_KEY))}`).toString('base64')}`;
 
 /** grant_type=refresh_token at `replica`'s token endpoint, as svc's web client. */
