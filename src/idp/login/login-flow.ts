@@ -1,9 +1,16 @@
 /**
  * The connector side of a login, apart from HTTP: the CSRF token of the password form, a
  * password login, a browser connector's round trip (its transaction kept single-use in the state
- * backend under the `state`/`RelayState` it sent upstream), and the identity kept for the
- * interaction until the browser is back on the provider's pages. The routes (interactions.ts)
- * turn these outcomes into pages and redirects.
+ * backend), and the identity kept for the interaction until the browser is back on the
+ * provider's pages. The routes (interactions.ts) turn these outcomes into pages and redirects.
+ *
+ * An interaction has at most one transaction, stored under its uid: a start replaces the one
+ * before, so starting again and again (every GET of a connector's page is a start) cannot fill
+ * the state backend. The `state`/`RelayState` sent upstream is `<nonce>.<uid>`: the uid finds
+ * the transaction, the nonce proves the answer is for the latest start (an earlier start's
+ * answer finds its nonce replaced and completes nothing). The uid is no secret there: /callback
+ * redirects to the interaction's path anyway. Rejected: an index from uid to the latest state,
+ * which takes two writes that concurrent starts can interleave, leaving records behind.
  *
  * A round trip is bound to the browser that started it: `begin` draws a random binding the
  * browser keeps in a cookie, and the transaction and then the pending login keep only its
@@ -64,6 +71,8 @@ export type CallbackOutcome =
 
 interface Transaction {
   readonly uid: string;
+  /** The nonce of the `state` this start sent upstream: only the latest start's answer completes. */
+  readonly nonce: string;
   readonly connectorId: string;
   readonly scope: string;
   readonly saved?: string;
@@ -78,7 +87,8 @@ interface Pending {
 
 /** Time a connector may take for one login step (a directory bind, a token exchange). */
 const CONNECTOR_TIMEOUT_MS = 30_000;
-const txnKey = (id: string): string => `idp:txn:${id}`;
+/** One per interaction: a start replaces the transaction of the one before. */
+const txnKey = (uid: string): string => `idp:txn:${uid}`;
 const pendingKey = (uid: string): string => `idp:pending:${uid}`;
 const hasScope = (scope: string, name: string): boolean => scope.split(' ').includes(name);
 
@@ -135,27 +145,35 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
     },
 
     async begin(connector, req) {
-      const id = randomBytes(24).toString('base64url');
+      const nonce = randomBytes(24).toString('base64url');
       const binding = randomBytes(32).toString('base64url');
-      const start = await connector.begin(id, contextFor(req.scope));
+      const start = await connector.begin(`${nonce}.${req.uid}`, contextFor(req.scope));
       const txn: Transaction = {
-        uid: req.uid, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
+        uid: req.uid, nonce, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
       };
-      await deps.state.set(txnKey(id), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      // SET replaces: the interaction's earlier start, if any, is gone with its nonce.
+      await deps.state.set(txnKey(req.uid), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
       return { start, binding };
     },
 
     async interactionOf(stateParam) {
-      if (!plausibleState(stateParam)) return undefined;
-      const text = await deps.state.get(txnKey(stateParam));
-      return text === null ? undefined : (JSON.parse(text) as Transaction).uid;
+      const parsed = parseState(stateParam);
+      if (parsed === undefined) return undefined;
+      const text = await deps.state.get(txnKey(parsed.uid));
+      return text !== null && sameNonce(JSON.parse(text) as Transaction, parsed.nonce) ? parsed.uid : undefined;
     },
 
     async complete(uid, stateParam, binding, params, connectorOf, requestId = '') {
-      if (!plausibleState(stateParam)) return { kind: 'expired' };
-      const text = await deps.state.take(txnKey(stateParam));
+      const parsed = parseState(stateParam);
+      if (parsed === undefined) return { kind: 'expired' };
+      // An earlier start's answer leaves the latest start's transaction as it is.
+      const current = await deps.state.get(txnKey(parsed.uid));
+      if (current === null || !sameNonce(JSON.parse(current) as Transaction, parsed.nonce)) return { kind: 'expired' };
+      const text = await deps.state.take(txnKey(parsed.uid));
       if (text === null) return { kind: 'expired' };
       const txn = JSON.parse(text) as Transaction;
+      // A start in between replaced it: used up all the same (fail closed), the browser starts again.
+      if (!sameNonce(txn, parsed.nonce)) return { kind: 'expired' };
       if (txn.uid !== uid || !sameHash(txn.binding, binding)) {
         // Used up all the same: a state that reached another browser ends the login it belongs to.
         outcomes.record('idp-browser', txn.connectorId, 'foreign-browser');
@@ -188,7 +206,22 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   };
 }
 
-const plausibleState = (value: string): boolean => value !== '' && value.length <= 200;
+/** `<nonce>.<uid>` as begin() sent it (a nonce has no dot); undefined for anything else. */
+function parseState(value: string): { readonly nonce: string; readonly uid: string } | undefined {
+  if (value.length > 200) return undefined;
+  const dot = value.indexOf('.');
+  if (dot <= 0 || dot === value.length - 1) return undefined;
+  return { nonce: value.slice(0, dot), uid: value.slice(dot + 1) };
+}
+
+/** Whether `nonce` is the transaction's, in constant time (a record of an earlier release has none: false). */
+function sameNonce(txn: Transaction, nonce: string): boolean {
+  if (typeof txn.nonce !== 'string') return false;
+  const a = Buffer.from(txn.nonce);
+  const b = Buffer.from(nonce);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 const hashOf = (binding: string): string => createHash('sha256').update(binding).digest('base64url');
 
 /** Whether `binding` hashes to `expected`, in constant time; false without a binding. */
