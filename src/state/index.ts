@@ -59,15 +59,16 @@ export async function openState(options: OpenStateOptions): Promise<StateBackend
       log.info({ topology: topology.kind }, `state: ${await state.inspect()}`);
       return state;
     } catch (err: unknown) {
-      const refused = isAuthError(err) || isAuthError((err as { cause?: unknown } | undefined)?.cause);
-      if (Date.now() >= deadline || refused) {
-        if (topology.kind === 'standalone' && !refused) {
+      const cause = (err as { cause?: unknown } | undefined)?.cause ?? err;
+      if (Date.now() >= deadline || isAuthError(err) || isAuthError(cause)) {
+        const problem = await redisStartProblem(topology, cause);
+        // One Redis that does not answer is an outage: start and reconnect. A refused password is not.
+        if (topology.kind === 'standalone' && problem === undefined) {
           log.warn({ err, redis: describeTopology(topology) }, 'state: redis unreachable at start; retrying in the background');
           return state;
         }
         await state.close();
-        const problem = (await redisStartProblem(topology, (err as { cause?: unknown }).cause ?? err)) ?? (err instanceof Error ? err.message : String(err));
-        throw new StateStartError(`state: ${describeTopology(topology)} cannot be used: ${problem}`);
+        throw new StateStartError(`state: ${describeTopology(topology)} cannot be used: ${problem ?? (err instanceof Error ? err.message : String(err))}`);
       }
       await sleep(STARTUP_RETRY_MS);
     }

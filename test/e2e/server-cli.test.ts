@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
+import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 
@@ -270,6 +271,35 @@ describe('svc-server', () => {
         expect(stderr).to.equal('svc-server: workers died 6 times within 60s; stopping\n');
       } finally {
         child.kill('SIGTERM');
+      }
+    });
+  });
+
+  describe('a Redis that refuses the password', () => {
+    const PASSWORD = 'node-s3cret';
+    let redis: RedisPeer;
+    before(async () => {
+      redis = await startRedis();
+      const raw = new Redis(redis.url);
+      await raw.config('SET', 'requirepass', PASSWORD);
+      raw.disconnect();
+    });
+    after(async () => {
+      await redis.stop();
+    });
+
+    // Before, svc logged WRONGPASS, then `svc listening`, and served on a state it could never use.
+    it('stops the start with one line naming the cause, never the password, for a wrong or a missing password', async function () {
+      this.timeout(30_000);
+      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+      // One worker (the server itself), and several (each worker opens the state; the primary says which failed).
+      for (const [userinfo, workers, prefix] of [[':wrong-pw@', '1', ''], ['', '2', 'a worker could not start: ']] as const) {
+        const url = `redis://${userinfo}127.0.0.1:${redis.port}`;
+        const served = await runTs(CLI, ['--config', dir, '--listen', `127.0.0.1:${await freePort()}`, '--workers', workers, '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+        expect(served.code, `${url}\n${served.stderr}`).to.equal(1);
+        expect(served.stderr, url).to.equal(`svc-server: ${prefix}state: standalone redis at 127.0.0.1:${redis.port} cannot be used: Redis refused the user or password of the --redis URL (SVC_REDIS_URL)\n`);
+        expect(served.stdout, url).not.to.contain('svc listening');
+        expect(served.stdout + served.stderr, url).not.to.match(/wrong-pw|s3cret/);
       }
     });
   });
