@@ -20,8 +20,9 @@ import {
 } from '../../src/session/revocation.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { createRedisState } from '../../src/state/redis.js';
-import { KEY_PREFIX, type StateBackend } from '../../src/state/state.js';
+import { KEY_PREFIX, StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { clusterTopology, openReadyState, startRedisCluster, type RedisClusterPeer } from '../helpers/redis-topology.js';
 import { until } from '../state/state-suite.js';
 
 const silent = pino({ level: 'silent' });
@@ -317,6 +318,63 @@ describe('session: revocation list', function () {
       await until(() => b.revokedNow(after) === true);
       expect(recorded.warns.filter((w) => w === LOST_MESSAGE)).to.have.length(1);
       expect(recorded.infos.filter((i) => i === COMPLETE_MESSAGE)).to.have.length(1);
+    });
+  });
+
+  /**
+   * A logout answered with success must survive a failover, and a replica that starts later
+   * trusts the hash alone (it loads it and answers from memory): so the hash's write waits for
+   * a replica as the key's does. On a Cluster the two sit in different slots, on different
+   * primaries; with the hash's primary left without its replica the logout must fail, or a
+   * failover of that primary would forget it while the logout said it was done.
+   */
+  describe('on a real Redis Cluster', function () {
+    this.timeout(60_000);
+    let peer: RedisClusterPeer;
+    before(async function () {
+      peer = await startRedisCluster();
+    });
+    after(async function () {
+      await peer?.stop();
+    });
+
+    it('fails a revocation while the revocation list\'s primary has no replica, though the key\'s has one', async function () {
+      await peer.awaitReplicated();
+      const r = new Redis({ host: '127.0.0.1', port: peer.nodes[0]?.port ?? 0, lazyConnect: true });
+      await r.connect();
+      try {
+        const slotOf = async (key: string) => Number(await r.call('CLUSTER', 'KEYSLOT', `${KEY_PREFIX}${key}`));
+        const owners = (await r.call('CLUSTER', 'SLOTS')) as [from: number, to: number, primary: [string, number]][];
+        const ownerOf = (slot: number) => owners.find(([from, to]) => slot >= from && slot <= to);
+        const list = ownerOf(await slotOf(REVOKED_HASH));
+        if (list === undefined) throw new Error('no primary owns the revocation list\'s slot');
+        let jti = randomUUID();
+        while (ownerOf(await slotOf(`${REVOKED_PREFIX}${jti}`))?.[2][1] === list[2][1]) jti = randomUUID();
+
+        const state = await openReadyState(clusterTopology(peer));
+        closers.push(() => state.close());
+        const revocation = await replica(state);
+        // The primary's own word (CLUSTER SLOTS lists a replica only once gossip has spread it).
+        const primary = new Redis({ host: '127.0.0.1', port: Number(list[2][1]), lazyConnect: true });
+        await primary.connect();
+        const replication = await primary.info('replication').finally(() => primary.disconnect());
+        const replicaPort = Number(/^slave0:.*\bport=(\d+)/m.exec(replication)?.[1]);
+        if (!(replicaPort > 0)) throw new Error(`the revocation list's primary has no replica to stop: ${replication}`);
+        await peer.kill(replicaPort);
+        try {
+          const err = await revocation.revoke(jti, inSeconds(600)).then(() => undefined, (e: unknown) => e);
+          expect(err, 'a logout whose list entry is on no replica').to.be.instanceOf(StateUnavailable);
+          expect((err as Error).message).to.match(/no replica acknowledged the write/);
+        } finally {
+          await peer.start(replicaPort);
+        }
+        // Not a broken cluster: with the replica back, the same revocation is answered as done.
+        await peer.awaitReplicated();
+        await revocation.revoke(jti, inSeconds(600));
+        expect(await r.call('CLUSTER', 'COUNTKEYSINSLOT', await slotOf(REVOKED_HASH))).to.be.above(0);
+      } finally {
+        r.disconnect();
+      }
     });
   });
 });
