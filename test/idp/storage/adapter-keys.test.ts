@@ -1,0 +1,26 @@
+/**
+ * The refs the identity provider's adapter stores ids under (src/idp/storage/adapter-keys.ts),
+ * against known answers: the suite computes its expected keys with createIdRefs itself, so a
+ * change to the derivation (a shorter derived key, another salt or info) would pass there
+ * unnoticed. The values below were computed apart from svc (RFC 5869 HKDF-SHA256, then
+ * HMAC-SHA256, in another language); a change that alters them also ends every stored login.
+ */
+import { expect } from 'chai';
+import { createIdRefs } from '../../../src/idp/storage/adapter-keys.js';
+
+const SERVER_KEY = 'known-answer server key';
+
+describe('idp/storage/adapter-keys: refs of ids', function () {
+  it('match the known answers of HKDF-SHA256 (32 bytes, salt svc-idp) then HMAC-SHA256', function () {
+    const ref = createIdRefs(SERVER_KEY);
+    expect(ref('refresh-token-id-1')).to.equal('nfrXlH8AeCwnYUfe_8YFvT3ALsWaLDPVJ_BItd4wBcg');
+    expect(ref('')).to.equal('a6kngsd8RWEfWhjzFzNgAfgDEk-HLHPn7w6Uvwzry_Q');
+  });
+
+  it('differ under another server key, and are 43 base64url characters', function () {
+    const a = createIdRefs(SERVER_KEY)('refresh-token-id-1');
+    const b = createIdRefs(`${SERVER_KEY}.`)('refresh-token-id-1');
+    expect(b).to.not.equal(a);
+    expect(b).to.match(/^[A-Za-z0-9_-]{43}$/);
+  });
+});
