@@ -174,12 +174,24 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
   });
 
   it('accepts a cookie-authenticated upgrade from its own origin, and a bearer token from any', async () => {
-    const own = await open('/api/v1/extensions/live/echo', { cookie: `svc.token=${token['admin']}` }, server.url);
-    own.close();
-    const configured = await open('/api/v1/extensions/live/echo', { cookie: `svc.token=${token['admin']}`, host: 'svc.example.com' }, 'http://127.0.0.1:8080');
-    configured.close();
-    const bearer = await open('/api/v1/extensions/live/echo', { authorization: `Bearer ${token['admin']}` }, 'https://evil.example.com');
-    bearer.close();
+    const cookie = `svc.token=${token['admin']}`;
+    const cases: [what: string, headers: Record<string, string>, origin: string][] = [
+      ['the cookie from the origin it was reached at', { cookie }, server.url],
+      ['the cookie from the configured url', { cookie, host: 'svc.example.com' }, 'http://127.0.0.1:8080'],
+      ['a bearer token from another origin', { authorization: `Bearer ${token['admin']}` }, 'https://evil.example.com'],
+    ];
+    for (const [what, headers, origin] of cases) {
+      upgrades = [];
+      const ws = await open('/api/v1/extensions/live/echo', headers, origin).catch((err: unknown) => {
+        throw new Error(`${what}: refused (${String(err)})`);
+      });
+      const reply = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))));
+      ws.send(what);
+      expect(await reply, what).to.equal(`echo: ${what}`);
+      ws.close();
+      // Relayed to the backend as the token's account: the upgrade was authenticated, not let through.
+      expect(upgrades.map((u) => u.headers['svc-username']), what).to.deep.equal(['admin']);
+    }
   });
 
   it('lets a handshake name the application in the query, which the backend does not receive', async () => {
