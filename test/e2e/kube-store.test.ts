@@ -62,11 +62,22 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
   });
 
   it('kubectl apply and kubectl edit of svc-cm reach the running servers within 2 s', async function () {
+    const servers = { a, b };
+    const capabilitiesOf = (name: string) => Object.entries(servers).map(([at, s]) => `${at}: ${s.services.settings.current().accounts.get(name)?.capabilities.join(', ') ?? 'none'}`);
+    expect(capabilitiesOf('erin'), 'before the edit').to.deep.equal(['a: none', 'b: none']);
     // The 2 s count from kubectl's return: the change is in the API server from then on.
     await kubectl.edit('configmap/svc-cm', 's/^  accounts.bob: login$/  accounts.bob: login\\n  accounts.erin: apiKey/');
-    await waitFor(() => a.services.settings.current().accounts.has('erin') && b.services.settings.current().accounts.has('erin'), 'erin on both servers', 2000);
+    const edited = Date.now();
+    await waitFor(() => capabilitiesOf('erin').every((c) => !c.endsWith('none')), 'erin on both servers', 2000);
+    expect(Date.now() - edited, 'ms from kubectl edit to both servers').to.be.below(2000);
+    expect(capabilitiesOf('erin'), 'after kubectl edit').to.deep.equal(['a: apiKey', 'b: apiKey']);
+    expect(capabilitiesOf('bob'), 'the line the edit appended to').to.deep.equal(['a: login', 'b: login']);
+
     await kubectl.apply(configMap('svc-cm', { 'users.session.duration': '2h', 'accounts.alice': 'apiKey, login', 'accounts.bob': 'login', 'accounts.carol': 'apiKey', 'accounts.erin': 'apiKey, login' }));
-    await waitFor(() => a.services.settings.current().accounts.get('erin')?.capabilities.includes('login') === true, 'erin to get login', 2000);
+    const applied = Date.now();
+    await waitFor(() => capabilitiesOf('erin').every((c) => c.endsWith('login')), 'erin to get login on both servers', 2000);
+    expect(Date.now() - applied, 'ms from kubectl apply to both servers').to.be.below(2000);
+    expect(capabilitiesOf('erin'), 'after kubectl apply').to.deep.equal(['a: apiKey, login', 'b: apiKey, login']);
   });
 
   it('two servers generating API tokens for one account at once keep them all; one deleted with kubectl edit is refused at once', async function () {
