@@ -218,7 +218,7 @@ const EVERYTHING: readonly Kind[] = ['login', 'refresh', 'logout'];
  * through the steps (each awaited until what it names recovered), then checks what must hold.
  */
 async function throughFailovers(name: string, topology: RedisTopology, peer: { awaitReplicated(): Promise<void> }, steps: readonly Step[]): Promise<void> {
-  await withSsoReplicas(topology, async (replicas, sso) => {
+  await withSsoReplicas(topology, async (replicas, sso, another) => {
     const before = await issueBefore(replicas, sso);
     const s = stream(replicas, sso, before);
     try {
@@ -245,6 +245,13 @@ async function throughFailovers(name: string, topology: RedisTopology, peer: { a
     console.log(`      ${name}: ${s.outcomes.length} requests (${refreshes} refresh grants), failed by kind ${JSON.stringify(failedByKind(s.outcomes))}; ${s.loggedOut.length} logouts answered 200; ${s.chainsLost()} refresh chains refused afterwards`);
     expect(s.outcomes.filter((o) => (o.kind === 'revoked' || o.kind === 'revoked-refresh') && !o.ok), 'revoked tokens accepted').to.have.length(0);
     await checkAfter(replicas, before, s.loggedOut);
+    // A replica started after the failovers knows only what the state kept: it loads the
+    // revocation list (the hash) and answers from it alone. The two replicas above heard of each
+    // revocation as it was made, so they cannot show a list entry the failovers lost; this one can.
+    const fresh = await another();
+    for (const token of before.kept) expect((await call(fresh.url, 'GET', '/api/v1/account/alice', { token })).status, 'a token issued before, on a replica started after').to.equal(200);
+    for (const token of [before.revoked, ...s.loggedOut]) expect((await call(fresh.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token, on a replica started after').to.equal(401);
+    expect((await refreshGrant(fresh, before.revokedRefresh)).error, 'a refresh token revoked before, on a replica started after').to.equal('invalid_grant');
   });
 }
 

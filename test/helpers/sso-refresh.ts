@@ -93,17 +93,24 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
  * Two replicas on `topology`, sharing a config dir with the accounts fixture and the provider's
  * LDAP connector (startSsoRefresh), for the length of `run`; then stopped, and the dir removed.
  */
-export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas: readonly Replica[], sso: SsoRefresh) => Promise<T>): Promise<T> {
+export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas: readonly Replica[], sso: SsoRefresh, another: () => Promise<Replica>) => Promise<T>): Promise<T> {
   const sso = await startSsoRefresh();
   const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
   const redis = topology.kind === 'standalone' ? topology.url : JSON.stringify(topology);
   let replicas: Replica[] = [];
+  /** Replicas started later by `another` (on the same config and state), stopped with the rest. */
+  const later: Replica[] = [];
+  const another = async (): Promise<Replica> => {
+    const replica = await startReplica(dir, redis);
+    later.push(replica);
+    return replica;
+  };
   try {
     replicas = await Promise.all([startReplica(dir, redis), startReplica(dir, redis)]);
     sso.use(replicas);
-    return await run(replicas, sso);
+    return await run(replicas, sso, another);
   } finally {
-    await Promise.all(replicas.map((r) => stopReplica(r)));
+    await Promise.all([...replicas, ...later].map((r) => stopReplica(r)));
     await sso.stop();
     await rm(dir, { recursive: true, force: true });
   }
