@@ -10,7 +10,7 @@ import { hostPort, type HostPort, type RedisTopology } from './redis-topology.js
 const ASK_TIMEOUT_MS = 2_000;
 
 /** One attempt, no retry, no queue: the answer (or the refusal) of this connection only. */
-const ASK_OPTIONS: RedisOptions = {
+const ASK_OPTIONS = {
   lazyConnect: true,
   enableOfflineQueue: false,
   enableReadyCheck: false,
@@ -18,7 +18,7 @@ const ASK_OPTIONS: RedisOptions = {
   retryStrategy: () => null,
   connectTimeout: ASK_TIMEOUT_MS,
   commandTimeout: ASK_TIMEOUT_MS,
-};
+} satisfies RedisOptions;
 
 function ask<T>(at: HostPort, auth: { username?: string | undefined; password?: string | undefined }, tls: boolean, question: (r: Redis) => Promise<T>): Promise<T> {
   return askOn(new Redis({
