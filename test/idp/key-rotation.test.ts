@@ -8,11 +8,19 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Writable } from 'node:stream';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openDirStore, type DirStore } from '../../src/config/dir-store.js';
+import { openKubeClient } from '../../src/config/kube/kube-client.js';
+import { openKubeStore } from '../../src/config/kube/kube-store.js';
+import type { ConfigStore } from '../../src/config/store.js';
 import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { startKeyRotation, rotationDue, type KeyRotation } from '../../src/idp/key-rotation.js';
 import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey } from '../../src/idp/keys.js';
+import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
+import { makeTestCa } from '../helpers/test-ca.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -38,7 +46,7 @@ async function replicas(count: number, periodMs: number, clock: { now: number })
   }));
 }
 
-function storedKeys(store: DirStore): readonly SigningKey[] {
+function storedKeys(store: ConfigStore): readonly SigningKey[] {
   return parseIdpKeys(store.current().secrets.get(SETTINGS_SECRET)?.data ?? {})?.signing ?? [];
 }
 
@@ -89,6 +97,38 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
       expect(a.logs() + b.logs()).to.include('identity provider: signing key rotated (idp.keyRotation 1h)');
     } finally {
       await closeAll([a, b]);
+    }
+  });
+
+  it('with --kube, two replicas rotate once per period: the Secret\'s resourceVersion decides', async () => {
+    const kube = await startFakeKube({ tls: makeTestCa() });
+    const work = mkdtempSync(join(tmpdir(), 'svc-key-rotation-kube-'));
+    const stores: ConfigStore[] = [];
+    const rotations: KeyRotation[] = [];
+    try {
+      writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
+      kube.store.put({ group: '', version: 'v1', plural: 'secrets', kind: 'Secret' }, 'svc', { metadata: { name: 'svc-secret' }, data: { 'server.secretkey': Buffer.from('k'.repeat(32)).toString('base64') } });
+      const log = pino({ level: 'silent' });
+      const clock = { now: T0 };
+      for (let i = 0; i < 2; i++) {
+        const store = await openKubeStore({ client: await openKubeClient({ kubeconfig: join(work, 'kubeconfig') }), log, startTimeoutMs: 15_000 });
+        stores.push(store);
+        await ensureIdpKeys(store, () => new Date(T0));
+        rotations.push(startKeyRotation({ store, periodMs: () => HOUR, now: () => clock.now, log, registry: new Registry(), checkEveryMs: 3_600_000 }));
+      }
+      for (let period = 1; period <= 2; period++) {
+        clock.now = T0 + period * HOUR + 1000;
+        const reports = await Promise.all(rotations.map((r) => r.check()));
+        expect(reports.filter((r) => r !== undefined), `rotations in period ${period}`).to.have.length(1);
+      }
+      const data = kube.store.get('secrets', 'svc', 'svc-secret')?.['data'] as Record<string, string>;
+      const keys = parseIdpKeys(Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()])))?.signing ?? [];
+      expect(keys).to.have.length(3);
+    } finally {
+      for (const r of rotations) r.close();
+      await Promise.all(stores.map((s) => s.close()));
+      await kube.close();
+      rmSync(work, { recursive: true, force: true });
     }
   });
 
