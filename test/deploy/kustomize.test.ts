@@ -179,7 +179,8 @@ describe('deploy/ (kubectl kustomize)', function () {
     checkCommon(objects);
     const deployment = workload(find(objects, 'Deployment', 'svc'));
     expect(deployment.replicas).to.equal(2);
-    expect(deployment.strategy).to.deep.equal({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    // One replica replaced at a time, without a surge pod that the required anti-affinity could leave unschedulable.
+    expect(deployment.strategy).to.deep.equal({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } });
     const anti = deployment.template.spec.affinity?.podAntiAffinity;
     expect(anti?.requiredDuringSchedulingIgnoredDuringExecution?.[0]?.topologyKey).to.equal('kubernetes.io/hostname');
 
