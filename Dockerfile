@@ -21,7 +21,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
-COPY web/*.html web/*.css ./web/
+COPY web/*.html web/*.css web/*.svg ./web/
 RUN chmod 0755 dist/src/commands/svc-server.js && ln -s /app/dist/src/commands/svc-server.js /usr/local/bin/svc-server
 # The node image's unprivileged user (uid 1000), as the Deployment's runAsUser.
 USER node

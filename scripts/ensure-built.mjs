@@ -4,40 +4,76 @@
 // than the last build, or the entry point is missing (a dist/ built before the sources moved under
 // dist/src/), so a fresh `npm ci` (whose `prepare` already built) starts at once and an edited
 // tree never runs stale code.
+//
+// TypeScript is a dev dependency: after `npm ci --omit=dev` a built dist/ starts as it is, and a
+// missing or stale one is refused with what to run, rather than a "Cannot find module" from tsc.
+// `--if-possible` (the `prepare` step, which `npm ci --omit=dev` also runs) only says so and lets
+// the install finish: the install is not the moment to fail, `npm start` is.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-function newestMtime(dir) {
+export const SOURCES = ['src', 'connectors', 'tsconfig.json', 'web/src', 'web/tsconfig.json'];
+export const ENTRY = 'dist/src/commands/svc-server.js';
+/** The package's `bin` entries, executable as `npm run build` leaves them. */
+const BINS = [ENTRY, 'dist/src/cli/main.js'];
+export const TSC = 'node_modules/typescript/bin/tsc';
+const BUILT_MARK = 'dist/.built';
+
+function newestMtime(path) {
+  if (!existsSync(path)) return 0; // a production copy may hold dist/ without the sources
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
   let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
+  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
   return newest;
 }
 
 function builtAt() {
   try {
-    return statSync('dist/.built').mtimeMs;
+    return statSync(BUILT_MARK).mtimeMs;
   } catch {
     return 0;
   }
 }
 
-const SOURCES = ['src', 'connectors', 'tsconfig.json', 'web/src', 'web/tsconfig.json'];
-const ENTRY = 'dist/src/commands/svc-server.js';
-
-function stale() {
-  const built = builtAt();
-  return !existsSync(ENTRY) || SOURCES.some((path) => (statSync(path).isDirectory() ? newestMtime(path) : statSync(path).mtimeMs) > built);
+/**
+ * What to do, from what is on disk: 'run' (dist/ is current), 'build' (stale, TypeScript is
+ * here), or a sentence saying why it cannot start and what to run.
+ */
+export function decide({ entryExists, newestSource, builtAt: built, hasTypescript }) {
+  const why = !entryExists ? `${ENTRY} is missing` : newestSource > built ? 'dist/ is older than the sources' : undefined;
+  if (why === undefined) return { action: 'run' };
+  if (hasTypescript) return { action: 'build', why };
+  return {
+    action: 'refuse',
+    why: `${why}, and TypeScript (a dev dependency) is not installed to build it: run \`npm ci\` (with dev dependencies) and \`npm run build\`, or install with a dist/ built elsewhere (\`npm run build\` there, then copy dist/)`,
+  };
 }
 
-if (stale()) {
+function main() {
+  const ifPossible = process.argv.includes('--if-possible');
+  const decision = decide({
+    entryExists: existsSync(ENTRY),
+    newestSource: Math.max(...SOURCES.map(newestMtime)),
+    builtAt: builtAt(),
+    hasTypescript: existsSync(TSC),
+  });
+  if (decision.action === 'run') return 0;
+  if (decision.action === 'refuse') {
+    process.stderr.write(`svc: ${ifPossible ? 'not built' : 'cannot start'}: ${decision.why}\n`);
+    return ifPossible ? 0 : 1;
+  }
   // The server, then the login and account pages' scripts (web/src -> dist/web, docs/ui.md).
   for (const project of ['tsconfig.json', 'web/tsconfig.json']) {
-    const result = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', project], { stdio: 'inherit' });
-    if (result.status !== 0) process.exit(result.status ?? 1);
+    const result = spawnSync(process.execPath, [TSC, '-p', project], { stdio: 'inherit' });
+    if (result.status !== 0) return result.status ?? 1;
   }
-  writeFileSync('dist/.built', new Date().toISOString());
+  for (const bin of BINS) chmodSync(bin, 0o755);
+  writeFileSync(BUILT_MARK, new Date().toISOString());
+  return 0;
 }
+
+// Run as a script (npm's prestart/prepare), not when a test imports decide().
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main();

@@ -19,7 +19,8 @@ export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verif
 
 type Logger = ReturnType<typeof createLogger>;
 
-const SHUTDOWN_GRACE_MS = 10_000;
+/** In-flight requests get this long after SIGTERM; the primary exits 2 s after it (deploy/ sizes the pod's grace period on it). */
+export const SHUTDOWN_GRACE_MS = 10_000;
 export const MAX_RESTARTS = 5;
 export const RESTART_WINDOW_MS = 60_000;
 const FIRST_RESTART_DELAY_MS = 100;

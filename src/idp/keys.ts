@@ -170,16 +170,30 @@ export function nextSignerChange(keys: readonly SigningKey[], now: Date): number
 
 /** `svc-server idp rotate-keys`: applied in one read-modify-write of svc-secret. */
 export async function rotateSigningKeys(store: ConfigStore, now: Date): Promise<RotationReport> {
+  const report = await rotateSigningKeysIf(store, now, () => true);
+  if (report === undefined) throw new IdpKeysUnreadable('svc-secret: the signing keys were not rotated');
+  return report;
+}
+
+/**
+ * A rotation decided on the keys as stored at the moment of the write: the store serialises
+ * read-modify-write across processes (a lock file beside the Secret's file, or the API's
+ * resourceVersion), so replicas that find a rotation due at the same time rotate once; the
+ * later ones see the new key, find nothing due and write nothing. undefined: not rotated.
+ */
+export async function rotateSigningKeysIf(store: ConfigStore, now: Date, due: (keys: readonly SigningKey[]) => boolean): Promise<RotationReport | undefined> {
   const added = await generateSigningKey(now);
   let report: RotationReport | undefined;
   await store.updateSecret(SETTINGS_SECRET, (current) => {
+    report = undefined; // a write retried after a conflict decides again, on the newer keys
     const text = current[SIGNING_KEYS_KEY];
     const keys = text === undefined ? [] : parseList(signingKeysSchema, text, SIGNING_KEYS_KEY);
+    if (!due(keys)) return {};
     const next = rotatedKeys(keys, added, now);
     report = next.report;
     return { set: { [SIGNING_KEYS_KEY]: JSON.stringify(next.keys) } };
   });
-  return report as RotationReport;
+  return report;
 }
 
 /** The public half of each key, as published in the JWKS. */

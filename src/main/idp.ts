@@ -17,6 +17,7 @@ import type { Connector } from '../../connectors/connector.js';
 import type { ConnectorSource } from '../idp/connectors/connector-source.js';
 import { ensureIdpKeys, nextSignerChange, parseIdpKeys, signingOrder, type IdpKeys, type SigningKey } from '../idp/keys.js';
 import { issuerOf, MOUNT_PATH } from '../idp/issuer.js';
+import { startKeyRotation } from '../idp/key-rotation.js';
 import { openWithUpstreamFetches } from '../idp/connectors/upstream-fetch.js';
 import { createPasswordGuard } from '../idp/login/password-guard.js';
 import { createClientSecretGuard } from '../idp/client-secret-guard.js';
@@ -34,6 +35,8 @@ export interface IdpOptions {
   readonly connectors?: (services: Services) => ConnectorSource;
   /** Replaces the random wait after a failed password (tests). */
   readonly failureDelay?: () => Promise<void>;
+  /** How often idp.keyRotation is checked (tests; a minute otherwise). */
+  readonly keyRotationCheckMs?: number;
 }
 
 /**
@@ -98,6 +101,11 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     signerTimer.unref();
   }
   scheduleSignerChange();
+  // idp.keyRotation: the rotation lands in svc-secret, and comes back here through onChange below.
+  const rotation = startKeyRotation({
+    store, periodMs: () => settings.current().idpKeyRotationMs, now: services.now, log: idpLog, registry: services.metrics.registry,
+    ...(options.keyRotationCheckMs !== undefined ? { checkEveryMs: options.keyRotationCheckMs } : {}),
+  });
   if (url.startsWith('http:')) log.warn({ issuer: issuerOf(url) }, 'identity provider: the issuer is plain http; use an https url outside local setups');
 
   const unsubscribe = store.onChange((snapshot) => {
@@ -128,6 +136,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     },
     async close() {
       unsubscribe();
+      rotation.close();
       clearTimeout(signerTimer);
       await configured?.close();
       await throttle.close();

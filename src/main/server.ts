@@ -70,6 +70,8 @@ export interface ServerOptions {
   readonly metricsListen?: { readonly host: string; readonly port: number };
   /** Read and write the stores through the Kubernetes API instead of configDir (`--kube`). */
   readonly kube?: ClusterStoreOptions;
+  /** The clock features read (Services.now); Date.now unless a test moves time. */
+  readonly now?: () => number;
 }
 
 export interface RunningServer {
@@ -99,7 +101,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: Date.now };
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: options.now ?? Date.now };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {

