@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
+import { runBudgetSuite } from './budget-suite.js';
 import { runStateSuite } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -14,6 +15,7 @@ describe('state: memory', function () {
 
   // One store per test: both "clients" of a test are the same in-process backend.
   runStateSuite('memory', { open: async () => store });
+  runBudgetSuite('memory', async () => createMemoryState({ log }));
 
   describe('with an injected clock', function () {
     let now = 1_000_000;
