@@ -19,6 +19,7 @@ import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
 import type { StateBackend } from '../../state/state.js';
 import type { AccountStore } from '../storage/federated-accounts.js';
+import type { PendingBound } from '../storage/pending-bound.js';
 import { subjectOf } from '../claims.js';
 import { CONNECTOR_TRANSACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S } from '../lifetimes.js';
 
@@ -32,6 +33,16 @@ export interface LoginFlowDeps {
   readonly log: Logger;
   /** Counts each browser login's outcome (svc_login_outcomes_total, method idp-browser). */
   readonly outcomes?: LoginOutcomes;
+  /** Bounds the transactions of browser round trips with the other pending logins (../storage/pending-bound.ts). */
+  readonly pending?: PendingBound;
+}
+
+/** A round trip refused because its source (or everyone) holds the bound on pending logins. */
+export class PendingLoginsRefused extends Error {
+  constructor() {
+    super('too many logins are pending; try again in a few minutes');
+    this.name = 'PendingLoginsRefused';
+  }
 }
 
 /** What the request asked, as connectors and the account store need it. */
@@ -39,6 +50,8 @@ export interface LoginRequest {
   readonly uid: string;
   readonly connectorId: string;
   readonly scope: string;
+  /** Who the request counts as for the pending bound (../../http/client-address.ts sourceOf). */
+  readonly source: string;
 }
 
 export type PasswordOutcome =
@@ -105,7 +118,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   });
 
   /** Keeps the identity for findAccount; as long as the longest token the login may get. */
-  async function remember(req: LoginRequest, identity: Identity): Promise<string> {
+  async function remember(req: Pick<LoginRequest, 'connectorId' | 'scope'>, identity: Identity): Promise<string> {
     const sub = subjectOf(identity.userId, req.connectorId);
     const ttlS = hasScope(req.scope, 'offline_access') ? REFRESH_TOKEN_TTL_S : SESSION_TTL_S;
     await deps.accounts.save(sub, { connectorId: req.connectorId, identity }, ttlS);
@@ -141,7 +154,13 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       const txn: Transaction = {
         uid: req.uid, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
       };
-      await deps.state.set(txnKey(id), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      const text = JSON.stringify(txn);
+      const ttlMs = CONNECTOR_TRANSACTION_TTL_S * 1000;
+      // Each start of a round trip keeps a transaction: charged like an interaction, so reloading the start page cannot grow the state.
+      if (deps.pending !== undefined && !(await deps.pending.admit({ kind: 'ConnectorTransaction', key: txnKey(id), source: req.source, bytes: Buffer.byteLength(text), ttlMs }))) {
+        throw new PendingLoginsRefused();
+      }
+      await deps.state.set(txnKey(id), text, { ttlMs });
       return { start, binding };
     },
 
@@ -153,7 +172,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
 
     async complete(uid, stateParam, binding, params, connectorOf, requestId = '') {
       if (!plausibleState(stateParam)) return { kind: 'expired' };
-      const text = await deps.state.take(txnKey(stateParam));
+      const [text] = await Promise.all([deps.state.take(txnKey(stateParam)), deps.pending?.release(txnKey(stateParam))]);
       if (text === null) return { kind: 'expired' };
       const txn = JSON.parse(text) as Transaction;
       if (txn.uid !== uid || !sameHash(txn.binding, binding)) {

@@ -23,7 +23,7 @@ describe('idp/login-flow: the context a browser connector gets', () => {
       begin: (_state, ctx) => { seen = ctx; return Promise.resolve({ via: 'redirect', url: 'https://idp.example.org/auth' }); },
       complete: () => Promise.reject(new Error('not here')),
     };
-    await flow.begin(connector, { uid: 'u1', connectorId: 'corp', scope });
+    await flow.begin(connector, { uid: 'u1', connectorId: 'corp', scope, source: '127.0.0.1' });
     return seen;
   }
 
