@@ -31,12 +31,18 @@ export async function idpSvcAddress(): Promise<IdpSvcAddress> {
   return { port, url: `http://127.0.0.1:${port}` };
 }
 
-export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>): Promise<IdpSvc> {
+/** What the server is started with besides its config dir: a Redis, an environment. */
+export interface IdpSvcOptions {
+  readonly redisUrl?: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>, options: IdpSvcOptions = {}): Promise<IdpSvc> {
   const backend = await echoBackend(config.extensions[0] ?? 'tools');
   let dir: string | undefined;
   try {
     dir = idpConfigDir({ ...config, url: at.url, backendUrl: backend.url });
-    const server = await startTestServer(dir, { port: at.port });
+    const server = await startTestServer(dir, { port: at.port, ...options });
     const configDir = dir;
     return {
       url: at.url,
