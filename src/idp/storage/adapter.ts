@@ -17,6 +17,8 @@
  * - findByUid / findByUserCode: index keys with the record's TTL; a stale index entry (record
  *   destroyed, or the id reused with another uid) answers undefined.
  * - TTLs from expiresIn; payloads and ids bounded (./adapter-payload.ts).
+ * - Interactions and device codes, which anonymous requests make, are charged to the request's
+ *   source before they are written and given back on destroy/consume (./pending-bound.ts).
  * - No id as the provider gave it is kept (./adapter-keys.ts): keys hold refs, a payload's `jti`
  *   (its id) is put back by find(), and an Interaction's copy of the session cookie is dropped
  *   (the provider never reads it back).
