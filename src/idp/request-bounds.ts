@@ -24,12 +24,12 @@ import type { PendingLimits } from './storage/pending-bound.js';
 export const MAX_AUTHORIZATION_REQUEST_BYTES = 4096;
 /**
  * Bytes of pending logins (interactions, device codes, connector transactions) all sources
- * together may hold: 32 MiB of records, about 80 MiB of a replica's heap with the memory state
- * (docs/idp.md), well inside the 512 MiB the deployment gives svc; 16,000 pending logins of a
- * usual size, 5,500 of the largest request taken.
+ * together may hold: 32 MiB as charged, about 50 MiB of a replica's heap with the memory state
+ * (docs/idp.md), well inside the 512 MiB the deployment gives svc; 20,000 pending logins of a
+ * usual size, 5,900 of the largest request taken.
  */
 export const DEFAULT_PENDING_BYTES = 32 * 1024 * 1024;
-/** Bytes one source address (an IPv6 /64) may hold: about 1,000 usual pending logins at once. */
+/** Bytes one source address (an IPv6 /64) may hold: about 1,300 usual pending logins at once. */
 export const DEFAULT_PENDING_BYTES_PER_SOURCE = 2 * 1024 * 1024;
 
 /** The bound on pending logins, from SVC_IDP_PENDING_BYTES and SVC_IDP_PENDING_BYTES_PER_SOURCE. */

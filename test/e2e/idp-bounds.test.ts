@@ -170,7 +170,7 @@ for (const [backend, via] of [['memory', 'address'], ['redis', 'proxy']] as cons
         client.close();
       }
       console.log(`      ${ONE_ADDRESS_FLOOD - refused} admitted, ${refused} refused from ${flooder} (first refusal at request ${firstRefused})`);
-      // 2 MiB per source: about 1,000 pending logins of this size, then refusals only.
+      // 2 MiB per source: about 1,300 pending logins of this size (1.6 KiB charged each), then refusals only.
       expect(refused).to.be.within(3_000, ONE_ADDRESS_FLOOD - 500);
       expect(await metric('source')).to.equal(refused);
       expect(svc?.server.logs()).to.match(new RegExp(`"source":"${flooder.replaceAll('.', '\\.')}","bound":"source","heldBytes":\\d+,"limitBytes":2097152`));
