@@ -20,7 +20,8 @@ import { Redis } from 'ioredis';
 import { MAX_AUTHORIZATION_REQUEST_BYTES } from '../../src/idp/request-bounds.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
+import { idpSvcAddress, startIdpSvc, startPasswordIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 
@@ -95,6 +96,15 @@ function clientAt(address: string): { get: (url: string, headers?: Record<string
 function refusal(res: Reply, url: string): string | null {
   return new URL(String(res.location), url).searchParams.get('error');
 }
+
+describe('e2e: the identity provider\'s trusted proxies', function () {
+  it('refuses to start with a malformed SVC_TRUSTED_PROXIES, naming the entry and why', async function () {
+    const connector = fakePasswordConnector({});
+    const err = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY, env: { SVC_TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/33' } }).then((started) => started.server.close(), (e: unknown) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect((err as Error).message).to.match(/^SVC_TRUSTED_PROXIES: '10\.0\.0\.0\/33' has a prefix length that is not 0-32; /);
+  });
+});
 
 for (const [backend, via] of [['memory', 'address'], ['redis', 'proxy']] as const) {
   describe(`e2e: anonymous requests cannot grow the identity provider's state without bound, nor shut its logins for everyone (${backend}, flood ${via === 'address' ? 'from another address' : 'through a trusted proxy'})`, function () {

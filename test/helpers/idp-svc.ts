@@ -69,13 +69,16 @@ const PLACEHOLDER_CONNECTORS = [{ type: 'ldap', id: 'directory', name: 'Director
  * test/helpers/fake-password-connector.ts), no extension and an empty policy: for the tests of
  * the provider itself. `dir` is its config dir (left to the temp dir's cleanup, as before).
  */
-export async function startPasswordIdpSvc(connector: PasswordConnector, options: { readonly secretKey: string; readonly redisUrl?: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
+export async function startPasswordIdpSvc(connector: PasswordConnector, options: IdpSvcOptions & { readonly secretKey: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
   const at = await idpSvcAddress();
   const dir = tempConfigDir({
     'svc-cm.yaml': configMap('svc-cm', { url: at.url, 'idp.config': YAML.stringify({ connectors: PLACEHOLDER_CONNECTORS }) }),
     'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
     'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': options.secretKey }),
   });
-  const server = await startTestServer(dir, { port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), idp: { connectors: () => singleConnector('directory', connector) } });
+  const server = await startTestServer(dir, {
+    port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.env !== undefined ? { env: options.env } : {}),
+    idp: { connectors: () => singleConnector('directory', connector) },
+  });
   return { ...at, server, dir };
 }
