@@ -65,6 +65,19 @@ export function runBudgetSuite(name: string, open: () => Promise<StateBackend>):
       expect(answers.filter((a) => a.admitted)).to.have.length(10);
     });
 
+    it('counts two replicas\' charges under one bound, and a release on one frees room on the other', async function () {
+      const other = await open();
+      try {
+        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? state : other).charge(budget, { member: `r${i}`, source: 's1', bytes: 100, untilMs: T0 + 60_000 }, LIMITS, T0)));
+        expect(answers.filter((a) => a.admitted)).to.have.length(10);
+        const admitted = answers.findIndex((a) => a.admitted);
+        await other.release(budget, `r${admitted}`);
+        expect((await charge('again', 's1', 100)).admitted).to.equal(true);
+      } finally {
+        await other.close();
+      }
+    });
+
     it('rejects a budget name with a brace and a size that is not a positive integer', async function () {
       for (const bad of [() => state.charge('a{b}', { member: 'm', source: 's', bytes: 1, untilMs: T0 }, LIMITS, T0),
         () => charge('m', 's', 0), () => charge('m', 's', 1.5)]) {

@@ -15,7 +15,16 @@ describe('state: memory', function () {
 
   // One store per test: both "clients" of a test are the same in-process backend.
   runStateSuite('memory', { open: async () => store });
-  runBudgetSuite('memory', async () => createMemoryState({ log }));
+  // Both "replicas" of a budget test are one in-process backend, as above.
+  describe('with one store per test', function () {
+    let shared: StateBackend;
+    beforeEach(function () {
+      shared = createMemoryState({ log });
+    });
+    const view = (): StateBackend => ({ ...shared, close: async () => undefined });
+    afterEach(() => shared.close());
+    runBudgetSuite('memory', async () => view());
+  });
 
   describe('with an injected clock', function () {
     let now = 1_000_000;
