@@ -31,6 +31,7 @@ import { issuerOf, MOUNT_PATH } from './issuer.js';
 import type { PasswordGuard } from './login/password-guard.js';
 import type { ClientSecretGuard } from './client-secret-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
+import { pendingOf, requestSource } from './pending-source.js';
 
 /** What the provider needs, and the password form's limits. */
 export interface IdpAppDeps extends ProviderDeps {
@@ -52,8 +53,10 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 export function createIdpApp(deps: IdpAppDeps): IdpApp {
   const secure = new URL(deps.url).protocol === 'https:';
   const host = new URL(deps.url).host;
+  // One bound for the provider's records and the login app's transactions, whatever the keys.
+  const pending = pendingOf(deps, deps.now ?? Date.now);
   function build(keys: IdpKeys): { provider: Handler; login: Handler } {
-    const provider: Provider = createProvider({ ...deps, keys });
+    const provider: Provider = createProvider({ ...deps, keys, pending });
     provider.proxy = secure;
     deps.clientSecretGuard?.install(provider);
     provider.use(function underMount(ctx, next) {
@@ -67,8 +70,10 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     app.use(pageErrors(deps.log));
     const flow = createLoginFlow({
       state: deps.state, accounts: deps.accounts, callbackUrl: `${issuerOf(deps.url)}/callback`, csrfKey: keys.cookie[0] as string, log: deps.log, ...(deps.outcomes !== undefined ? { outcomes: deps.outcomes } : {}),
+      pending: pending.bound,
     });
-    app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log }).routes());
+    const sourceOf = (req: IncomingMessage): string => requestSource(req, pending.trustedProxies);
+    app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log, sourceOf }).routes());
     return { provider: provider.callback(), login: app.callback() };
   }
   let handlers = build(deps.keys);

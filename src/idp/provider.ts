@@ -30,9 +30,9 @@ import {
 } from './lifetimes.js';
 import { deviceConfirmPage, deviceDonePage, deviceInputPage, errorPage, loggedOutPage, logoutPage } from './login/pages.js';
 import { setPageHeaders } from '../http/security-headers.js';
-import { createPendingBound } from './storage/pending-bound.js';
+import { pendingOf, requestSource, type PendingDeps } from './pending-source.js';
 import { consentPortOf } from './login/loopback-consent.js';
-import { limitRequestSize, PENDING_DEVICE_CODES, PENDING_INTERACTIONS, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
+import { limitRequestSize, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
 
 
 export interface ProviderDeps {
@@ -44,8 +44,13 @@ export interface ProviderDeps {
   readonly accounts: AccountStore;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
-  /** Epoch ms; the pending bounds count by it. */
+  /** Epoch ms; the pending bound charges by it. */
   readonly now?: () => number;
+  /**
+   * The bound on pending logins and who a request is counted as (./storage/pending-bound.ts,
+   * ../http/client-address.ts); without it, the default bound and no trusted proxy.
+   */
+  readonly pending?: PendingDeps;
   /** idp.config's staticClients as they are now (./static-clients.ts); none when absent. */
   readonly staticClients?: StaticClientSource;
 }
@@ -56,14 +61,12 @@ const REFRESH_TIMEOUT_MS = 15_000;
 
 export function createProvider(deps: ProviderDeps): Provider {
   const now = deps.now ?? Date.now;
+  const pending = pendingOf(deps, now);
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
     adapter: withStaticClients(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
-      pending: {
-        Interaction: createPendingBound(deps.state, 'Interaction', PENDING_INTERACTIONS, now),
-        DeviceCode: createPendingBound(deps.state, 'DeviceCode', PENDING_DEVICE_CODES, now),
-      },
+      pending: { bound: pending.bound, sourceOf: () => requestSource(Provider.ctx?.req, pending.trustedProxies) },
     }), deps.staticClients ?? (() => [])),
     clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: [...deps.keys.cookie], names: { ...PROVIDER_COOKIE_NAMES } },

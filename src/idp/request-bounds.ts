@@ -2,7 +2,8 @@
  * What anonymous requests may make the provider keep (docs/idp.md "Bounds"):
  * - the size of an authorization or device authorization request (its query or form body),
  *   which is what an interaction or device code stores: MAX_AUTHORIZATION_REQUEST_BYTES;
- * - how many interactions and device codes may be pending (./pending-bound.ts, in the adapter);
+ * - the bytes pending logins may hold, per source address and in all (./storage/pending-bound.ts:
+ *   interactions and device codes in the adapter, connector transactions in the login flow);
  * - no session for a view of the device page: oidc-provider keeps the page's CSRF secret in a
  *   new session (24 h in the state backend per anonymous GET). svc serves that page itself,
  *   with its CSRF secret derived from a random value in a cookie (`svc.device`, path-scoped),
@@ -15,16 +16,32 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { setPageHeaders } from '../http/security-headers.js';
-import { DEVICE_CODE_TTL_S, INTERACTION_TTL_S } from './lifetimes.js';
+import { readInt, type Env, type WarnLog } from '../session/limits.js';
 import { deviceInputPage, errorPage, escapeHtml } from './login/pages.js';
 import type { PendingLimits } from './storage/pending-bound.js';
 
 /** Far above what svc's clients send (under 1 KB), far below oidc-provider's 56 KB body cap. */
 export const MAX_AUTHORIZATION_REQUEST_BYTES = 4096;
-/** Pending interactions (10 min each): per client, and for both clients together. */
-export const PENDING_INTERACTIONS: PendingLimits = { windowMs: INTERACTION_TTL_S * 1000, perClient: 2000, total: 4000 };
-/** Pending device codes (5 min each). */
-export const PENDING_DEVICE_CODES: PendingLimits = { windowMs: DEVICE_CODE_TTL_S * 1000, perClient: 500, total: 1000 };
+/**
+ * Bytes of pending logins (interactions, device codes, connector transactions) all sources
+ * together may hold: 32 MiB as charged, about 50 MiB of a replica's heap with the memory state
+ * (docs/idp.md), well inside the 512 MiB the deployment gives svc; 20,000 pending logins of a
+ * usual size, 5,900 of the largest request taken.
+ */
+export const DEFAULT_PENDING_BYTES = 32 * 1024 * 1024;
+/** Bytes one source address (an IPv6 /64) may hold: about 1,300 usual pending logins at once. */
+export const DEFAULT_PENDING_BYTES_PER_SOURCE = 2 * 1024 * 1024;
+
+/** The bound on pending logins, from SVC_IDP_PENDING_BYTES and SVC_IDP_PENDING_BYTES_PER_SOURCE. */
+export function readPendingLimits(env: Env, log: WarnLog): PendingLimits {
+  const totalBytes = readInt(env, log, 'SVC_IDP_PENDING_BYTES', DEFAULT_PENDING_BYTES, 64 * 1024);
+  const perSourceBytes = readInt(env, log, 'SVC_IDP_PENDING_BYTES_PER_SOURCE', DEFAULT_PENDING_BYTES_PER_SOURCE, 16 * 1024);
+  if (perSourceBytes > totalBytes) {
+    log.warn({ variable: 'SVC_IDP_PENDING_BYTES_PER_SOURCE', value: perSourceBytes, total: totalBytes },
+      `SVC_IDP_PENDING_BYTES_PER_SOURCE=${perSourceBytes} is above SVC_IDP_PENDING_BYTES=${totalBytes}; one source may hold the whole bound`);
+  }
+  return { totalBytes, perSourceBytes };
+}
 
 export const DEVICE_COOKIE = 'svc.device';
 /** A user code a link may carry: oidc-provider's codes are 8-9 characters; anything longer is not one. */

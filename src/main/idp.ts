@@ -29,6 +29,12 @@ import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
 import { failRequest, observeRawRequest } from '../http/entry.js';
 import type { Services } from './services.js';
+import { Counter } from 'prom-client';
+import type { Logger } from 'pino';
+import { parseTrustedProxies } from '../http/client-address.js';
+import type { PendingDeps } from '../idp/pending-source.js';
+import { readPendingLimits } from '../idp/request-bounds.js';
+import { createPendingBound } from '../idp/storage/pending-bound.js';
 
 export interface IdpOptions {
   /** Replaces the connectors built from idp.config (tests). */
@@ -73,7 +79,8 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   // So are the clients' secrets, each client with a count of its own (idp/client-secret-guard.ts).
   const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
+  const pending = buildPendingBound(services, idpLog);
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -155,4 +162,22 @@ function openConnector(services: Services): (entry: ParsedConnector) => Connecto
     { now: () => new Date(services.now()), log: services.log.child({ connector: entry.id, type: entry.type }) },
     services.settings.current().oidcTlsInsecureSkipVerify,
   );
+}
+
+/**
+ * The bound on pending logins (idp/storage/pending-bound.ts), from the environment, read once.
+ * A bad SVC_TRUSTED_PROXIES stops the start (TrustedProxiesInvalid names the entry): guessing
+ * would either count everyone behind a proxy as one source or believe a header anyone can send.
+ */
+function buildPendingBound(services: Services, log: Logger): PendingDeps {
+  const trustedProxies = parseTrustedProxies(services.env['SVC_TRUSTED_PROXIES']);
+  const limits = readPendingLimits(services.env, log);
+  const refusals = new Counter({
+    name: 'svc_idp_pending_refused_total',
+    help: 'New logins refused by the bound on pending logins, by record kind and bound (source: one address held its share; total: all sources together held the whole bound)',
+    labelNames: ['kind', 'bound'] as const,
+    registers: [services.metrics.registry],
+  });
+  log.info({ trustedProxies: trustedProxies.described, ...limits }, 'identity provider: pending logins bounded per source address and in all');
+  return { trustedProxies, bound: createPendingBound({ state: services.state, limits, now: services.now, log, refusals }) };
 }

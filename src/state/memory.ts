@@ -13,6 +13,7 @@ import {
   type StateLog,
   type TtlOptions,
 } from './state.js';
+import { createMemoryBudgets } from './memory-budget.js';
 
 /** How often expired keys that nobody reads are dropped. */
 export const MEMORY_SWEEP_INTERVAL_MS = 30_000;
@@ -34,6 +35,7 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
   const channels = new Map<string, Set<Handler>>();
+  const budgets = createMemoryBudgets();
   let closed = false;
 
   const sweep = setInterval(function sweepExpired() {
@@ -163,6 +165,16 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return value - 1;
     },
 
+    async charge(budget, charge, limits, nowMs) {
+      open();
+      return budgets.charge(budget, charge, limits, nowMs);
+    },
+
+    async release(budget, member) {
+      open();
+      budgets.release(budget, member);
+    },
+
     async ttlMs(key) {
       const entry = live(key);
       if (entry?.expiresAt == null) return null;
@@ -241,6 +253,7 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       clearInterval(sweep);
       entries.clear();
       channels.clear();
+      budgets.clear();
     },
   };
 }

@@ -14,8 +14,9 @@
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
  *
  * One Redis, a Sentinel-watched primary or a Cluster (./redis-topology.ts, clients in
- * ./redis-client.ts). Every Lua script keeps its keys in one Cluster slot: all but one touch one
- * key, and setIfAbsentFor's mark carries its owner's key as hash tag (state.ts, markKeyFor).
+ * ./redis-client.ts). Every Lua script keeps its keys in one Cluster slot: most touch one key,
+ * setIfAbsentFor's mark carries its owner's key as hash tag (state.ts, markKeyFor), and a byte
+ * budget's keys carry its name (./redis-budget.ts).
  * A write asked `replicated` waits for a replica (WAIT) on Sentinel and Cluster.
  */
 import { Cluster, Redis } from 'ioredis';
@@ -32,6 +33,7 @@ import {
   type WriteOptions,
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
+import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -177,6 +179,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     }
   }
 
+  const evaluate: Evaluate = (op, script, keys, args) => run(op, (c) => c.eval(script, keys.length, ...keys, ...args));
+
   const subscriber = createSubscriber({
     open() {
       // redis-subscriber.ts subscribes again itself after a reconnect, and says why.
@@ -250,6 +254,10 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       const reply = await run('decrement', (c) => c.eval(DECREMENT_IF_POSITIVE, 1, key));
       return reply === null ? null : Number(reply);
     },
+
+    charge: (budget, charge, limits, nowMs) => chargeBudget(evaluate, budget, charge, limits, nowMs),
+
+    release: (budget, member) => releaseBudget(evaluate, budget, member),
 
     async ttlMs(key) {
       const ms = await run('ttlMs', (c) => c.pttl(key));

@@ -61,6 +61,34 @@ export interface WriteOptions {
   readonly replicated?: boolean;
 }
 
+/**
+ * One charge against a byte budget (StateBackend.charge): `member` (what is kept, e.g. a
+ * record's key) costs `bytes` to `source` (who made it) until `untilMs` (epoch ms, the
+ * record's expiry), when the share comes back by itself if nobody released it before.
+ */
+export interface BudgetCharge {
+  readonly member: string;
+  readonly source: string;
+  readonly bytes: number;
+  readonly untilMs: number;
+}
+
+export interface BudgetLimits {
+  /** Bytes one source may hold at once. */
+  readonly perSourceBytes: number;
+  /** Bytes every source together may hold at once. */
+  readonly totalBytes: number;
+}
+
+/**
+ * `admitted`: charged ('new'), or already charged and now following its new size and expiry
+ * ('renewed': a record saved again is not bounded a second time). Refused: which bound, and the
+ * bytes held under it before this charge (nothing was charged).
+ */
+export type BudgetAnswer =
+  | { readonly admitted: true; readonly as: 'new' | 'renewed' }
+  | { readonly admitted: false; readonly bound: 'source' | 'total'; readonly heldBytes: number };
+
 export type StateKind = 'memory' | 'redis';
 
 /** The logger the backends need: pino's, or anything with the same two methods. */
@@ -117,6 +145,19 @@ export interface StateBackend {
    * plain Error when the value is not an integer.
    */
   decrement(key: string): Promise<number | null>;
+
+  /**
+   * Charges `charge` to its source under the byte budget named `budget` (no brace), in one
+   * atomic step and one round trip: first every charge whose `untilMs` is at or before `nowMs`
+   * is given back (a bounded number per call), then a member already charged is renewed
+   * (its bytes and expiry replaced, its source kept, no bound checked), and a new one is
+   * charged only if its source stays within `perSourceBytes` and everyone within `totalBytes`.
+   * Shared by every replica on Redis; the budget's keys share one Cluster slot.
+   */
+  charge(budget: string, charge: BudgetCharge, limits: BudgetLimits, nowMs: number): Promise<BudgetAnswer>;
+
+  /** Gives a member's charge back at once (its record was used up or removed); absent: nothing. */
+  release(budget: string, member: string): Promise<void>;
 
   /** Milliseconds left before the key expires; null when absent OR when it has no TTL. */
   ttlMs(key: string): Promise<number | null>;
@@ -200,6 +241,16 @@ export class StateUnavailable extends Error {
     super(message, options);
     this.name = 'StateUnavailable';
   }
+}
+
+/** The same check of a charge on both backends: a programming error, not a refusal. */
+export function checkCharge(budget: string, charge: BudgetCharge, limits: BudgetLimits): void {
+  if (budget === '' || /[{}]/.test(budget)) throw new RangeError(`a budget's name is not empty and holds no brace: ${JSON.stringify(budget)}`);
+  if (charge.member === '' || charge.source === '' || charge.source.includes('\t')) throw new RangeError('a charge needs a member and a source without a tab');
+  checkPositiveInteger(charge.bytes, 'bytes');
+  checkPositiveInteger(charge.untilMs, 'untilMs');
+  checkPositiveInteger(limits.perSourceBytes, 'perSourceBytes');
+  checkPositiveInteger(limits.totalBytes, 'totalBytes');
 }
 
 /** Rejects a TTL that Redis would reject too, so both backends behave the same. */

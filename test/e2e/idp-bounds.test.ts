@@ -1,31 +1,38 @@
 /**
- * A bounded flood of anonymous requests at the bundled identity provider, on the memory state
- * and on Redis: authorization requests as large as the provider takes, and views of the device
- * page. The state stays within the bounds docs/idp.md gives (keys and bytes in Redis, RSS of
- * the process), no view of the device page leaves a session, logins during the flood work,
- * and past the bound on pending logins the provider says so (temporarily_unavailable).
- * The connector is a fake PasswordConnector (a double of the Connector contract).
+ * Floods of anonymous requests at the bundled identity provider, on the memory state and on
+ * Redis, with a real LDAP connector (slapd) for the logins that must keep working:
+ * - one address sends 5,000 authorization requests: only that address is refused (with a log
+ *   line and a metric), and a person at another address logs in through svc's SSO meanwhile and
+ *   after; on memory the flood comes from another loopback address (127.0.0.2), on Redis from
+ *   behind a trusted front proxy that reports it in X-Forwarded-For (SVC_TRUSTED_PROXIES);
+ * - many addresses send the largest authorization requests taken, and views of the device
+ *   page: the state stays within the byte bound (keys and bytes in Redis, memory the process
+ *   retains), no device page view leaves a session, and past the bound the provider says so.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { MAX_AUTHORIZATION_REQUEST_BYTES, PENDING_INTERACTIONS } from '../../src/idp/request-bounds.js';
-import { SECRET_KEY } from '../helpers/accounts-fixture.js';
-import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
+import { MAX_AUTHORIZATION_REQUEST_BYTES } from '../../src/idp/request-bounds.js';
+import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
-import { startRedis, type RedisPeer } from '../helpers/peers.js';
-import type { TestServer } from '../helpers/server.js';
+import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
+import { idpSvcAddress, startIdpSvc, startPasswordIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import { toolsAndSecretPolicy } from '../helpers/manifests.js';
+import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 
-const ALICE = { userId: 'u-alice', username: 'Alice', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: [] };
-const FLOOD = 1000;
-/** Per pending login in Redis, as docs/idp.md says: keys and bytes. */
+const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
+const SECRET_KEY = 'idp-bounds-e2e-secret-key-0123456789';
+const ONE_ADDRESS_FLOOD = 5_000;
+/** The operator's bound in all for this server: small, so that many addresses reach it quickly. */
+const TOTAL_BYTES = 8 * 1024 * 1024;
+/** Per pending login in Redis: one key, and bytes (the largest request's interaction and its keys). */
 const KEYS_PER_LOGIN = 1;
-const MAX_BYTES_PER_LOGIN = 8 * 1024;
-/** RSS growth allowed for the flood on the memory state (docs/idp.md). */
-/** What the flood may leave retained in the process after a full collection (docs/idp.md). */
+/** What the flood of many addresses may leave retained in the process after a full collection (docs/idp.md). */
 const MAX_RETAINED_GROWTH_MB = 40;
 
 /**
@@ -61,71 +68,130 @@ async function pool(n: number, parallel: number, work: (i: number) => Promise<vo
   }));
 }
 
-for (const backend of ['memory', 'redis'] as const) {
-  describe(`e2e: anonymous requests cannot grow the identity provider's state without bound (${backend})`, function () {
-    this.timeout(120_000);
+interface Reply {
+  readonly status: number;
+  readonly location: string | null;
+}
+
+/**
+ * A client whose connections leave from `address` (any of 127.0.0.0/8 on Linux), so that svc
+ * sees another peer address; node:http, since undici's fetch does not bind a local address.
+ */
+function clientAt(address: string): { get: (url: string, headers?: Record<string, string>) => Promise<Reply>; close(): void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+  return {
+    get: (url, headers = {}) => new Promise<Reply>((resolve, reject) => {
+      const req = http.get(url, { agent, localAddress: address, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location ?? null }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+    }),
+    close: () => agent.destroy(),
+  };
+}
+
+/** Whether an authorization request was refused by the bound: the provider sends the client its error. */
+function refusal(res: Reply, url: string): string | null {
+  return new URL(String(res.location), url).searchParams.get('error');
+}
+
+describe('e2e: the identity provider\'s trusted proxies', function () {
+  it('refuses to start with a malformed SVC_TRUSTED_PROXIES, naming the entry and why', async function () {
+    const connector = fakePasswordConnector({});
+    const err = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY, env: { SVC_TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/33' } }).then((started) => started.server.close(), (e: unknown) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect((err as Error).message).to.match(/^SVC_TRUSTED_PROXIES: '10\.0\.0\.0\/33' has a prefix length that is not 0-32; /);
+  });
+});
+
+for (const [backend, via] of [['memory', 'address'], ['redis', 'proxy']] as const) {
+  describe(`e2e: anonymous requests cannot grow the identity provider's state without bound, nor shut its logins for everyone (${backend}, flood ${via === 'address' ? 'from another address' : 'through a trusted proxy'})`, function () {
+    this.timeout(300_000);
+    let slapd: Peer;
     let redis: RedisPeer | undefined;
-    let server: TestServer;
+    let svc: IdpSvc | undefined;
     let url: string;
     let keys: Redis | undefined;
 
     before(async function () {
+      const ldapPort = await freePort();
+      slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
       if (backend === 'redis') {
         redis = await startRedis();
         keys = new Redis(redis.url);
       }
-      const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
-      ({ url, server } = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY, ...(redis !== undefined ? { redisUrl: redis.url } : {}) }));
+      const at = await idpSvcAddress();
+      url = at.url;
+      svc = await startIdpSvc(at, {
+        connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }], extensions: ['tools'], policy: toolsAndSecretPolicy('devs', 'admins'),
+        secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
+      }, {
+        ...(redis !== undefined ? { redisUrl: redis.url } : {}),
+        env: { SVC_IDP_PENDING_BYTES: String(TOTAL_BYTES), ...(via === 'proxy' ? { SVC_TRUSTED_PROXIES: '127.0.0.1' } : {}) },
+      });
     });
 
     after(async function () {
-      await server?.close();
+      await svc?.close();
       keys?.disconnect();
       await redis?.stop();
+      await slapd?.stop();
     });
 
-    async function logIn(): Promise<void> {
+    /** A person logging in through svc's SSO (/auth/login → the provider's form → svc.token), from 127.0.0.1. */
+    async function ssoLogIn(): Promise<void> {
       const browser = new FormBrowser();
-      const form = await browser.go(authorizationUrl(url), `${url}/auth/callback`);
-      if (!isPage(form)) throw new Error('expected the password form');
-      const done = await browser.submit(form, { username: 'alice', password: 'alice-pw' }, `${url}/auth/callback`);
-      if (isPage(done)) throw new Error(`login failed during the flood: ${String(done.status)} ${done.html.slice(0, 200)}`);
-      expect(done.searchParams.get('code')).to.be.a('string');
+      const form = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
+      if (!isPage(form)) throw new Error(`expected the password form, got a redirect to ${form.href}`);
+      const landed = await browser.submit(form, { username: 'bob', password: 'bob123' }, `${url}/apps`);
+      if (isPage(landed)) throw new Error(`login refused during the flood: ${String(landed.status)} ${landed.html.slice(0, 300)}`);
+      const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
+      expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp` });
     }
+
+    const metric = async (bound: string): Promise<number> => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      const line = new RegExp(`^svc_idp_pending_refused_total\\{kind="Interaction",bound="${bound}"\\} (\\d+)`, 'm').exec(text);
+      return Number(line?.[1] ?? 0);
+    };
+
+    it(`refuses only the address that sends ${ONE_ADDRESS_FLOOD} authorization requests; another logs in through SSO during and after it`, async function () {
+      const flooder = via === 'address' ? '127.0.0.2' : '198.51.100.7';
+      const client = clientAt(via === 'address' ? '127.0.0.2' : '127.0.0.1');
+      const headers = via === 'proxy' ? { 'x-forwarded-for': `203.0.113.99, ${flooder}` } : {};
+      let refused = 0;
+      let firstRefused = -1;
+      try {
+        const logins = pool(10, 1, ssoLogIn);
+        await pool(ONE_ADDRESS_FLOOD, 20, async (i) => {
+          const res = await client.get(authorizationUrl(url), headers);
+          expect(res.status).to.equal(303);
+          const error = refusal(res, url);
+          if (error === null) return;
+          expect(error).to.equal('temporarily_unavailable');
+          refused++;
+          if (firstRefused < 0) firstRefused = i;
+        });
+        await logins;
+        await ssoLogIn();
+      } finally {
+        client.close();
+      }
+      console.log(`      ${ONE_ADDRESS_FLOOD - refused} admitted, ${refused} refused from ${flooder} (first refusal at request ${firstRefused})`);
+      // 2 MiB per source: about 1,300 pending logins of this size (1.6 KiB charged each), then refusals only.
+      expect(refused).to.be.within(3_000, ONE_ADDRESS_FLOOD - 500);
+      expect(await metric('source')).to.equal(refused);
+      expect(svc?.server.logs()).to.match(new RegExp(`"source":"${flooder.replaceAll('.', '\\.')}","bound":"source","heldBytes":\\d+,"limitBytes":2097152`));
+      expect(svc?.server.logs()).to.contain(`identity provider: ${flooder} holds `);
+    });
 
     /** The largest authorization request the provider takes, from a state of the right length. */
     const largest = (): string => {
       const base = authorizationUrl(url, 0);
       return authorizationUrl(url, MAX_AUTHORIZATION_REQUEST_BYTES - new URL(base).search.length + 1);
     };
-
-    it(`holds ${FLOOD} anonymous authorization requests and device page views within the bounds; logins during them work`, async function () {
-      expect(new URL(largest()).search.length - 1).to.equal(MAX_AUTHORIZATION_REQUEST_BYTES);
-      const retainedBefore = retainedMb();
-      const memoryBefore = keys === undefined ? 0 : Number(/used_memory:(\d+)/.exec(await keys.info('memory'))?.[1]);
-      const keysBefore = keys === undefined ? 0 : await keys.dbsize();
-      const logins = pool(5, 1, logIn);
-      await pool(FLOOD, 20, async () => {
-        const [auth, device] = await Promise.all([fetch(largest(), { redirect: 'manual' }), fetch(`${url}/api/idp/device`)]);
-        expect(auth.status).to.equal(303);
-        expect(device.status).to.equal(200);
-        await Promise.all([auth.arrayBuffer(), device.arrayBuffer()]);
-      });
-      await logins;
-      const retainedGrowthMb = retainedMb() - retainedBefore;
-      if (keys !== undefined) {
-        const added = (await keys.dbsize()) - keysBefore;
-        const bytes = Number(/used_memory:(\d+)/.exec(await keys.info('memory'))?.[1]) - memoryBefore;
-        // The flood's interactions, the logins' records, a few counters: nothing per device page view.
-        expect(added, 'keys added').to.be.at.most(FLOOD * KEYS_PER_LOGIN + 100);
-        expect(bytes, 'Redis bytes added').to.be.at.most(FLOOD * MAX_BYTES_PER_LOGIN);
-        expect(await keys.keys('svc:idp:Session:*'), 'sessions: only the logins\'').to.have.length.at.most(5);
-        console.log(`      redis: ${added} keys, ${(bytes / 1024 / 1024).toFixed(1)} MB added; retained +${retainedGrowthMb.toFixed(0)} MB`);
-      } else {
-        console.log(`      memory: retained +${retainedGrowthMb.toFixed(0)} MB`);
-      }
-      expect(retainedGrowthMb, 'retained memory growth (MB)').to.be.at.most(MAX_RETAINED_GROWTH_MB);
-    });
 
     it('refuses an authorization request over the size bound, and has no pushed authorization requests', async function () {
       const over = `${largest()}x`;
@@ -135,19 +201,42 @@ for (const backend of ['memory', 'redis'] as const) {
       expect((await fetch(`${url}/api/idp/request`, { method: 'POST', body: new URLSearchParams({ client_id: 'svc' }) })).status).to.equal(404);
     });
 
-    if (backend === 'redis') {
-      it(`says temporarily_unavailable past ${PENDING_INTERACTIONS.perClient} pending logins of a client`, async function () {
-        let refused: URL | undefined;
-        await pool(PENDING_INTERACTIONS.perClient, 20, async () => {
-          const res = await fetch(authorizationUrl(url), { redirect: 'manual' });
-          await res.arrayBuffer();
-          const to = new URL(String(res.headers.get('location')), url);
-          if (to.searchParams.get('error') !== null) refused = to;
+    it(`holds the largest authorization requests and device page views of 16 addresses within ${TOTAL_BYTES / 1024 / 1024} MiB in all, and says so past it`, async function () {
+      expect(new URL(largest()).search.length - 1).to.equal(MAX_AUTHORIZATION_REQUEST_BYTES);
+      const clients = Array.from({ length: 16 }, (_, i) => clientAt(`127.0.1.${i + 1}`));
+      const retainedBefore = retainedMb();
+      const memoryBefore = keys === undefined ? 0 : Number(/used_memory:(\d+)/.exec(await keys.info('memory'))?.[1]);
+      const keysBefore = keys === undefined ? 0 : await keys.dbsize();
+      let admitted = 0;
+      let refused = 0;
+      try {
+        await pool(16 * 150, 20, async (i) => {
+          const client = clients[i % clients.length] as (typeof clients)[number];
+          const [auth, device] = await Promise.all([client.get(largest()), client.get(`${url}/api/idp/device`)]);
+          expect(auth.status).to.equal(303);
+          expect(device.status).to.equal(200);
+          if (refusal(auth, url) === null) admitted++;
+          else refused++;
         });
-        expect(refused?.searchParams.get('error')).to.equal('temporarily_unavailable');
-        expect(refused?.searchParams.get('error_description')).to.match(/too many logins are pending/);
-        expect(await keys?.keys('svc:idp:Interaction:*')).to.have.length.at.most(PENDING_INTERACTIONS.perClient);
-      });
-    }
+      } finally {
+        for (const c of clients) c.close();
+      }
+      const retainedGrowthMb = retainedMb() - retainedBefore;
+      expect(refused, 'refused past the bound in all').to.be.above(0);
+      expect(await metric('total')).to.equal(refused);
+      expect(svc?.server.logs()).to.contain(`"bound":"total"`);
+      if (keys !== undefined) {
+        const added = (await keys.dbsize()) - keysBefore;
+        const bytes = Number(/used_memory:(\d+)/.exec(await keys.info('memory'))?.[1]) - memoryBefore;
+        // The admitted interactions and the budget's three keys: nothing per device page view.
+        expect(added, 'keys added').to.be.at.most(admitted * KEYS_PER_LOGIN + 10);
+        expect(bytes, 'Redis bytes added').to.be.at.most(TOTAL_BYTES * 1.25);
+        expect(await keys.keys('svc:idp:Session:*'), 'sessions: only the SSO logins\'').to.have.length.at.most(11);
+        console.log(`      redis: ${admitted} admitted, ${refused} refused; ${added} keys, ${(bytes / 1024 / 1024).toFixed(1)} MB added; retained +${retainedGrowthMb.toFixed(0)} MB`);
+      } else {
+        console.log(`      memory: ${admitted} admitted, ${refused} refused; retained +${retainedGrowthMb.toFixed(0)} MB`);
+      }
+      expect(retainedGrowthMb, 'retained memory growth (MB)').to.be.at.most(MAX_RETAINED_GROWTH_MB);
+    });
   });
 }

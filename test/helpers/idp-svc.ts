@@ -31,12 +31,18 @@ export async function idpSvcAddress(): Promise<IdpSvcAddress> {
   return { port, url: `http://127.0.0.1:${port}` };
 }
 
-export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>): Promise<IdpSvc> {
+/** What the server is started with besides its config dir: a Redis, an environment. */
+export interface IdpSvcOptions {
+  readonly redisUrl?: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>, options: IdpSvcOptions = {}): Promise<IdpSvc> {
   const backend = await echoBackend(config.extensions[0] ?? 'tools');
   let dir: string | undefined;
   try {
     dir = idpConfigDir({ ...config, url: at.url, backendUrl: backend.url });
-    const server = await startTestServer(dir, { port: at.port });
+    const server = await startTestServer(dir, { port: at.port, ...options });
     const configDir = dir;
     return {
       url: at.url,
@@ -63,13 +69,16 @@ const PLACEHOLDER_CONNECTORS = [{ type: 'ldap', id: 'directory', name: 'Director
  * test/helpers/fake-password-connector.ts), no extension and an empty policy: for the tests of
  * the provider itself. `dir` is its config dir (left to the temp dir's cleanup, as before).
  */
-export async function startPasswordIdpSvc(connector: PasswordConnector, options: { readonly secretKey: string; readonly redisUrl?: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
+export async function startPasswordIdpSvc(connector: PasswordConnector, options: IdpSvcOptions & { readonly secretKey: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
   const at = await idpSvcAddress();
   const dir = tempConfigDir({
     'svc-cm.yaml': configMap('svc-cm', { url: at.url, 'idp.config': YAML.stringify({ connectors: PLACEHOLDER_CONNECTORS }) }),
     'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
     'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': options.secretKey }),
   });
-  const server = await startTestServer(dir, { port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), idp: { connectors: () => singleConnector('directory', connector) } });
+  const server = await startTestServer(dir, {
+    port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.env !== undefined ? { env: options.env } : {}),
+    idp: { connectors: () => singleConnector('directory', connector) },
+  });
   return { ...at, server, dir };
 }

@@ -17,6 +17,7 @@ describe('idp: the login app\'s paths', function () {
       guard: {} as PasswordGuard,
       connectors: { list: () => [], get: () => undefined },
       log: pino({ level: 'silent' }),
+      sourceOf: () => '127.0.0.1',
     });
     const paths = router.stack.map((layer) => String(layer.path).replace(/:[a-z]+/gi, 'x1'));
     expect(paths).to.include.members(['/api/idp/interaction/x1', '/api/idp/callback', '/api/idp/saml/x1/metadata']);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
+import { runBudgetSuite } from './budget-suite.js';
 import { runStateSuite } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -14,6 +15,16 @@ describe('state: memory', function () {
 
   // One store per test: both "clients" of a test are the same in-process backend.
   runStateSuite('memory', { open: async () => store });
+  // Both "replicas" of a budget test are one in-process backend, as above.
+  describe('with one store per test', function () {
+    let shared: StateBackend;
+    beforeEach(function () {
+      shared = createMemoryState({ log });
+    });
+    const view = (): StateBackend => ({ ...shared, close: async () => undefined });
+    afterEach(() => shared.close());
+    runBudgetSuite('memory', async () => view());
+  });
 
   describe('with an injected clock', function () {
     let now = 1_000_000;

@@ -14,6 +14,7 @@ import { createRedisState, type RedisState } from '../../src/state/redis.js';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { markKeyFor, StateUnavailable } from '../../src/state/state.js';
 import { openReadyState, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { runBudgetSuite } from './budget-suite.js';
 import { runStateSuite, until } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -67,6 +68,8 @@ describe('state: redis sentinel', function () {
       }
     },
   });
+
+  runBudgetSuite('redis sentinel', () => openReadyState(topology));
 
   describe('sentinel specifics', function () {
     let state: RedisState;
@@ -198,6 +201,8 @@ describe('state: redis cluster', function () {
       return keys.flat();
     },
   });
+
+  runBudgetSuite('redis cluster', () => openReadyState(topology));
 
   describe('cluster specifics', function () {
     let state: RedisState;

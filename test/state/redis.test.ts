@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { createRedisState } from '../../src/state/redis.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
+import { runBudgetSuite } from './budget-suite.js';
 import { runStateSuite, until } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -33,6 +34,7 @@ describe('state: redis', function () {
     open: async () => createRedisState({ url: redis.url, log }),
     rawKeys: () => raw.keys('*'),
   });
+  runBudgetSuite('redis', async () => createRedisState({ url: redis.url, log }));
 
   describe('redis specifics', function () {
     let state: StateBackend;

@@ -1,11 +1,12 @@
 /**
  * The shared suites of the state's users, the login throttle's and the identity provider's
- * adapter's, on Redis Sentinel and on Redis Cluster (real redis-servers, each topology started
+ * adapter's (with its bound on pending logins), on Redis Sentinel and on Redis Cluster (real redis-servers, each topology started
  * once here). The state contract itself runs on both in redis-topologies.test.ts; on memory and
  * one Redis, the suites run in their own files.
  */
 import { Redis } from 'ioredis';
 import type { StateBackend } from '../../src/state/state.js';
+import { runAdapterPendingSuite } from '../idp/storage/adapter-pending-suite.js';
 import { runAdapterSuite } from '../idp/storage/adapter-suite.js';
 import { throttleSuite } from '../session/throttle-suite.js';
 import {
@@ -54,6 +55,7 @@ describe('shared suites on redis sentinel', function () {
     open: () => openReadyState(sentinelTopology(peer)),
     rawEntries: async () => entriesOn([await peer.primaryPort()]),
   });
+  runAdapterPendingSuite('redis sentinel', () => openReadyState(sentinelTopology(peer)));
 });
 
 describe('shared suites on redis cluster', function () {
@@ -74,4 +76,5 @@ describe('shared suites on redis cluster', function () {
     open: () => openReadyState(clusterTopology(peer)),
     rawEntries: async () => entriesOn(await peer.primaryPorts()),
   });
+  runAdapterPendingSuite('redis cluster', () => openReadyState(clusterTopology(peer)));
 });

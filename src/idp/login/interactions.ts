@@ -28,6 +28,7 @@
  * application the login is for (./application.ts).
  */
 import Router from '@koa/router';
+import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import type Provider from 'oidc-provider';
 import type { Interaction } from 'oidc-provider';
@@ -35,7 +36,7 @@ import type { Logger } from 'pino';
 import type { Connector } from '../../../connectors/connector.js';
 import type { ConnectorSource } from '../connectors/connector-source.js';
 import { readForm } from './form-body.js';
-import type { LoginFlow, LoginRequest } from './login-flow.js';
+import { PendingLoginsRefused, type LoginFlow, type LoginRequest } from './login-flow.js';
 import { applicationOf, logoOrigin } from './application.js';
 import { autoPostPage, chooserPage, cliConsentPage, errorPage, loopbackConsentPage, passwordPage, type Application } from './pages.js';
 import { interactionConsentPort } from './loopback-consent.js';
@@ -52,6 +53,8 @@ export interface InteractionDeps {
   readonly guard: PasswordGuard;
   readonly connectors: ConnectorSource;
   readonly log: Logger;
+  /** Who a request counts as for the bound on pending logins (../pending-source.ts). */
+  readonly sourceOf: (req: IncomingMessage) => string;
 }
 
 const EXPIRED = 'This login has expired or was started in another browser. Go back to the application and log in again.';
@@ -101,8 +104,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     await deps.provider().interactionFinished(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
   }
 
-  function requestOf(interaction: Interaction, connectorId: string): LoginRequest {
-    return { uid: interaction.uid, connectorId, scope: String(interaction.params['scope'] ?? '') };
+  function requestOf(ctx: Koa.Context, interaction: Interaction, connectorId: string): LoginRequest {
+    return { uid: interaction.uid, connectorId, scope: String(interaction.params['scope'] ?? ''), source: deps.sourceOf(ctx.req) };
   }
 
   function amr(connectorId: string): string[] {
@@ -149,8 +152,10 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     }
     let bound;
     try {
-      bound = await deps.flow.begin(connector, requestOf(interaction, id));
+      bound = await deps.flow.begin(connector, requestOf(ctx, interaction, id));
     } catch (err: unknown) {
+      // The bound logged it (source, bound, bytes); the person is told to come back later.
+      if (err instanceof PendingLoginsRefused) return page(ctx, 503, errorPage('Login unavailable', 'Too many logins are pending from your network. Try again in a few minutes.'));
       deps.log.error({ err, connector: id }, 'identity provider: a connector could not start a login');
       return page(ctx, 503, errorPage('Login unavailable', 'The identity provider cannot be reached right now. Try again in a few minutes.'));
     }
@@ -172,7 +177,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const username = form.get('username') ?? '';
     const requestId = String(ctx.res.getHeader('X-Request-Id') ?? '');
     const outcome = await deps.guard.attempt({ uid: interaction.uid, connectorId: id, username, requestId },
-      () => deps.flow.password(connector, requestOf(interaction, id), username, form.get('password') ?? ''));
+      () => deps.flow.password(connector, requestOf(ctx, interaction, id), username, form.get('password') ?? ''));
     if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
     if (outcome.kind === 'exhausted') return page(ctx, 429, errorPage('Login failed', EXHAUSTED));
     if (outcome.kind === 'locked' && outcome.retryAfterS !== undefined) ctx.set('Retry-After', String(outcome.retryAfterS));

@@ -26,6 +26,7 @@ import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
 import type { StateBackend } from '../../state/state.js';
 import type { AccountStore } from '../storage/federated-accounts.js';
+import type { PendingBound } from '../storage/pending-bound.js';
 import { subjectOf } from '../claims.js';
 import { CONNECTOR_TRANSACTION_TTL_S, REFRESH_TOKEN_TTL_S, SESSION_TTL_S } from '../lifetimes.js';
 
@@ -39,6 +40,16 @@ export interface LoginFlowDeps {
   readonly log: Logger;
   /** Counts each browser login's outcome (svc_login_outcomes_total, method idp-browser). */
   readonly outcomes?: LoginOutcomes;
+  /** Bounds the transactions of browser round trips with the other pending logins (../storage/pending-bound.ts). */
+  readonly pending?: PendingBound;
+}
+
+/** A round trip refused because its source (or everyone) holds the bound on pending logins. */
+export class PendingLoginsRefused extends Error {
+  constructor() {
+    super('too many logins are pending; try again in a few minutes');
+    this.name = 'PendingLoginsRefused';
+  }
 }
 
 /** What the request asked, as connectors and the account store need it. */
@@ -46,6 +57,8 @@ export interface LoginRequest {
   readonly uid: string;
   readonly connectorId: string;
   readonly scope: string;
+  /** Who the request counts as for the pending bound (../../http/client-address.ts sourceOf). */
+  readonly source: string;
 }
 
 export type PasswordOutcome =
@@ -115,7 +128,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   });
 
   /** Keeps the identity for findAccount; as long as the longest token the login may get. */
-  async function remember(req: LoginRequest, identity: Identity): Promise<string> {
+  async function remember(req: Pick<LoginRequest, 'connectorId' | 'scope'>, identity: Identity): Promise<string> {
     const sub = subjectOf(identity.userId, req.connectorId);
     const ttlS = hasScope(req.scope, 'offline_access') ? REFRESH_TOKEN_TTL_S : SESSION_TTL_S;
     await deps.accounts.save(sub, { connectorId: req.connectorId, identity }, ttlS);
@@ -151,8 +164,15 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       const txn: Transaction = {
         uid: req.uid, nonce, connectorId: req.connectorId, scope: req.scope, binding: hashOf(binding), ...(start.saved !== undefined ? { saved: start.saved } : {}),
       };
+      const text = JSON.stringify(txn);
+      const ttlMs = CONNECTOR_TRANSACTION_TTL_S * 1000;
+      // One transaction per interaction, charged like an interaction to its source: reloading the
+      // start page neither grows the state nor gets past the source's share (a re-save keeps its charge).
+      if (deps.pending !== undefined && !(await deps.pending.admit({ kind: 'ConnectorTransaction', key: txnKey(req.uid), source: req.source, bytes: Buffer.byteLength(text), ttlMs }))) {
+        throw new PendingLoginsRefused();
+      }
       // SET replaces: the interaction's earlier start, if any, is gone with its nonce.
-      await deps.state.set(txnKey(req.uid), JSON.stringify(txn), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
+      await deps.state.set(txnKey(req.uid), text, { ttlMs });
       return { start, binding };
     },
 
@@ -169,7 +189,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       // An earlier start's answer leaves the latest start's transaction as it is.
       const current = await deps.state.get(txnKey(parsed.uid));
       if (current === null || !sameNonce(JSON.parse(current) as Transaction, parsed.nonce)) return { kind: 'expired' };
-      const text = await deps.state.take(txnKey(parsed.uid));
+      const [text] = await Promise.all([deps.state.take(txnKey(parsed.uid)), deps.pending?.release(txnKey(parsed.uid))]);
       if (text === null) return { kind: 'expired' };
       const txn = JSON.parse(text) as Transaction;
       // A start in between replaced it: used up all the same (fail closed), the browser starts again.

@@ -17,6 +17,8 @@
  * - findByUid / findByUserCode: index keys with the record's TTL; a stale index entry (record
  *   destroyed, or the id reused with another uid) answers undefined.
  * - TTLs from expiresIn; payloads and ids bounded (./adapter-payload.ts).
+ * - Interactions and device codes, which anonymous requests make, are charged to the request's
+ *   source before they are written and given back on destroy/consume (./pending-bound.ts).
  * - No id as the provider gave it is kept (./adapter-keys.ts): keys hold refs, a payload's `jti`
  *   (its id) is put back by find(), and an Interaction's copy of the session cookie is dropped
  *   (the provider never reads it back).
@@ -31,7 +33,7 @@ import {
   decodePayload, encodePayload, isLookupId, MAX_PAYLOAD_BYTES, ttlMsFor, withoutBearerValues,
 } from './adapter-payload.js';
 import { createGrantIndex, MAX_GRANT_MEMBERS, type GrantIndex } from './grant-index.js';
-import type { PendingBound } from './pending-bound.js';
+import type { PendingBound, PendingKind } from './pending-bound.js';
 import { isSessionRekey } from './session-rekey.js';
 
 /**
@@ -58,17 +60,19 @@ export interface StateAdapterOptions {
   readonly maxPayloadBytes?: number;
   readonly maxGrantMembers?: number;
   /**
-   * Bounds on new records anonymous requests make (./pending-bound.ts), by model: a new record
-   * past its bound is refused with `temporarily_unavailable` before anything is written.
+   * The bound on the records anonymous requests make (Interaction, DeviceCode; ./pending-bound.ts),
+   * charged to `sourceOf()`, the source of the request being served: a new record past the bound
+   * is refused with `temporarily_unavailable` before anything is written, and a record used up or
+   * removed gives its share back at once.
    */
-  readonly pending?: Readonly<Partial<Record<'Interaction' | 'DeviceCode', PendingBound>>>;
+  readonly pending?: { readonly bound: PendingBound; readonly sourceOf: () => string };
 }
 
-/** The client a bounded record is for: a DeviceCode names it, an Interaction keeps the request's parameters. */
-function clientOf(payload: AdapterPayload): string {
-  const params = payload.params as Record<string, unknown> | undefined;
-  return String(payload.clientId ?? params?.['client_id'] ?? '');
-}
+/** The models anonymous requests make records of. */
+const BOUNDED_MODELS: ReadonlySet<string> = new Set<PendingKind>(['Interaction', 'DeviceCode']);
+
+/** A bounded record without a lifetime (none is, today) is charged for a day, not forever. */
+const UNTIMED_CHARGE_MS = 24 * 3600 * 1000;
 
 function pendingRefused(model: string): Error {
   const err = new errors.TemporarilyUnavailable(`too many ${model === 'DeviceCode' ? 'device logins' : 'logins'} are pending; try again in a few minutes`);
@@ -89,6 +93,10 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
   };
   const maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
   const grants = createGrantIndex({ state, now, maxMembers: options.maxGrantMembers ?? MAX_GRANT_MEMBERS });
+  const { pending } = options;
+  /** A bounded record used up or removed: its share back at once (a finished or abandoned login). */
+  const release = (model: string, at: string): Promise<void> | undefined =>
+    (pending !== undefined && BOUNDED_MODELS.has(model) ? pending.bound.release(recordKey(model, at)) : undefined);
 
   return class StateAdapter implements Adapter {
     readonly #model: string;
@@ -105,8 +113,10 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       const text = encodePayload(model, withoutBearerValues(payload, (jti) => ids.seal(jti, recordKey(model, at))), maxPayloadBytes);
       const ttlMs = ttlMsFor(expiresIn);
       const ttl = ttlMs === undefined ? {} : { ttlMs };
-      const bound = options.pending?.[model as 'Interaction' | 'DeviceCode'];
-      if (bound !== undefined && (await state.get(recordKey(model, id))) === null && !(await bound.admit(clientOf(payload)))) throw pendingRefused(model);
+      if (pending !== undefined && BOUNDED_MODELS.has(model)) {
+        const record = { kind: model as PendingKind, key: recordKey(model, at), source: pending.sourceOf(), bytes: Buffer.byteLength(text), ttlMs: ttlMs ?? UNTIMED_CHARGE_MS };
+        if (!(await pending.bound.admit(record))) throw pendingRefused(model);
+      }
       if (GRANTABLE_MODELS.has(model) && isLookupId(payload.grantId)) {
         await grants.add(ref(payload.grantId), grantMember(model, at), ttlMs);   // before the record
       }
@@ -150,12 +160,17 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       // The mark lives as long as the record (forever with it); an absent record gets none.
       const stamp = String(Math.floor(now() / 1000));
       const at = ref(id);
-      const marked = await state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at), { formerKey: formerConsumedKey(model, at) });
+      const [marked] = await Promise.all([
+        state.setIfAbsentFor(consumedKey(model, at), stamp, recordKey(model, at), { formerKey: formerConsumedKey(model, at) }),
+        release(model, at),
+      ]);
       if (marked === 'exists') throw alreadyConsumed(model);
     }
 
     async destroy(id: string): Promise<void> {
-      if (isLookupId(id)) await removeRecord(state, grants, ref, this.#model, ref(id), { unlist: true });
+      if (!isLookupId(id)) return;
+      const at = ref(id);
+      await Promise.all([removeRecord(state, grants, ref, this.#model, at, { unlist: true }), release(this.#model, at)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {

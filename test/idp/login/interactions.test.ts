@@ -47,12 +47,13 @@ for (const type of ['github', 'gitlab', 'oidc']) {
       connectors: { list: () => [{ id: type, type, name: type }], get: (id) => (id === type ? connector : undefined) },
       guard: testPasswordGuard(state),
       log: pino({ level: 'silent' }),
+      sourceOf: () => '127.0.0.1',
     }).routes());
     const server = app.callback();
 
     /** A login started for interaction `uid`: its upstream `state` and the starting browser's binding. */
     async function started(uid: string): Promise<{ state: string; binding: string }> {
-      const { binding } = await flow.begin(connector, { uid, connectorId: type, scope: 'openid' });
+      const { binding } = await flow.begin(connector, { uid, connectorId: type, scope: 'openid', source: '127.0.0.1' });
       return { state: lastState, binding };
     }
 

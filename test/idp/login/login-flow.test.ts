@@ -10,7 +10,8 @@ import { pino } from 'pino';
 import type { BrowserConnector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { createAccountStore } from '../../../src/idp/storage/federated-accounts.js';
 import { createSealer } from '../../../src/lib/sealed.js';
-import { createLoginFlow, type LoginFlow } from '../../../src/idp/login/login-flow.js';
+import { createLoginFlow, PendingLoginsRefused, type LoginFlow } from '../../../src/idp/login/login-flow.js';
+import { createPendingBound, RECORD_OVERHEAD_BYTES } from '../../../src/idp/storage/pending-bound.js';
 import { createMemoryState } from '../../../src/state/memory.js';
 import { createRedisState } from '../../../src/state/redis.js';
 import type { StateBackend } from '../../../src/state/state.js';
@@ -81,7 +82,7 @@ function runOneTransactionPerInteraction(name: string, open: () => Promise<{ sta
 
     it(`leaves one record after ${STARTS} starts; the last completes the login and an earlier one's answer is refused`, async function () {
       const uid = `uid-${randomUUID()}`;
-      const req = { uid, connectorId: 'corp', scope: 'openid' };
+      const req = { uid, connectorId: 'corp', scope: 'openid', source: '198.51.100.7' };
       const first = { ...(await flow.begin(connector, req)), state: lastState };
       for (let i = 1; i < STARTS - 1; i += 1) await flow.begin(connector, req);
       const last = { ...(await flow.begin(connector, req)), state: lastState };
@@ -111,4 +112,33 @@ runOneTransactionPerInteraction('redis', async () => {
   const redis = await startRedis();
   const state = createRedisState({ url: redis.url, log: pino({ level: 'silent' }) });
   return { state, close: async () => { await state.close(); await redis.stop(); } };
+});
+
+describe('idp/login-flow: browser round trips under the bound on pending logins', () => {
+  const IDENTITY = { userId: 'u-1', username: 'one', emailVerified: false, groups: [] };
+
+  it('charges each interaction\'s transaction to its source, refuses past the share, and gives it back when the answer comes', async () => {
+    const state = createMemoryState();
+    const bound = createPendingBound({ state, limits: { perSourceBytes: 3 * (400 + RECORD_OVERHEAD_BYTES), totalBytes: 1024 ** 2 }, now: Date.now, log: { warn() {} } });
+    const flow = createLoginFlow({ state, accounts: createAccountStore(state, createSealer('account-test-secret-key', 'idp-account')), callbackUrl: 'https://svc.example.org/api/idp/callback', csrfKey: 'k', log: pino({ level: 'silent' }), pending: bound });
+    let lastState = '';
+    const connector: BrowserConnector = {
+      kind: 'browser',
+      begin: (s) => { lastState = s; return Promise.resolve({ via: 'redirect', url: `https://idp.example.org/auth?state=${s}` }); },
+      complete: () => Promise.resolve(IDENTITY),
+    };
+    const request = (uid: string, source = '198.51.100.7') => ({ uid, connectorId: 'corp', scope: 'openid', source });
+    // Three interactions of one source hold its share; a start again of one of them keeps its charge.
+    const started: { state: string; binding: string }[] = [];
+    for (const uid of ['u1', 'u2', 'u3']) started.push({ binding: (await flow.begin(connector, request(uid))).binding, state: lastState });
+    expect((await flow.begin(connector, request('u3'))).binding, 'a start again of a charged interaction').to.be.a('string');
+    const err = await flow.begin(connector, request('u4')).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(PendingLoginsRefused);
+    expect((err as Error).message).to.equal('too many logins are pending; try again in a few minutes');
+    expect((await flow.begin(connector, request('u5', '203.0.113.5'))).binding, 'another source').to.be.a('string');
+    const first = started[0] as { state: string; binding: string };
+    expect(await flow.complete('u1', first.state, first.binding, new URLSearchParams(), () => connector)).to.deep.equal({ kind: 'ok', uid: 'u1' });
+    expect((await flow.begin(connector, request('u4'))).binding, 'the answered one gave its share back').to.be.a('string');
+    await state.close();
+  });
 });

@@ -7,6 +7,7 @@ import { createMemoryState } from '../../../src/state/memory.js';
 import { createRedisState } from '../../../src/state/redis.js';
 import type { StateBackend } from '../../../src/state/state.js';
 import { startInspectedRedis, type InspectedRedis } from '../../helpers/redis-raw.js';
+import { runAdapterPendingSuite } from './adapter-pending-suite.js';
 import { runAdapterSuite } from './adapter-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -19,6 +20,7 @@ describe('idp: adapter', function () {
     });
     // One store per test: both "replicas" of a test are the same in-process backend.
     runAdapterSuite('memory', { open: async () => store });
+    runAdapterPendingSuite('memory', async () => store);
   });
 
   describe('on redis', function () {
@@ -33,5 +35,6 @@ describe('idp: adapter', function () {
       open: async () => createRedisState({ url: redis.url, log }),
       rawEntries: () => redis.rawEntries(),
     });
+    runAdapterPendingSuite('redis', async () => createRedisState({ url: redis.url, log }));
   });
 });

@@ -1,25 +1,106 @@
-/** The bound on pending records (src/idp/storage/pending-bound.ts) on the memory backend, with a pinned clock. */
+/**
+ * The bound on pending logins (src/idp/storage/pending-bound.ts) on the memory state and on one
+ * Redis, with an injected clock: per source, in all by bytes, given back at once by a finished
+ * login and at expiry by an abandoned one.
+ */
 import { expect } from 'chai';
-import { createPendingBound } from '../../../src/idp/storage/pending-bound.js';
+import { Registry, Counter } from 'prom-client';
+import { createPendingBound, RECORD_OVERHEAD_BYTES, type PendingBound, type PendingLimits } from '../../../src/idp/storage/pending-bound.js';
 import { createMemoryState } from '../../../src/state/memory.js';
+import { createRedisState } from '../../../src/state/redis.js';
+import type { StateBackend } from '../../../src/state/state.js';
+import { startRedis, type RedisPeer } from '../../helpers/peers.js';
 
-describe('idp: the bound on pending records', function () {
-  it('admits per client and in total within a window, refuses past either, and admits again once the window has passed', async function () {
-    let t = 1_000_000;
-    const state = createMemoryState({ now: () => t });
-    const bound = createPendingBound(state, 'Interaction', { windowMs: 10_000, perClient: 3, total: 5 }, () => t);
-    const admitted = async (client: string, n: number) => {
-      let yes = 0;
-      for (let i = 0; i < n; i++) if (await bound.admit(client)) yes++;
-      return yes;
-    };
-    expect(await admitted('svc', 5)).to.equal(3);
-    t += 4_000;
-    expect(await admitted('svc-cli', 5)).to.equal(2);
-    expect(await admitted('svc', 1)).to.equal(0);
-    expect(await Promise.all(Array.from({ length: 10 }, () => bound.admit('svc-cli')))).to.not.include(true);
-    t += 13_000;
-    expect(await admitted('svc', 5)).to.equal(3);
-    await state.close();
+/** An interaction of a usual size, as the adapter stores it. */
+const BYTES = 1_500;
+const CHARGE = BYTES + RECORD_OVERHEAD_BYTES;
+const INTERACTION_TTL_MS = 600_000;
+const LIMITS: PendingLimits = { perSourceBytes: 100 * CHARGE, totalBytes: 1_000 * CHARGE };
+
+interface Line { readonly obj: Record<string, unknown>; readonly msg: string }
+
+for (const backend of ['memory', 'redis'] as const) {
+  describe(`idp: the bound on pending logins (${backend})`, function () {
+    this.timeout(60_000);
+    let redis: RedisPeer | undefined;
+    let state: StateBackend;
+    let t: number;
+    let lines: Line[];
+    let registry: Registry;
+    let bound: PendingBound;
+    let n = 0;
+
+    before(async function () {
+      if (backend === 'redis') redis = await startRedis();
+    });
+    after(async function () {
+      await redis?.stop();
+    });
+    beforeEach(function () {
+      t = 1_800_000_000_000 + n++ * 10 * INTERACTION_TTL_MS;   // each test its own time: earlier charges have expired
+      state = redis === undefined ? createMemoryState({ now: () => t }) : createRedisState({ url: redis.url, log: { info() {}, warn() {} } });
+      lines = [];
+      registry = new Registry();
+      const refusals = new Counter({ name: 'svc_idp_pending_refused_total', help: 'h', labelNames: ['kind', 'bound'] as const, registers: [registry] });
+      bound = createPendingBound({ state, limits: LIMITS, now: () => t, log: { warn: (obj, msg) => lines.push({ obj: obj as Record<string, unknown>, msg }) }, refusals });
+    });
+    afterEach(async function () {
+      await state.close();
+    });
+
+    let id = 0;
+    const interaction = (source: string, bytes = BYTES) => ({ kind: 'Interaction' as const, key: `idp:Interaction:${backend}-${id++}`, source, bytes, ttlMs: INTERACTION_TTL_MS });
+    const refusedCount = async (bound: string) =>
+      ((await registry.getSingleMetric('svc_idp_pending_refused_total')?.get())?.values ?? []).filter((v) => v.labels['bound'] === bound).reduce((s, v) => s + v.value, 0);
+
+    it('refuses only the source that holds its share, with one log line naming it, the bound and the figure, and a metric', async function () {
+      let admitted = 0;
+      for (let i = 0; i < 150; i++) if (await bound.admit(interaction('198.51.100.7'))) admitted++;
+      expect(admitted).to.equal(100);
+      expect(await bound.admit(interaction('203.0.113.5')), 'another source').to.equal(true);
+      expect(lines, 'one line for the flood, not one per refusal').to.have.length(1);
+      expect(lines[0]?.obj).to.deep.equal({ source: '198.51.100.7', bound: 'source', heldBytes: 100 * CHARGE, limitBytes: LIMITS.perSourceBytes, kind: 'Interaction' });
+      expect(lines[0]?.msg).to.equal(`identity provider: 198.51.100.7 holds ${100 * CHARGE} bytes of pending logins, its bound is ${LIMITS.perSourceBytes} (SVC_IDP_PENDING_BYTES_PER_SOURCE); its new logins are refused until some finish or expire, other sources are not affected`);
+      expect(await refusedCount('source')).to.equal(50);
+    });
+
+    it('never refuses logins that finish, however many: 3,000 over a whole window from one source, 30 times its share', async function () {
+      const step = Math.ceil(INTERACTION_TTL_MS / 3_000);
+      for (let i = 0; i < 3_000; i++) {
+        const record = interaction('198.51.100.7');
+        expect(await bound.admit(record), `login ${i}`).to.equal(true);
+        // Saved again after the login step (renewed, not bounded again), then removed at its end.
+        expect(await bound.admit({ ...record, bytes: BYTES + 200 })).to.equal(true);
+        await bound.release(record.key);
+        t += step;
+      }
+      expect(lines).to.have.length(0);
+    });
+
+    it('gives an abandoned login\'s share back at its expiry', async function () {
+      for (let i = 0; i < 100; i++) expect(await bound.admit(interaction('198.51.100.7'))).to.equal(true);
+      expect(await bound.admit(interaction('198.51.100.7'))).to.equal(false);
+      t += INTERACTION_TTL_MS - 1;
+      expect(await bound.admit(interaction('198.51.100.7')), 'before the expiry').to.equal(false);
+      t += 1_000;
+      // Redis gives back a bounded number of expired charges per call: a few calls free the rest.
+      let admitted = 0;
+      for (let i = 0; i < 100; i++) if (await bound.admit(interaction('198.51.100.7'))) admitted++;
+      expect(admitted).to.be.at.least(90);
+    });
+
+    it('holds many sources together to the byte bound, and refuses past it with the total named', async function () {
+      let admittedBytes = 0;
+      for (let s = 0; s < 30; s++) {
+        for (let i = 0; i < 60; i++) {
+          const record = interaction(`10.0.${s}.1`, BYTES + s * 10);
+          if (await bound.admit(record)) admittedBytes += record.bytes + RECORD_OVERHEAD_BYTES;
+        }
+      }
+      expect(admittedBytes).to.be.at.most(LIMITS.totalBytes);
+      expect(admittedBytes).to.be.above(LIMITS.totalBytes - 2 * CHARGE);
+      expect(await refusedCount('total')).to.be.above(0);
+      expect(lines.some((l) => l.obj['bound'] === 'total' && l.obj['heldBytes'] === admittedBytes)).to.equal(true);
+    });
   });
-});
+}
