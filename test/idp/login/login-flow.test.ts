@@ -29,7 +29,7 @@ describe('idp/login-flow: the context a browser connector gets', () => {
       begin: (_state, ctx) => { seen = ctx; return Promise.resolve({ via: 'redirect', url: 'https://idp.example.org/auth' }); },
       complete: () => Promise.reject(new Error('not here')),
     };
-    await flow.begin(connector, { uid: 'u1', connectorId: 'corp', scope });
+    await flow.begin(connector, { uid: 'u1', connectorId: 'corp', scope, source: '198.51.100.7' });
     return seen;
   }
 
