@@ -48,10 +48,11 @@ describe('config/secret-ref', () => {
     }
   });
 
-  it('names a missing secret or key masked, and never the value of a mistyped reference', () => {
-    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references Secret ('no…', 6 characters), which does not exist"] });
+  it('names a missing Secret or key in full, a typo included, and never the value of a mistyped reference', () => {
+    expect(resolve('$ours:bindPw').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key 'bindPw' of Secret 'ours', which has no such key"]);
+    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references Secret 'nosuch', which does not exist"] });
     expect(resolve('$missing.key')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references key 'missing.key' of Secret 'svc-secret', which has no such key"] });
-    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key ('to…', 8 characters) of Secret 'ours', which has no such key"]);
+    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key 'toString' of Secret 'ours', which has no such key"]);
     expect(resolve('$pa ss:word')).to.deep.equal({ value: undefined, problems: ['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>'] });
     expect(resolve('$oidc$clientSecret').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
     expect(resolve('$a:b:c').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
@@ -73,7 +74,7 @@ describe('config/secret-ref', () => {
     expect(resolveAllReferences(bad, SECRETS, scoped)).to.equal(undefined);
     expect(sink.problems.map(formatProblem)).to.deep.equal([
       `svc-cm: dex.config: a: references secret 'argocd-secret', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`,
-      "svc-cm: dex.config: list[1]: references Secret ('no…', 6 characters), which does not exist",
+      "svc-cm: dex.config: list[1]: references Secret 'nosuch', which does not exist",
     ]);
   });
 });
