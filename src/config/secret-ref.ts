@@ -1,8 +1,10 @@
 /**
  * Secret references in configuration values: `$<secret>:<key>` reads a key of another Secret,
- * which must carry the part-of label; `$<key>` reads a key of svc-secret. Values were base64
- * decoded once when the Secret was read (manifests.ts), never again here.
+ * which must carry the part-of label; `$<key>` reads a key of svc-secret. Never a key svc keeps
+ * for itself (own-secrets.ts), whichever way it is written. Values were base64 decoded once when
+ * the Secret was read (manifests.ts), never again here.
  */
+import { ownedBySvc } from './own-secrets.js';
 import { PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from './manifests.js';
 import type { ScopedSink } from './problems.js';
 
@@ -26,6 +28,12 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   const [, first, second] = match;
   const secretName = second === undefined ? SETTINGS_SECRET : (first ?? '');
   const key = second ?? first ?? '';
+  // Refused before the Secret is even looked up: an editor learns nothing of svc's own keys.
+  const owned = ownedBySvc(secretName, key);
+  if (owned !== undefined) {
+    sink.add(path, `references key '${key}' of Secret '${secretName}', which svc keeps for itself (${owned}); configuration may not read it`);
+    return undefined;
+  }
   const secret = secrets.get(secretName);
   if (secret === undefined) {
     sink.add(path, `references Secret '${secretName}', which does not exist`);

@@ -14,6 +14,7 @@ import bcrypt from 'bcrypt';
 import type { Logger } from 'pino';
 import { ADMIN_PASSWORD_KEY, ADMIN_PASSWORD_MTIME_KEY, BCRYPT_COST, INITIAL_PASSWORD_KEY, passwordMtime, SERVER_SECRET_KEY } from '../bootstrap.js';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET } from '../manifests.js';
+import { ownKeysOnly } from '../own-secrets.js';
 import type { SecretPatch } from '../store.js';
 import { KubeApiError, type KubeClient } from './kube-client.js';
 import { sourceName, type KubeStore } from './kube-store.js';
@@ -51,7 +52,7 @@ export async function ensureInitialConfigInCluster(options: KubeBootstrapOptions
   const initial = data[ADMIN_PASSWORD_KEY] ? undefined : await initialPassword(options.client, random(18).toString('base64url'), log);
   const hash = initial === undefined ? undefined : await bcrypt.hash(initial.password, BCRYPT_COST);
   let added: string[] = [];
-  await store.updateSecret(SETTINGS_SECRET, (current): SecretPatch => {
+  await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current): SecretPatch => {
     const set: Record<string, string> = {};
     if (!current[SERVER_SECRET_KEY]) set[SERVER_SECRET_KEY] = random(32).toString('base64url');
     if (hash !== undefined && !current[ADMIN_PASSWORD_KEY]) {
@@ -60,7 +61,7 @@ export async function ensureInitialConfigInCluster(options: KubeBootstrapOptions
     }
     added = Object.keys(set).map((key) => `${SETTINGS_SECRET}/${key}`);
     return { set };
-  });
+  }));
   if (added.length > 0) log.info({ namespace: store.namespace, keys: added }, `added generated keys to Secret ${SETTINGS_SECRET}`);
   return { addedKeys: added, createdInitialAdminSecret: initial?.created ?? false };
 }
