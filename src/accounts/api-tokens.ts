@@ -16,6 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseTokens, type ApiTokenRecord } from './config.js';
 import { SETTINGS_SECRET } from '../config/manifests.js';
+import { ownKeysOnly } from '../config/own-secrets.js';
 import { ProblemSink } from '../config/problems.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from '../errors.js';
@@ -81,26 +82,26 @@ export function createApiTokens({ store, accounts, signer, now, maxTokens = DEFA
       const jti = randomUUID();
       const record: ApiTokenRecord = seconds > 0 ? { id, jti, iat, exp: iat + seconds } : { id, jti, iat };
       const token = await signer.sign({ username: name, kind: 'apiKey', jti, iat, exp: record.exp });
-      await store.updateSecret(SETTINGS_SECRET, (current) => {
+      await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
         const list = storedTokens(current, name);
         if (list.some((t) => t.id === id)) throw new Conflict(`account '${name}' already has a token with id '${id}'`);
         if (list.length >= maxTokens) {
           throw new Conflict(`account '${name}' already has ${list.length} API tokens, the most allowed (${MAX_API_TOKENS_ENV}=${maxTokens}); delete one first (expired ones count until deleted)`);
         }
         return patchThatTakesEffect(store, name, current, { set: { [tokensKey(name)]: JSON.stringify([...list, record]) } });
-      });
+      }));
       return { token, id };
     },
 
     async remove(name, id) {
       accounts.find(name);
-      await store.updateSecret(SETTINGS_SECRET, (current) => {
+      await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
         const list = storedTokens(current, name);
         if (!list.some((t) => t.id === id)) throw new NotFound(`token with id '${id}' does not exist for account '${name}'`);
         const rest = list.filter((t) => t.id !== id);
         const patch = rest.length > 0 ? { set: { [tokensKey(name)]: JSON.stringify(rest) } } : { delete: [tokensKey(name)] };
         return patchThatTakesEffect(store, name, current, patch);
-      });
+      }));
     },
   };
 }

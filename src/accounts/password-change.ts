@@ -16,6 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SETTINGS_SECRET } from '../config/manifests.js';
+import { ownKeysOnly } from '../config/own-secrets.js';
 import type { ConfigStore } from '../config/store.js';
 import { Conflict, PermissionDenied } from '../errors.js';
 import type { Principal } from '../principal.js';
@@ -60,7 +61,7 @@ export function createPasswordChange({ store, accounts, checkPassword, now }: Pa
     const wait = mtimeMs - now();
     if (wait > 0) await sleep(wait);
     const keys = passwordKeys(name);
-    await store.updateSecret(SETTINGS_SECRET, (current) => {
+    await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
       const patch = { set: { [keys.hash]: hash, [keys.mtime]: new Date(mtimeMs).toISOString() } };
       // First: with an account the settings refuse, the hashes they hold are stale anyway.
       patchThatTakesEffect(store, name, current, patch);
@@ -72,7 +73,7 @@ export function createPasswordChange({ store, accounts, checkPassword, now }: Pa
         }
       }
       return patch;
-    });
+    }));
     return { passwordHash: hash };
   };
 }

@@ -19,6 +19,7 @@ import { writeFileAtomic } from '../lib/atomic-file.js';
 import { errorCode, withFileLock } from '../lib/file-lock.js';
 import { EMPTY_MEMORY, loadDirectory, type LoadResult } from './load-dir.js';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
+import { assertOwnKeys, ownKeysOnly } from './own-secrets.js';
 import { formatProblem } from './problems.js';
 import { updateSecretOnDisk } from './secret-writer.js';
 import type { SecretPatch } from './store.js';
@@ -151,6 +152,7 @@ async function createFreshStore(run: Bootstrap): Promise<BootstrapResult> {
     [ADMIN_PASSWORD_KEY]: await bcrypt.hash(password, BCRYPT_COST),
     [ADMIN_PASSWORD_MTIME_KEY]: passwordMtime(run.now),
   };
+  assertOwnKeys(Object.keys(secret));
   const createdFiles = [
     await createFile(run.dir, `${SETTINGS_CM}.yaml`, settingsCmText(run.url), 0o644),
     await createFile(run.dir, `${RBAC_CM}.yaml`, RBAC_CM_TEXT, 0o644),
@@ -195,7 +197,7 @@ async function completeSecret(run: Bootstrap, snapshot: StoreSnapshot): Promise<
     added = Object.keys(set).map((key) => `${SETTINGS_SECRET}/${key}`);
     return { set };
   };
-  const result = await updateSecretOnDisk({ dir: run.dir, name: SETTINGS_SECRET, mutate, log: run.log });
+  const result = await updateSecretOnDisk({ dir: run.dir, name: SETTINGS_SECRET, mutate: ownKeysOnly(mutate), log: run.log });
   if (added.length > 0) run.log.info({ file: result.file, keys: added }, `added generated keys to Secret ${SETTINGS_SECRET}`);
   const createdFiles = result.created ? [result.file] : [];
   if (adminFile === undefined) return { createdFiles, addedKeys: added };

@@ -1,8 +1,10 @@
 /**
  * Secret references in configuration values: `$<secret>:<key>` reads a key of another Secret,
- * which must carry the part-of label; `$<key>` reads a key of svc-secret. Values were base64
- * decoded once when the Secret was read (manifests.ts), never again here.
+ * which must carry the part-of label; `$<key>` reads a key of svc-secret. Never a key svc keeps
+ * for itself (own-secrets.ts), whichever way it is written. Values were base64 decoded once when
+ * the Secret was read (manifests.ts), never again here.
  */
+import { ownedBySvc } from './own-secrets.js';
 import { PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from './manifests.js';
 import type { ScopedSink } from './problems.js';
 
@@ -26,11 +28,15 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   const [, first, second] = match;
   const secretName = second === undefined ? SETTINGS_SECRET : (first ?? '');
   const key = second ?? first ?? '';
-  // A Secret's name and its keys are not secret, but a password typed where a reference goes
-  // starts with `$` too: a name is shown when it reads as one (named()), else masked.
+  // Refused before the Secret is even looked up: an editor learns nothing of svc's own keys.
+  const owned = ownedBySvc(secretName, key);
+  if (owned !== undefined) {
+    sink.add(path, `references key '${key}' of Secret '${secretName}', which svc keeps for itself (${owned}); configuration may not read it`);
+    return undefined;
+  }
   const secret = secrets.get(secretName);
   if (secret === undefined) {
-    sink.add(path, `references Secret ${named(secretName)}, which does not exist`);
+    sink.add(path, `references Secret '${secretName}', which does not exist`);
     return undefined;
   }
   if (secretName !== SETTINGS_SECRET && secret.labels[PART_OF_LABEL] !== PART_OF_VALUE) {
@@ -39,20 +45,10 @@ export function resolveSecretReference(value: string, secrets: SecretLookup, sin
   }
   // Own keys only: `$toString` must not find Object.prototype's.
   if (!Object.hasOwn(secret.data, key)) {
-    sink.add(path, `references key ${named(key)} of Secret '${secretName}', which has no such key`);
+    sink.add(path, `references key '${key}' of Secret '${secretName}', which has no such key`);
     return undefined;
   }
   return secret.data[key];
-}
-
-/**
- * Words joined by `.` or `-`, the first in lower case (`svc-secret`, `oidc.clientSecret`,
- * `tls.crt`): how Secrets and their keys are named, and unlike a password (`hunter2`,
- * `Xy7_pQ9.lmN2`). Shown in full; anything else by its first two characters and its length.
- */
-function named(text: string): string {
-  if (/^[a-z][a-z0-9]*(?:[.-][a-zA-Z][a-zA-Z0-9]*)+$/.test(text) && text.length <= 100) return `'${text}'`;
-  return `('${text.slice(0, 2)}…', ${text.length} characters)`;
 }
 
 /**

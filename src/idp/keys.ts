@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { z } from 'zod';
 import { createLocalJWKSet, type JWTVerifyGetKey } from 'jose';
 import { SETTINGS_SECRET } from '../config/manifests.js';
+import { ownKeysOnly } from '../config/own-secrets.js';
 import type { ConfigStore } from '../config/store.js';
 import { SvcError } from '../errors.js';
 import { issuePlace, operatorWords } from '../config/zod-problems.js';
@@ -110,12 +111,12 @@ export async function ensureIdpKeys(store: ConfigStore, now: () => Date): Promis
   if (existing !== undefined) return existing;
   const signing = JSON.stringify([await generateSigningKey(now())]);
   const cookie = JSON.stringify(generateCookieKeys());
-  await store.updateSecret(SETTINGS_SECRET, (current) => ({
+  await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => ({
     set: {
       ...(current[SIGNING_KEYS_KEY] === undefined ? { [SIGNING_KEYS_KEY]: signing } : {}),
       ...(current[COOKIE_KEYS_KEY] === undefined ? { [COOKIE_KEYS_KEY]: cookie } : {}),
     },
-  }));
+  })));
   const written = parseIdpKeys(readSecret(store));
   if (written === undefined) throw new IdpKeysUnreadable('svc-secret: the identity provider keys were written but cannot be read back');
   return written;
@@ -184,7 +185,7 @@ export async function rotateSigningKeys(store: ConfigStore, now: Date): Promise<
 export async function rotateSigningKeysIf(store: ConfigStore, now: Date, due: (keys: readonly SigningKey[]) => boolean): Promise<RotationReport | undefined> {
   const added = await generateSigningKey(now);
   let report: RotationReport | undefined;
-  await store.updateSecret(SETTINGS_SECRET, (current) => {
+  await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
     report = undefined; // a write retried after a conflict decides again, on the newer keys
     const text = current[SIGNING_KEYS_KEY];
     const keys = text === undefined ? [] : parseList(signingKeysSchema, text, SIGNING_KEYS_KEY);
@@ -192,7 +193,7 @@ export async function rotateSigningKeysIf(store: ConfigStore, now: Date, due: (k
     const next = rotatedKeys(keys, added, now);
     report = next.report;
     return { set: { [SIGNING_KEYS_KEY]: JSON.stringify(next.keys) } };
-  });
+  }));
   return report;
 }
 

@@ -1,11 +1,12 @@
 /**
  * The accounts and sessions feature: login throttle and concurrency cap, login service,
- * account queries and writes, and their two routers.
+ * account queries and writes, and their routers (the JSON API and the login page's form post).
  */
 import { createAccounts } from '../accounts/account-queries.js';
 import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
+import { loginFormRoutes } from '../http/routes/login-form.js';
 import { sessionRoutes } from '../http/routes/session.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readInt, readLoginLimits } from '../session/limits.js';
@@ -45,6 +46,7 @@ export function buildAccounts(services: Services, authentication: Authentication
     name: 'accounts',
     routers: [
       sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
+      loginFormRoutes({ login, configuredUrl }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),

@@ -23,6 +23,8 @@ interface Case {
   readonly rbac?: string;
   /** Keys of svc-secret besides server.secretkey. */
   readonly secret?: Record<string, string>;
+  /** More files of the store (another Secret). */
+  readonly secretFiles?: Record<string, string>;
   /** Text that must appear in neither output (a Secret's value). */
   readonly never?: string;
   /** Lines validate and the server must both say (validate's warnings start with "warning: "). */
@@ -60,6 +62,19 @@ const CASES: readonly Case[] = [
     mistake: 'a missing key of svc-secret, named',
     cm: { 'oidc.config': 'name: Corp\nissuer: https://sso.example.org\nclientID: svc\nclientSecret: $oidc.clientSecret\n' },
     says: ["svc-cm: oidc.config: clientSecret: references key 'oidc.clientSecret' of Secret 'svc-secret', which has no such key"],
+  },
+  {
+    mistake: "a connector's password read from svc's own key: refused, named, and its value never said",
+    cm: { 'idp.config': ldap({ host: 'ldap.example.org', bindDN: 'cn=reader', bindPW: '$server.secretkey', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } }) },
+    never: KEY,
+    says: ["svc-cm: idp.config: connectors[0].config.bindPW: references key 'server.secretkey' of Secret 'svc-secret', which svc keeps for itself (svc-secret's server.* keys hold svc's session and API token signing key); configuration may not read it"],
+  },
+  {
+    mistake: 'a typo in the key of a Secret reference, named in full',
+    cm: { 'idp.config': ldap({ host: 'ldap.example.org', bindDN: 'cn=reader', bindPW: '$ldap-reader:bindPw', userSearch: { baseDN: 'ou=people,dc=example,dc=org', username: 'uid', idAttr: 'uid' } }) },
+    secretFiles: { 'ldap-reader.yaml': secret('ldap-reader', { bindPW: 'reader-pw' }) },
+    never: 'reader-pw',
+    says: ["svc-cm: idp.config: connectors[0].config.bindPW: references key 'bindPw' of Secret 'ldap-reader', which has no such key"],
   },
   {
     mistake: 'a required key left out, without zod wording',
@@ -171,6 +186,7 @@ describe('svc-server validate and the server: the same text for the same mistake
         'svc-cm.yaml': configMap('svc-cm', { url: URL_, ...c.cm }),
         'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': c.rbac ?? '' }),
         'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': KEY, ...c.secret }),
+        ...c.secretFiles,
       });
       try {
         const out = collector();

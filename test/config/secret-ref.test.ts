@@ -2,17 +2,24 @@
  * Secret references in configuration values (src/config/secret-ref.ts): `$<key>` reads
  * svc-secret, `$<secret>:<key>` reads another Secret only when it carries the label
  * app.kubernetes.io/part-of: svc, so a Secret of another application in the same namespace
- * (Argo CD's own, labelled part-of: argocd) is never read into svc's configuration.
+ * (Argo CD's own, labelled part-of: argocd) is never read into svc's configuration; and never a
+ * key svc keeps for itself (src/config/own-secrets.ts), so that editing a ConfigMap is never a
+ * way to read them.
  */
 import { expect } from 'chai';
-import { PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from '../../src/config/manifests.js';
+import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from '../../src/config/manifests.js';
 import { ProblemSink, formatProblem } from '../../src/config/problems.js';
 import { isSecretReference, resolveAllReferences, resolveSecretReference, type SecretLookup } from '../../src/config/secret-ref.js';
 
 const secret = (name: string, labels: Record<string, string>, data: Record<string, string>): SecretObject => ({ name, file: `${name}.yaml`, labels, data });
 
 const SECRETS: SecretLookup = new Map([
-  [SETTINGS_SECRET, secret(SETTINGS_SECRET, {}, { 'oidc.clientSecret': 's3cret' })],
+  [SETTINGS_SECRET, secret(SETTINGS_SECRET, {}, {
+    'oidc.clientSecret': 's3cret', 'server-tls.key': 'tls-key', 'ldap.bindPW': 'reader-pw',
+    'server.secretkey': 'KEY', 'admin.password': '$2b$HASH', 'admin.passwordMtime': '2026-01-01T00:00:00Z',
+    'accounts.alice.password': '$2b$ALICE', 'accounts.alice.tokens': '[]', 'idp.signingKeys': '[PRIVATE]', 'idp.cookieKeys': '[COOKIE]', 'mfa.alice': 'TOTP',
+  })],
+  [INITIAL_ADMIN_SECRET, secret(INITIAL_ADMIN_SECRET, { [PART_OF_LABEL]: PART_OF_VALUE }, { password: 'initial-pw', 'oidc.clientSecret': 'x' })],
   ['ours', secret('ours', { [PART_OF_LABEL]: PART_OF_VALUE }, { password: 'ours-pw' })],
   ['argocd-secret', secret('argocd-secret', { [PART_OF_LABEL]: 'argocd' }, { password: 'argocd-pw' })],
   ['other-label', secret('other-label', { 'app.kubernetes.io/name': PART_OF_VALUE }, { password: 'other-pw' })],
@@ -48,10 +55,55 @@ describe('config/secret-ref', () => {
     }
   });
 
-  it('names a missing secret or key masked, and never the value of a mistyped reference', () => {
-    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references Secret ('no…', 6 characters), which does not exist"] });
+  it('refuses every key svc keeps for itself, however the reference is written, naming the key and why', () => {
+    const own: readonly [string, string, string][] = [
+      ['$server.secretkey', 'server.secretkey', "svc-secret's server.* keys hold svc's session and API token signing key"],
+      ['$svc-secret:server.secretkey', 'server.secretkey', "svc-secret's server.* keys hold svc's session and API token signing key"],
+      ['$admin.password', 'admin.password', "svc-secret's admin.* keys hold the admin account's password hash and its change time"],
+      ['$admin.passwordMtime', 'admin.passwordMtime', "svc-secret's admin.* keys hold the admin account's password hash and its change time"],
+      ['$accounts.alice.password', 'accounts.alice.password', "svc-secret's accounts.* keys hold the local accounts' password hashes and API token records"],
+      ['$accounts.alice.tokens', 'accounts.alice.tokens', "svc-secret's accounts.* keys hold the local accounts' password hashes and API token records"],
+      ['$idp.signingKeys', 'idp.signingKeys', "svc-secret's idp.* keys hold the identity provider's signing and cookie keys"],
+      ['$idp.cookieKeys', 'idp.cookieKeys', "svc-secret's idp.* keys hold the identity provider's signing and cookie keys"],
+      ['$mfa.alice', 'mfa.alice', "svc-secret's mfa.* keys hold second-factor material"],
+    ];
+    for (const [reference, key, why] of own) {
+      expect(resolve(reference), reference).to.deep.equal({
+        value: undefined,
+        problems: [`svc-cm: oidc.config: clientSecret: references key '${key}' of Secret 'svc-secret', which svc keeps for itself (${why}); configuration may not read it`],
+      });
+    }
+  });
+
+  it('refuses every key of svc-initial-admin-secret, labelled part-of svc though it is', () => {
+    for (const key of ['password', 'oidc.clientSecret']) {
+      expect(resolve(`$${INITIAL_ADMIN_SECRET}:${key}`)).to.deep.equal({
+        value: undefined,
+        problems: [`svc-cm: oidc.config: clientSecret: references key '${key}' of Secret '${INITIAL_ADMIN_SECRET}', which svc keeps for itself (${INITIAL_ADMIN_SECRET} holds the initial admin password); configuration may not read it`],
+      });
+    }
+  });
+
+  it('refuses an owned key before looking it up: a missing one is refused the same way', () => {
+    const none: SecretLookup = new Map();
+    const sink = new ProblemSink();
+    expect(resolveSecretReference('$admin.anything', none, sink.scoped('svc-cm', ['idp.config']), ['bindPW'])).to.equal(undefined);
+    expect(sink.problems.map(formatProblem)).to.deep.equal([
+      "svc-cm: idp.config: bindPW: references key 'admin.anything' of Secret 'svc-secret', which svc keeps for itself (svc-secret's admin.* keys hold the admin account's password hash and its change time); configuration may not read it",
+    ]);
+  });
+
+  it('still reads a configuration key whose name only starts like an owned one', () => {
+    expect(resolve('$server-tls.key')).to.deep.equal({ value: 'tls-key', problems: [] });
+    expect(resolve('$ldap.bindPW')).to.deep.equal({ value: 'reader-pw', problems: [] });
+  });
+
+  it('names a missing Secret or key in full, a typo included, and never the value of a mistyped reference', () => {
+    expect(resolve('$ldap.bindPw')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references key 'ldap.bindPw' of Secret 'svc-secret', which has no such key"] });
+    expect(resolve('$ours:bindPw').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key 'bindPw' of Secret 'ours', which has no such key"]);
+    expect(resolve('$nosuch:password')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references Secret 'nosuch', which does not exist"] });
     expect(resolve('$missing.key')).to.deep.equal({ value: undefined, problems: ["svc-cm: oidc.config: clientSecret: references key 'missing.key' of Secret 'svc-secret', which has no such key"] });
-    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key ('to…', 8 characters) of Secret 'ours', which has no such key"]);
+    expect(resolve('$ours:toString').problems).to.deep.equal(["svc-cm: oidc.config: clientSecret: references key 'toString' of Secret 'ours', which has no such key"]);
     expect(resolve('$pa ss:word')).to.deep.equal({ value: undefined, problems: ['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>'] });
     expect(resolve('$oidc$clientSecret').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
     expect(resolve('$a:b:c').problems).to.deep.equal(['svc-cm: oidc.config: clientSecret: is not a secret reference: use $<key> or $<secret>:<key>']);
@@ -73,7 +125,7 @@ describe('config/secret-ref', () => {
     expect(resolveAllReferences(bad, SECRETS, scoped)).to.equal(undefined);
     expect(sink.problems.map(formatProblem)).to.deep.equal([
       `svc-cm: dex.config: a: references secret 'argocd-secret', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`,
-      "svc-cm: dex.config: list[1]: references Secret ('no…', 6 characters), which does not exist",
+      "svc-cm: dex.config: list[1]: references Secret 'nosuch', which does not exist",
     ]);
   });
 });

@@ -4,6 +4,7 @@
  * Role: nothing refused, and every grant used), and the facts of the Dockerfile and Deployment.
  */
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +32,16 @@ function grants(rules: readonly RoleRule[]): string[] {
   return rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.flatMap((verb) => (r.resourceNames ?? ['*']).map((name) => `${verb} ${res} ${name}`)))).sort();
 }
 
+/** `kubectl kustomize deploy/`, as an operator renders it. */
+function kustomize(): string {
+  const home = mkdtempSync(join(tmpdir(), 'svc-kustomize-'));
+  try {
+    return execFileSync('kubectl', ['kustomize', new URL('../../deploy/', import.meta.url).pathname], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
 describe('deploy/', function () {
   this.timeout(60_000);
 
@@ -41,16 +52,18 @@ describe('deploy/', function () {
     const kubectl = kubectlFor(kube, 'svc');
     const work = mkdtempSync(join(tmpdir(), 'svc-deploy-'));
     try {
-      await kubectl.apply(read('deploy/base/svc-cm.yaml') + '---\n' + read('deploy/base/svc-rbac-cm.yaml'));
+      await kubectl.apply(['svc-cm', 'svc-rbac-cm', 'svc-secret', 'svc-initial-admin-secret'].map((name) => read(`deploy/base/${name}.yaml`)).join('---\n'));
       kube.rules = rules.map((r): RbacRule => ({ verbs: r.verbs, resources: r.resources, ...(r.resourceNames !== undefined ? { resourceNames: r.resourceNames } : {}) }));
       kube.authorized.clear();
       const kubeconfig = join(work, 'kubeconfig');
       writeFileSync(kubeconfig, kube.kubeconfig('svc'));
       const start = () => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: 'svc' } });
-      // First start (creates the Secrets), then a start that completes svc-secret (get, update).
+      // First start (fills the empty Secrets), then a start that completes svc-secret (get, update).
       await (await start()).close();
       const secret = kube.store.get('secrets', 'svc', 'svc-secret');
-      if (secret === undefined) throw new Error('svc-secret was not created');
+      if (secret === undefined) throw new Error('svc-secret is gone');
+      const initial = kube.store.get('secrets', 'svc', 'svc-initial-admin-secret')?.['data'] as Record<string, string> | undefined;
+      expect(Buffer.from(initial?.['password'] ?? '', 'base64').toString(), 'the initial admin password written into the shipped Secret').to.have.length.above(16);
       const data = { ...(secret['data'] as Record<string, string>) };
       delete data['server.secretkey'];
       kube.store.put({ group: '', version: 'v1', plural: 'secrets', kind: 'Secret' }, 'svc', { ...secret, data });
@@ -70,6 +83,20 @@ describe('deploy/', function () {
       await kube.close();
       rmSync(work, { recursive: true, force: true });
     }
+  });
+
+  it('the rendered Role creates no Secret, and updates only the two that ship empty, labelled part-of svc', () => {
+    const objects = YAML.parseAllDocuments(kustomize()).map((d) => d.toJS() as { kind: string; metadata: { name: string; labels?: Record<string, string> }; data?: unknown; stringData?: unknown; rules?: RoleRule[] });
+    const role = objects.find((o) => o.kind === 'Role');
+    const onSecrets = (role?.rules ?? []).filter((r) => r.resources.includes('secrets') || r.resources.includes('*'));
+    expect(onSecrets.flatMap((r) => r.verbs), 'no create, no wildcard').to.not.include.members(['create', '*']);
+    const updatable = onSecrets.filter((r) => r.verbs.some((v) => ['update', 'patch', 'delete'].includes(v)));
+    expect(updatable.map((r) => [r.verbs, r.resourceNames])).to.deep.equal([[['update'], ['svc-secret', 'svc-initial-admin-secret']]]);
+    const secrets = objects.filter((o) => o.kind === 'Secret');
+    expect(secrets.map((o) => [o.metadata.name, o.metadata.labels?.['app.kubernetes.io/part-of'], o.data, o.stringData])).to.have.deep.members([
+      ['svc-secret', 'svc', undefined, undefined],
+      ['svc-initial-admin-secret', 'svc', undefined, undefined],
+    ]);
   });
 
   it('the Deployment runs the image non-root on a read-only root filesystem, with readiness and liveness probes', () => {

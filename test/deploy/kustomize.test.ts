@@ -161,6 +161,8 @@ describe('deploy/ (kubectl kustomize)', function () {
       'PodDisruptionBudget/svc',
       'Role/svc',
       'RoleBinding/svc',
+      'Secret/svc-initial-admin-secret',
+      'Secret/svc-secret',
       'Service/svc',
       'Service/svc-metrics',
       'ServiceAccount/svc',

@@ -214,3 +214,42 @@ describe('e2e: first start of two replicas on an empty cluster namespace', funct
     }
   });
 });
+
+describe('e2e: first start of two replicas on the Secrets deploy/ ships empty, with a Role that creates nothing', function () {
+  this.timeout(60_000);
+
+  it('fills svc-initial-admin-secret once, by update, and its password matches the hash both replicas use', async function () {
+    const kube = await startFakeKube({ tls: makeTestCa() });
+    const kubectl = kubectlFor(kube, NS);
+    const work = mkdtempSync(join(tmpdir(), 'svc-kube-shipped-'));
+    const kubeconfig = join(work, 'kubeconfig');
+    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
+    const empty = (name: string) => YAML.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name, labels: { 'app.kubernetes.io/part-of': 'svc' } } });
+    await kubectl.apply(`${empty('svc-secret')}---\n${empty('svc-initial-admin-secret')}`);
+    // deploy/base/role.yaml's grants: no create anywhere.
+    kube.rules = [
+      { verbs: ['get', 'list', 'watch'], resources: ['configmaps', 'secrets', 'applications'] },
+      { verbs: ['update'], resources: ['secrets'], resourceNames: ['svc-secret', 'svc-initial-admin-secret'] },
+    ];
+    const events: string[] = [];
+    const unsubscribe = kube.store.subscribe((e) => {
+      if (e.plural === 'secrets') events.push(`${e.type} ${String(e.object.metadata['name'])}`);
+    });
+    const servers = await Promise.all([0, 1].map(() => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } })));
+    try {
+      expect(events.filter((e) => e.endsWith('svc-initial-admin-secret')), 'written once, never created').to.deep.equal(['MODIFIED svc-initial-admin-secret']);
+      expect(events.filter((e) => e.startsWith('ADDED'))).to.deep.equal([]);
+      expect(kube.refusals.get(403) ?? 0, 'requests the Role refused').to.equal(0);
+      const password = secretValues(kube, 'svc-initial-admin-secret')['password'] ?? '';
+      const secret = secretValues(kube, 'svc-secret');
+      expect(bcrypt.compareSync(password, secret['admin.password'] ?? '')).to.equal(true);
+      for (const server of servers) expect((await call(server.url, 'POST', '/api/v1/session', { body: { username: 'admin', password } })).status).to.equal(200);
+    } finally {
+      unsubscribe();
+      await Promise.all(servers.map((s) => s.close()));
+      kubectl.close();
+      await kube.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

@@ -80,7 +80,7 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
       `${AT}[0].secret: required for a confidential client: a secret reference ($<key> of svc-secret or $<secret>:<key>), or public: true`],
     ['a secret in plain text', [{ ...GOOD, secret: 'hunter2hunter2' }], `${AT}[0].secret: must be a secret reference ($<key> of svc-secret or $<secret>:<key>), not the secret itself`],
     ['a reference to a missing key', [{ ...GOOD, secret: '$nope.secret' }], `${AT}[0].secret: references key 'nope.secret' of Secret 'svc-secret', which has no such key`],
-    ['a reference to a missing secret', [{ ...GOOD, secret: '$gone:key' }], `${AT}[0].secret: references Secret ('go…', 4 characters), which does not exist`],
+    ['a reference to a missing secret', [{ ...GOOD, secret: '$gone:key' }], `${AT}[0].secret: references Secret 'gone', which does not exist`],
     ['a reference to a secret without the label', [{ ...GOOD, secret: '$other:key' }],
       `${AT}[0].secret: references secret 'other', which lacks the label app.kubernetes.io/part-of: svc`],
     ['a public client with a secret', [{ ...GOOD, public: true }], `${AT}[0].secret: a public client has no secret: remove it, or remove public: true`],

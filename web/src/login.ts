@@ -1,7 +1,8 @@
 /**
  * /login: the local form (POST /api/v1/session), one link per single sign-on option from
  * /api/v1/settings, and the messages: wrong password, lockout (Retry-After), and the failed or
- * expired SSO login that /auth/callback sends back here as ?error=. `return_url` goes with every
+ * expired SSO login that /auth/callback sends back here as ?error=, and the refusals of the form
+ * posted without the script (POST /login, the same ?error=). `return_url` goes with every
  * way in, and is kept in sessionStorage for an SSO login that comes back without it (expired).
  */
 import { api, ApiError, byId, sameSiteReturnUrl, showMessage } from './api.js';
@@ -14,7 +15,11 @@ interface Settings {
 
 const RETURN_KEY = 'svc.return_url';
 
-const SSO_ERRORS: Readonly<Record<string, string>> = {
+const ERRORS: Readonly<Record<string, string>> = {
+  invalid_credentials: 'Wrong username or password.',
+  too_many_attempts: lockoutText(undefined),
+  too_many_requests: 'svc is busy with other logins. Try again in a moment.',
+  invalid_request: 'The login form was not filled in as expected. Try again.',
   sso_failed: 'Your identity provider did not complete the login. Try again, or ask your administrator if it keeps happening.',
   sso_expired: 'That login took too long or was started in another browser. Log in again.',
   sso_reserved_name: 'Your identity provider signed you in under a name svc reserves (a local account or a role), so svc cannot log you in with it. Ask your administrator: the server log says which name and why.',
@@ -47,9 +52,8 @@ function lockoutText(seconds: number | undefined): string {
 
 function failureText(err: unknown): string {
   if (!(err instanceof ApiError)) return 'Something went wrong. Try again.';
-  if (err.code === 'invalid_credentials') return 'Wrong username or password.';
   if (err.code === 'too_many_attempts') return lockoutText(err.retryAfter);
-  if (err.code === 'too_many_requests') return 'svc is busy with other logins. Try again in a moment.';
+  if (err.code === 'invalid_credentials' || err.code === 'too_many_requests') return ERRORS[err.code] ?? err.message;
   return err.message;
 }
 
@@ -74,9 +78,10 @@ async function logIn(form: HTMLFormElement): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  if (error !== null) showMessage(message, SSO_ERRORS[error] ?? 'The login did not complete. Try again.', 'error');
+  if (error !== null) showMessage(message, ERRORS[error] ?? 'The login did not complete. Try again.', 'error');
   const settings = await api<Settings>('GET', '/api/v1/settings');
   const form = byId<HTMLFormElement>('local-login');
+  byId<HTMLInputElement>('return-url').value = returnUrl;
   const sso = byId<HTMLUListElement>('sso');
   if (settings.oidcConfig !== undefined) sso.append(ssoLink(settings.oidcConfig.name, undefined));
   for (const connector of settings.idpConnectors) sso.append(ssoLink(connector.name, connector.id));

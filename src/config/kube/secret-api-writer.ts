@@ -83,7 +83,9 @@ function sameValues(a: Readonly<Record<string, string>>, b: Readonly<Record<stri
 export function asApiWriteFailure(name: string, err: unknown): unknown {
   if (!(err instanceof KubeApiError)) return err;
   if (err.code === 403) {
-    return new SecretApiWriteFailed(`Secret ${name} could not be written: svc's Role lacks "${err.verb}" on ${err.resource} (the API server said: ${err.message})`, { cause: err });
+    // deploy/'s Role creates no Secret (it could not be limited by name): a missing one is applied, not granted.
+    const fix = err.verb === 'create' ? `; Secret ${name} is missing: apply it empty from deploy/base/${name}.yaml and svc fills it` : '';
+    return new SecretApiWriteFailed(`Secret ${name} could not be written: svc's Role lacks "${err.verb}" on ${err.resource}${fix} (the API server said: ${err.message})`, { cause: err });
   }
   return new SecretApiWriteFailed(`Secret ${name} could not be written: ${err.code === 0 ? err.message : `the Kubernetes API answered ${err.code} ${err.reason}: ${err.message}`}`, { cause: err });
 }

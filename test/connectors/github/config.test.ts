@@ -79,6 +79,6 @@ describe('github connector config', () => {
     expect(parse({ ...GOOD, clientSecret: '$corp-idp:client-secret' }).config?.clientSecret).to.equal('from-corp-idp');
     const { config, problems } = parse({ ...GOOD, clientSecret: '$corp-idp:nope' });
     expect(config).to.equal(undefined);
-    expect(problems).to.deep.equal([`${AT}.clientSecret: references key ('no…', 4 characters) of Secret 'corp-idp', which has no such key`]);
+    expect(problems).to.deep.equal([`${AT}.clientSecret: references key 'nope' of Secret 'corp-idp', which has no such key`]);
   });
 });

@@ -63,6 +63,6 @@ describe('gitlab connector config', () => {
     expect(problems).to.deep.equal([]);
     expect(config?.clientSecret).to.equal('from-corp-idp');
     expect(config?.rootCA).to.equal(TEST_CA);
-    expect(parse({ ...GOOD, clientSecret: '$nowhere:key' }).problems).to.deep.equal([`${AT}.clientSecret: references Secret ('no…', 7 characters), which does not exist`]);
+    expect(parse({ ...GOOD, clientSecret: '$nowhere:key' }).problems).to.deep.equal([`${AT}.clientSecret: references Secret 'nowhere', which does not exist`]);
   });
 });

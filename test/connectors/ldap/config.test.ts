@@ -239,7 +239,7 @@ describe('ldap connector config', () => {
       const secrets = new Map([['other', secret('other', { bindPW: 'x' }, false)]]);
       const missing = viaType({ ...minimal, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$ldap:bindPW' }, secrets);
       expect(missing.ok).to.equal(false);
-      expect(missing.problems).to.deep.equal([`${PREFIX}.bindPW: references Secret ('ld…', 4 characters), which does not exist`]);
+      expect(missing.problems).to.deep.equal([`${PREFIX}.bindPW: references Secret 'ldap', which does not exist`]);
       const unlabelled = viaType({ ...minimal, bindDN: 'cn=reader,dc=example,dc=org', bindPW: '$other:bindPW' }, secrets);
       expect(unlabelled.problems).to.deep.equal([`${PREFIX}.bindPW: references secret 'other', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`]);
     });
