@@ -51,7 +51,7 @@ withKubeOptions(withRedisOptions(program.command('serve', { isDefault: true })),
   .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', env('SVC_LISTEN') ?? DEFAULT_LISTEN)
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
-  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: the container's CPU limit with Redis, else 1)', parseWorkers)
+  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: the container CPU limit with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
   .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
