@@ -34,6 +34,7 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
+import { readLoginLimits } from '../session/limits.js';
 import { createLoginOutcomes } from '../session/login-outcomes.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
@@ -99,7 +100,8 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: Date.now };
+  const env = options.env ?? process.env;
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(env, log), loginLimits: readLoginLimits(env, log), env, now: Date.now };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {
