@@ -46,7 +46,7 @@ import { buildAuthentication, type Authentication } from './authentication.js';
 import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
 import { accessLogLevelFromEnv, createLogger } from './log.js';
 import type { Services } from './services.js';
-import { parseSettings } from './settings.js';
+import { settingsParserFor } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
 import { prepareWorkload } from './workload.js';
@@ -90,7 +90,7 @@ export interface RunningServer {
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
   const metrics = createHttpMetrics();
   const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log, firstStartUrl(listenAddress(options)));
-  const settings = createLiveSettings(store, parseSettings, log);
+  const settings = createLiveSettings(store, settingsParserFor(firstStartUrl(listenAddress(options))), log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.redis !== undefined ? { redis: options.redis } : {}), log });
   const rights = await createRights(settings.current().policy, {}, {
     localAccountNames: () => settings.current().accounts,
