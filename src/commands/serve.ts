@@ -6,10 +6,14 @@
  * the same way again, so the primary stops everything and exits 1 with the worker's reason,
  * instead of restarting it forever. A worker that dies after it was ready is restarted with a
  * growing delay; one that keeps dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
+ *
+ * /metrics, whichever worker takes the scrape, answers with every worker's metrics combined by
+ * the primary (main/cluster-metrics.ts), on the public listener and on --metrics-listen alike.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { firstStartUrl } from '../main/listen-url.js';
+import { createMetricsCollector, workerMetrics, type WorkerChannel } from '../main/cluster-metrics.js';
 import { createLogger } from '../main/log.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 
@@ -60,7 +64,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
 /** Tells the primary whether this worker came up; on failure the primary reports the reason once. */
 async function startWorker(options: ServeOptions, log: Logger): Promise<RunningServer> {
   try {
-    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }) });
+    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text });
     await send({ svc: 'ready' });
     return running;
   } catch (err: unknown) {
@@ -68,6 +72,13 @@ async function startWorker(options: ServeOptions, log: Logger): Promise<RunningS
     process.exit(1);
   }
 }
+
+/** The worker's IPC channel to the primary, for the metrics messages. */
+const PROCESS_CHANNEL: WorkerChannel = {
+  send: (message) => void process.send?.(message),
+  on: (event, listener) => process.on(event, listener),
+  off: (event, listener) => process.off(event, listener),
+};
 
 function send(message: WorkerMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -85,6 +96,10 @@ function runPrimary(workers: number, log: Logger): void {
   const reasons = new Map<number, string>();
   const restarts = restartBackoff();
   let stopping = false;
+  // Only ready workers are asked: one still starting has no registry to answer from yet.
+  const metrics = createMetricsCollector({
+    workers: () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && ready.has(w.id) && w.isConnected()),
+  });
 
   const shutdown = (code: number, signal?: NodeJS.Signals) => {
     if (stopping) return;
@@ -108,7 +123,7 @@ function runPrimary(workers: number, log: Logger): void {
   };
 
   cluster.on('message', (worker, message: unknown) => {
-    if (!isWorkerMessage(message)) return;
+    if (metrics.handle(worker, message) || !isWorkerMessage(message)) return;
     if (message.svc === 'ready') {
       ready.add(worker.id);
       log.info({ worker: worker.id }, 'worker ready');
@@ -118,6 +133,7 @@ function runPrimary(workers: number, log: Logger): void {
     }
   });
   cluster.on('exit', (worker, code, signal) => {
+    metrics.forget(worker.id);
     if (stopping) return;
     if (!ready.has(worker.id)) {
       const detail = `it exited (${signal ?? `code ${code}`}) before it was ready`;

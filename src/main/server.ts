@@ -14,6 +14,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
 import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
@@ -22,7 +23,7 @@ import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
 import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
-import { healthRoutes } from '../http/routes/health.js';
+import { healthRoutes, type MetricsExposition } from '../http/routes/health.js';
 import { versionRoutes } from '../http/routes/version.js';
 import { svcVersion } from '../lib/version.js';
 import { listenForMetrics } from './metrics-listener.js';
@@ -71,6 +72,11 @@ export interface ServerOptions {
   readonly metricsListen?: { readonly host: string; readonly port: number };
   /** Read and write the stores through the Kubernetes API instead of configDir (`--kube`). */
   readonly kube?: ClusterStoreOptions;
+  /**
+   * The text /metrics answers, given this server's registry; by default the registry's own. A
+   * cluster worker answers with every worker's metrics combined (cluster-metrics.ts).
+   */
+  readonly metricsText?: (registry: Registry) => () => Promise<string>;
 }
 
 export interface RunningServer {
@@ -152,9 +158,9 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], exposition: MetricsExposition, publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   const { log, metrics, settings } = services;
-  const health = healthRoutes({ registry: metrics.registry, readiness: createReadiness(services), publicMetrics });
+  const health = healthRoutes({ metrics: exposition, readiness: createReadiness(services), publicMetrics });
   const app = createApp({
     log,
     metrics,
@@ -205,7 +211,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const services = await buildServices(options, log);
   const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
-  const listener = requestListener(services, authentication, features, options.metricsListen === undefined);
+  const { registry } = services.metrics;
+  const exposition: MetricsExposition = { contentType: registry.contentType, text: options.metricsText?.(registry) ?? (() => registry.metrics()) };
+  const listener = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
@@ -227,7 +235,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   log.info({ listen: url, url: configuredUrl, ...(options.kube !== undefined ? { store: 'kubernetes' } : { configDir: options.configDir }), state: services.state.kind }, 'svc listening');
   const mismatch = urlListenMismatch(configuredUrl, bound);
   if (mismatch !== undefined) log.warn({ listen: url, url: configuredUrl }, mismatch);
-  const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, options.metricsListen);
+  const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, exposition, options.metricsListen);
 
   return {
     url,
