@@ -5,13 +5,17 @@
  * not enough: /readyz fails naming the key, and `svc-server validate` exits 1, until it is fixed.
  *
  * One list: a future switch (`users.mfa.required`) is one more entry here.
+ * Not listed: `oidc.tls.insecure.skip.verify` and the like turn something on, and a refused
+ * value of those already reads as the safe "false".
  */
-import { formatProblem, type ConfigProblem } from './problems.js';
+import { formatProblem, type ConfigProblem, type PathSegment } from './problems.js';
 import { SETTINGS_CM } from './manifests.js';
 
 export interface DisablingSwitch {
   /** The svc-cm data keys it covers. */
   readonly key: RegExp;
+  /** Inside a YAML key (`extension.config`), the path to the switch below the data key; absent: the data key itself. */
+  readonly inner?: (path: readonly PathSegment[]) => boolean;
   /** What it turns off, for readers of this list. */
   readonly turnsOff: string;
 }
@@ -21,13 +25,16 @@ export const DISABLING_SWITCHES: readonly DisablingSwitch[] = [
   // Also an enabled key for an account that has no capabilities key: most likely a misspelt name,
   // so the account meant stays enabled.
   { key: /^accounts\..+\.enabled$/, turnsOff: 'a local account (admin too)' },
+  // `enabled: "no"` (a string) keeps the extension's last good, enabled, version.
+  { key: /^extension\.config$/, inner: (path) => path.length === 3 && path[0] === 'extensions' && path[2] === 'enabled', turnsOff: 'an extension' },
 ];
 
 /** The problems that refused a disabling switch: each means more stays on than svc-cm says. */
 export function refusedDisablingSwitches(problems: readonly ConfigProblem[]): readonly ConfigProblem[] {
   return problems.filter((p) => {
-    const key = p.path[0];
-    return p.source === SETTINGS_CM && p.path.length === 1 && typeof key === 'string' && DISABLING_SWITCHES.some((s) => s.key.test(key));
+    const [key, ...inner] = p.path;
+    if (p.source !== SETTINGS_CM || typeof key !== 'string') return false;
+    return DISABLING_SWITCHES.some((s) => s.key.test(key) && (s.inner === undefined ? inner.length === 0 : s.inner(inner)));
   });
 }
 
