@@ -14,7 +14,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { firstStartUrl } from '../main/listen-url.js';
 import { createMetricsCollector, workerMetrics, type WorkerChannel } from '../main/cluster-metrics.js';
-import { createLogger } from '../main/log.js';
+import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
+import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 
 export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers'> {
@@ -40,6 +41,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
     // First start happens once, here, so workers never race to create the stores.
     // In a cluster each worker's start is safe alongside the others' (kube-bootstrap.ts).
     if (options.kube === undefined) await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl({ host: options.host, port: options.port, tls: options.tls !== undefined }) });
+    // Read here once, so that a bad value is warned about once; the workers read them quietly.
+    readLoginLimits(process.env, log);
+    accessLogLevelFromEnv(process.env, log);
     runPrimary(options.workers, log);
     return;
   }
@@ -64,7 +68,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
 /** Tells the primary whether this worker came up; on failure the primary reports the reason once. */
 async function startWorker(options: ServeOptions, log: Logger): Promise<RunningServer> {
   try {
-    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text });
+    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text, environmentChecked: true });
     await send({ svc: 'ready' });
     return running;
   } catch (err: unknown) {

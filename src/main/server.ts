@@ -77,7 +77,15 @@ export interface ServerOptions {
    * cluster worker answers with every worker's metrics combined (cluster-metrics.ts).
    */
   readonly metricsText?: (registry: Registry) => () => Promise<string>;
+  /**
+   * The primary of a cluster already read the environment's settings and warned about bad
+   * values (serve.ts): a worker reads them quietly, so one typo is one warning, not one per worker.
+   */
+  readonly environmentChecked?: boolean;
 }
+
+/** Where a cluster worker's environment warnings go: the primary said them once already. */
+const QUIET: Pick<Logger, 'warn'> = { warn: () => undefined };
 
 export interface RunningServer {
   readonly url: string;
@@ -107,7 +115,8 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
   const env = options.env ?? process.env;
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(env, log), loginLimits: readLoginLimits(env, log), env, now: Date.now };
+  const envLog = options.environmentChecked === true ? QUIET : log;
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(env, envLog), loginLimits: readLoginLimits(env, envLog), env, now: Date.now };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {
