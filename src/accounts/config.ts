@@ -25,11 +25,21 @@ export function usernameProblem(name: string): string | undefined {
   return undefined;
 }
 
-function parseBoolean(value: string, sink: ScopedSink, key: string): boolean | undefined {
+function parseBoolean(value: string, sink: ScopedSink, key: string, inForce?: string): boolean | undefined {
   if (value === 'true') return true;
   if (value === 'false') return false;
-  sink.add([key], `must be "true" or "false", not '${value}'`);
+  sink.add([key], `must be "true" or "false", not '${value}'${inForce === undefined ? '' : `; ${inForce}`}`);
   return undefined;
+}
+
+/**
+ * What stays in force while an account's enabled switch is refused, for the log line: the last
+ * good state, never the more open one the typo might have meant. /readyz reports the switch
+ * (config/disabling-switches.ts) until it is fixed.
+ */
+function switchInForce(who: string, kept: AccountSettings | undefined): string {
+  if (kept === undefined) return `${who} stays off (no last good value) until this is fixed`;
+  return `${who} stays ${kept.enabled ? 'enabled' : 'disabled'} (its last good value) until this is fixed`;
 }
 
 /** The known capabilities named; `ok` is false (and a problem reported) when others are named too. */
@@ -118,10 +128,10 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
     names.add(name);
   }
   const accounts = new Map<string, AccountSettings>();
-  const adminEnabled = cm['admin.enabled'] === undefined ? true : parseBoolean(cm['admin.enabled'], cmSink, 'admin.enabled');
+  const adminEnabled = cm['admin.enabled'] === undefined ? true : parseBoolean(cm['admin.enabled'], cmSink, 'admin.enabled', switchInForce('admin', previous?.get(ADMIN)));
   if (adminEnabled !== false) {
     // Still parsed when admin.enabled is unreadable, so that its other problems are reported too.
-    const admin = parseOne(ADMIN, input, true);
+    const admin = parseOne(ADMIN, input, true, true);
     // An unreadable admin.enabled ("flase") is a bad admin, like a typo in accounts.<name>.enabled:
     // admin keeps its last good version (present if it was enabled, absent if it was not),
     // narrowed by what the rest of its new settings take away (restrict.ts), and with none
@@ -139,7 +149,7 @@ export function parseAccounts(input: AccountsInput): ReadonlyMap<string, Account
       cmSink.add([`accounts.${name}`], problem);
       continue;
     }
-    const { account, reading } = parseOne(name, input, false);
+    const { account, reading } = parseOne(name, input, false, true);
     const kept = previous?.get(name);
     if (account !== undefined && cmSink.count + secretSink.count === before) accounts.set(name, account);
     // A bad change keeps the last good version, but only ever takes access away (restrict.ts).
@@ -161,14 +171,16 @@ export function accountProblems(name: string, cm: Readonly<Record<string, string
 }
 
 /** The account as its settings now say, or undefined with any problem; and what could be read. */
-function parseOne(name: string, input: AccountsInput, isAdmin: boolean): { account: AccountSettings | undefined; reading: AccountReading } {
+/** `inSettings`: parsing the settings in force, whose problems say what stays in force (not a writer's check). */
+function parseOne(name: string, input: AccountsInput, isAdmin: boolean, inSettings = false): { account: AccountSettings | undefined; reading: AccountReading } {
   const { cm, secret, cmSink, secretSink } = input;
   const before = cmSink.count + secretSink.count;
   const capsKey = `accounts.${name}`;
   const caps = cm[capsKey] !== undefined ? parseCapabilities(cm[capsKey], cmSink, capsKey) : isAdmin ? { known: ['login'] as Capability[], ok: true } : undefined;
   const enabledKey = `accounts.${name}.enabled`;
   // admin too: `accounts.admin.enabled: "false"` disables it as it would any other account.
-  const enabled = cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey);
+  const inForce = inSettings ? switchInForce(isAdmin ? 'admin' : `account '${name}'`, input.previous?.get(name)) : undefined;
+  const enabled = cm[enabledKey] === undefined ? true : parseBoolean(cm[enabledKey], cmSink, enabledKey, inForce);
   const prefix = isAdmin ? 'admin' : `accounts.${name}`;
   const storedHash = secret[`${prefix}.password`];
   const passwordHash = storedHash !== undefined && storedHash !== '' ? storedHash : undefined;

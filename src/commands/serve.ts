@@ -6,11 +6,16 @@
  * the same way again, so the primary stops everything and exits 1 with the worker's reason,
  * instead of restarting it forever. A worker that dies after it was ready is restarted with a
  * growing delay; one that keeps dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
+ *
+ * /metrics, whichever worker takes the scrape, answers with every worker's metrics combined by
+ * the primary (main/cluster-metrics.ts), on the public listener and on --metrics-listen alike.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { firstStartUrl } from '../main/listen-url.js';
-import { createLogger } from '../main/log.js';
+import { createMetricsCollector, workerMetrics, type WorkerChannel } from '../main/cluster-metrics.js';
+import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
+import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 
 export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers'> {
@@ -37,6 +42,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
     // First start happens once, here, so workers never race to create the stores.
     // In a cluster each worker's start is safe alongside the others' (kube-bootstrap.ts).
     if (options.kube === undefined) await ensureInitialConfig({ dir: options.configDir, log, url: firstStartUrl({ host: options.host, port: options.port, tls: options.tls !== undefined }) });
+    // Read here once, so that a bad value is warned about once; the workers read them quietly.
+    readLoginLimits(process.env, log);
+    accessLogLevelFromEnv(process.env, log);
     runPrimary(options.workers, log);
     return;
   }
@@ -61,7 +69,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
 /** Tells the primary whether this worker came up; on failure the primary reports the reason once. */
 async function startWorker(options: ServeOptions, log: Logger): Promise<RunningServer> {
   try {
-    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }) });
+    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text, environmentChecked: true });
     await send({ svc: 'ready' });
     return running;
   } catch (err: unknown) {
@@ -69,6 +77,13 @@ async function startWorker(options: ServeOptions, log: Logger): Promise<RunningS
     process.exit(1);
   }
 }
+
+/** The worker's IPC channel to the primary, for the metrics messages. */
+const PROCESS_CHANNEL: WorkerChannel = {
+  send: (message) => void process.send?.(message),
+  on: (event, listener) => process.on(event, listener),
+  off: (event, listener) => process.off(event, listener),
+};
 
 function send(message: WorkerMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -86,6 +101,10 @@ function runPrimary(workers: number, log: Logger): void {
   const reasons = new Map<number, string>();
   const restarts = restartBackoff();
   let stopping = false;
+  // Only ready workers are asked: one still starting has no registry to answer from yet.
+  const metrics = createMetricsCollector({
+    workers: () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && ready.has(w.id) && w.isConnected()),
+  });
 
   const shutdown = (code: number, signal?: NodeJS.Signals) => {
     if (stopping) return;
@@ -109,7 +128,7 @@ function runPrimary(workers: number, log: Logger): void {
   };
 
   cluster.on('message', (worker, message: unknown) => {
-    if (!isWorkerMessage(message)) return;
+    if (metrics.handle(worker, message) || !isWorkerMessage(message)) return;
     if (message.svc === 'ready') {
       ready.add(worker.id);
       log.info({ worker: worker.id }, 'worker ready');
@@ -119,6 +138,7 @@ function runPrimary(workers: number, log: Logger): void {
     }
   });
   cluster.on('exit', (worker, code, signal) => {
+    metrics.forget(worker.id);
     if (stopping) return;
     if (!ready.has(worker.id)) {
       const detail = `it exited (${signal ?? `code ${code}`}) before it was ready`;

@@ -12,7 +12,7 @@
 import '../lib/supported-runtime.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { parseRedisTopology, RedisConfigError, type RedisTopology } from '../state/redis-topology.js';
-import { availableParallelism } from 'node:os';
+import { defaultWorkerCount } from '../main/cpu-limit.js';
 import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
 import { runLoginUnlock } from './login-unlock.js';
@@ -51,14 +51,14 @@ withKubeOptions(withRedisOptions(program.command('serve', { isDefault: true })),
   .option('--listen <host:port>', 'address to listen on (env SVC_LISTEN)', env('SVC_LISTEN') ?? DEFAULT_LISTEN)
   .option('--tls-cert <file>', 'serve https with this certificate (PEM)')
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
-  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: all cores with Redis, else 1)', parseWorkers)
+  .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: the container CPU limit with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
   .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
     const redis = redisTopology(opts);
-    const workers = opts.workers ?? envWorkers() ?? (redis !== undefined ? availableParallelism() : 1);
+    const workers = opts.workers ?? envWorkers() ?? (redis !== undefined ? defaultWorkerCount() : 1);
     const listen = (() => {
       try {
         return parseListen(opts.listen);

@@ -3,6 +3,7 @@
  * (dir-store.ts), later perhaps the Kubernetes API. Callers never learn which.
  */
 import type { StoreSnapshot } from './manifests.js';
+import type { ConfigProblem } from './problems.js';
 
 /** Keys to set and keys to remove in one Secret, applied together or not at all. */
 export interface SecretPatch {
@@ -31,6 +32,8 @@ export interface ConfigStore {
    * Resolves once the change is on disk and visible through current().
    */
   updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void>;
+  /** Files or objects the latest load refused (their last good version stays in force); absent: none can be. */
+  problems?(): readonly ConfigProblem[];
   /** false while the source cannot be reached and the last good snapshot stays in force; absent: always reachable. */
   connected?(): boolean;
   close(): Promise<void>;

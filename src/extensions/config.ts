@@ -171,6 +171,9 @@ export function parseExtensionConfig(
     }
     const config = parsed !== undefined ? toConfig(parsed) : fallbackFor(entry, previous);
     if (config === undefined || names.has(config.name)) return;
+    // A refused switch that turns something off: say which state stays (config/disabling-switches.ts).
+    const enabled = (entry as { enabled?: unknown } | null)?.enabled;
+    if (parsed === undefined && typeof enabled !== 'boolean') at.add(['enabled'], `extension '${config.name}' stays ${config.enabled ? 'enabled' : 'disabled'} (its last good version) until this is fixed`);
     names.add(config.name);
     out.push(config);
   });

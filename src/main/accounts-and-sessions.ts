@@ -9,7 +9,7 @@ import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
 import { sessionRoutes } from '../http/routes/session.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
-import { readInt, readLoginLimits } from '../session/limits.js';
+import { readInt } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
 import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
@@ -23,13 +23,13 @@ import type { Services } from './services.js';
  */
 export function buildLoginThrottle(services: Services): LoginThrottle {
   const { state, log, now } = services;
-  return createLoginThrottle({ state, limits: readLoginLimits(services.env, log), log, registry: services.metrics.registry, now });
+  return createLoginThrottle({ state, limits: services.loginLimits, log, registry: services.metrics.registry, now });
 }
 
 export function buildAccounts(services: Services, authentication: Authentication, throttle: LoginThrottle): Feature {
   const { settings, log, store, rights, now } = services;
   const accountMap = () => settings.current().accounts;
-  const limits = readLoginLimits(services.env, log);
+  const limits = services.loginLimits;
   const login = createLoginService({
     accounts: accountMap,
     throttle,

@@ -25,7 +25,7 @@ export interface Authentication {
 export async function buildAuthentication(services: Services, verifiers: readonly TokenVerifier[]): Promise<Authentication> {
   const { settings, state, log, now } = services;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
-  const revocation = await createRevocation({ state, log, now });
+  const revocation = await createRevocation({ state, log, now, registry: services.metrics.registry });
   const cutoffs = await createAccountCutoffs({ state, log, now });
   const stopFollowing = await followAccounts(cutoffs, settings);
   const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt });

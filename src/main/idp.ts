@@ -23,7 +23,6 @@ import { createPasswordGuard } from '../idp/login/password-guard.js';
 import { createClientSecretGuard } from '../idp/client-secret-guard.js';
 import { WEB_CLIENT_ID } from '../idp/clients.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
-import { readLoginLimits } from '../session/limits.js';
 import { randomFailureDelay } from '../session/login.js';
 import { createLoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
@@ -71,7 +70,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const inForce = (now = services.now()): IdpKeys => ({ ...keys, signing: signingOrder(keys.signing, new Date(now)) });
   const idpLog = log.child({ feature: 'idp' });
   // The password form is throttled as svc's own login is (idp/login/password-guard.ts).
-  const limits = readLoginLimits(services.env, log);
+  const limits = services.loginLimits;
   const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
   const passwordGuard = createPasswordGuard({
     state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, outcomes: services.loginOutcomes,

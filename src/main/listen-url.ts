@@ -31,9 +31,10 @@ function isLoopback(host: string): boolean {
 }
 
 /**
- * Why `url` cannot reach this listener, when it is on loopback but on another port (or scheme)
+ * Why `url` may not reach this listener, when it is on loopback but on another port (or scheme)
  * than the one bound; undefined when they agree or when `url` is another host (a proxy or DNS
- * name in front, which svc cannot check).
+ * name in front, which svc cannot check). A load balancer on loopback is possible too, so the
+ * advice names the address users reach, not this listener's.
  */
 export function urlListenMismatch(url: string, listen: ListenAddress): string | undefined {
   if (!URL.canParse(url)) return undefined;
@@ -43,5 +44,7 @@ export function urlListenMismatch(url: string, listen: ListenAddress): string | 
   const scheme = listen.tls ? 'https:' : 'http:';
   const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
   if (port === listen.port && parsed.protocol === scheme) return undefined;
-  return `url ${url} is on loopback but svc listens on ${listenUrl(listen)}: browsers sent to url after an SSO login will not reach svc; set url in svc-cm to ${listenUrl(listen)}`;
+  // Not "set url to this address": behind a proxy or load balancer each replica and worker
+  // would advise its own, and following any of them would send browsers past the balancer.
+  return `url ${url} is on loopback but this server listens on ${listenUrl(listen)}: unless a proxy or load balancer at ${url} forwards to svc, browsers sent to url after an SSO login will not reach it; set url in svc-cm to the address users reach svc at (the balancer's when there is one, ${listenUrl(listen)} only when users reach this server directly)`;
 }

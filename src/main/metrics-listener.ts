@@ -5,6 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { MetricsExposition } from '../http/routes/health.js';
 import { listenUrl } from './listen-url.js';
 import type { Services } from './services.js';
 
@@ -13,16 +14,15 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export async function listenForMetrics(services: Pick<Services, 'metrics' | 'log'>, address: { readonly host: string; readonly port: number }): Promise<MetricsListener> {
-  const { registry } = services.metrics;
+export async function listenForMetrics(services: Pick<Services, 'log'>, exposition: MetricsExposition, address: { readonly host: string; readonly port: number }): Promise<MetricsListener> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('only GET /metrics is served here\n');
       return;
     }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+    exposition.text().then(
+      (text) => res.writeHead(200, { 'content-type': exposition.contentType }).end(req.method === 'HEAD' ? undefined : text),
       (err: unknown) => {
         services.log.error({ err }, 'metrics could not be collected');
         res.writeHead(500).end();

@@ -14,6 +14,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
 import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
@@ -22,7 +23,7 @@ import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
 import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
-import { healthRoutes } from '../http/routes/health.js';
+import { healthRoutes, type MetricsExposition } from '../http/routes/health.js';
 import { versionRoutes } from '../http/routes/version.js';
 import { svcVersion } from '../lib/version.js';
 import { listenForMetrics } from './metrics-listener.js';
@@ -34,6 +35,7 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
+import { readLoginLimits } from '../session/limits.js';
 import { createLoginOutcomes } from '../session/login-outcomes.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
@@ -45,7 +47,7 @@ import { buildAuthentication, type Authentication } from './authentication.js';
 import { firstStartUrl, listenUrl, urlListenMismatch, type ListenAddress } from './listen-url.js';
 import { accessLogLevelFromEnv, createLogger } from './log.js';
 import type { Services } from './services.js';
-import { parseSettings } from './settings.js';
+import { settingsParserFor } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
 import { prepareWorkload } from './workload.js';
@@ -72,7 +74,20 @@ export interface ServerOptions {
   readonly kube?: ClusterStoreOptions;
   /** The clock features read (Services.now); Date.now unless a test moves time. */
   readonly now?: () => number;
+  /**
+   * The text /metrics answers, given this server's registry; by default the registry's own. A
+   * cluster worker answers with every worker's metrics combined (cluster-metrics.ts).
+   */
+  readonly metricsText?: (registry: Registry) => () => Promise<string>;
+  /**
+   * The primary of a cluster already read the environment's settings and warned about bad
+   * values (serve.ts): a worker reads them quietly, so one typo is one warning, not one per worker.
+   */
+  readonly environmentChecked?: boolean;
 }
+
+/** Where a cluster worker's environment warnings go: the primary said them once already. */
+const QUIET: Pick<Logger, 'warn'> = { warn: () => undefined };
 
 export interface RunningServer {
   readonly url: string;
@@ -91,7 +106,7 @@ export interface RunningServer {
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
   const metrics = createHttpMetrics();
   const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log, firstStartUrl(listenAddress(options)));
-  const settings = createLiveSettings(store, parseSettings, log);
+  const settings = createLiveSettings(store, settingsParserFor(firstStartUrl(listenAddress(options))), log);
   const state = await openState({ ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.redis !== undefined ? { redis: options.redis } : {}), log });
   const rights = await createRights(settings.current().policy, {}, {
     localAccountNames: () => settings.current().accounts,
@@ -101,7 +116,9 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(options.env ?? process.env, log), env: options.env ?? process.env, now: options.now ?? Date.now };
+  const env = options.env ?? process.env;
+  const envLog = options.environmentChecked === true ? QUIET : log;
+  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(env, envLog), loginLimits: readLoginLimits(env, envLog), env, now: options.now ?? Date.now };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {
@@ -152,9 +169,9 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], exposition: MetricsExposition, publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   const { log, metrics, settings } = services;
-  const health = healthRoutes({ registry: metrics.registry, readiness: createReadiness(services), publicMetrics });
+  const health = healthRoutes({ metrics: exposition, readiness: createReadiness(services), publicMetrics });
   const app = createApp({
     log,
     metrics,
@@ -205,7 +222,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const services = await buildServices(options, log);
   const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
-  const listener = requestListener(services, authentication, features, options.metricsListen === undefined);
+  const { registry } = services.metrics;
+  const exposition: MetricsExposition = { contentType: registry.contentType, text: options.metricsText?.(registry) ?? (() => registry.metrics()) };
+  const listener = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
@@ -227,7 +246,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   log.info({ listen: url, url: configuredUrl, ...(options.kube !== undefined ? { store: 'kubernetes' } : { configDir: options.configDir }), state: services.state.kind }, 'svc listening');
   const mismatch = urlListenMismatch(configuredUrl, bound);
   if (mismatch !== undefined) log.warn({ listen: url, url: configuredUrl }, mismatch);
-  const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, options.metricsListen);
+  const metricsServer = options.metricsListen === undefined ? undefined : await listenForMetrics(services, exposition, options.metricsListen);
 
   return {
     url,

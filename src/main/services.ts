@@ -5,6 +5,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import type { AccessLogLevel } from '../http/entry.js';
 import type { Rights } from '../rbac/rights.js';
+import type { LoginLimits } from '../session/limits.js';
 import type { LoginOutcomes } from '../session/login-outcomes.js';
 import type { StateBackend } from '../state/state.js';
 import type { Settings } from './settings.js';
@@ -20,6 +21,8 @@ export interface Services {
   readonly loginOutcomes: LoginOutcomes;
   /** The level of the per-request line: info with SVC_ACCESS_LOG=true, else debug. */
   readonly accessLogLevel: AccessLogLevel;
+  /** The login limits, read from `env` once (a bad value warns once, not once per feature that uses them). */
+  readonly loginLimits: LoginLimits;
   /** Extra environment read by features (throttle limits); process.env in production. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Milliseconds since the epoch; injected so tests can move time. */

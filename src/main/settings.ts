@@ -4,8 +4,8 @@
  */
 import { accountsSection } from '../accounts/settings-section.js';
 import { catalogSection } from '../apps/settings-section.js';
-import { serverSecretKeySection, urlSection } from '../config/server-settings.js';
-import { createSettingsParser, strictly, type SettingsOf } from '../config/settings.js';
+import { DEFAULT_URL, serverSecretKeySection, urlSection } from '../config/server-settings.js';
+import { createSettingsParser, strictly, type SettingsOf, type SettingsParser } from '../config/settings.js';
 import { extensionsSection } from '../extensions/settings-section.js';
 import { idpSection } from '../idp/settings-section.js';
 import { keyRotationSection } from '../idp/key-rotation-section.js';
@@ -14,23 +14,32 @@ import { policySection } from '../rbac/settings-section.js';
 import { sessionDurationSection } from '../session/settings-section.js';
 import { workloadSection } from '../workload/settings-section.js';
 
-const SECTIONS = {
-  url: urlSection,
-  serverSecretKey: serverSecretKeySection,
-  sessionDurationMs: sessionDurationSection,
-  accounts: accountsSection,
-  extensions: extensionsSection,
-  oidc: oidcSection,
-  idp: idpSection,
-  idpKeyRotationMs: keyRotationSection,
-  oidcTlsInsecureSkipVerify: oidcTlsInsecureSection,
-  policy: policySection,
-  catalog: catalogSection,
-  workloads: workloadSection,
-};
+/** `defaultUrl`: what a missing or (at start) bad `url` means; the server passes its listen address. */
+function sections(defaultUrl: string) {
+  return {
+    url: urlSection(defaultUrl),
+    serverSecretKey: serverSecretKeySection,
+    sessionDurationMs: sessionDurationSection,
+    accounts: accountsSection,
+    extensions: extensionsSection,
+    oidc: oidcSection,
+    idp: idpSection,
+    idpKeyRotationMs: keyRotationSection,
+    oidcTlsInsecureSkipVerify: oidcTlsInsecureSection,
+    policy: policySection,
+    catalog: catalogSection,
+    workloads: workloadSection,
+  };
+}
 
-export type Settings = SettingsOf<typeof SECTIONS>;
+export type Settings = SettingsOf<ReturnType<typeof sections>>;
 
-export const parseSettings = createSettingsParser(SECTIONS);
+/** The parser of a server listening at `defaultUrl`. */
+export function settingsParserFor(defaultUrl: string): SettingsParser<Settings> {
+  return createSettingsParser(sections(defaultUrl));
+}
+
+/** The parser of readers that listen nowhere (`validate`): a missing url means the default one. */
+export const parseSettings = settingsParserFor(DEFAULT_URL);
 
 export const parseSettingsStrict = strictly(parseSettings);

@@ -21,7 +21,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { StateUnavailable, type StateBackend } from '../state/state.js';
+import { createLogoutRefusals } from './logout-refusal.js';
 
 export const REVOKED_PREFIX = 'revoked-token:';
 export const REVOKED_CHANNEL = 'revoked-token';
@@ -36,7 +38,10 @@ export const LOST_MESSAGE = 'revocation list: subscription lost; checking Redis 
 export const COMPLETE_MESSAGE = 'revocation list: subscribed and loaded; answering from memory again';
 
 export interface Revocation {
-  /** Revokes until `exp` (seconds since the epoch); undefined: for good. */
+  /**
+   * Revokes until `exp` (seconds since the epoch); undefined: for good. When the shared write
+   * fails, rejects with Unavailable saying why (logout-refusal.ts); this replica refuses the token anyway.
+   */
   revoke(jti: string, exp: number | undefined): Promise<void>;
   /** From this replica's copy while it is complete; otherwise asks the state backend. */
   isRevoked(jti: string): Promise<boolean>;
@@ -61,12 +66,15 @@ export interface RevocationDeps {
   readonly state: StateBackend;
   readonly log: Pick<Logger, 'warn' | 'info'>;
   readonly now: () => number;
+  /** Where svc_logout_refusals_total is counted; none in tools that only read. */
+  readonly registry?: Registry;
   /** Defaults to RELOAD_INTERVAL_MS; tests shorten it. */
   readonly reloadIntervalMs?: number;
 }
 
 export async function createRevocation(deps: RevocationDeps): Promise<Revocation> {
   const { state, log, now } = deps;
+  const refusals = createLogoutRefusals({ log, ...(deps.registry !== undefined ? { registry: deps.registry } : {}) });
   /** jti -> expiry in ms (Infinity: never). */
   const local = new Map<string, number>();
   /** Warn once per outage of the per-request look-up, not once per request. */
@@ -219,13 +227,17 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
       // between the write and the PUBLISH already finds it there.
       remember(jti, untilMs);
       const opts = Number.isFinite(ttlMs) ? { ttlMs } : {};
-      // Not caught: a logout that could not be shared must say so rather than pretend.
+      // A logout that could not be shared must say so rather than pretend, and say why.
       // Replicated: on Sentinel and Cluster a logout answered with success survives a failover
       // (docs/state.md, "What a failover may lose").
-      await Promise.all([
-        state.set(`${REVOKED_PREFIX}${jti}`, '1', { ...opts, replicated: true }),
-        state.hashSet(REVOKED_HASH, jti, String(untilMs), { replicated: true }),
-      ]);
+      try {
+        await Promise.all([
+          state.set(`${REVOKED_PREFIX}${jti}`, '1', { ...opts, replicated: true }),
+          state.hashSet(REVOKED_HASH, jti, String(untilMs), { replicated: true }),
+        ]);
+      } catch (err: unknown) {
+        throw refusals.explain(err);
+      }
       await state.publish(REVOKED_CHANNEL, `${jti} ${untilMs}`).catch(() => undefined);
     },
 

@@ -27,6 +27,7 @@ import {
   checkPositiveInteger,
   checkTtlMs,
   KEY_PREFIX,
+  NotReplicated,
   StateUnavailable,
   type StateBackend,
   type StateLog,
@@ -174,7 +175,7 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       }
       if (first?.[0] != null) throw translate(REDIRECTED.test(first[0].message) ? new StateUnavailable(first[0].message) : first[0], op, where);
       if (acked?.[0] != null) throw translate(acked[0], op, where);
-      if (Number(acked?.[1]) < 1) throw new StateUnavailable(`redis ${op} at ${where}: no replica acknowledged the write within ${REPLICA_WAIT_MS} ms`);
+      if (Number(acked?.[1]) < 1) throw new NotReplicated(`redis ${op} at ${where}: no replica acknowledged the write within ${REPLICA_WAIT_MS} ms`);
       return first?.[1] as T;
     }
   }

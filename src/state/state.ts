@@ -253,6 +253,17 @@ export function checkCharge(budget: string, charge: BudgetCharge, limits: Budget
   checkPositiveInteger(limits.totalBytes, 'totalBytes');
 }
 
+/**
+ * The primary answered and took the write, but no replica acknowledged it within the wait of a
+ * `replicated` write (WAIT): a failover now could lose it. Not "unreachable": Redis answers.
+ */
+export class NotReplicated extends StateUnavailable {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'NotReplicated';
+  }
+}
+
 /** Rejects a TTL that Redis would reject too, so both backends behave the same. */
 export function checkTtl(opts: TtlOptions | undefined): number | undefined {
   const ttl = opts?.ttlMs;

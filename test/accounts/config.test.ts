@@ -19,18 +19,19 @@ describe('accounts/config', () => {
   it('gives admin the login capability, and none when admin.enabled is false', () => {
     expect(parse({}).accounts.get('admin')?.capabilities).to.deep.equal(['login']);
     expect(parse({ 'admin.enabled': 'false' }).accounts.has('admin')).to.equal(false);
-    expect(parse({ 'admin.enabled': 'no' }).problems).to.deep.equal([`svc-cm: admin.enabled: must be "true" or "false", not 'no'`]);
+    expect(parse({ 'admin.enabled': 'no' }).problems).to.deep.equal([`svc-cm: admin.enabled: must be "true" or "false", not 'no'; admin stays off (no last good value) until this is fixed`]);
   });
 
   it('an unreadable admin.enabled keeps the last good admin: present if it was enabled, absent if not or on first load', () => {
     const problem = `svc-cm: admin.enabled: must be "true" or "false", not 'flase'`;
     const enabled = parse({}, { 'admin.password': 'x' }).accounts;
     const kept = parse({ 'admin.enabled': 'flase' }, { 'admin.password': 'x' }, enabled);
-    expect(kept.problems).to.deep.equal([problem]);
+    // The log line says which value stays in force: here the more open one, so /readyz fails too.
+    expect(kept.problems).to.deep.equal([`${problem}; admin stays enabled (its last good value) until this is fixed`]);
     expect(kept.accounts.get('admin')).to.deep.equal(enabled.get('admin'));
     const disabled = parse({ 'admin.enabled': 'false' }).accounts;
     const stillOff = parse({ 'admin.enabled': 'flase' }, {}, disabled);
-    expect(stillOff.problems).to.deep.equal([problem]);
+    expect(stillOff.problems).to.deep.equal([`${problem}; admin stays off (no last good value) until this is fixed`]);
     expect(stillOff.accounts.has('admin')).to.equal(false);
     expect(parse({ 'admin.enabled': 'flase' }).accounts.has('admin')).to.equal(false);
   });
@@ -58,7 +59,11 @@ describe('accounts/config', () => {
     expect(alone.accounts.get('admin')).to.deep.include({ enabled: false, capabilities: ['login'] });
     expect(parse({ 'accounts.admin.enabled': 'true' }).accounts.get('admin')?.enabled).to.equal(true);
     expect(parse({ 'accounts.admin.enabled': 'false', 'admin.enabled': 'false' }).accounts.has('admin')).to.equal(false);
-    expect(parse({ 'accounts.admin.enabled': 'off' }).problems).to.deep.equal([`svc-cm: accounts.admin.enabled: must be "true" or "false", not 'off'`]);
+    expect(parse({ 'accounts.admin.enabled': 'off' }).problems).to.deep.equal([`svc-cm: accounts.admin.enabled: must be "true" or "false", not 'off'; admin stays off (no last good value) until this is fixed`]);
+    const ci = parse({ 'accounts.ci': 'login' }, { 'accounts.ci.password': 'x' }).accounts;
+    expect(parse({ 'accounts.ci': 'login', 'accounts.ci.enabled': 'no' }, { 'accounts.ci.password': 'x' }, ci).problems).to.deep.equal([
+      `svc-cm: accounts.ci.enabled: must be "true" or "false", not 'no'; account 'ci' stays enabled (its last good value) until this is fixed`,
+    ]);
   });
 
   it('reads token records with and without the random jti', () => {

@@ -38,7 +38,7 @@ const CASES: readonly Case[] = [
   {
     mistake: 'a url that is not one, the same words at start, while running and in validate',
     cm: { url: 'localhost:8080' },
-    says: ["svc-cm: url: 'localhost:8080' is not an http(s) URL; the previous value stays in force (at start: 'http://127.0.0.1:8080')"],
+    says: ["svc-cm: url: 'localhost:8080' is not an http(s) URL (did you mean 'http://localhost:8080'?); the previous value stays in force (at start: 'http://127.0.0.1:8080')"],
   },
   {
     mistake: 'a bad secret reference beside two unknown keys: all three',

@@ -14,7 +14,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 function metricValue(text: string, name: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || (!name.includes('{') && l.startsWith(`${name}{`)));
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
@@ -60,7 +60,7 @@ describe('e2e: readiness, metrics and version', function () {
     servers.push(server);
     const before = await (await fetch(`${server.url}/metrics`)).text();
     expect(metricValue(before, 'svc_config_problems')).to.equal(0);
-    const applied = metricValue(before, 'svc_config_last_applied_timestamp_seconds') ?? 0;
+    const applied = metricValue(before, 'svc_config_last_applied_timestamp_seconds{kind="ConfigMap",object="svc-cm"}') ?? 0;
     expect(applied).to.be.closeTo(Date.now() / 1000, 60);
     expect(before).to.contain(`svc_build_info{version="${VERSION}",node="${process.version}"} 1`);
     expect(before).to.match(/^nodejs_version_info\{/m);
@@ -72,7 +72,7 @@ describe('e2e: readiness, metrics and version', function () {
     await changed;
     const after = await (await fetch(`${server.url}/metrics`)).text();
     expect(metricValue(after, 'svc_config_problems')).to.equal(2);
-    expect(metricValue(after, 'svc_config_last_applied_timestamp_seconds')).to.be.greaterThan(applied);
+    expect(metricValue(after, 'svc_config_last_applied_timestamp_seconds{kind="ConfigMap",object="svc-cm"}'), 'its good keys apply').to.be.greaterThan(applied);
     writeFileSync(tmp, configMap('svc-cm', {}));
     renameSync(tmp, join(dir, 'svc-cm.yaml'));
   });

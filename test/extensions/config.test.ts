@@ -29,6 +29,16 @@ describe('extensions/config', () => {
     expect(typo.map((e) => [e.name, e.enabled])).to.deep.equal([['metrics', false]]);
   });
 
+  it('says which state stays when enabled itself is refused ("no" is a string): the last good one', () => {
+    const previous = parse([good]).parsed;
+    const { parsed, problems } = parse([{ ...good, enabled: 'no' }], previous);
+    expect(parsed).to.deep.equal(previous);
+    expect(problems).to.deep.equal([
+      "svc-cm: extension.config: extensions[0].enabled: 'no' must be true or false, not a string",
+      "svc-cm: extension.config: extensions[0].enabled: extension 'metrics' stays enabled (its last good version) until this is fixed",
+    ]);
+  });
+
   it('keeps the previous list when the YAML does not parse, and never quotes the text (it may hold keyData)', () => {
     const previous = parse([good]).parsed;
     for (const text of ['extensions: *hunter2password', 'extensions: "\\qhunter2password"', 'extensions: [hunter2password']) {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { formatProblem } from '../../src/config/problems.js';
-import { parseSettings } from '../../src/main/settings.js';
+import { parseSettings, settingsParserFor } from '../../src/main/settings.js';
 import { DEFAULT_SESSION_DURATION_MS } from '../../src/session/settings-section.js';
 import type { ConfigMapObject, SecretObject, StoreSnapshot } from '../../src/config/manifests.js';
 import { createEnforcer } from '../../src/rbac/enforcer.js';
@@ -26,6 +26,18 @@ const goodExtension = `extensions:
       services:
         - url: http://127.0.0.1:9000/base
 `;
+
+describe('settingsParserFor', () => {
+  it('names the listen address, not 8080, as what a bad url falls back to, and suggests the scheme it lacks', () => {
+    const parse = settingsParserFor('http://127.0.0.1:31080');
+    const { settings, problems } = parse(snapshot({ cm: { url: '127.0.0.1:31080' } }));
+    expect(problems.map(formatProblem)).to.deep.equal([
+      "svc-cm: url: '127.0.0.1:31080' is not an http(s) URL (did you mean 'http://127.0.0.1:31080'?); the previous value stays in force (at start: 'http://127.0.0.1:31080')",
+    ]);
+    expect(settings.url).to.equal('http://127.0.0.1:31080');
+    expect(parse(snapshot({})).settings.url, 'no url: the listen address').to.equal('http://127.0.0.1:31080');
+  });
+});
 
 describe('parseSettings', () => {
   it('gives the defaults for an empty store', () => {

@@ -100,7 +100,7 @@ class ApiStore implements KubeStore {
     this.#up =
       options.registry === undefined
         ? undefined
-        : new Gauge({ name: 'svc_config_store_up', help: '1 while the Kubernetes API answers the config store, 0 while svc serves its last good configuration', registers: [options.registry] });
+        : new Gauge({ name: 'svc_config_store_up', help: '1 while the Kubernetes API answers the config store, 0 while svc serves its last good configuration', registers: [options.registry], aggregator: 'min' });
     this.#up?.set(0);
   }
 

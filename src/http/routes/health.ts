@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import type { Registry } from 'prom-client';
 import type { AppState } from '../state.js';
 
 export interface ReadinessReport {
@@ -11,8 +10,14 @@ export interface ReadinessReport {
 /** Whether this replica should get traffic; built by the composition root. */
 export type Readiness = () => Promise<ReadinessReport>;
 
+/** Where /metrics comes from: this server's registry, or (a cluster worker) every worker's combined. */
+export interface MetricsExposition {
+  readonly contentType: string;
+  text(): Promise<string>;
+}
+
 export interface HealthOptions {
-  readonly registry: Registry;
+  readonly metrics: MetricsExposition;
   readonly readiness: Readiness;
   /** False when /metrics has its own listener (--metrics-listen): then the public one has none. */
   readonly publicMetrics: boolean;
@@ -30,8 +35,9 @@ export function healthRoutes(options: HealthOptions): Router<AppState> {
   });
   if (options.publicMetrics) {
     router.get('/metrics', async function metrics(ctx) {
-      ctx.type = options.registry.contentType;
-      ctx.body = await options.registry.metrics();
+      const text = await options.metrics.text();
+      ctx.type = options.metrics.contentType;
+      ctx.body = text;
     });
   }
   return router;

@@ -6,8 +6,6 @@ import Router from '@koa/router';
 import type { LoginService } from '../../session/login.js';
 import type { Principal } from '../../principal.js';
 import type { Revocation } from '../../session/revocation.js';
-import { StateUnavailable } from '../../state/state.js';
-import { Unavailable } from '../../errors.js';
 import { readJson, requireString } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
@@ -60,7 +58,8 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
   router.delete('/', async function deleteSession(ctx) {
     const { principal } = ctx.state;
     clearSessionCookie(ctx, configuredUrl());
-    if (principal !== undefined) await revokeOrExplain(revocation, principal.tokenId, principal.expiresAt);
+    // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
+    if (principal !== undefined) await revocation.revoke(principal.tokenId, principal.expiresAt);
     ctx.body = { revoked: principal !== undefined };
   });
 
@@ -69,21 +68,4 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
   });
 
   return router;
-}
-
-/**
- * A state outage is no bug: 503 saying what did and did not happen, not a generic 500. This
- * replica already refuses the token (revocation.ts remembers it first); the others may not.
- */
-async function revokeOrExplain(revocation: Pick<Revocation, 'revoke'>, jti: string, exp: number | undefined): Promise<void> {
-  try {
-    await revocation.revoke(jti, exp);
-  } catch (err: unknown) {
-    if (!(err instanceof StateUnavailable)) throw err;
-    throw new Unavailable(
-      'logout could not be recorded: the state backend is unreachable. The svc.token cookie is cleared, ' +
-        'but the token stays valid on other replicas until it expires: log out again once the state backend is back',
-      { cause: err },
-    );
-  }
 }
