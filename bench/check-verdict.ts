@@ -40,6 +40,14 @@ export function judge(name: string, entry: PublishedRatio, ratio: number | undef
   return { name, ratio, meetsGoal, change, regression, line };
 }
 
+/** The median of the rounds that measured the ratio; undefined when any round did not (a round that failed fails the check). */
+export function median(values: readonly (number | undefined)[]): number | undefined {
+  if (values.length === 0 || values.some((v) => v === undefined || !Number.isFinite(v))) return undefined;
+  const sorted = (values as readonly number[]).slice().sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 /** Reads bench/published.json's shape, naming the key that is wrong. */
 export function parsePublished(raw: unknown): Published {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('bench/published.json: expected an object of ratios');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { judge, parsePublished } from '../../bench/check-verdict.js';
+import { judge, median, parsePublished } from '../../bench/check-verdict.js';
 
 describe('bench:check verdict', () => {
   const entry = { what: 'svc logins / LemonLDAP::NG logins', goal: 6, published: 5, measured: 'a run' };
@@ -30,5 +30,13 @@ describe('bench:check verdict', () => {
     expect(() => parsePublished([])).to.throw('expected an object of ratios');
     const shipped = parsePublished(JSON.parse(readFileSync(new URL('../../bench/published.json', import.meta.url), 'utf8')));
     expect(Object.keys(shipped)).to.have.members(['ssoLogins', 'refreshGrants', 'proxy']);
+  });
+
+  it("judges the rounds' median, and no ratio when a round measured none", () => {
+    expect(median([4, 9, 5])).to.equal(5);
+    expect(median([4, 6])).to.equal(5);
+    expect(median([7])).to.equal(7);
+    expect(median([4, undefined, 5])).to.equal(undefined);
+    expect(median([])).to.equal(undefined);
   });
 });
