@@ -3,7 +3,7 @@
  * beside the same authorization-code flow against LemonLDAP::NG authenticating against the same
  * slapd; then refresh-token grants per second against svc, beside what oidc-provider alone and
  * the LDAP connector alone do under the same load. One run prints them all and the targets:
- * logins >= 4 x LemonLDAP::NG's, refresh grants >= 1,000/s.
+ * logins >= 6 x LemonLDAP::NG's, refresh grants >= 0.75 x oidc-provider alone's (same run).
  *
  * A login is: authorization request (PKCE, state) → the provider's login page → the password form
  * POST → the redirect with the code → the code exchange with a client secret. Both sides are driven
@@ -28,6 +28,7 @@
  * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh]
  *   [--no-bare (skip the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
+ *   [--json FILE (the ratios and rates, for bench/check.ts)]
  */
 import { cpus } from 'node:os';
 import { writeFile } from 'node:fs/promises';
@@ -57,8 +58,12 @@ const { values: opts } = parseArgs({
     'no-bare': { type: 'boolean', default: false },
     'svc-cpu-prof': { type: 'string' },
     'svc-root': { type: 'string' },
+    json: { type: 'string' },
   },
 });
+/** The goals (docs/benchmarks.md): svc's logins per LemonLDAP::NG's, svc's refresh grants per oidc-provider alone's. */
+const LOGINS_GOAL = 6;
+const REFRESH_GOAL = 0.75;
 const count = (value: string | undefined, min: number, max: number) => Math.min(Math.max(Math.trunc(Number(value)), min), max);
 const DURATION_S = count(opts.duration, 1, 120);
 const CONCURRENCY = count(opts.concurrency, 1, 256);
@@ -324,22 +329,23 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
     console.log(`svc logins            ${line(svcLogins)}`);
     if (llngLogins !== undefined) {
       const ratio = rate(svcLogins) / rate(llngLogins);
-      loginsPass = ratio >= 4 && svcLogins.errors === 0;
+      loginsPass = ratio >= LOGINS_GOAL && svcLogins.errors === 0;
       console.log(`LemonLDAP::NG logins  ${line(llngLogins)}`);
-      console.log(`ratio svc / LLNG      ${ratio.toFixed(2).padStart(9)} x   target >= 4 x       ${verdict(loginsPass)}`);
+      console.log(`ratio svc / LLNG      ${ratio.toFixed(2).padStart(9)} x   target >= ${LOGINS_GOAL} x       ${verdict(loginsPass)}`);
     } else {
       console.log(`LemonLDAP::NG logins  not measured: ${llngMissing ?? 'unknown'}`);
-      console.log('ratio svc / LLNG      n/a            target >= 4 x       not measured');
+      console.log(`ratio svc / LLNG      n/a            target >= ${LOGINS_GOAL} x       not measured`);
     }
   }
   let refreshPass: boolean | undefined;
-  if (refreshes !== undefined) {
-    refreshPass = rate(refreshes) >= 1000 && refreshes.errors === 0;
-    console.log(`svc refresh grants    ${line(refreshes)}   target >= 1000 /s   ${verdict(refreshPass)}`);
-  }
+  if (refreshes !== undefined) console.log(`svc refresh grants    ${line(refreshes)}`);
   if (bareRefreshes !== undefined) {
     console.log(`oidc-provider alone   ${line(bareRefreshes)}   the library's own ceiling here: no connector, directory, state backend or middleware`);
-    if (refreshes !== undefined) console.log(`svc / provider alone  ${(rate(refreshes) / rate(bareRefreshes)).toFixed(2).padStart(9)} x`);
+    if (refreshes !== undefined) {
+      const ratio = rate(refreshes) / rate(bareRefreshes);
+      refreshPass = ratio >= REFRESH_GOAL && refreshes.errors === 0;
+      console.log(`svc / provider alone  ${ratio.toFixed(2).padStart(9)} x   target >= ${REFRESH_GOAL} x    ${verdict(refreshPass)}`);
+    }
   }
   if (connector !== undefined) console.log(`LDAP connector alone  ${line(connector)}   the directory lookup of one refresh, in the bench's process`);
   if (bareRefreshes !== undefined && connector !== undefined) console.log(`refresh floor         ${refreshCeiling(bareRefreshes, connector)}`);
@@ -357,6 +363,26 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
     if (t?.firstError !== undefined) console.log(`first ${name} error: ${t.firstError}`);
   }
   return loginsPass !== false && refreshPass !== false;
+}
+
+/** What bench/check.ts reads: the two ratios (undefined when not measured or with errors on svc's side), rates and svc's CPU. */
+export interface SsoSummary {
+  readonly loginsRatio?: number;
+  readonly refreshRatio?: number;
+  readonly svcLoginsPerS?: number;
+  readonly refreshGrantsPerS?: number;
+  readonly svcCpuMsPerLogin?: number;
+  readonly svcCpuMsPerGrant?: number;
+}
+
+function summary({ svcLogins, llngLogins, refreshes, bareRefreshes }: Results): SsoSummary {
+  const clean = (t: Tally | undefined): t is Tally => t !== undefined && t.errors === 0 && t.ok > 0;
+  return {
+    ...(clean(svcLogins) && clean(llngLogins) ? { loginsRatio: rate(svcLogins) / rate(llngLogins) } : {}),
+    ...(clean(refreshes) && clean(bareRefreshes) ? { refreshRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
+    ...(clean(svcLogins) ? { svcLoginsPerS: rate(svcLogins), svcCpuMsPerLogin: cpuMsPer(svcLogins, 'svc') } : {}),
+    ...(clean(refreshes) ? { refreshGrantsPerS: rate(refreshes), svcCpuMsPerGrant: cpuMsPer(refreshes, 'svc') } : {}),
+  };
 }
 
 try {
@@ -388,6 +414,7 @@ try {
   const connector = opts['no-refresh'] || opts['no-bare'] ? undefined : await connectorRefreshes();
 
   process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector }) ? 0 : 1;
+  if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary({ svcLogins, llngLogins, refreshes, bareRefreshes })));
   if ([svcLogins, refreshes].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
 } finally {
   await closeLeanAgent();

@@ -22,6 +22,7 @@ import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { RequestTarget } from '../http/request-target.js';
 import { interactionRoutes, isLoginAppPath } from './login/interactions.js';
+import { createCookieKeys } from '../lib/cookie-keys.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login/login-flow.js';
 import { FormTooLarge } from './login/form-body.js';
@@ -64,7 +65,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       return next();
     });
     const app = new Koa();
-    app.keys = [...keys.cookie];
+    app.keys = createCookieKeys(keys.cookie);
     app.proxy = secure;
     app.silent = true;
     app.use(pageErrors(deps.log));

@@ -17,6 +17,7 @@ import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { asSessionRekey } from './storage/session-rekey.js';
+import { createCookieKeys } from '../lib/cookie-keys.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
 import { CLIENT_IDS, ownClients } from './clients.js';
@@ -69,7 +70,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       pending: { bound: pending.bound, sourceOf: () => requestSource(Provider.ctx?.req, pending.trustedProxies) },
     }), deps.staticClients ?? (() => [])),
     clients: ownClients(deps.url, deps.serverSecretKey),
-    cookies: { keys: [...deps.keys.cookie], names: { ...PROVIDER_COOKIE_NAMES } },
+    cookies: { keys: createCookieKeys(deps.keys.cookie), names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
     scopes: [...SCOPES],
     claims: Object.fromEntries(Object.entries(CLAIMS_BY_SCOPE).map(([scope, claims]) => [scope, [...claims]])),

@@ -8,6 +8,7 @@
  * another, so whoever can write the state backend cannot swap two records.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { secretKeyObject } from './secret-key.js';
 
 export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account' | 'idp-record-id';
 
@@ -21,7 +22,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 export function createSealer(secretKey: string, purpose: SealPurpose): Sealer {
-  const key = Buffer.from(hkdfSync('sha256', secretKey, 'svc-sso', `svc ${purpose} v1`, 32));
+  const key = secretKeyObject(hkdfSync('sha256', secretKey, 'svc-sso', `svc ${purpose} v1`, 32));
   const bare = Buffer.from(purpose);
   // Without a context the data is the purpose alone, as values sealed before contexts existed.
   const aad = (context: string | undefined): Buffer => (context === undefined ? bare : Buffer.from(`${purpose}\0${context}`, 'utf8'));

@@ -22,6 +22,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { upstreamReason } from '../../../connectors/errors.js';
+import { secretKeyObject } from '../../lib/secret-key.js';
 import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
 import type { StateBackend } from '../../state/state.js';
@@ -123,6 +124,7 @@ export interface LoginFlow {
 
 export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
+  const csrfKey = secretKeyObject(deps.csrfKey);
   const contextFor = (scope: string): LoginContext => ({
     callbackUrl: deps.callbackUrl, wantGroups: hasScope(scope, 'groups'), offlineAccess: hasScope(scope, 'offline_access'), signal: AbortSignal.timeout(CONNECTOR_TIMEOUT_MS),
   });
@@ -136,7 +138,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   }
 
   return {
-    csrfToken: (uid) => createHmac('sha256', deps.csrfKey).update(`idp csrf:${uid}`).digest('base64url'),
+    csrfToken: (uid) => createHmac('sha256', csrfKey).update(`idp csrf:${uid}`).digest('base64url'),
     csrfValid(uid, token) {
       const expected = Buffer.from(this.csrfToken(uid));
       const given = Buffer.from(token);

@@ -21,6 +21,7 @@
  *                                     its expiry in ms ('never' without one); TTL = the longest member's
  */
 import { createHmac, hkdfSync } from 'node:crypto';
+import { secretKeyObject } from '../../lib/secret-key.js';
 import { markKeyFor } from '../../state/state.js';
 
 const ROOT = 'idp';
@@ -64,6 +65,6 @@ export type IdRef = (id: string) => string;
  * account records (../idp/accounts.ts) already do.
  */
 export function createIdRefs(serverSecretKey: string): IdRef {
-  const key = Buffer.from(hkdfSync('sha256', serverSecretKey, 'svc-idp', 'svc idp-record-id v1', 32));
+  const key = secretKeyObject(hkdfSync('sha256', serverSecretKey, 'svc-idp', 'svc idp-record-id v1', 32));
   return (id) => createHmac('sha256', key).update(id, 'utf8').digest('base64url');
 }

@@ -6,6 +6,7 @@
  * HMAC-SHA256, in another language); a change that alters them also ends every stored login.
  */
 import { expect } from 'chai';
+import { createHmac, hkdfSync } from 'node:crypto';
 import { createIdRefs } from '../../../src/idp/storage/adapter-keys.js';
 
 const SERVER_KEY = 'known-answer server key';
@@ -22,5 +23,11 @@ describe('idp/storage/adapter-keys: refs of ids', function () {
     const b = createIdRefs(`${SERVER_KEY}.`)('refresh-token-id-1');
     expect(b).to.not.equal(a);
     expect(b).to.match(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('are the HMAC-SHA256 of the id under the key derived from server.secretkey', function () {
+    const id = 'AbCdEf0123456789AbCdEf0123456789AbCdEf01234';
+    const key = hkdfSync('sha256', 'server-key-0123456789', 'svc-idp', 'svc idp-record-id v1', 32);
+    expect(createIdRefs('server-key-0123456789')(id)).to.equal(createHmac('sha256', Buffer.from(key)).update(id, 'utf8').digest('base64url'));
   });
 });
