@@ -1,13 +1,16 @@
 /**
  * The exchange pipeline on its own (memory state, the real login throttle, keys in memory):
- * the lifetime rule, the throttle's lockout of one workload identity, an issuer outage that
- * counts nothing, and the token it issues being a workload token.
+ * the lifetime rule, the throttle's lockout of one workload identity (and of an address, for
+ * failures before the signature holds), an issuer outage that counts nothing, the replay mark
+ * (by signature bytes, for as long as the token can be accepted), and the token it issues
+ * being a workload token.
  */
 import { expect } from 'chai';
-import { createLocalJWKSet } from 'jose';
+import { base64url, createLocalJWKSet } from 'jose';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { TooManyAttempts, Unavailable } from '../../src/errors.js';
+import { CLOCK_SKEW_SECONDS } from '../../src/oidc/sso-verifier.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
@@ -55,7 +58,7 @@ describe('workload token exchange pipeline', () => {
     const t = Math.floor(now / 1000);
     return signToken(key, { iss: ISSUER, sub: 'job-1', aud: 'svc', iat: t, exp: t + 300, ...claims });
   };
-  const request = (subject: string) => ({ grantType: GRANT_TYPE_TOKEN_EXCHANGE, subjectToken: subject, subjectTokenType: TOKEN_TYPE_JWT, requestedTokenType: undefined, actorToken: undefined });
+  const request = (subject: string, clientIp = '192.0.2.10') => ({ grantType: GRANT_TYPE_TOKEN_EXCHANGE, subjectToken: subject, subjectTokenType: TOKEN_TYPE_JWT, requestedTokenType: undefined, actorToken: undefined, clientIp });
 
   it('issues a workload token for at most maxTokenLifetime, and never past the subject token\'s expiry plus it', async () => {
     const fresh = await exchange(request(await subjectToken()));
@@ -86,11 +89,68 @@ describe('workload token exchange pipeline', () => {
     expect((await exchange(request(await subjectToken()))).username).to.equal('workload:ci:job-1');
   });
 
-  it('marks a token without jti by its hash, and refuses it the second time', async () => {
+  it('marks a token without jti, and refuses it the second time', async () => {
     const token = await subjectToken();
     await exchange(request(token));
     const again = await exchange(request(token)).catch((e: unknown) => e);
     expect(again).to.be.instanceOf(WorkloadRefused);
     expect((again as WorkloadRefused).check).to.equal('replay');
   });
+
+  it('counts failures before the signature holds under the caller\'s address: 10 tokens signed with a stranger\'s key for a victim sub lock no workload', async () => {
+    const stranger = await makeSigningKey('k1');
+    const t = Math.floor(now / 1000);
+    for (let i = 0; i < 10; i++) {
+      const forged = await signToken(stranger, { iss: ISSUER, sub: 'job-1', aud: 'svc', iat: t, exp: t + 300, jti: `forged-${i}` });
+      const err = await exchange(request(forged, '203.0.113.66')).catch((e: unknown) => e);
+      expect(err, `forgery ${i + 1}`).to.satisfy((e: unknown) => e instanceof TooManyAttempts || (e instanceof WorkloadRefused && e.check === 'signature'));
+    }
+    expect((await exchange(request(await subjectToken(), '192.0.2.10'))).username, 'the real workload still exchanges').to.equal('workload:ci:job-1');
+    // The forger's own address is what it locked, even for a token that would verify.
+    const fromForger = await exchange(request(await subjectToken({ sub: 'job-2' }), '203.0.113.66')).catch((e: unknown) => e);
+    expect(fromForger).to.be.instanceOf(TooManyAttempts);
+    expect((fromForger as Error).message).to.match(/^too many refused subject tokens from this address; try again in \d+s$/);
+  });
+
+  it('counts failures after the signature holds under the signed sub, and a valid token from an address does not clear that address\'s failures', async () => {
+    const stranger = await makeSigningKey('k1');
+    const t = Math.floor(now / 1000);
+    const forged = await signToken(stranger, { iss: ISSUER, sub: 'job-9', aud: 'svc', iat: t, exp: t + 300 });
+    expect(await exchange(request(forged, '203.0.113.7')).catch((e: unknown) => e)).to.be.instanceOf(WorkloadRefused);
+    expect((await exchange(request(await subjectToken({ sub: 'job-3' }), '203.0.113.7'))).username).to.equal('workload:ci:job-3');
+    expect(await exchange(request(forged, '203.0.113.7')).catch((e: unknown) => e), 'second forgery: the allowance of 2').to.be.instanceOf(WorkloadRefused);
+    expect(await exchange(request(await subjectToken({ sub: 'job-4' }), '203.0.113.7')).catch((e: unknown) => e), 'the address is locked').to.be.instanceOf(TooManyAttempts);
+  });
+
+  it('refuses a respelt token without jti as a replay: the mark is the signature\'s bytes, not its text', async () => {
+    const token = await subjectToken();
+    const respelt = respellings(token);
+    expect(respelt.length, 'spellings of the last character that decode to the same signature').to.be.above(0);
+    await exchange(request(token));
+    const answers = await respelt.reduce<Promise<unknown[]>>(async (done, other) => [...(await done), await exchange(request(other, '198.51.100.1')).catch((e: unknown) => e)], Promise.resolve([]));
+    // The first is refused as a replay; the replays then lock job-1 (allowance 2): none is exchanged.
+    expect((answers[0] as WorkloadRefused).check).to.equal('replay');
+    for (const answer of answers) expect(answer).to.satisfy((e: unknown) => (e instanceof WorkloadRefused && e.check === 'replay') || e instanceof TooManyAttempts);
+  });
+
+  it('keeps the replay mark until the token can no longer be accepted: its exp plus the clock skew', async () => {
+    const token = await subjectToken();
+    const exp = Math.floor(now / 1000) + 300;
+    await exchange(request(token));
+    now = (exp + CLOCK_SKEW_SECONDS - 1) * 1000;
+    const again = await exchange(request(token)).catch((e: unknown) => e);
+    expect(again, 'one second before the token stops being accepted').to.be.instanceOf(WorkloadRefused);
+    expect((again as WorkloadRefused).check).to.equal('replay');
+    now = (exp + CLOCK_SKEW_SECONDS) * 1000;
+    const late = await exchange(request(token)).catch((e: unknown) => e);
+    expect((late as WorkloadRefused).check, 'expired with the skew: refused for that, the mark no longer needed').to.equal('exp');
+  });
 });
+
+/** The other spellings of a token's last character that decode to the same signature bytes. */
+function respellings(token: string): string[] {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  const body = token.slice(0, -1);
+  const same = Buffer.from(base64url.decode(token.slice(token.lastIndexOf('.') + 1)));
+  return [...alphabet].map((c) => body + c).filter((t) => t !== token && Buffer.from(base64url.decode(t.slice(t.lastIndexOf('.') + 1))).equals(same));
+}
