@@ -43,4 +43,11 @@ describe('principal: names from outside never become a local account or a role',
     expect(rbacSubjectsOf(local, accounts)).to.deep.equal(['admin']);
     expect(rbacSubjectsOf({ ...local, username: 'alice', kind: 'apiKey' }, accounts)).to.deep.equal(['alice']);
   });
+
+  it('keeps a workload principal\'s name (svc built it) and filters its groups (the issuer wrote them) as an SSO principal\'s', () => {
+    const workload: Principal = { username: 'workload:ci:repo:org/app', groups: ['deployers', 'role:admin', 'admin', 'ci-bot', ' Workload:x:y'], issuer: 'https://ci.example', kind: 'workload', tokenId: 'j', expiresAt: 1 };
+    const dropped: DroppedName[] = [];
+    expect(rbacSubjectsOf(workload, accounts, (d) => dropped.push(d))).to.deep.equal(['workload:ci:repo:org/app', 'deployers']);
+    expect(dropped.map((d) => [d.name, d.as])).to.deep.equal([['role:admin', 'group'], ['admin', 'group'], ['ci-bot', 'group'], [' Workload:x:y', 'group']]);
+  });
 });
