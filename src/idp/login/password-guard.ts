@@ -81,7 +81,7 @@ export interface PasswordGuard {
 const attemptsKey = (uid: string): string => `idp:form-attempts:${uid}`;
 export const throttleName = (connectorId: string, username: string): string => `idp:${connectorId}:${canonicalUsername(username)}`;
 /** DNs compare without regard to case (attribute names and `uid` values alike): folded, one entry is one name. */
-export const entryThrottleName = (connectorId: string, entry: string): string => `idp-entry:${connectorId}:${entry.trim().toLowerCase()}`;
+export const entryThrottleName = (connectorId: string, entry: string): string => `idp-entry:${connectorId}:${entry.toLowerCase()}`;
 
 /** The entry's admission during one attempt. */
 type EntryAdmission = { readonly name: string; readonly attempt: number } | { readonly refused: GuardedOutcome };
