@@ -16,7 +16,7 @@ import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
 import { parseTemplate, type Template } from '../../src/workload/claim-path.js';
 import type { WorkloadIssuer } from '../../src/workload/config.js';
-import { createExchange, GRANT_TYPE_TOKEN_EXCHANGE, TOKEN_TYPE_JWT, type Exchange } from '../../src/workload/exchange.js';
+import { createExchange, GRANT_TYPE_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_TOKEN, TOKEN_TYPE_JWT, UnsupportedGrantType, type Exchange, type ExchangeRequest } from '../../src/workload/exchange.js';
 import type { IssuerKeys } from '../../src/workload/keys.js';
 import { createWorkloadTokens } from '../../src/workload/tokens.js';
 import { WorkloadRefused } from '../../src/workload/verify.js';
@@ -30,8 +30,10 @@ describe('workload token exchange pipeline', () => {
   let now: number;
   let issuerDown: boolean;
   let exchange: Exchange;
+  let lines: { level: string; obj: Record<string, unknown>; msg: string }[];
+  let recorded: string[];
   const entry: WorkloadIssuer = {
-    name: 'ci', issuer: ISSUER, audiences: ['svc'], claims: [], subject: parseTemplate('{{sub}}') as Template, groups: [], maxTokenLifetimeMs: 600_000,
+    name: 'ci', issuer: ISSUER, audiences: ['svc'], claims: [], subject: parseTemplate('{{sub}}') as Template, groups: [{ claim: ['groups'], source: 'groups' }], maxTokenLifetimeMs: 600_000,
   };
   const tokens = createWorkloadTokens({ secretKey: () => 'k'.repeat(32), now: () => now });
 
@@ -48,8 +50,15 @@ describe('workload token exchange pipeline', () => {
       keyFor: async (header) => ({ key: await lookup(header) }),
     };
     const throttle = createLoginThrottle({ state, limits: { maxFailCount: 2, windowSeconds: 300, maxCacheSize: 100, maxConcurrentLogins: 0 }, log: pino({ level: 'silent' }), registry: new Registry(), now: () => now, maxWaitMs: 0 });
+    lines = [];
+    recorded = [];
+    const log = {
+      info: (obj: object, msg?: string) => void lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg: msg ?? '' }),
+      warn: (obj: object, msg?: string) => void lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg: msg ?? '' }),
+    };
+    const outcomes = { record: (method: string, connector: string, reason: string) => void recorded.push(`${method} ${connector} ${reason}`) };
     exchange = createExchange({
-      issuers: () => [entry], keysOf: () => keys, tokens, state, throttle, localAccounts: () => new Map(), log: pino({ level: 'silent' }), now: () => now, failureDelay: () => Promise.resolve(),
+      issuers: () => [entry], keysOf: () => keys, tokens, state, throttle, localAccounts: () => new Map([['alice', {}]]), log, now: () => now, failureDelay: () => Promise.resolve(), outcomes,
     });
   });
   afterEach(() => state.close());
@@ -144,6 +153,55 @@ describe('workload token exchange pipeline', () => {
     now = (exp + CLOCK_SKEW_SECONDS) * 1000;
     const late = await exchange(request(token)).catch((e: unknown) => e);
     expect((late as WorkloadRefused).check, 'expired with the skew: refused for that, the mark no longer needed').to.equal('exp');
+  });
+
+  it('refuses a request of another shape before reading its token, naming what is wrong', async () => {
+    const token = await subjectToken();
+    const cases: [Partial<ExchangeRequest>, string][] = [
+      [{ grantType: 'password' }, `grant_type must be ${GRANT_TYPE_TOKEN_EXCHANGE}`],
+      [{ grantType: undefined }, `grant_type must be ${GRANT_TYPE_TOKEN_EXCHANGE}`],
+      [{ subjectToken: undefined }, "check 'request' failed: subject_token is required"],
+      [{ subjectToken: '' }, "check 'request' failed: subject_token is required"],
+      [{ subjectTokenType: undefined }, `check 'request' failed: subject_token_type must be ${TOKEN_TYPE_JWT} or ${TOKEN_TYPE_ID_TOKEN}`],
+      [{ subjectTokenType: TOKEN_TYPE_ACCESS_TOKEN }, `check 'request' failed: subject_token_type must be ${TOKEN_TYPE_JWT} or ${TOKEN_TYPE_ID_TOKEN}`],
+      [{ requestedTokenType: TOKEN_TYPE_JWT }, `check 'request' failed: requested_token_type can only be ${TOKEN_TYPE_ACCESS_TOKEN}`],
+      [{ actorToken: token }, "check 'request' failed: actor_token is not supported (no delegation)"],
+    ];
+    for (const [change, message] of cases) {
+      const err = await exchange({ ...request(token), ...change }).catch((e: unknown) => e);
+      expect((err as Error).message, JSON.stringify(change)).to.equal(message);
+    }
+    expect(await exchange({ ...request(token), grantType: 'password' }).catch((e: unknown) => e)).to.be.instanceOf(UnsupportedGrantType);
+    expect((await exchange({ ...request(token), subjectTokenType: TOKEN_TYPE_ID_TOKEN, requestedTokenType: TOKEN_TYPE_ACCESS_TOKEN })).username).to.equal('workload:ci:job-1');
+  });
+
+  it('logs and counts each refusal with its check, the claimed sub and the address; a pass with its user, groups and expiry; a dropped group at warn', async () => {
+    const t = Math.floor(now / 1000);
+    await exchange(request(await subjectToken({ aud: 'other' }), '192.0.2.77')).catch(() => undefined);
+    expect(lines).to.deep.equal([{ level: 'info', obj: { entry: 'ci', check: 'aud', reason: "check 'aud' failed: the token's audience is none of those workload issuer 'ci' accepts", sub: 'job-1', clientIp: '192.0.2.77' }, msg: 'workload token exchange refused' }]);
+    expect(recorded).to.deep.equal(['workload ci invalid-token']);
+    const stranger = await makeSigningKey('k1');
+    await exchange(request(await signToken(stranger, { iss: ISSUER, sub: 'x'.repeat(100), aud: 'svc', iat: t, exp: t + 60 }))).catch(() => undefined);
+    expect(lines.at(-1)?.obj).to.include({ check: 'signature', sub: `${'x'.repeat(80)}…` });
+    lines.length = 0;
+    recorded.length = 0;
+    const result = await exchange(request(await subjectToken({ sub: 'job-7', groups: ['deployers', 'alice'] })));
+    expect(lines.map((l) => [l.level, l.msg])).to.deep.equal([['warn', "workload group 'alice' dropped: it is the name of the local account 'alice'"], ['info', 'workload token exchanged']]);
+    expect(lines[0]?.obj).to.deep.equal({ entry: 'ci', username: 'workload:ci:job-7', group: 'alice' });
+    const claims = await tokens.verify(result.accessToken);
+    expect(lines[1]?.obj).to.deep.equal({ entry: 'ci', username: 'workload:ci:job-7', groups: ['deployers'], jti: claims.jti, expiresAt: t + 600 });
+    expect(recorded).to.deep.equal(['workload ci ok']);
+    const token = await subjectToken({ sub: 'job-8' });
+    await exchange(request(token));
+    await exchange(request(token)).catch(() => undefined);
+    expect(recorded.at(-1)).to.equal('workload ci refused');
+  });
+
+  it('clears a workload identity\'s failures on its success, and does not count a refused address\'s attempt under any identity', async () => {
+    expect(await exchange(request(await subjectToken({ aud: 'other' }))).catch((e: unknown) => e)).to.be.instanceOf(WorkloadRefused);
+    await exchange(request(await subjectToken()));
+    for (let i = 0; i < 2; i++) expect(await exchange(request(await subjectToken({ aud: 'other' }))).catch((e: unknown) => e), `failure ${i + 1} after the success`).to.be.instanceOf(WorkloadRefused);
+    expect(await exchange(request(await subjectToken())).catch((e: unknown) => e), 'the two since the success lock it').to.be.instanceOf(TooManyAttempts);
   });
 });
 
