@@ -114,11 +114,6 @@ export function checkSignedClaims(entry: WorkloadIssuer, claims: Claims, nowMs: 
   return { entry, claims, exp };
 }
 
-/** Both stages at once, for a caller that throttles them together. */
-export async function verifySubjectToken(read: ReadToken, keys: IssuerKeys, nowMs: number): Promise<VerifiedToken> {
-  return checkSignedClaims(read.entry, await verifySignature(read, keys), nowMs);
-}
-
 /**
  * The signature as bytes, decoded as jose decodes it to verify: the last base64url character
  * carries unused bits, so several spellings of one signature verify; the bytes are one.

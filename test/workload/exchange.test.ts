@@ -5,6 +5,7 @@
  * (by signature bytes, for as long as the token can be accepted), and the token it issues
  * being a workload token.
  */
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { base64url, createLocalJWKSet } from 'jose';
 import { pino } from 'pino';
@@ -13,13 +14,13 @@ import { TooManyAttempts, Unavailable } from '../../src/errors.js';
 import { CLOCK_SKEW_SECONDS } from '../../src/oidc/sso-verifier.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import type { StateBackend } from '../../src/state/state.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { parseTemplate, type Template } from '../../src/workload/claim-path.js';
 import type { WorkloadIssuer } from '../../src/workload/config.js';
 import { createExchange, GRANT_TYPE_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_TOKEN, TOKEN_TYPE_JWT, UnsupportedGrantType, type Exchange, type ExchangeRequest } from '../../src/workload/exchange.js';
 import type { IssuerKeys } from '../../src/workload/keys.js';
 import { createWorkloadTokens } from '../../src/workload/tokens.js';
-import { WorkloadRefused } from '../../src/workload/verify.js';
+import { signatureBytes, WorkloadRefused } from '../../src/workload/verify.js';
 import { makeSigningKey, signToken, type SigningKey } from '../helpers/fake-oidc-keys.js';
 
 const ISSUER = 'https://ci.example';
@@ -32,6 +33,9 @@ describe('workload token exchange pipeline', () => {
   let exchange: Exchange;
   let lines: { level: string; obj: Record<string, unknown>; msg: string }[];
   let recorded: string[];
+  let delays: number;
+  /** Builds the exchange over `over` (the memory state by default), with or without an outcome counter. */
+  let build: (over?: StateBackend, withOutcomes?: boolean) => Exchange;
   const entry: WorkloadIssuer = {
     name: 'ci', issuer: ISSUER, audiences: ['svc'], claims: [], subject: parseTemplate('{{sub}}') as Template, groups: [{ claim: ['groups'], source: 'groups' }], maxTokenLifetimeMs: 600_000,
   };
@@ -52,14 +56,17 @@ describe('workload token exchange pipeline', () => {
     const throttle = createLoginThrottle({ state, limits: { maxFailCount: 2, windowSeconds: 300, maxCacheSize: 100, maxConcurrentLogins: 0 }, log: pino({ level: 'silent' }), registry: new Registry(), now: () => now, maxWaitMs: 0 });
     lines = [];
     recorded = [];
+    delays = 0;
     const log = {
       info: (obj: object, msg?: string) => void lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg: msg ?? '' }),
       warn: (obj: object, msg?: string) => void lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg: msg ?? '' }),
     };
     const outcomes = { record: (method: string, connector: string, reason: string) => void recorded.push(`${method} ${connector} ${reason}`) };
-    exchange = createExchange({
-      issuers: () => [entry], keysOf: () => keys, tokens, state, throttle, localAccounts: () => new Map([['alice', {}]]), log, now: () => now, failureDelay: () => Promise.resolve(), outcomes,
+    build = (over = state, withOutcomes = true) => createExchange({
+      issuers: () => [entry], keysOf: () => keys, tokens, state: over, throttle, localAccounts: () => new Map([['alice', {}]]), log, now: () => now,
+      failureDelay: () => Promise.resolve(void delays++), ...(withOutcomes ? { outcomes } : {}),
     });
+    exchange = build();
   });
   afterEach(() => state.close());
 
@@ -202,6 +209,60 @@ describe('workload token exchange pipeline', () => {
     await exchange(request(await subjectToken()));
     for (let i = 0; i < 2; i++) expect(await exchange(request(await subjectToken({ aud: 'other' }))).catch((e: unknown) => e), `failure ${i + 1} after the success`).to.be.instanceOf(WorkloadRefused);
     expect(await exchange(request(await subjectToken())).catch((e: unknown) => e), 'the two since the success lock it').to.be.instanceOf(TooManyAttempts);
+  });
+
+  it('names the RFC 8693 parameters as the RFC spells them', () => {
+    expect([GRANT_TYPE_TOKEN_EXCHANGE, TOKEN_TYPE_JWT, TOKEN_TYPE_ID_TOKEN, TOKEN_TYPE_ACCESS_TOKEN]).to.deep.equal([
+      'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:ietf:params:oauth:token-type:jwt', 'urn:ietf:params:oauth:token-type:id_token', 'urn:ietf:params:oauth:token-type:access_token',
+    ]);
+  });
+
+  it('keeps the replay mark under the issuer and the jti (else the signature), hashed, for exp plus the skew', async () => {
+    const t = Math.floor(now / 1000);
+    const sha = (text: string) => createHash('sha256').update(text).digest('base64url');
+    await exchange(request(await subjectToken({ jti: 'run-42' })));
+    const byJti = `workload-exchanged:${sha(`${ISSUER}\njti:run-42`)}`;
+    expect(await state.ttlMs(byJti)).to.equal((t + 300 + CLOCK_SKEW_SECONDS) * 1000 - now);
+    const token = await subjectToken({ sub: 'job-5', jti: '' });
+    await exchange(request(token));
+    const bySignature = `workload-exchanged:${sha(`${ISSUER}\nsignature:${signatureBytes(token)}`)}`;
+    expect(await state.get(bySignature)).to.equal(String(now));
+    const again = await exchange(request(token)).catch((e: unknown) => e);
+    expect((again as Error).message).to.equal("check 'replay' failed: this subject token was exchanged before; a subject token is exchanged at most once");
+  });
+
+  it('counts under `exchange-from:<entry>:<address>` before the signature and `exchange:<entry>:<hash of sub>` after, each refusal waiting once', async () => {
+    const t = Math.floor(now / 1000);
+    const stranger = await makeSigningKey('k1');
+    await exchange(request(await signToken(stranger, { iss: ISSUER, sub: 'job-1', aud: 'svc', iat: t, exp: t + 60 }), '203.0.113.9')).catch(() => undefined);
+    expect(await state.get('login-failures:exchange-from:ci:203.0.113.9')).to.equal('1');
+    await exchange(request(await subjectToken({ aud: 'other' }))).catch(() => undefined);
+    const hashed = createHash('sha256').update('job-1').digest('base64url').slice(0, 22);
+    expect(await state.get(`login-failures:exchange:ci:${hashed}`)).to.equal('1');
+    await exchange(request(await subjectToken({ sub: 42, aud: 'other' }))).catch(() => undefined);
+    const empty = createHash('sha256').update('').digest('base64url').slice(0, 22);
+    expect(await state.get(`login-failures:exchange:ci:${empty}`), 'a sub that is no string counts as the empty one').to.equal('1');
+    expect(lines.at(-1)?.obj).to.have.property('sub', undefined);
+    expect(delays).to.equal(3);
+    await exchange(request(await subjectToken({ aud: 'other' }))).catch(() => undefined);
+    const locked = await exchange(request(await subjectToken())).catch((e: unknown) => e);
+    expect((locked as Error).message, 'a workload\'s lock keeps the login wording, which the route rewrites').to.match(/^too many failed logins; try again in \d+s$/);
+  });
+
+  it('answers 503 when the state backend cannot say whether the token was exchanged, and lets any other failure through', async () => {
+    const failing = (err: Error): StateBackend => new Proxy(state, { get: (target, prop, receiver) => (prop === 'setIfAbsent' ? () => Promise.reject(err) : Reflect.get(target, prop, receiver) as unknown) });
+    const down = await build(failing(new StateUnavailable('redis gone')))(request(await subjectToken())).catch((e: unknown) => e);
+    expect(down).to.be.instanceOf(Unavailable);
+    expect((down as Error).message).to.equal('the state backend is unreachable: svc cannot tell whether this subject token was exchanged before');
+    expect((down as Error).cause).to.be.instanceOf(StateUnavailable);
+    const odd = await build(failing(new RangeError('odd')))(request(await subjectToken({ sub: 'job-6' }))).catch((e: unknown) => e);
+    expect(odd).to.be.instanceOf(RangeError);
+  });
+
+  it('works without an outcome counter', async () => {
+    const plain = build(state, false);
+    expect(await plain(request(await subjectToken({ aud: 'other' }))).catch((e: unknown) => e)).to.be.instanceOf(WorkloadRefused);
+    expect((await plain(request(await subjectToken()))).username).to.equal('workload:ci:job-1');
   });
 });
 

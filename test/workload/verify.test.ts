@@ -9,8 +9,8 @@ import { base64url, CompactSign, createLocalJWKSet } from 'jose';
 import { parseTemplate, type Template } from '../../src/workload/claim-path.js';
 import type { WorkloadIssuer } from '../../src/workload/config.js';
 import { CLOCK_SKEW_SECONDS } from '../../src/oidc/sso-verifier.js';
-import type { IssuerKeys } from '../../src/workload/keys.js';
-import { checkSignedClaims, MAX_SUBJECT_TOKEN_BYTES, MAX_SUBJECT_TOKEN_REMAINING_SECONDS, readSubjectToken, signatureBytes, verifySignature, WorkloadRefused, type ReadToken } from '../../src/workload/verify.js';
+import type { IssuerKeys, VerificationKey } from '../../src/workload/keys.js';
+import { checkSignedClaims, MAX_SUBJECT_TOKEN_BYTES, MAX_SUBJECT_TOKEN_REMAINING_SECONDS, readSubjectToken, shorten, signatureBytes, verifySignature, WorkloadRefused, type ReadToken } from '../../src/workload/verify.js';
 import { makeSigningKey, signToken } from '../helpers/fake-oidc-keys.js';
 
 const entry: WorkloadIssuer = {
@@ -57,6 +57,7 @@ describe('workload: the subject token\'s checks', () => {
     }
     expect(refusal(() => checkSignedClaims(entry, { ...claims(now + 60), aud: undefined }, nowMs)).message).to.equal("check 'aud' failed: the subject token has no aud claim");
     expect(refusal(() => checkSignedClaims(entry, { ...claims(now + 60), aud: 'other' }, nowMs)).message).to.equal("check 'aud' failed: the token's audience is none of those workload issuer 'ci' accepts");
+    expect(refusal(() => checkSignedClaims(entry, { ...claims(now + 60), aud: [42, null] }, nowMs)).message, 'non-strings are no audience').to.equal("check 'aud' failed: the subject token has no aud claim");
   });
 
   it(`allows ${CLOCK_SKEW_SECONDS} s of clock skew at each end, to the second, and wants exp and iat as numbers`, () => {
@@ -85,6 +86,8 @@ describe('workload: the subject token\'s checks', () => {
     expect(refusal(() => checkSignedClaims(conditions, signed({ repository: 'org/other' }), nowMs)).message).to.equal("check 'claims' failed: claim 'repository' is not 'org/app'");
     expect(refusal(() => checkSignedClaims(conditions, signed({ ref: 'refs/heads/dev' }), nowMs)).message).to.equal("check 'claims' failed: claim 'ref' matches none of 'refs/heads/main', 'refs/tags/v*'");
     expect(refusal(() => checkSignedClaims(conditions, signed({ repository: undefined }), nowMs)).check).to.equal('claims');
+    const anyRef: WorkloadIssuer = { ...entry, claims: [{ path: ['ref'], source: 'ref', globs: ['*'] }] };
+    expect(refusal(() => checkSignedClaims(anyRef, signed({ ref: undefined }), nowMs)).message, 'a missing claim matches no glob, not even *').to.equal("check 'claims' failed: claim 'ref' matches none of '*'");
   });
 
   it('reads a token only as far as routing needs, refusing by name what is not a JWT of a configured issuer', () => {
@@ -101,6 +104,7 @@ describe('workload: the subject token\'s checks', () => {
       [`e30x.${part({ iss: entry.issuer })}.c2ln`, "check 'format' failed: the subject token is not a JWT (its header or payload is not base64url JSON)"],
       [token(['a']), "check 'format' failed: the subject token's payload is not a JSON object"],
       [token(null), "check 'format' failed: the subject token's payload is not a JSON object"],
+      [token(5), "check 'format' failed: the subject token's payload is not a JSON object"],
       [token({ sub: 'job' }), "check 'iss' failed: the subject token has no iss claim"],
       [token({ iss: `https://elsewhere.example/${'p'.repeat(100)}` }), `check 'iss' failed: no workload issuer is configured for iss 'https://elsewhere.example/${'p'.repeat(54)}…'`],
     ];
@@ -137,12 +141,25 @@ describe('workload: the subject token\'s checks', () => {
     const other = await signToken(key, { iss: 'https://other.example', sub: 'job' });
     const spliced: ReadToken = { ...routed(good), token: other };
     expect((await rejection(verifySignature(spliced, keys))).message).to.equal("check 'iss' failed: the signed iss differs from the issuer the token was routed to");
+    for (const payload of ['null', '5']) {
+      const signedOther = await new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).sign(key.privateKey);
+      expect((await rejection(verifySignature({ ...routed(good), token: signedOther }, keys))).message, payload).to.equal("check 'format' failed: the signed payload is not a JSON object");
+    }
+    // A key jose cannot use is the issuer's key set's fault, not the token's: an error, no refusal.
+    const broken: IssuerKeys = { algorithms: async () => ['RS256'], keyFor: async () => ({ key: {} as VerificationKey }) };
+    const err = await verifySignature(routed(good), broken).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(Error).and.not.be.instanceOf(WorkloadRefused);
     const list = await new CompactSign(new TextEncoder().encode('["a"]')).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).sign(key.privateKey);
     expect((await rejection(verifySignature({ ...routed(good), token: list }, keys))).message).to.equal("check 'format' failed: the signed payload is not a JSON object");
     const text = await new CompactSign(new TextEncoder().encode('not json')).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).sign(key.privateKey);
     expect((await rejection(verifySignature({ ...routed(good), token: text }, keys))).message).to.equal("check 'format' failed: the signed payload is not JSON");
     const forged = `${good.slice(0, good.lastIndexOf('.'))}.${Buffer.alloc(256).toString('base64url')}`;
     expect((await rejection(verifySignature({ ...routed(good), token: forged }, keys))).message).to.equal("check 'signature' failed: the signature does not verify with the issuer's key (ERR_JWS_SIGNATURE_VERIFICATION_FAILED)");
+  });
+
+  it('shortens a claim for a message or a log line past 80 characters only', () => {
+    expect(shorten('x'.repeat(80))).to.equal('x'.repeat(80));
+    expect(shorten('x'.repeat(81))).to.equal(`${'x'.repeat(80)}…`);
   });
 });
 
