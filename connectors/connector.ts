@@ -38,6 +38,12 @@ export interface LoginContext {
   readonly signal: AbortSignal;
   /** Told why a login answered null (unknown user, wrong password), for the log line only: the person sees one message for both. */
   readonly refused?: (reason: string) => void;
+  /**
+   * A password connector calls this with the entry the name resolved to (an LDAP DN) before it
+   * tries the password, so that every spelling of one entry shares one failure budget. False:
+   * the entry is locked; answer null without trying the password. Absent: no such budget.
+   */
+  readonly admitEntry?: (entry: string) => Promise<boolean>;
 }
 
 /** The form svc renders; `null` from login means wrong credentials, a throw means trouble upstream. */

@@ -61,6 +61,17 @@ export const GROUPS = {
     mutate: ['src/accounts/restrict.ts'],
     tests: ['test/accounts/restrict.test.ts', 'test/accounts/config.test.ts'],
   },
+  // The identity provider's password-form lockout: which name and which entry an attempt counts under.
+  'idp-password': {
+    mutate: ['src/idp/login/password-guard.ts', 'src/idp/login/canonical-name.ts'],
+    tests: ['test/idp/login/password-guard.test.ts', 'test/idp/login/canonical-name.test.ts'],
+  },
+  // The workload exchange's throttle stages and replay mark, the subject token's checks, and
+  // which RBAC subjects a principal gives.
+  workload: {
+    mutate: ['src/workload/exchange.ts', 'src/workload/verify.ts', 'src/principal.ts'],
+    tests: ['test/workload/exchange.test.ts', 'test/workload/verify.test.ts', 'test/principal.test.ts'],
+  },
 };
 
 function main(argv) {

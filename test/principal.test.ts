@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { rbacSubjectsOf, reservedExternalName, type DroppedName, type Principal } from '../src/principal.js';
+import { rbacSubjectsOf, readableNameOf, reservedExternalName, shownName, type DroppedName, type Principal } from '../src/principal.js';
 
 const accounts = new Set(['alice', 'ci-bot']);
 const sso = (username: string, groups: readonly string[]): Principal => ({ username, groups, issuer: 'https://idp.example', kind: 'sso', tokenId: 'j', expiresAt: undefined });
@@ -42,5 +42,30 @@ describe('principal: names from outside never become a local account or a role',
     const local: Principal = { username: 'admin', groups: [], issuer: 'svc', kind: 'session', tokenId: 'j', expiresAt: undefined };
     expect(rbacSubjectsOf(local, accounts)).to.deep.equal(['admin']);
     expect(rbacSubjectsOf({ ...local, username: 'alice', kind: 'apiKey' }, accounts)).to.deep.equal(['alice']);
+  });
+
+  it('keeps a workload principal\'s name (svc built it) and filters its groups (the issuer wrote them) as an SSO principal\'s', () => {
+    const workload: Principal = { username: 'workload:ci:repo:org/app', groups: ['deployers', 'role:admin', 'admin', 'ci-bot', ' Workload:x:y'], issuer: 'https://ci.example', kind: 'workload', tokenId: 'j', expiresAt: 1 };
+    const dropped: DroppedName[] = [];
+    expect(rbacSubjectsOf(workload, accounts, (d) => dropped.push(d))).to.deep.equal(['workload:ci:repo:org/app', 'deployers']);
+    expect(dropped.map((d) => [d.name, d.as])).to.deep.equal([['role:admin', 'group'], ['admin', 'group'], ['ci-bot', 'group'], [' Workload:x:y', 'group']]);
+  });
+
+  it('names a role and a workload prefix apart in the reason', () => {
+    expect(reservedExternalName('role:x', accounts)).to.equal("names starting with 'role:' are reserved for svc's own roles");
+    expect(reservedExternalName('workload:x', accounts)).to.equal("names starting with 'workload:' are reserved for svc's own workload identities");
+  });
+
+  it('reads the readable name as preferred_username, else email, else name, trimmed, skipping blanks and non-strings', () => {
+    expect(readableNameOf({ preferred_username: ' dwho ', email: 'd@w.ho', name: 'Doctor' })).to.equal('dwho');
+    expect(readableNameOf({ preferred_username: '  ', email: 'd@w.ho', name: 'Doctor' })).to.equal('d@w.ho');
+    expect(readableNameOf({ preferred_username: 7, email: '', name: ' Doctor Who ' })).to.equal('Doctor Who');
+    expect(readableNameOf({ sub: 'x', name: ['a'] })).to.equal(undefined);
+  });
+
+  it('shows the readable name, else the username', () => {
+    const p = sso('sub-1', []);
+    expect(shownName(p)).to.equal('sub-1');
+    expect(shownName({ ...p, displayName: 'Dana' })).to.equal('Dana');
   });
 });

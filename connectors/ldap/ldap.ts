@@ -1,8 +1,8 @@
 /**
  * The LDAP password connector (Dex's connector/ldap, escaping the username once). A login:
  * refuse an empty password before any connection, bind as the service account (or
- * anonymously), find exactly one user by `(&<filter>(<username>=<escaped>))`, bind as that
- * user's DN with the password, bind back as the service account and read the groups.
+ * anonymously), find exactly one user by `(&<filter>(<username>=<escaped>))`, have the caller
+ * count the attempt under that entry's DN (LoginContext.admitEntry), bind as the DN with the password, bind back as the service account and read the groups.
  *
  * Wrong password and unknown user both answer null, so nothing tells one from the other; nor
  * does the time taken: for an unknown user the password is bound against a DN that names no
@@ -56,6 +56,12 @@ export class LdapConnector implements PasswordConnector {
       if (user === undefined) {
         ctx.refused?.('unknown user');
         return this.bindAbsent(conn, password);
+      }
+      // Counted under the entry before its bind: a spelling of the name that the directory
+      // matches and the caller's fold does not still spends this entry's budget.
+      if (ctx.admitEntry !== undefined && !(await ctx.admitEntry(user.dn))) {
+        ctx.refused?.('entry locked');
+        return null;
       }
       if (!(await conn.userBind(user.dn, password))) {
         ctx.refused?.('wrong password');

@@ -18,8 +18,9 @@ import type { Services } from './services.js';
 
 /**
  * The one login throttle of the server: password logins and workload token exchanges count in
- * it (an exchange's names, `exchange:<entry>:<hash>`, are longer than any account name, so
- * neither can touch the other's counts). The accounts feature closes it.
+ * it (an exchange's names, `exchange:<entry>:<hash>` and `exchange-from:<entry>:<address>`,
+ * hold a `:`, which no account name does, so neither can touch the other's counts). The
+ * accounts feature closes it.
  */
 export function buildLoginThrottle(services: Services): LoginThrottle {
   const { state, log, now } = services;

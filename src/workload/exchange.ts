@@ -4,10 +4,18 @@
  * as a login does) -> verify (alg, key, signature, aud, times, claim conditions) -> who it is
  * -> mark it exchanged (at most once, in the shared state backend) -> a svc token.
  *
- * The throttle's name is the issuer entry with a hash of the token's unverified `sub`: failures
- * for one CI job's identity lock that identity, as failed passwords lock a user name; a forged
- * `sub` cannot lock anybody else's. A refusal waits 0.5-1 s, as a failed login does. An issuer
- * that cannot be reached uncounts the attempt and answers 503: the token could not be checked.
+ * Two throttle names, one per stage of verify.ts, so that nobody can lock an identity without
+ * its issuer's key:
+ * - before the signature holds (alg, key, signature), an attempt counts under the issuer entry
+ *   and the caller's address, `exchange-from:<entry>:<address>`: a `sub` nobody has signed yet is
+ *   anyone's to write, so a forger fills only its own address's budget;
+ * - after it (aud, times, claims, replay), under the entry and a hash of the signed `sub`,
+ *   `exchange:<entry>:<hash>`: failures of one CI job's identity lock that identity, as failed
+ *   passwords lock a user name.
+ * A token that passes the first stage hands its address's attempt back (it was no failure) and
+ * does not clear the address's earlier failures. A refusal waits 0.5-1 s, as a failed login
+ * does. An issuer that cannot be reached uncounts the attempt and answers 503: the token could
+ * not be checked.
  *
  * The svc token lives at most the entry's maxTokenLifetime, and never past the subject token's
  * own expiry plus that lifetime.
@@ -15,7 +23,7 @@
 import type { LoginOutcomes } from '../session/login-outcomes.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { InvalidRequest, Unavailable } from '../errors.js';
+import { InvalidRequest, TooManyAttempts, Unavailable } from '../errors.js';
 import { CLOCK_SKEW_SECONDS } from '../oidc/sso-verifier.js';
 import { randomFailureDelay } from '../session/login.js';
 import type { LoginThrottle } from '../session/throttle.js';
@@ -24,7 +32,7 @@ import type { WorkloadIssuer } from './config.js';
 import { identify } from './identify.js';
 import type { IssuerKeys } from './keys.js';
 import type { WorkloadTokens } from './tokens.js';
-import { readSubjectToken, shorten, verifySubjectToken, WorkloadRefused, type ReadToken, type VerifiedToken } from './verify.js';
+import { checkSignedClaims, readSubjectToken, shorten, signatureBytes, verifySignature, WorkloadRefused, type Claims, type ReadToken, type VerifiedToken } from './verify.js';
 
 export const GRANT_TYPE_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
@@ -32,6 +40,7 @@ export const TOKEN_TYPE_ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
 export const TOKEN_TYPE_ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
 const SUBJECT_TOKEN_TYPES: readonly string[] = [TOKEN_TYPE_JWT, TOKEN_TYPE_ID_TOKEN];
 const REPLAY_PREFIX = 'workload-exchanged:';
+const SOURCE_PREFIX = 'exchange-from:';
 
 /** Any grant_type but token exchange: RFC 6749's unsupported_grant_type. */
 export class UnsupportedGrantType extends InvalidRequest {}
@@ -42,6 +51,8 @@ export interface ExchangeRequest {
   readonly subjectTokenType: string | undefined;
   readonly requestedTokenType: string | undefined;
   readonly actorToken: string | undefined;
+  /** The caller's address (as the app's proxy settings give it): the key of failures before the signature holds. */
+  readonly clientIp: string;
 }
 
 export interface ExchangeResult {
@@ -72,25 +83,18 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   const delay = deps.failureDelay ?? randomFailureDelay;
 
   /**
-   * The throttled part: every check of the token's signature and claims, then the svc token,
-   * signed before the token is marked exchanged (a missing server.secretkey must not use up
-   * the subject token), and the mark, whose refusal counts as a failure.
+   * Runs one stage under the throttle's `name`: a refusal counts as a failure (and waits), any
+   * other error uncounts the attempt; `passed` settles an attempt the stage let through.
    */
-  async function admitAndIssue(read: ReadToken): Promise<ExchangeResult> {
-    const name = throttleName(read);
-    const attempt = await deps.throttle.admit(name);
+  async function throttled<T>(name: string, read: ReadToken, clientIp: string, stage: () => Promise<T>, passed: (name: string) => Promise<void>): Promise<T> {
+    const attempt = await deps.throttle.admit(name).catch((err: unknown) => {
+      // The route names a workload's lockout; an address's is another lock, said so here.
+      if (err instanceof TooManyAttempts && name.startsWith(SOURCE_PREFIX)) err.message = err.message.replace('failed logins', 'refused subject tokens from this address');
+      throw err;
+    });
+    let result: T;
     try {
-      const verified = await verifySubjectToken(read, deps.keysOf(read.entry), deps.now());
-      const who = identify(read.entry, verified.claims, deps.localAccounts().keys());
-      for (const { group, reason } of who.dropped) {
-        deps.log.warn({ entry: read.entry.name, username: who.username, group: shorten(group) }, `workload group '${shorten(group)}' dropped: ${reason}`);
-      }
-      const issued = await issue(read.entry, verified, who.username, who.groups);
-      await markExchanged(read, verified);
-      await deps.throttle.recordSuccess(name);
-      deps.outcomes?.record('workload', read.entry.name, 'ok');
-      deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
-      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
+      result = await stage();
     } catch (err: unknown) {
       if (!(err instanceof WorkloadRefused)) {
         await deps.throttle.release(name);
@@ -98,10 +102,33 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       }
       await deps.throttle.recordFailure(name, attempt);
       deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token');
-      deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']) }, 'workload token exchange refused');
+      deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']), clientIp }, 'workload token exchange refused');
       await delay();
       throw err;
     }
+    await passed(name);
+    return result;
+  }
+
+  /**
+   * The signature, throttled per issuer and address; then, throttled per signed `sub`, every
+   * check of the claims, the svc token (signed before the token is marked exchanged: a missing
+   * server.secretkey must not use up the subject token) and the mark, whose refusal counts.
+   */
+  async function admitAndIssue(read: ReadToken, clientIp: string): Promise<ExchangeResult> {
+    const signed = await throttled(sourceName(read.entry, clientIp), read, clientIp, () => verifySignature(read, deps.keysOf(read.entry)), (name) => deps.throttle.release(name));
+    return throttled(subjectName(read.entry, signed), read, clientIp, async () => {
+      const verified = checkSignedClaims(read.entry, signed, deps.now());
+      const who = identify(read.entry, verified.claims, deps.localAccounts().keys());
+      for (const { group, reason } of who.dropped) {
+        deps.log.warn({ entry: read.entry.name, username: who.username, group: shorten(group) }, `workload group '${shorten(group)}' dropped: ${reason}`);
+      }
+      const issued = await issue(read.entry, verified, who.username, who.groups);
+      await markExchanged(read, verified);
+      deps.outcomes?.record('workload', read.entry.name, 'ok');
+      deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
+      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
+    }, (name) => deps.throttle.recordSuccess(name));
   }
 
   /** For at most maxTokenLifetime, and never past the subject token's expiry plus that lifetime. */
@@ -114,13 +141,14 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   }
 
   /**
-   * At most once per subject token: its issuer and jti (or the whole token when it has no jti),
-   * hashed, are kept until it expires. Keyed by the issuer, not the entry's name, so renaming an
-   * entry does not make its tokens new.
+   * At most once per subject token: its issuer and jti (or, without a jti, its signature as
+   * bytes: a respelt last character of the text verifies too), hashed, are kept until the token
+   * can no longer be accepted, its exp plus the clock skew. Keyed by the issuer, not the entry's
+   * name, so renaming an entry does not make its tokens new.
    */
   async function markExchanged(read: ReadToken, verified: VerifiedToken): Promise<void> {
     const jti = verified.claims['jti'];
-    const id = typeof jti === 'string' && jti !== '' ? `jti:${jti}` : `token:${read.token}`;
+    const id = typeof jti === 'string' && jti !== '' ? `jti:${jti}` : `signature:${signatureBytes(read.token)}`;
     const key = `${REPLAY_PREFIX}${createHash('sha256').update(`${read.entry.issuer}\n${id}`).digest('base64url')}`;
     const ttlMs = Math.max(1000, (verified.exp + CLOCK_SKEW_SECONDS) * 1000 - deps.now());
     let first: boolean;
@@ -135,7 +163,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
   return async function exchange(request) {
     const subjectToken = checkRequest(request);
-    return admitAndIssue(readSubjectToken(subjectToken, deps.issuers()));
+    return admitAndIssue(readSubjectToken(subjectToken, deps.issuers()), request.clientIp);
   };
 }
 
@@ -155,9 +183,15 @@ function checkRequest(request: ExchangeRequest): string {
   return request.subjectToken;
 }
 
-function throttleName(read: ReadToken): string {
-  const sub = typeof read.unverified['sub'] === 'string' ? read.unverified['sub'] : '';
-  return `exchange:${read.entry.name}:${createHash('sha256').update(sub).digest('base64url').slice(0, 22)}`;
+/** Failures before the signature holds: the issuer entry and the caller's address (no `:` in a local account name). */
+function sourceName(entry: WorkloadIssuer, clientIp: string): string {
+  return `${SOURCE_PREFIX}${entry.name}:${clientIp}`;
+}
+
+/** Failures after it: the entry and the signed `sub`, hashed (bounded, whatever the issuer writes). */
+function subjectName(entry: WorkloadIssuer, signed: Claims): string {
+  const sub = typeof signed['sub'] === 'string' ? signed['sub'] : '';
+  return `exchange:${entry.name}:${createHash('sha256').update(sub).digest('base64url').slice(0, 22)}`;
 }
 
 function shortClaim(value: unknown): string | undefined {

@@ -3,14 +3,18 @@
  * error_description "check 'aud' failed: …"), in this order:
  *
  *   read:   size, format, iss (which configured issuer)       — opens nothing, not throttled
- *   verify: alg, key, signature, aud, exp, nbf, iat, claims    — the secret part, throttled by the caller
+ *   signature: alg, key, signature, signed iss                — anyone can fail these without the key
+ *   claims: aud, exp, nbf, iat, the entry's conditions         — only the token's holder can fail these
+ *
+ * The caller throttles the two stages apart (exchange.ts): a failure before the signature holds
+ * says nothing about the `sub` it names.
  *
  * Algorithms are the issuer's published ones that are asymmetric (keys.ts), checked against the
  * header before any key is looked at, so `alg: none` and HS256 "signed" with the issuer's public
  * key are refused by name. Times allow svc's clock skew (CLOCK_SKEW_SECONDS) both ways. A message
  * never quotes the token; it quotes at most a short, bounded piece of a claim.
  */
-import { compactVerify, decodeProtectedHeader, errors as joseErrors, type JWSHeaderParameters } from 'jose';
+import { base64url, compactVerify, decodeProtectedHeader, errors as joseErrors, type JWSHeaderParameters } from 'jose';
 import { InvalidRequest } from '../errors.js';
 import { CLOCK_SKEW_SECONDS } from '../oidc/sso-verifier.js';
 import { createGlobMatch } from '../rbac/glob.js';
@@ -71,7 +75,11 @@ export function readSubjectToken(token: string, issuers: readonly WorkloadIssuer
   return { token, entry, header, unverified: unverified as Claims };
 }
 
-export async function verifySubjectToken(read: ReadToken, keys: IssuerKeys, nowMs: number): Promise<VerifiedToken> {
+/**
+ * The checks before the signature holds (alg, key, signature, the signed iss): what anyone can
+ * fail without the issuer's key. Answers the signed claims.
+ */
+export async function verifySignature(read: ReadToken, keys: IssuerKeys): Promise<Claims> {
   const { entry, header } = read;
   const algorithms = await keys.algorithms();
   const alg = typeof header.alg === 'string' ? header.alg : '(none)';
@@ -87,17 +95,31 @@ export async function verifySubjectToken(read: ReadToken, keys: IssuerKeys, nowM
     if (err instanceof joseErrors.JOSEError) throw new WorkloadRefused('signature', `the signature does not verify with the issuer's key (${err.code})`);
     throw err;
   }
-  let claims: Claims;
+  let claims: unknown;
   try {
-    claims = JSON.parse(new TextDecoder().decode(payload)) as Claims;
+    claims = JSON.parse(new TextDecoder().decode(payload));
   } catch {
     throw new WorkloadRefused('format', 'the signed payload is not JSON');
   }
-  if (claims['iss'] !== entry.issuer) throw new WorkloadRefused('iss', 'the signed iss differs from the issuer the token was routed to');
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) throw new WorkloadRefused('format', 'the signed payload is not a JSON object');
+  if ((claims as Claims)['iss'] !== entry.issuer) throw new WorkloadRefused('iss', 'the signed iss differs from the issuer the token was routed to');
+  return claims as Claims;
+}
+
+/** The checks of signed claims (aud, exp, nbf, iat, the entry's conditions): only the token's holder can fail these. */
+export function checkSignedClaims(entry: WorkloadIssuer, claims: Claims, nowMs: number): VerifiedToken {
   checkAudience(claims, entry);
   const exp = checkTimes(claims, nowMs);
   checkClaims(claims, entry);
   return { entry, claims, exp };
+}
+
+/**
+ * The signature as bytes, decoded as jose decodes it to verify: the last base64url character
+ * carries unused bits, so several spellings of one signature verify; the bytes are one.
+ */
+export function signatureBytes(token: string): string {
+  return Buffer.from(base64url.decode(token.slice(token.lastIndexOf('.') + 1))).toString('base64url');
 }
 
 function checkAudience(claims: Claims, entry: WorkloadIssuer): void {

@@ -109,4 +109,24 @@ describe('e2e: the identity provider\'s password form is throttled across replic
     const alice = await other.browser.submit(other.form, { username: 'alice', password: 'alice123' }, `${URL_OF_SVC}/api/idp/auth/`);
     expect(alice, 'alice logs in').to.be.instanceOf(URL);
   });
+
+  it('gives every spelling the directory matches one budget: once carol is locked, Carol, CAROL, " carol", "carol " are refused and CaRoL with the right password does not log in', async function () {
+    const carol = 'uid=carol,ou=people,dc=example,dc=org';
+    const before = await bindsOf(carol);
+    for (let i = 0; i < MAX_FAIL_COUNT; i++) {
+      const { browser, form } = await formAt(replicas[i % 2] as Replica);
+      const page = await browser.submit(form, { username: 'carol', password: `not-carols-${i}` }, REDIRECT_URI);
+      expect(isPage(page) && page.status, `wrong password ${i + 1}`).to.equal(401);
+    }
+    for (const [i, spelling] of ['Carol', 'CAROL', ' carol', 'carol ', 'cArOl'].entries()) {
+      const { browser, form } = await formAt(replicas[i % 2] as Replica);
+      const page = await browser.submit(form, { username: spelling, password: `still-not-carols-${i}` }, REDIRECT_URI);
+      expect(isPage(page) && page.status, JSON.stringify(spelling)).to.equal(429);
+    }
+    const { browser, form } = await formAt(replicas[1]);
+    const right = await browser.submit(form, { username: 'CaRoL', password: 'carol123' }, REDIRECT_URI);
+    expect(right, 'the right password in another case does not log in').to.not.be.instanceOf(URL);
+    expect(isPage(right) && right.status).to.equal(429);
+    expect((await bindsOf(carol)) - before, 'binds of carol reaching slapd').to.equal(MAX_FAIL_COUNT);
+  });
 });

@@ -254,10 +254,16 @@ describe('e2e: other applications as static clients of the bundled identity prov
       }
       // Every endpoint where the client authenticates is refused alike.
       expect((await exchange('wiki', 'wiki-secret-0123456789', 'basic', '/revocation')).status).to.equal(429);
+      // No other spelling of the id is the client: the count is keyed on the client the
+      // provider found, and it finds only the exact id, so the right secret gets nowhere.
+      for (const spelling of ['WIKI', 'Wiki', ' wiki', 'wiki ']) {
+        const other = await exchange(spelling, 'wiki-secret-0123456789', 'body');
+        expect([other.status, other.body.error], JSON.stringify(spelling)).to.deep.equal([401, 'invalid_client']);
+      }
       // Another client is not affected.
       expect((await exchange('grafana', 'grafana-secret-0123456789')).body.error).to.equal('invalid_grant');
       const failures = throttled.logs().split('\n').filter((line) => line.includes('client authentication failed') && line.includes('"client":"wiki"'));
-      expect(failures).to.have.length(MAX_FAILS + 3);
+      expect(failures).to.have.length(MAX_FAILS + 3);   // the other spellings are logged under their own ids
       expect(failures[0]).to.include('"reason":"invalid secret provided"').and.match(/"requestId":"[^"]+"/).and.include('"level":30');
       expect(failures.at(-1)).to.include('too many failed client authentications');
       // The lock lifts after the window.

@@ -120,6 +120,23 @@ describe('LoginService', function () {
     }
   });
 
+  it('keys the lockout on the name the account lookup compares: it compares exactly, so no other spelling logs in as a locked account', async function () {
+    const login = service();
+    try {
+      await failure(login.withPassword({ username: 'alice', password: 'bad1' }));
+      await failure(login.withPassword({ username: 'alice', password: 'bad2' }));
+      // Each spelling is another name with a budget of its own, and none of them is alice's account.
+      for (const spelling of ['Alice', 'ALICE', ' alice', 'alice ']) {
+        const err = await failure(login.withPassword({ username: spelling, password: 'right-password' }));
+        expect(err.code, JSON.stringify(spelling)).to.equal('invalid_credentials');
+      }
+      expect((await failure(login.withPassword({ username: 'alice', password: 'right-password' }))).code).to.equal('too_many_attempts');
+    } finally {
+      await state.delete('login-failures:alice');
+      await state.delete('login-locked:alice');
+    }
+  });
+
   it('refuses names longer than 32 characters without counting them', async function () {
     const err = await failure(service().withPassword({ username: 'a'.repeat(33), password: 'x' }));
     expect(err).to.include({ code: 'invalid_request', message: 'username is longer than 32 characters' });

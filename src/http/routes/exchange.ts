@@ -29,7 +29,7 @@ export function exchangeRoutes({ exchange, log }: ExchangeRouteDeps): Router<App
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     try {
-      const result = await exchange(await readExchangeRequest(ctx));
+      const result = await exchange({ ...(await readExchangeRequest(ctx)), clientIp: ctx.ip });
       ctx.body = { access_token: result.accessToken, issued_token_type: result.issuedTokenType, token_type: 'Bearer', expires_in: result.expiresIn };
     } catch (err: unknown) {
       const reply = oauthError(err);
@@ -57,7 +57,7 @@ function oauthError(err: unknown): { status: number; error: string; description:
   return { status, error: status === 503 ? 'temporarily_unavailable' : err.code, description: err.message };
 }
 
-async function readExchangeRequest(ctx: Koa.Context): Promise<ExchangeRequest> {
+async function readExchangeRequest(ctx: Koa.Context): Promise<Omit<ExchangeRequest, 'clientIp'>> {
   const text = await readBody(ctx);
   let get: (name: string) => string | undefined;
   if (typeof ctx.is('application/x-www-form-urlencoded') === 'string') {

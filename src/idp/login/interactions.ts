@@ -177,7 +177,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const username = form.get('username') ?? '';
     const requestId = String(ctx.res.getHeader('X-Request-Id') ?? '');
     const outcome = await deps.guard.attempt({ uid: interaction.uid, connectorId: id, username, requestId },
-      () => deps.flow.password(connector, requestOf(ctx, interaction, id), username, form.get('password') ?? ''));
+      (admitEntry) => deps.flow.password(connector, requestOf(ctx, interaction, id), username, form.get('password') ?? '', admitEntry));
     if (outcome.kind === 'ok') return finish(ctx, { login: { accountId: outcome.sub, amr: amr(id) } }, false);
     if (outcome.kind === 'exhausted') return page(ctx, 429, errorPage('Login failed', EXHAUSTED));
     if (outcome.kind === 'locked' && outcome.retryAfterS !== undefined) ctx.set('Retry-After', String(outcome.retryAfterS));

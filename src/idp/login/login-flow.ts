@@ -109,7 +109,8 @@ const hasScope = (scope: string, name: string): boolean => scope.split(' ').incl
 export interface LoginFlow {
   csrfToken(uid: string): string;
   csrfValid(uid: string, token: string): boolean;
-  password(connector: Connector & { kind: 'password' }, req: LoginRequest, username: string, password: string): Promise<PasswordOutcome>;
+  /** `admitEntry`: the password guard's count of the entry the name resolves to (LoginContext.admitEntry). */
+  password(connector: Connector & { kind: 'password' }, req: LoginRequest, username: string, password: string, admitEntry?: (entry: string) => Promise<boolean>): Promise<PasswordOutcome>;
   begin(connector: Connector & { kind: 'browser' }, req: LoginRequest): Promise<BoundStart>;
   /** The interaction a round trip's `state` belongs to (read, not used up), to route its answer there. */
   interactionOf(stateParam: string): Promise<string | undefined>;
@@ -145,11 +146,12 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       return given.length === expected.length && timingSafeEqual(given, expected);
     },
 
-    async password(connector, req, username, password) {
+    async password(connector, req, username, password, admitEntry) {
       let identity: Identity | null;
       let why: string | undefined;
       try {
-        identity = await connector.login(username, password, { ...contextFor(req.scope), refused: (reason) => { why = reason; } });
+        const ctx: LoginContext = { ...contextFor(req.scope), refused: (reason) => { why = reason; }, ...(admitEntry === undefined ? {} : { admitEntry }) };
+        identity = await connector.login(username, password, ctx);
       } catch (err: unknown) {
         // The attempt's one line (password-guard.ts) says why; the stack is for debugging only.
         deps.log.debug({ err, connector: req.connectorId }, 'identity provider: password connector failed');

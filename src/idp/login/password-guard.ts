@@ -5,11 +5,19 @@
  * (SVC_MAX_CONCURRENT_LOGIN_REQUESTS_COUNT, a cap of its own: a flood at the form must not
  * take the local login's slots, nor the reverse) and the same random delay after a failure.
  *
- * Counted per connector and username as typed: the throttle's name is
- * `idp:<connector>:<username>`, which no local account can be called (local names hold no
- * `:`), so the two kinds of login never share a count. An attempt is counted before the
- * directory is asked (throttle.ts), so N parallel guesses reach the directory at most
- * SVC_SESSION_FAILURE_MAX_FAIL_COUNT times in a window, on one replica or many.
+ * Counted twice, so that no spelling of a name escapes its budget:
+ * - per connector and canonical name (canonical-name.ts: case, spaces and invisible characters
+ *   folded as loosely as a directory compares them), `idp:<connector>:<canonical name>`, before
+ *   the directory is asked: `Bob`, ` BOB` and `bob` are one count;
+ * - per connector and the entry the directory resolved the name to (an LDAP DN, folded to
+ *   lower case), `idp-entry:<connector>:<entry>`, after the search and before the password is
+ *   tried (LoginContext.admitEntry): a spelling the fold does not know still lands on the
+ *   entry's count. While the entry is locked its password is not tried, and the attempt counts
+ *   as a failure of the name as well.
+ * No local account can be called either (local names hold no `:`), so the two kinds of login
+ * never share a count. Each attempt is counted before its password is tried (throttle.ts), so N
+ * parallel guesses reach the directory at most SVC_SESSION_FAILURE_MAX_FAIL_COUNT times in a
+ * window, on one replica or many, however they spell the name.
  *
  * Besides, one interaction takes at most MAX_ATTEMPTS_PER_INTERACTION posts (any usernames):
  * its page and CSRF token are not a reusable guessing oracle. Each failure is logged once, with
@@ -24,6 +32,7 @@ import { NO_LOGIN_OUTCOMES, type LoginOutcomes, type LoginReason } from '../../s
 import { LockedUntilCleared, type LoginThrottle } from '../../session/throttle.js';
 import type { StateBackend } from '../../state/state.js';
 import { INTERACTION_TTL_S } from '../lifetimes.js';
+import { canonicalUsername } from './canonical-name.js';
 import type { PasswordOutcome } from './login-flow.js';
 
 /** Posts one interaction's form takes, whatever the usernames; then the person starts again. */
@@ -58,13 +67,24 @@ export interface PasswordGuardDeps {
   readonly outcomes?: LoginOutcomes;
 }
 
+/**
+ * Given to the connector's login (LoginContext.admitEntry): counts the attempt against the entry
+ * the name resolved to; false means the entry is locked and its password must not be tried.
+ */
+export type AdmitEntry = (entry: string) => Promise<boolean>;
+
 export interface PasswordGuard {
   /** Runs `check` (the connector's login) if and when the limits allow. */
-  attempt(attempt: PasswordAttempt, check: () => Promise<PasswordOutcome>): Promise<GuardedOutcome>;
+  attempt(attempt: PasswordAttempt, check: (admitEntry: AdmitEntry) => Promise<PasswordOutcome>): Promise<GuardedOutcome>;
 }
 
 const attemptsKey = (uid: string): string => `idp:form-attempts:${uid}`;
-export const throttleName = (connectorId: string, username: string): string => `idp:${connectorId}:${username}`;
+export const throttleName = (connectorId: string, username: string): string => `idp:${connectorId}:${canonicalUsername(username)}`;
+/** DNs compare without regard to case (attribute names and `uid` values alike): folded, one entry is one name. */
+export const entryThrottleName = (connectorId: string, entry: string): string => `idp-entry:${connectorId}:${entry.toLowerCase()}`;
+
+/** The entry's admission during one attempt. */
+type EntryAdmission = { readonly name: string; readonly attempt: number } | { readonly refused: GuardedOutcome };
 
 export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
   const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
@@ -89,6 +109,52 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
       if (err instanceof TooManyAttempts) return err.retryAfterSeconds <= 1 ? { kind: 'busy' } : { kind: 'locked', retryAfterS: err.retryAfterSeconds };
       throw err;
     }
+  }
+
+  /** The admitEntry of one attempt, and what it admitted. One entry per attempt: a second is refused. */
+  function entryGate(connectorId: string): { readonly admitEntry: AdmitEntry; readonly admission: () => EntryAdmission | undefined } {
+    let admission: EntryAdmission | undefined;
+    return {
+      async admitEntry(entry) {
+        if (admission !== undefined) return false;
+        const name = entryThrottleName(connectorId, entry);
+        const admitted = await admit(name);
+        admission = typeof admitted === 'number' ? { name, attempt: admitted } : { refused: admitted };
+        return typeof admitted === 'number';
+      },
+      admission: () => admission,
+    };
+  }
+
+  /**
+   * Settles each count the attempt took: a success clears it, a wrong password counts, a
+   * directory that did not answer uncounts it (nothing was guessed). An attempt the entry's
+   * lock refused counts as a failure of the name: it guessed, or would have.
+   */
+  async function settle(name: string, admitted: number, entry: EntryAdmission | undefined, outcome: PasswordOutcome): Promise<GuardedOutcome> {
+    if (entry !== undefined && 'refused' in entry) {
+      if (outcome.kind === 'unavailable') await deps.throttle.release(name);
+      else if (entry.refused.kind === 'locked') await deps.throttle.recordFailure(name, admitted);
+      else await deps.throttle.release(name);
+      // Whatever the connector answered after the refusal, the login does not pass.
+      return outcome.kind === 'unavailable' ? outcome : entry.refused;
+    }
+    const counts = entry === undefined ? [{ name, attempt: admitted }] : [{ name, attempt: admitted }, entry];
+    for (const count of counts) {
+      if (outcome.kind === 'ok') await deps.throttle.recordSuccess(count.name);
+      else if (outcome.kind === 'wrong') await deps.throttle.recordFailure(count.name, count.attempt);
+      else await deps.throttle.release(count.name);
+    }
+    return outcome;
+  }
+
+  /** The attempt's one log line (and wait) for what it came to. */
+  async function report(attempt: PasswordAttempt, outcome: GuardedOutcome): Promise<void> {
+    if (outcome.kind === 'ok') outcomes.record('idp-password', attempt.connectorId, 'ok');
+    else if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
+    else if (outcome.kind === 'unavailable') refused(attempt, outcome.why, 'unavailable');
+    else if (outcome.kind === 'locked') await failed(attempt, 'the directory entry is locked after too many failures', 'locked');
+    else await failed(attempt, 'too many attempts in flight for the directory entry', 'busy');
   }
 
   return {
@@ -117,18 +183,15 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
         refused(attempt, 'too many logins in progress', 'busy');
         return { kind: 'busy' };
       }
-      let outcome: PasswordOutcome;
+      const gate = entryGate(attempt.connectorId);
+      let checked: PasswordOutcome;
       try {
-        outcome = await check();
+        checked = await check(gate.admitEntry);
       } finally {
         release();
       }
-      if (outcome.kind === 'ok') await deps.throttle.recordSuccess(name);
-      else if (outcome.kind === 'wrong') await deps.throttle.recordFailure(name, admitted);
-      else await deps.throttle.release(name);   // the directory did not answer: nothing was guessed
-      if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
-      else if (outcome.kind === 'unavailable') refused(attempt, outcome.why, 'unavailable');
-      else outcomes.record('idp-password', attempt.connectorId, 'ok');
+      const outcome = await settle(name, admitted, gate.admission(), checked);
+      await report(attempt, outcome);
       return outcome;
     },
   };

@@ -219,6 +219,25 @@ describe('ldap connector against slapd', function () {
       expect(unknown).to.have.lengthOf(wrong.length);
     });
 
+    it('hands the caller the DN each spelling resolves to before the user bind, and binds nothing when the caller refuses it', async () => {
+      const { connector } = connectorFor(baseConfig());
+      const asked: string[] = [];
+      const withGate = (allow: boolean): LoginContext => ({ ...ctx(false), admitEntry: async (entry) => { asked.push(entry); return allow; } });
+      // slapd matches uid without regard to case or surrounding spaces: every spelling is carol.
+      for (const spelling of ['carol', 'Carol', ' CAROL', 'carol ']) expect(await connector.login(spelling, 'wrong-pw', withGate(true))).to.equal(null);
+      expect(asked).to.deep.equal(Array(4).fill('uid=carol,ou=people,dc=example,dc=org'));
+      const seen = (await binds()).length;
+      let why: string | undefined;
+      const refusedCtx: LoginContext = { ...withGate(false), refused: (reason) => { why = reason; } };
+      expect(await connector.login('CaRoL', 'carol123', refusedCtx), 'the right password, the entry refused').to.equal(null);
+      expect(why).to.equal('entry locked');
+      expect((await binds()).slice(seen).filter((dn) => dn !== 'cn=reader,dc=example,dc=org'), 'no user bind').to.deep.equal([]);
+      // An unknown name resolves to no entry: nothing to count but the name.
+      asked.length = 0;
+      expect(await connector.login('mallory', 'x', withGate(true))).to.equal(null);
+      expect(asked).to.deep.equal([]);
+    });
+
     it('refuses an empty password before opening any connection', async () => {
       const server = await silentServer();
       try {
