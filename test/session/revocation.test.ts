@@ -20,7 +20,8 @@ import {
 } from '../../src/session/revocation.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { createRedisState } from '../../src/state/redis.js';
-import { KEY_PREFIX, StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { Unavailable } from '../../src/errors.js';
+import { KEY_PREFIX, NotReplicated, type StateBackend } from '../../src/state/state.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { clusterTopology, openReadyState, startRedisCluster, type RedisClusterPeer } from '../helpers/redis-topology.js';
 import { until } from '../state/state-suite.js';
@@ -363,8 +364,9 @@ describe('session: revocation list', function () {
         await peer.kill(replicaPort);
         try {
           const err = await revocation.revoke(jti, inSeconds(600)).then(() => undefined, (e: unknown) => e);
-          expect(err, 'a logout whose list entry is on no replica').to.be.instanceOf(StateUnavailable);
+          expect(err, 'a logout whose list entry is on no replica').to.be.instanceOf(Unavailable);
           expect((err as Error).message).to.match(/no replica acknowledged the write/);
+          expect((err as Error).cause, 'the backend said the write was not replicated').to.be.instanceOf(NotReplicated);
         } finally {
           await peer.start(replicaPort);
         }
