@@ -4,7 +4,10 @@
  * issuer entry of `workload.config` (read live) gets its own key cache and its own TLS policy
  * (rootCA), made again when the entry's issuer, jwksURL or rootCA change.
  */
+import type { IncomingMessage } from 'node:http';
+import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address.js';
 import { exchangeRoutes } from '../http/routes/exchange.js';
+import { requestSource } from '../idp/pending-source.js';
 import { createTlsFetch, type TlsFetch } from '../lib/tls-fetch.js';
 import type { LoginThrottle } from '../session/throttle.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
@@ -45,7 +48,11 @@ function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: L
     now,
     outcomes: services.loginOutcomes,
   });
-  return { name: 'workload', routers: [exchangeRoutes({ exchange, log })], close: keys.close };
+  // Read again here (the identity provider reads it too, and a bad value stops the start there
+  // or here with the entry named): the exchange may run without the provider.
+  const trustedProxies = parseTrustedProxies(services.env[TRUSTED_PROXIES_KEY]);
+  const sourceOf = (req: IncomingMessage): string => requestSource(req, trustedProxies);
+  return { name: 'workload', routers: [exchangeRoutes({ exchange, log, sourceOf })], close: keys.close };
 }
 
 interface CachedKeys {

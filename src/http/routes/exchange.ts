@@ -9,6 +9,7 @@
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { InvalidRequest, SvcError, TooManyAttempts } from '../../errors.js';
 import { UnsupportedGrantType, type Exchange, type ExchangeRequest } from '../../workload/exchange.js';
@@ -21,15 +22,21 @@ const MAX_BODY_BYTES = 64 * 1024;
 export interface ExchangeRouteDeps {
   readonly exchange: Exchange;
   readonly log: Pick<Logger, 'error'>;
+  /**
+   * The address failures before the signature holds count under: the peer, or the address a
+   * trusted front proxy reports (SVC_TRUSTED_PROXIES), so that behind an ingress one caller's
+   * forged tokens do not lock out every workload coming the same way.
+   */
+  readonly sourceOf: (req: IncomingMessage) => string;
 }
 
-export function exchangeRoutes({ exchange, log }: ExchangeRouteDeps): Router<AppState> {
+export function exchangeRoutes({ exchange, log, sourceOf }: ExchangeRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
   router.post('/api/v1/session/exchange', async function exchangeToken(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     try {
-      const result = await exchange({ ...(await readExchangeRequest(ctx)), clientIp: ctx.ip });
+      const result = await exchange({ ...(await readExchangeRequest(ctx)), clientIp: sourceOf(ctx.req) });
       ctx.body = { access_token: result.accessToken, issued_token_type: result.issuedTokenType, token_type: 'Bearer', expires_in: result.expiresIn };
     } catch (err: unknown) {
       const reply = oauthError(err);
