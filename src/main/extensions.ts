@@ -1,7 +1,7 @@
 /** The extension proxy as a feature: answered before Koa, WebSockets included; with it, the identity assertion keys. */
 import { assertionKeysIn, ensureAssertionKeys } from '../extensions/assertion-keys.js';
 import { createIdentityAssertions } from '../extensions/identity-assertion.js';
-import { assertionJwksRoutes } from '../extensions/jwks-route.js';
+import { assertionJwksRoutes } from '../http/routes/assertion-jwks.js';
 import { createExtensionProxy } from '../extensions/proxy.js';
 import type { Feature } from './feature.js';
 import type { Authentication } from './authentication.js';

@@ -4,8 +4,8 @@
  * Without a token: a key set is public by nature, and backends fetch it unauthenticated.
  */
 import Router from '@koa/router';
-import type { AppState } from '../http/state.js';
-import { publicAssertionJwks, type AssertionKey } from './assertion-keys.js';
+import type { AppState } from '../state.js';
+import { publicAssertionJwks, type AssertionKey } from '../../extensions/assertion-keys.js';
 
 export const ASSERTION_JWKS_PATH = '/.well-known/svc/jwks.json';
 /** Backends may cache it this long: shorter than the wait before a rotated-in key signs. */
