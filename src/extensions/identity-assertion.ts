@@ -43,6 +43,12 @@ export function kindOf(principal: Principal): AssertionKind {
   return principal.kind === 'sso' ? 'sso' : principal.kind === 'workload' ? 'workload' : 'local';
 }
 
+/** When an assertion issued at `iat` expires: 60 s on, and never after the token it speaks for (at least 1 s). */
+export function assertionExpiry(principal: Principal, iat: number): number {
+  const tokenEnds = principal.expiresAt ?? Number.POSITIVE_INFINITY;
+  return Math.max(iat + 1, Math.min(iat + ASSERTION_TTL_S, Math.floor(tokenEnds)));
+}
+
 /** The claims of an assertion issued at `iat` (seconds). */
 export function assertionClaims(subject: AssertionSubject, issuer: string, iat: number): Record<string, unknown> {
   const { principal, application } = subject;
@@ -54,7 +60,7 @@ export function assertionClaims(subject: AssertionSubject, issuer: string, iat: 
     groups: principal.groups,
     kind: kindOf(principal),
     iat,
-    exp: iat + ASSERTION_TTL_S,
+    exp: assertionExpiry(principal, iat),
   };
   if (application !== undefined) {
     claims.application = application.name;
@@ -88,7 +94,7 @@ export function createIdentityAssertions(deps: IdentityAssertionDeps): IdentityA
     if (cached !== undefined && cached.reuseUntil > now && cached.kid === key.kid && cached.issuer === issuer) return cached.token;
     const iat = Math.floor(now / 1000);
     const token = signAssertion(assertionClaims(subject, issuer, iat), key);
-    cache.set(cacheKey, { token, reuseUntil: (iat + ASSERTION_TTL_S - REUSE_MIN_LEFT_S) * 1000, kid: key.kid, issuer });
+    cache.set(cacheKey, { token, reuseUntil: (assertionExpiry(principal, iat) - REUSE_MIN_LEFT_S) * 1000, kid: key.kid, issuer });
     return token;
   };
 }

@@ -28,6 +28,16 @@ describe('extensions/assertion-keys', function () {
     await again.close();
   });
 
+  it('replicas starting together on one store end with the same key, whichever wrote first', async () => {
+    const dir = configDir();
+    const stores = await Promise.all([0, 1, 2].map(() => openDirStore({ dir, log, watch: false })));
+    const kids = (await Promise.all(stores.map((store) => ensureAssertionKeys(store, () => T0)))).map((keys) => keys.map((k) => k.kid));
+    expect(kids[0]).to.have.length(1);
+    expect(kids[1]).to.deep.equal(kids[0]);
+    expect(kids[2]).to.deep.equal(kids[0]);
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
   it('publishes the public half only, with kid, alg and use', async () => {
     const store = await openDirStore({ dir: configDir(), log, watch: false });
     const keys = await ensureAssertionKeys(store, () => T0);

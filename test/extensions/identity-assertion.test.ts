@@ -77,6 +77,14 @@ describe('extensions/identity-assertion', () => {
     keys = [keys[1] as AssertionKey];
   });
 
+  it('never outlives the token it speaks for, and is not reused past the last 30 s of that token', async () => {
+    const ending = { ...alice, tokenId: 'ending', expiresAt: T0 / 1000 + 40 };
+    const token = signer({ principal: ending, extension: 'tools' });
+    expect((await verify(token, 'tools')).exp).to.equal(T0 / 1000 + 40);
+    clock = T0 + 10_000;
+    expect(signer({ principal: ending, extension: 'tools' }), 'less than 30 s of the token left: signed again').to.not.equal(token);
+  });
+
   it('keeps the cache within its bound', () => {
     const cache = new AssertionCache({ maxEntries: 2, maxBytes: 1 << 20 });
     const bounded = createIdentityAssertions({ keys: () => keys, issuer: () => ISSUER, now: () => clock, cache });
