@@ -4,8 +4,9 @@
  * verifies each assertion with jose against the key set it fetches from svc, as
  * docs/extensions.md shows a backend doing. For each kind of caller the claims match what the
  * plain headers say; a forged or replayed assertion sent by a client never reaches the backend;
- * a WebSocket upgrade carries one too; after `svc-server idp rotate-keys` the backend verifies
- * assertions of the new key while the old key is still published.
+ * a WebSocket upgrade carries one too; a second replica on the same store signs with the same
+ * keys; after `svc-server idp rotate-keys` the backend verifies assertions of the new key while
+ * the old key is still published.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { rmSync } from 'node:fs';
@@ -230,6 +231,21 @@ describe('e2e: Svc-Identity-Assertion, verified by a backend against svc\'s publ
     });
     ws.close();
     expect(expectVerified(seen, 'local').sub).to.equal('carol');
+  });
+
+  it('a second replica on the same store signs with the same keys: its assertions verify against the first one\'s key set', async function () {
+    const replica = await startTestServer(dir, { port: await freePort() });
+    try {
+      const carol = await login(replica.url, 'carol', CAROL_PASSWORD);
+      const response = await fetch(`${replica.url}/api/v1/extensions/whoami/x`, { headers: { authorization: `Bearer ${carol}` } });
+      const seen = (await response.json()) as Seen;
+      // The backend fetches the key set from `url`, the first replica.
+      expect(expectVerified(seen, 'local').sub).to.equal('carol');
+      const published = async (base: string) => ((await (await fetch(`${base}${JWKS_PATH}`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      expect(await published(replica.url)).to.deep.equal(await published(url));
+    } finally {
+      await replica.close(1000);
+    }
   });
 
   it('after rotate-keys the backend verifies assertions of the new key while the old one is still listed', async function () {
