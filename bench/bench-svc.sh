@@ -30,8 +30,9 @@ check_proxies() { [ "$(curl -fsS -H "Authorization: Bearer $2" "$1")" = ok ] || 
 
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
-# write_bench_config DIR BACKEND_PORT: a config dir with one extension `bench` on the backend and
-# a local account `bench` (password bench-password) whose right comes from a policy rule.
+# write_bench_config DIR BACKEND_PORT: a config dir with the extension `bench` on the backend, the
+# same with a signed identity assertion as `bench-signed`, and a local account `bench` (password
+# bench-password) whose right to both comes from a policy rule.
 write_bench_config() {
   local dir=$1 backend_port=$2 hash
   mkdir -p "$dir"
@@ -49,6 +50,12 @@ data:
         backend:
           services:
             - url: http://127.0.0.1:$backend_port
+      - name: bench-signed
+        enabled: true
+        backend:
+          identityAssertion: true
+          services:
+            - url: http://127.0.0.1:$backend_port
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -56,6 +63,7 @@ metadata: { name: svc-rbac-cm }
 data:
   policy.csv: |
     p, role:bench, extensions, *, */bench, allow
+    p, role:bench, extensions, *, */bench-signed, allow
     g, bench, role:bench
 ---
 apiVersion: v1

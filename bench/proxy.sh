@@ -2,7 +2,9 @@
 # Extension proxy throughput, in one run: a trivial backend, nginx with a plain proxy_pass
 # (scripts/peers/start-nginx.sh) and svc (svc-server --workers N --redis, an extension with a
 # bearer token of a non-admin account and a real rights rule). wrk -c64 for DURATION against
-# each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct.
+# each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct. svc-assert is
+# svc again, to an extension with backend.identityAssertion (a signed Svc-Identity-Assertion on
+# every request, reused per caller for part of its life): its ratio to svc is the cost of signing.
 # Targets (issue 4): svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
 # Then the same targets paced (bench/paced.lua: each connection waits a random PACED_DELAY_MS
 # on average between requests, about 10k req/s in all): the p50 and p99 a proxy adds when it is
@@ -53,6 +55,8 @@ curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" || { cat "$WORK/svc.
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 check_proxies "$SVC_URL" "$TOKEN"
+SIGNED_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-signed/"
+check_proxies "$SIGNED_URL" "$TOKEN"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SVC_URL")" = 401 ] || { echo "svc proxies without a token" >&2; exit 1; }
 
 FLOOR_PORT=$(free_port)
@@ -98,6 +102,7 @@ RESULTS+=("$(run direct "http://127.0.0.1:$BACKEND_PORT/")")
 RESULTS+=("$(run nginx "http://127.0.0.1:$NGINX_PORT/")")
 RESULTS+=("$(run svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")")
 RESULTS+=("$(run node-floor "http://127.0.0.1:$FLOOR_PORT/")")
+RESULTS+=("$(run svc-assert "$SIGNED_URL" -H "Authorization: Bearer $TOKEN")")
 [ -n "$EXTRA_PID" ] && RESULTS+=("$(run koa-proxies "http://127.0.0.1:$KOA_PORT/ext/")")
 [ "${SVC_HEALTHZ:-0}" = 1 ] && RESULTS+=("$(run svc-healthz "http://127.0.0.1:$SVC_PORT/healthz")")
 printf '%-12s %12s %10s\n' target 'req/s' 'p99 ms'
@@ -106,6 +111,9 @@ read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r 
 awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v f="$FQ" -v dp="$DP" -v sp="$SP" -v fp="$FP" 'BEGIN {
   printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp
   printf "node floor/nginx %.2f, svc/node floor %.2f, node floor added p99 %.2f ms\n", f/n, s/f, fp-dp }'
+read -r _ AQ AP <<<"${RESULTS[4]}"
+awk -v s="$SQ" -v a="$AQ" -v sp="$SP" -v ap="$AP" 'BEGIN {
+  printf "identity assertion on/off %.2f (target >= 0.90), p99 on %.2f ms, off %.2f ms\n", a/s, ap, sp }'
 
 [ "$PACED_DELAY_MS" = 0 ] && exit 0
 PACED=()

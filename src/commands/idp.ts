@@ -1,7 +1,9 @@
 /**
  * `svc-server idp rotate-keys --config DIR` (or `--kube`): a new signing key for the bundled identity provider,
  * published at once and signing a few minutes later, once every replica has it; the previous key stays published until the ID tokens it signed have expired,
- * and keys past that are pruned. Running servers pick the change up from the store.
+ * and keys past that are pruned. The extension identity assertion keys rotate in the same run, the same way (one command for
+ * every key svc signs with: an operator rotating after a leak should not have to know there are two).
+ * Running servers pick the change up from the store.
  */
 import type { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -10,6 +12,7 @@ import { openKubeClient } from '../config/kube/kube-client.js';
 import { openKubeStore } from '../config/kube/kube-store.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
 import type { ConfigStore } from '../config/store.js';
+import { rotateAssertionKeys } from '../extensions/assertion-keys.js';
 import { rotateSigningKeys } from '../idp/keys.js';
 
 /** `source`: a config dir, or the cluster's store (`--kube`); the rotation is the same write either way. */
@@ -31,6 +34,11 @@ export async function runRotateKeys(source: string | ClusterStoreOptions, out: W
     for (const kid of report.retired) out.write(`retired signing key ${kid}; it signs until then, and stays published until the tokens it signed expire\n`);
     for (const kid of report.pruned) out.write(`removed signing key ${kid}; every token it signed has expired\n`);
     out.write(`published keys: ${[report.added.kid, ...report.kept].join(', ')}\n`);
+    const assertion = await rotateAssertionKeys(store, now);
+    out.write(`added identity assertion key ${assertion.added.kid}; published now at /.well-known/svc/jwks.json, it signs from ${String(assertion.added.signsFrom)}\n`);
+    for (const kid of assertion.retired) out.write(`retired identity assertion key ${kid}; it signs until then, and stays published until the assertions it signed expire\n`);
+    for (const kid of assertion.pruned) out.write(`removed identity assertion key ${kid}; every assertion it signed has expired\n`);
+    out.write(`published identity assertion keys: ${[assertion.added.kid, ...assertion.kept].join(', ')}\n`);
     return 0;
   } catch (e: unknown) {
     err.write(`svc-server idp rotate-keys: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -1,7 +1,7 @@
 /**
  * The one list of what svc keeps for itself in its Secrets: its session key, the accounts'
  * password hashes and API token records, the identity provider's signing and cookie keys,
- * second-factor material, and the initial admin password. Configuration never reads any of it:
+ * the extension identity assertion keys, second-factor material, and the initial admin password. Configuration never reads any of it:
  * a `$<key>` or `$<secret>:<key>` naming one is refused (secret-ref.ts), because whoever may
  * edit a ConfigMap could otherwise have svc send them to a host of their choosing (an LDAP
  * bind, a client secret posted to an upstream).
@@ -27,6 +27,7 @@ export const OWNED_KEY_PREFIXES: Readonly<Record<string, string>> = {
   'accounts.': "the local accounts' password hashes and API token records",
   'idp.': "the identity provider's signing and cookie keys",
   'mfa.': 'second-factor material',
+  'assertion.': 'the keys svc signs the identity assertions it sends to extension backends with',
 };
 
 /**

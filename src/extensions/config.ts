@@ -44,6 +44,8 @@ export interface ExtensionConfig {
   readonly services: readonly BackendService[];
   /** The Content-Security-Policy svc adds to responses; undefined when the entry turned it off. */
   readonly contentSecurityPolicy: string | undefined;
+  /** `backend.identityAssertion: true`: send the backend a signed Svc-Identity-Assertion (identity-assertion.ts); absent when off (the default). */
+  readonly identityAssertion?: true;
 }
 
 const EXTENSION_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
@@ -83,6 +85,7 @@ const extensionSchema = z.strictObject({
   contentSecurityPolicy: z.union([z.literal(false), policyText]).optional(),
   backend: z.strictObject({
     idleConnTimeout: durationText.optional(),
+    identityAssertion: z.boolean().optional(),
     services: z.array(serviceSchema).min(1, 'at least one service is needed'),
   }),
 }).superRefine((ext, ctx) => {
@@ -112,6 +115,7 @@ function toConfig(raw: RawExtension): ExtensionConfig {
       ...(s.tls !== undefined ? { tls: stripUndefined(s.tls) } : {}),
     })),
     contentSecurityPolicy: raw.contentSecurityPolicy === false ? undefined : (raw.contentSecurityPolicy?.trim() ?? DEFAULT_CONTENT_SECURITY_POLICY),
+    ...(raw.backend.identityAssertion === true ? { identityAssertion: true } : {}),
   };
 }
 

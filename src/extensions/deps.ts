@@ -7,6 +7,7 @@ import type { Authenticator } from '../session/authenticate.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import type { Rights } from '../rbac/rights.js';
 import type { ExtensionConfig } from './config.js';
+import type { IdentityAssertions } from './identity-assertion.js';
 
 /** The part of the settings the proxy reads. */
 export interface ProxySettings {
@@ -30,4 +31,6 @@ export interface ExtensionProxyDeps {
   readonly readCaller: ReadCaller;
   /** Open WebSockets are checked again with it, and cut when their token is revoked (open-relays.ts). */
   readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked'>;
+  /** Signs Svc-Identity-Assertion for extensions that ask for it; without it, those extensions answer 503. */
+  readonly assertions?: IdentityAssertions;
 }

@@ -27,6 +27,7 @@ import { forward, type Tally } from './forward.js';
 import { declaresBody } from '../http/body.js';
 import type { ProxySettingsSource } from './deps.js';
 import { forwardHeaders } from './headers.js';
+import { assertionForRoute, type IdentityAssertions } from './identity-assertion.js';
 import type { ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
@@ -43,6 +44,7 @@ export interface GatewayDeps {
   readonly httpMetrics: Pick<HttpMetrics, 'record'>;
   readonly log: Logger;
   readonly accessLogLevel?: AccessLogLevel;
+  readonly assertions?: IdentityAssertions | undefined;
 }
 
 /** One proxied request: the parts of the URL the caller already split (target.ts). */
@@ -132,7 +134,7 @@ class Exchange {
         origin: url.origin,
         method: req.method ?? 'GET',
         path,
-        headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocolOf(req.socket))),
+        headers: forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocolOf(req.socket), false, assertionForRoute(this.deps.assertions, route))),
         body: declaresBody(req.headers) ? { stream: req, length: length === undefined ? undefined : Number(length) } : null,
         idleMs: route.extension.idleConnTimeoutMs,
         queueMs: QUEUE_WAIT_MS,

@@ -71,6 +71,8 @@ export interface ForwardContext {
   /** Validated `<namespace>/<name>` and its project, when the request named an application. */
   readonly application?: { readonly name: string; readonly project: string };
   readonly upgrade?: boolean;
+  /** The signed identity (identity-assertion.ts), for extensions that asked for one. */
+  readonly assertion?: string;
 }
 
 /** Lower case, `_` read as `-` (see the module comment). */
@@ -113,6 +115,7 @@ export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHt
   if (context.application !== undefined) {
     out.push('svc-application-name', context.application.name, 'svc-project-name', headerSafe(context.application.project));
   }
+  if (context.assertion !== undefined) out.push('svc-identity-assertion', context.assertion);
   return out;
 }
 

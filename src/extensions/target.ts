@@ -38,11 +38,12 @@ export function backendTarget(route: ExtensionRoute, rest: string, query: string
   return { url, path: query === '' ? path : `${path}?${query}` };
 }
 
-export function forwardContextOf(route: ExtensionRoute, host: string, clientIp: string, proto: string, upgrade = false): ForwardContext {
+export function forwardContextOf(route: ExtensionRoute, host: string, clientIp: string, proto: string, upgrade = false, assertion?: string): ForwardContext {
   // One object shape for every request, built without spreads (see proxy.ts on spreads in the hot path).
   const context: { -readonly [K in keyof ForwardContext]: ForwardContext[K] } = { host, clientIp, proto: proto === 'https' ? 'https' : 'http', user: route.principal };
   const application = route.application;
   if (application !== undefined) context.application = { name: `${application.namespace}/${application.name}`, project: application.project };
   if (upgrade) context.upgrade = true;
+  if (assertion !== undefined) context.assertion = assertion;
   return context;
 }

@@ -29,6 +29,7 @@ import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './acce
 import { mapBackendError, MAX_TIMER_MS } from './forward.js';
 import { handshakeApplication } from './handshake-application.js';
 import { forwardHeaders, responseHeaderList } from './headers.js';
+import { assertionForRoute } from './identity-assertion.js';
 import { CONNECT_TIMEOUT_MS } from './pools.js';
 import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './deps.js';
@@ -92,7 +93,7 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
   const { application, query } = handshakeApplication(typeof header === 'string' ? header : '', target.query);
   const route = routeExtensionRequest({ name: target.name, principal: caller.principal, authError: caller.authError, application }, settings, deps.rights);
   const { url, path } = backendTarget(route, target.rest, query);
-  const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocol, true));
+  const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocol, true, assertionForRoute(deps.assertions, route)));
   headers.push('host', url.host);
   const idleMs = route.extension.idleConnTimeoutMs;
   // From here the backend's idle timeout answers a handshake that stalls (408), so the client's goes.

@@ -122,8 +122,15 @@ export async function ensureIdpKeys(store: ConfigStore, now: () => Date): Promis
   return written;
 }
 
-export interface RotationReport {
-  readonly added: SigningKey;
+/** What rotation reads of a key, whatever its algorithm (the extension assertion keys rotate the same way). */
+export interface RotatableKey {
+  readonly kid: string;
+  readonly signsFrom?: string | undefined;
+  readonly retiredAt?: string | undefined;
+}
+
+export interface RotationReport<K extends RotatableKey = SigningKey> {
+  readonly added: K;
   readonly retired: readonly string[];
   readonly pruned: readonly string[];
   readonly kept: readonly string[];
@@ -134,13 +141,13 @@ export interface RotationReport {
  * retired as of then. Retired keys whose tokens have all expired (retired longer ago than the ID
  * token lifetime plus a grace) are removed.
  */
-export function rotatedKeys(keys: readonly SigningKey[], generated: SigningKey, now: Date): { keys: SigningKey[]; report: RotationReport } {
+export function rotatedKeys<K extends RotatableKey>(keys: readonly K[], generated: K, now: Date, tokenTtlS = ID_TOKEN_TTL_S): { keys: K[]; report: RotationReport<K> } {
   const at = new Date(now.getTime() + PUBLISH_BEFORE_SIGNING_S * 1000).toISOString();
-  const added: SigningKey = { ...generated, signsFrom: at };
-  const expiredBefore = now.getTime() - (ID_TOKEN_TTL_S + RETIRED_KEY_GRACE_S) * 1000;
+  const added: K = { ...generated, signsFrom: at };
+  const expiredBefore = now.getTime() - (tokenTtlS + RETIRED_KEY_GRACE_S) * 1000;
   const retired: string[] = [];
   const pruned: string[] = [];
-  const kept: SigningKey[] = [];
+  const kept: K[] = [];
   for (const key of keys) {
     if (key.retiredAt === undefined) {
       retired.push(key.kid);
@@ -158,7 +165,7 @@ export function rotatedKeys(keys: readonly SigningKey[], generated: SigningKey, 
  * The keys as the provider takes them at `now`: the one that signs first (the newest whose
  * `signsFrom` has come), then the others in their order.
  */
-export function signingOrder(keys: readonly SigningKey[], now: Date): SigningKey[] {
+export function signingOrder<K extends RotatableKey>(keys: readonly K[], now: Date): K[] {
   const signer = keys.find((k) => k.signsFrom === undefined || Date.parse(k.signsFrom) <= now.getTime());
   return signer === undefined ? [...keys] : [signer, ...keys.filter((k) => k !== signer)];
 }

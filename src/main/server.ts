@@ -161,7 +161,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
     workload.feature(throttle),
     ...(sso !== undefined ? [sso.feature(authentication)] : []),
     ssoChangeNotice(services),
-    buildExtensions(services, authentication),
+    await buildExtensions(services, authentication),
     buildWeb(services),
     ...(idp !== undefined ? [idp] : []),
   ];

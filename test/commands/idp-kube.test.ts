@@ -41,4 +41,27 @@ describe('commands/idp rotate-keys --kube', function () {
       rmSync(work, { recursive: true, force: true });
     }
   });
+
+  it('rotates the extension identity assertion keys in the same run, with overlap', async () => {
+    const kube = await startFakeKube({ tls: makeTestCa() });
+    const work = mkdtempSync(join(tmpdir(), 'svc-idp-kube-'));
+    try {
+      writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
+      kube.store.put({ group: '', version: 'v1', plural: 'secrets', kind: 'Secret' }, 'svc', { metadata: { name: 'svc-secret' }, data: { 'server.secretkey': Buffer.from('k'.repeat(32)).toString('base64') } });
+      const kids: string[] = [];
+      for (let run = 0; run < 2; run++) {
+        const out = sink();
+        const err = sink();
+        expect(await runRotateKeys({ kubeconfig: join(work, 'kubeconfig') }, out, err), err.text()).to.equal(0);
+        kids.push(String(/^added identity assertion key (\S+);/m.exec(out.text())?.[1]));
+      }
+      const data = kube.store.get('secrets', 'svc', 'svc-secret')?.['data'] as Record<string, string>;
+      const stored = JSON.parse(Buffer.from(data['assertion.signingKeys'] ?? '', 'base64').toString()) as { kid: string; retiredAt?: string }[];
+      expect(stored.map((k) => k.kid)).to.deep.equal([kids[1], kids[0]]);
+      expect(stored[1]?.retiredAt, 'the first key retired, still published').to.be.a('string');
+    } finally {
+      await kube.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
 });

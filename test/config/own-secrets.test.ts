@@ -11,11 +11,12 @@ import { ensureInitialConfig } from '../../src/config/bootstrap.js';
 import { openDirStore } from '../../src/config/dir-store.js';
 import { INITIAL_ADMIN_SECRET, SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { assertOwnKeys, ownedBySvc, ownKeysOnly, UnownedSecretKey } from '../../src/config/own-secrets.js';
+import { ensureAssertionKeys, rotateAssertionKeys } from '../../src/extensions/assertion-keys.js';
 import { ensureIdpKeys, rotateSigningKeys } from '../../src/idp/keys.js';
 import { ROOT } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
-const NOT_OWNED = "svc would write key 'oidc.clientSecret' of Secret svc-secret, which is not among the keys it owns (server., admin., accounts., idp., mfa.); list it in own-secrets.ts";
+const NOT_OWNED = "svc would write key 'oidc.clientSecret' of Secret svc-secret, which is not among the keys it owns (server., admin., accounts., idp., mfa., assertion.); list it in own-secrets.ts";
 
 /** Every .ts file below `dir`. */
 async function sources(dir: string): Promise<string[]> {
@@ -43,15 +44,17 @@ describe('config/own-secrets', () => {
     expect(() => assertOwnKeys(['admin.password', 'oidc.clientSecret'])).to.throw(UnownedSecretKey, NOT_OWNED);
   });
 
-  it('leaves only owned keys in svc-secret after a first start, the provider keys and a rotation', async () => {
+  it('leaves only owned keys in svc-secret after a first start, the provider and assertion keys and their rotations', async () => {
     const log = pino({ level: 'silent' });
     await ensureInitialConfig({ dir: root, log });
     const store = await openDirStore({ dir: root, log, watch: false });
     try {
       await ensureIdpKeys(store, () => new Date());
       await rotateSigningKeys(store, new Date());
+      await ensureAssertionKeys(store, () => new Date());
+      await rotateAssertionKeys(store, new Date());
       const keys = Object.keys(store.current().secrets.get(SETTINGS_SECRET)?.data ?? {});
-      expect(keys).to.include.members(['server.secretkey', 'admin.password', 'idp.signingKeys', 'idp.cookieKeys']);
+      expect(keys).to.include.members(['server.secretkey', 'admin.password', 'idp.signingKeys', 'idp.cookieKeys', 'assertion.signingKeys']);
       expect(keys.filter((key) => ownedBySvc(SETTINGS_SECRET, key) === undefined)).to.deep.equal([]);
     } finally {
       await store.close();

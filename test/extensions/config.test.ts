@@ -76,3 +76,21 @@ describe('extensions/config', () => {
     expect(parsed).to.deep.equal([]);
   });
 });
+
+describe('extensions/config: backend.identityAssertion', () => {
+  it('is off unless the entry turns it on', () => {
+    expect(parse([good]).parsed[0]?.identityAssertion).to.equal(undefined);
+    expect(parse([{ ...good, backend: { ...good.backend, identityAssertion: false } }]).parsed[0]?.identityAssertion).to.equal(undefined);
+    const on = parse([{ ...good, backend: { ...good.backend, identityAssertion: true } }]);
+    expect(on.problems).to.deep.equal([]);
+    expect(on.parsed[0]?.identityAssertion).to.equal(true);
+  });
+
+  it('refuses a value that is not a boolean, naming the key, and keeps the last good version (with its assertion on)', () => {
+    const previous = parse([{ ...good, backend: { ...good.backend, identityAssertion: true } }]).parsed;
+    const { parsed, problems } = parse([{ ...good, backend: { ...good.backend, identityAssertion: 'yes' } }], previous);
+    expect(problems).to.deep.equal(["svc-cm: extension.config: extensions[0].backend.identityAssertion: 'yes' must be true or false, not a string"]);
+    expect(parsed).to.deep.equal(previous);
+    expect(parsed[0]?.identityAssertion).to.equal(true);
+  });
+});

@@ -138,3 +138,20 @@ describe('responseHeaderList: more of what the backend cannot do', () => {
     expect(responseHeaderList(raw('Content-Type', 'application/json'), [])).to.include({ eventStream: false });
   });
 });
+
+describe('forwardHeaders: Svc-Identity-Assertion', () => {
+  const context: ForwardContext = { host: 'svc.example', clientIp: '10.0.0.9', proto: 'https', user: { username: 'alice', groups: ['devs'] } };
+  const named = (list: readonly string[], name: string): string[] => list.filter((_, i) => i % 2 === 1 && list[i - 1]?.toLowerCase() === name);
+
+  it("drops a client's assertion in any spelling, and sends none unless svc signed one", () => {
+    const sent = ['Svc-Identity-Assertion', 'forged.jwt.sig', 'svc_identity_assertion', 'replayed.jwt.sig', 'SVC-IDENTITY-ASSERTION', 'x'];
+    const out = forwardHeaders(sent, {}, context);
+    expect(named(out, 'svc-identity-assertion')).to.deep.equal([]);
+    expect(out.join('\n')).to.not.match(/forged|replayed/);
+  });
+
+  it("sends svc's assertion, once, in place of the client's", () => {
+    const out = forwardHeaders(['Svc-Identity-Assertion', 'forged.jwt.sig'], {}, { ...context, assertion: 'signed.by.svc' });
+    expect(named(out, 'svc-identity-assertion')).to.deep.equal(['signed.by.svc']);
+  });
+});
