@@ -236,6 +236,8 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       open();
     },
 
+    connection: () => ({ connected: !closed, revived: 0 }),
+
     async close() {
       closed = true;
       clearInterval(sweep);

@@ -32,6 +32,7 @@ import {
   type WriteOptions,
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
+import { reviveWhenEnded } from './redis-revive.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -120,16 +121,19 @@ export function createRedisState(options: RedisStateOptions): RedisState {
   const { log } = options;
   const topology: RedisTopology = 'topology' in options ? options.topology : { kind: 'standalone', url: options.url };
   const where = topology.kind === 'standalone' ? redactUrl(topology.url) : describeTopology(topology);
-  const client = openClient(topology, { connectionName: 'svc' });
-  watchConnection(client, 'redis', where, log);
-  /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
-  const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => {
-    const opened = openClient(topology, { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 });
-    watchConnection(opened, 'redis (replicated writes)', where, log);
-    return opened;
-  });
   let closed = false;
   let subscriberAttempts = 0;
+  let revived = 0;
+  /** Watched, and connected again whenever ioredis gives up on it (./redis-revive.ts says when). */
+  const open = (what: string, options: Parameters<typeof openClient>[1]): RedisClient => {
+    const opened = openClient(topology, options);
+    watchConnection(opened, what, where, log);
+    reviveWhenEnded(opened, { what, where, log, closed: () => closed, revived: () => void revived++ });
+    return opened;
+  };
+  const client = open('redis', { connectionName: 'svc' });
+  /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
+  const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => open('redis (replicated writes)', { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 }));
 
   /** Runs one command with the fail-fast rules and error translation. */
   async function run<T>(op: string, command: (c: RedisClient) => Promise<T>): Promise<T> {
@@ -300,6 +304,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     async ping() {
       await run('ping', (c) => c.ping());
     },
+
+    connection: () => ({ connected: !closed && client.status === 'ready', revived }),
 
     async close() {
       if (closed) return;
