@@ -29,6 +29,7 @@ import { listenForMetrics } from './metrics-listener.js';
 import { routeProviderConsole } from './provider-console.js';
 import { createReadiness } from './readiness.js';
 import { registerServerMetrics } from './server-metrics.js';
+import { registerStateMetrics } from './state-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
 import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
@@ -203,6 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const services = await buildServices(options, log);
   const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
+  registerStateMetrics(services.metrics.registry, services.state);
   const listener = requestListener(services, authentication, features, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
