@@ -16,6 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
+import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
@@ -29,6 +30,11 @@ const KILL_AFTER_MS = 5_700;
 const PROBES = 8;
 /** Every worker must be ready again within this long after a sequence. */
 const READY_WITHIN_MS = 30_000;
+/**
+ * alice's password at bcrypt's usual cost, not the fixture's 4: the logins then load the
+ * machine as real ones do, which widens the moment a reconnect waits for the sentinels.
+ */
+const STREAM_PASSWORD_COST = 10;
 /** Longer than the throttle's pause after a failed Redis call (throttle-fallback.ts RETRY_AFTER_MS). */
 const THROTTLE_BACK_MS = 1_500;
 
@@ -56,7 +62,7 @@ function loginStream(servers: readonly ServerProcess[]) {
       await sleep(10);
     }
   };
-  const loops = [loop(0), loop(1)];
+  const loops = [loop(0), loop(1), loop(2)];
   return {
     statuses,
     async stop() {
@@ -102,7 +108,7 @@ async function lockoutHolds(servers: readonly ServerProcess[], env: NodeJS.Proce
 
 /** The sequences on a topology: two processes of two workers, logins running, checks after each. */
 async function throughSequences(env: NodeJS.ProcessEnv, sequence: (n: number) => Promise<void>, settled: () => Promise<void>): Promise<void> {
-  const dir = accountsConfigDir();
+  const dir = accountsConfigDir({ secret: { 'accounts.alice.password': await bcrypt.hash(PASSWORDS.alice, STREAM_PASSWORD_COST) } });
   const servers = await Promise.all([startServerProcess(dir, 2, env), startServerProcess(dir, 2, env)]);
   const stream = loginStream(servers);
   try {
