@@ -18,20 +18,53 @@ import { Redis } from 'ioredis';
 import type { RedisState } from '../../src/state/redis.js';
 import { openReadyState, sentinelTopology, startRedisSentinel, type HostPort, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 
+/** The ids of the connections named `name` on the node at `port`. */
+async function connectionsNamed(port: number, name: string): Promise<string[]> {
+  return onNode(port, async (r) => {
+    const list = String(await r.call('CLIENT', 'LIST'));
+    return list.split('\n').flatMap((line) => {
+      const found = /^id=(\d+) .* name=(\S*)/.exec(line);
+      return found?.[2] === name ? [found[1] as string] : [];
+    });
+  });
+}
+
 /** Kills every connection named `name` on the node at `port` (the client then reconnects). */
 async function killConnections(port: number, name: string): Promise<void> {
+  for (const id of await connectionsNamed(port, name)) await onNode(port, (r) => r.call('CLIENT', 'KILL', 'ID', id));
+}
+
+async function onNode<T>(port: number, question: (r: Redis) => Promise<T>): Promise<T> {
   const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
   r.on('error', () => undefined);
   try {
     await r.connect();
-    const list = String(await r.call('CLIENT', 'LIST'));
-    for (const line of list.split('\n')) {
-      const id = /^id=(\d+) .* name=(\S*)/.exec(line);
-      if (id?.[2] === name) await r.call('CLIENT', 'KILL', 'ID', id[1] as string);
-    }
+    return await question(r);
   } finally {
     r.disconnect();
   }
+}
+
+/** SENTINEL FAILOVER through the sentinel at `port`, again while it has not yet seen the replica as a candidate (NOGOODSLAVE). */
+async function failoverThrough(port: number, masterName: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const err = await onNode(port, (r) => r.call('SENTINEL', 'FAILOVER', masterName)).then(() => undefined, (e: unknown) => e as Error);
+    if (err === undefined) return;
+    if (!/NOGOODSLAVE|INPROG/.test(err.message) || Date.now() > deadline) throw err;
+    await sleep(200);
+  }
+}
+
+/** Waits until the sentinel at `port` names a primary other than `old` (it has published +switch-master). */
+async function namedPrimaryOtherThan(port: number, masterName: string, old: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const named = await onNode(port, (r) => r.call('SENTINEL', 'get-master-addr-by-name', masterName) as Promise<[string, string] | null>);
+    if (named !== null && Number(named[1]) !== old) return;
+    await sleep(50);
+  }
+  throw new Error(`the sentinel at ${port} did not name a new primary within 20 s`);
 }
 
 function sentinelPid(peer: RedisSentinelPeer, port: number): number {
@@ -84,12 +117,10 @@ describe('state: a redis client that ioredis ended', function () {
       await sleep(300);
       expect(await state.ping().then(() => 'answered', () => 'refused'), 'ping while the sentinel is stopped').to.equal('refused');
       // +switch-master from the other sentinels reaches the failover detector meanwhile.
-      const ask = new Redis({ host: '127.0.0.1', port: second.port, lazyConnect: true, retryStrategy: () => null });
-      ask.on('error', () => undefined);
-      await ask.connect();
-      await ask.call('SENTINEL', 'FAILOVER', peer.masterName);
-      ask.disconnect();
-      await sleep(1_000);
+      await failoverThrough(second.port, peer.masterName);
+      // Sentinel publishes +switch-master once the promoted replica reports itself primary.
+      await namedPrimaryOtherThan(second.port, peer.masterName, primary);
+      await sleep(300);
       expect(state.connection(), 'the connection while the sentinel is stopped').to.deep.equal({ connected: false, revived: 0 });
     } finally {
       process.kill(stopped, 'SIGCONT');
@@ -97,5 +128,14 @@ describe('state: a redis client that ioredis ended', function () {
     const ms = await msUntilPing(state, 10_000);
     console.log(`      ping answered again ${ms} ms after the stopped sentinel resumed`);
     expect(state.connection(), 'the connection once it answers again').to.deep.equal({ connected: true, revived: 1 });
+  });
+
+  it('stays closed once svc closed it (its own end is not revived)', async function () {
+    const opened = await openReadyState(sentinelTopology(peer));
+    const primary = await peer.primaryPort();
+    expect(await connectionsNamed(primary, 'svc'), 'while open').to.have.length(1);
+    await opened.close();
+    await sleep(1_000);
+    expect(await connectionsNamed(primary, 'svc'), 'a second after close').to.deep.equal([]);
   });
 });
