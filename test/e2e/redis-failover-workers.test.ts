@@ -14,14 +14,16 @@
  * SVC_TEST_FAILOVER_SEQUENCES sets how many sequences run on each topology (default 1, to keep
  * the suite short; the release check runs 20).
  */
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
+import { runLoginUnlock } from '../../src/commands/login-unlock.js';
+import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
-import { runTs } from '../helpers/run.js';
-import { cleanRedisEnv, fresh, SERVER_CLI, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 const SEQUENCES = Number(process.env['SVC_TEST_FAILOVER_SEQUENCES'] ?? '1');
 /** From the start of the failover to the kill of the new primary, as in the trial that found the stuck workers. */
@@ -94,20 +96,23 @@ async function everyWorkerReady(server: ServerProcess, sequence: number): Promis
 }
 
 /** Six wrong passwords of bob's over both processes lock him out everywhere; unlock sees and lifts it. */
-async function lockoutHolds(servers: readonly ServerProcess[], env: NodeJS.ProcessEnv, sequence: number): Promise<void> {
+async function lockoutHolds(servers: readonly ServerProcess[], topology: RedisTopology, sequence: number): Promise<void> {
   const at = (i: number) => (servers[i % servers.length] as ServerProcess).url;
   const wrong: number[] = [];
   for (let i = 0; i < 6; i++) wrong.push((await fresh(at(i), 'POST', '/api/v1/session', { username: 'bob', password: 'not-his' })).status);
   expect(wrong, `sequence ${sequence}: six wrong passwords`).to.deep.equal([401, 401, 401, 401, 401, 429]);
   const right = await Promise.all(servers.map((s) => fresh(s.url, 'POST', '/api/v1/session', { username: 'bob', password: PASSWORDS.bob })));
   expect(right.map((r) => r.status), `sequence ${sequence}: the right password after six wrong ones, on each process`).to.deep.equal([429, 429]);
-  const unlock = await runTs(SERVER_CLI, ['login', 'unlock', 'bob'], env);
-  expect(unlock.stdout, `sequence ${sequence}: login unlock (${unlock.stderr})`).to.match(/^"bob": lockout lifted; \d+ counted attempt\(s\) forgotten$/m);
+  // The command's own code, in this process: a CLI start per sequence only cost time.
+  const out = textSink();
+  const err = textSink();
+  await runLoginUnlock(topology, 'bob', out.stream, err.stream);
+  expect(out.text(), `sequence ${sequence}: login unlock (${err.text()})`).to.match(/^"bob": lockout lifted; \d+ counted attempt\(s\) forgotten$/m);
   expect((await fresh(at(0), 'POST', '/api/v1/session', { username: 'bob', password: PASSWORDS.bob })).status, `sequence ${sequence}: the right password after the unlock`).to.equal(200);
 }
 
 /** The sequences on a topology: two processes of two workers, logins running, checks after each. */
-async function throughSequences(env: NodeJS.ProcessEnv, sequence: (n: number) => Promise<void>, settled: () => Promise<void>): Promise<void> {
+async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv, sequence: (n: number) => Promise<void>, settled: () => Promise<void>): Promise<void> {
   const dir = accountsConfigDir({ secret: { 'accounts.alice.password': await bcrypt.hash(PASSWORDS.alice, STREAM_PASSWORD_COST) } });
   const servers = await Promise.all([startServerProcess(dir, 2, env), startServerProcess(dir, 2, env)]);
   const stream = loginStream(servers);
@@ -119,7 +124,7 @@ async function throughSequences(env: NodeJS.ProcessEnv, sequence: (n: number) =>
       await settled();
       for (const server of servers) await everyWorkerReady(server, n);
       await sleep(THROTTLE_BACK_MS);
-      await lockoutHolds(servers, env, n);
+      await lockoutHolds(servers, topology, n);
       console.log(`      sequence ${n}: every worker ready and the lockout held, ${Date.now() - started} ms`);
     }
   } finally {
@@ -128,6 +133,7 @@ async function throughSequences(env: NodeJS.ProcessEnv, sequence: (n: number) =>
   }
   const failed = stream.statuses.filter((s) => s !== 200);
   console.log(`      ${stream.statuses.length} logins during the sequences, ${failed.length} not 200 (${JSON.stringify([...new Set(failed)])})`);
+  for (const server of servers) for (const [error, count] of server.errors()) console.log(`      logged ${count}x by ${server.url}: ${error}`);
   expect(stream.statuses.slice(-8), 'the last logins of the stream').to.deep.equal(Array(8).fill(200));
 }
 
@@ -138,7 +144,7 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
     const peer: RedisSentinelPeer = await startRedisSentinel();
     const env = cleanRedisEnv({ SVC_REDIS_SENTINELS: peer.sentinels.map((s) => `${s.host}:${s.port}`).join(','), SVC_REDIS_SENTINEL_MASTER: peer.masterName });
     try {
-      await throughSequences(env, async () => {
+      await throughSequences(sentinelTopology(peer), env, async () => {
         const started = Date.now();
         const promoted = await peer.failover();
         await sleep(Math.max(0, started + KILL_AFTER_MS - Date.now()));
@@ -155,7 +161,7 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
     const peer: RedisClusterPeer = await startRedisCluster();
     const env = cleanRedisEnv({ SVC_REDIS_CLUSTER: peer.nodes.slice(0, 2).map((n) => `${n.host}:${n.port}`).join(',') });
     try {
-      await throughSequences(env, async (n) => {
+      await throughSequences(clusterTopology(peer), env, async (n) => {
         const primaries = await peer.primaryPorts();
         const primary = primaries[n % primaries.length] as number;
         const replica = await replicaOf(primary);
@@ -175,6 +181,17 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
     }
   });
 });
+
+function textSink(): { stream: Writable; text: () => string } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return { stream, text: () => chunks.join('') };
+}
 
 /** The port of the (first) replica of the primary at `port`. */
 async function replicaOf(port: number): Promise<number> {

@@ -17,6 +17,8 @@ export interface ServerProcess {
   readonly child: ChildProcessWithoutNullStreams;
   /** The last lines the process and its workers wrote (stdout and stderr). */
   logTail(): string;
+  /** Each distinct error the process and its workers logged (level error or worse: message and cause), with its count. */
+  errors(): ReadonlyMap<string, number>;
   stop(): Promise<void>;
 }
 
@@ -40,13 +42,25 @@ export async function startServerProcess(configDir: string, workers: number, env
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', SERVER_CLI, '--config', configDir, '--listen', `127.0.0.1:${port}`, '--workers', String(workers)], { cwd: ROOT, env });
   let tail = '';
-  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-LOG_TAIL_CHARS));
+  let partial = '';
+  const errors = new Map<string, number>();
+  const keep = (d: Buffer) => {
+    const text = d.toString();
+    tail = (tail + text).slice(-LOG_TAIL_CHARS);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const error = loggedError(line);
+      if (error !== undefined) errors.set(error, (errors.get(error) ?? 0) + 1);
+    }
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const self: ServerProcess = {
     url,
     child,
     logTail: () => tail,
+    errors: () => errors,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -62,6 +76,18 @@ export async function startServerProcess(configDir: string, workers: number, env
   }
   await self.stop();
   throw new Error(`svc-server did not answer /healthz within 60 s: ${tail}`);
+}
+
+/** A JSON log line of level error (50) or worse, as `msg: err.message`; undefined for any other line. */
+function loggedError(line: string): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+    if ((entry.level ?? 0) < 50) return undefined;
+    return `${entry.msg ?? ''}: ${entry.err?.message ?? ''}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** One request on a connection of its own (closed after the answer). */
