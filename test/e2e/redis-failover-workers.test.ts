@@ -151,7 +151,10 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
         await peer.kill(promoted);
         await peer.awaitPrimaryOtherThan(promoted);
         await peer.start(promoted);
-      }, () => peer.awaitReplicated());
+      }, async () => {
+        await peer.awaitReplicated();
+        await replicaCandidate(peer);
+      });
     } finally {
       await peer.stop();
     }
@@ -191,6 +194,21 @@ function textSink(): { stream: Writable; text: () => string } {
     },
   });
   return { stream, text: () => chunks.join('') };
+}
+
+/**
+ * Waits until every sentinel sees a replica it could promote (flags just "slave", link up): a
+ * node started again answers and syncs before the sentinels stop counting it down, and a
+ * SENTINEL FAILOVER asked meanwhile is accepted and then given up without a new primary.
+ */
+async function replicaCandidate(peer: RedisSentinelPeer): Promise<void> {
+  await until(async () => {
+    const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
+    return views.every((replicas) => replicas.some((flat) => {
+      const field = (name: string) => flat[flat.indexOf(name) + 1];
+      return field('flags') === 'slave' && field('master-link-status') === 'ok';
+    }));
+  }, 'every sentinel seeing a replica it could promote');
 }
 
 /** The port of the (first) replica of the primary at `port`. */
