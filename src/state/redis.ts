@@ -9,6 +9,8 @@
  * The client keeps reconnecting in the background (RETRY_MAX_MS apart at most) and calls
  * work again as soon as it is ready; subscriptions are restored by ioredis itself, and
  * ./redis-subscriber.ts tells a subscriber's SubscriptionWatch when they are lost and live.
+ * A client ioredis gives up on (a failover during a reconnect ends it) is connected again by
+ * ./redis-revive.ts; connection() tells /metrics whether the main connection is ready.
  *
  * Keys get the `svc:` prefix from ioredis' keyPrefix (Lua KEYS included). Pub/sub channels
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
