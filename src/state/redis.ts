@@ -116,8 +116,10 @@ const REDIRECTED = /^(MOVED|ASK) /;
 /** ioredis's own refusal of a command whose keys are in two Cluster slots. */
 const CROSS_SLOT = /keys in a pipeline command should belong to the same slot|^CROSSSLOT\b/;
 
-// Server replies that mean "not available right now", not "you made a mistake".
-const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
+// Server replies that mean "not available right now", not "you made a mistake". A MOVED or ASK
+// that reaches a caller is one ioredis did not follow (a slot changing hands in a failover, an
+// automatically pipelined command): the slot map is moving, not a bug, so the caller falls back.
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN|MOVED|ASK)\b/;
 
 export function createRedisState(options: RedisStateOptions): RedisState {
   const { log } = options;
