@@ -134,7 +134,8 @@ async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv,
   const failed = stream.statuses.filter((s) => s !== 200);
   console.log(`      ${stream.statuses.length} logins during the sequences, ${failed.length} not 200 (${JSON.stringify([...new Set(failed)])})`);
   for (const server of servers) for (const [error, count] of server.errors()) console.log(`      logged ${count}x by ${server.url}: ${error}`);
-  expect(stream.statuses.slice(-8), 'the last logins of the stream').to.deep.equal(Array(8).fill(200));
+  // The throttle falls back to memory while Redis is away: no login fails because of a failover.
+  expect(failed, 'logins that did not answer 200 during the sequences').to.deep.equal([]);
 }
 
 describe('two svc processes of two workers through repeated Redis failovers', function () {
