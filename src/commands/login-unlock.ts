@@ -1,19 +1,34 @@
-/** `svc-server login unlock <name>`: the break-glass of session/throttle-clear.ts, on Redis. */
+/**
+ * `svc-server login unlock <name>`: the break-glass of session/throttle-clear.ts, on Redis.
+ * It waits for Redis as the server's start does (openState), up to UNLOCK_WAIT_MS: finding a
+ * Sentinel's primary or a Cluster's slot map takes longer than one call may wait, above all on
+ * a loaded machine, and an operator locked out should not have to retry by hand.
+ */
 import type { Writable } from 'node:stream';
 import { clearLoginThrottle } from '../session/throttle-clear.js';
-import { createRedisState } from '../state/redis.js';
+import { openState, StateStartError } from '../state/index.js';
 import type { RedisTopology } from '../state/redis-topology.js';
 import { StateUnavailable } from '../state/state.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
+/** How long the command waits for Redis to answer before it gives up. */
+export const UNLOCK_WAIT_MS = 5_000;
+
 /** Exit code 0 when cleared; 1 without Redis, or when Redis cannot be reached. */
 export async function runLoginUnlock(redis: string | RedisTopology | undefined, username: string, out: Writable, err: Writable): Promise<number> {
-  if (redis === undefined) {
+  if (redis === undefined || redis === '') {
     err.write("svc-server: login unlock needs --redis, --redis-sentinel or --redis-cluster (or SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_CLUSTER): without Redis the failed logins are counted in the server's memory, and restarting the server clears them\n");
     return 1;
   }
-  const state = createRedisState(typeof redis === 'string' ? { url: redis, log: quiet } : { topology: redis, log: quiet });
+  let state;
+  try {
+    state = await openState({ redis: typeof redis === 'string' ? { kind: 'standalone', url: redis } : redis, log: quiet, startupWaitMs: UNLOCK_WAIT_MS });
+  } catch (e: unknown) {
+    if (!(e instanceof StateStartError)) throw e;
+    err.write(`svc-server: login unlock: ${e.message}\n`);
+    return 1;
+  }
   try {
     const { wasLocked, attempts } = await clearLoginThrottle(state, username);
     out.write(`${JSON.stringify(username)}: ${wasLocked ? 'lockout lifted' : 'was not locked'}; ${attempts} counted attempt(s) forgotten\n`);

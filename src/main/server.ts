@@ -30,6 +30,7 @@ import { listenForMetrics } from './metrics-listener.js';
 import { routeProviderConsole } from './provider-console.js';
 import { createReadiness } from './readiness.js';
 import { registerServerMetrics } from './server-metrics.js';
+import { registerStateMetrics } from './state-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
 import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
@@ -222,6 +223,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const services = await buildServices(options, log);
   const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
+  registerStateMetrics(services.metrics.registry, services.state);
   const { registry } = services.metrics;
   const exposition: MetricsExposition = { contentType: registry.contentType, text: options.metricsText?.(registry) ?? (() => registry.metrics()) };
   const listener = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);

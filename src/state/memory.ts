@@ -248,6 +248,8 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       open();
     },
 
+    connection: () => ({ connected: !closed, revived: 0 }),
+
     async close() {
       closed = true;
       clearInterval(sweep);

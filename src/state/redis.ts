@@ -9,6 +9,8 @@
  * The client keeps reconnecting in the background (RETRY_MAX_MS apart at most) and calls
  * work again as soon as it is ready; subscriptions are restored by ioredis itself, and
  * ./redis-subscriber.ts tells a subscriber's SubscriptionWatch when they are lost and live.
+ * A client ioredis gives up on (a failover during a reconnect ends it) is connected again by
+ * ./redis-revive.ts; connection() tells /metrics whether the main connection is ready.
  *
  * Keys get the `svc:` prefix from ioredis' keyPrefix (Lua KEYS included). Pub/sub channels
  * are not keys, so ioredis leaves them alone and this file prefixes them itself.
@@ -35,6 +37,7 @@ import {
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
 import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
+import { reviveWhenEnded } from './redis-revive.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -116,23 +119,28 @@ const REDIRECTED = /^(MOVED|ASK) /;
 /** ioredis's own refusal of a command whose keys are in two Cluster slots. */
 const CROSS_SLOT = /keys in a pipeline command should belong to the same slot|^CROSSSLOT\b/;
 
-// Server replies that mean "not available right now", not "you made a mistake".
-const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
+// Server replies that mean "not available right now", not "you made a mistake". A MOVED or ASK
+// that reaches a caller is one ioredis did not follow (a slot changing hands in a failover, an
+// automatically pipelined command): the slot map is moving, not a bug, so the caller falls back.
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN|MOVED|ASK)\b/;
 
 export function createRedisState(options: RedisStateOptions): RedisState {
   const { log } = options;
   const topology: RedisTopology = 'topology' in options ? options.topology : { kind: 'standalone', url: options.url };
   const where = topology.kind === 'standalone' ? redactUrl(topology.url) : describeTopology(topology);
-  const client = openClient(topology, { connectionName: 'svc' });
-  watchConnection(client, 'redis', where, log);
-  /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
-  const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => {
-    const opened = openClient(topology, { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 });
-    watchConnection(opened, 'redis (replicated writes)', where, log);
-    return opened;
-  });
   let closed = false;
   let subscriberAttempts = 0;
+  let revived = 0;
+  /** Watched, and connected again whenever ioredis gives up on it (./redis-revive.ts says when). */
+  const open = (what: string, options: Parameters<typeof openClient>[1]): RedisClient => {
+    const opened = openClient(topology, options);
+    watchConnection(opened, what, where, log);
+    reviveWhenEnded(opened, { what, where, log, closed: () => closed, revived: () => void revived++ });
+    return opened;
+  };
+  const client = open('redis', { connectionName: 'svc' });
+  /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
+  const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => open('redis (replicated writes)', { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 }));
 
   /** Runs one command with the fail-fast rules and error translation. */
   async function run<T>(op: string, command: (c: RedisClient) => Promise<T>): Promise<T> {
@@ -309,6 +317,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     async ping() {
       await run('ping', (c) => c.ping());
     },
+
+    connection: () => ({ connected: !closed && client.status === 'ready', revived }),
 
     async close() {
       if (closed) return;

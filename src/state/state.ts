@@ -91,6 +91,13 @@ export type BudgetAnswer =
 
 export type StateKind = 'memory' | 'redis';
 
+export interface StateConnection {
+  /** The main connection is ready for commands now (memory: always). */
+  readonly connected: boolean;
+  /** How often a client that the Redis library had given up on was connected again (memory: 0). */
+  readonly revived: number;
+}
+
 /** The logger the backends need: pino's, or anything with the same two methods. */
 export type StateLog = Pick<Logger, 'info' | 'warn'>;
 
@@ -210,6 +217,9 @@ export interface StateBackend {
 
   /** Resolves when the backend answers; StateUnavailable otherwise. */
   ping(): Promise<void>;
+
+  /** What /metrics shows of the connection, without asking the backend (no round trip). */
+  connection(): StateConnection;
 
   /** Releases connections and timers; idempotent. Every later call rejects. */
   close(): Promise<void>;

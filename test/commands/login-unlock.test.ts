@@ -59,6 +59,21 @@ describe('login unlock', function () {
     }
   });
 
+  it('waits for a Redis that answers only a moment after it starts', async function () {
+    const late = await startRedis();
+    try {
+      await late.stop();
+      const out = sink();
+      const err = sink();
+      const unlocking = runLoginUnlock(late.url, 'admin', out.stream, err.stream);
+      await late.restart();
+      expect(await unlocking, err.text()).to.equal(0);
+      expect(out.text()).to.equal('"admin": was not locked; 0 counted attempt(s) forgotten\n');
+    } finally {
+      await late.stop();
+    }
+  });
+
   it('says what to do without Redis', async function () {
     const err = sink();
     expect(await runLoginUnlock(undefined, 'admin', sink().stream, err.stream)).to.equal(1);

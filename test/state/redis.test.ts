@@ -6,9 +6,9 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { pino } from 'pino';
-import { createRedisState } from '../../src/state/redis.js';
+import { createRedisState, translate } from '../../src/state/redis.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { runBudgetSuite } from './budget-suite.js';
@@ -235,3 +235,20 @@ async function eventually(call: () => Promise<unknown>, timeoutMs: number): Prom
     }
   }
 }
+
+describe('state: redis replies', function () {
+  const reply = (message: string): Error => new (ReplyError as new (message: string) => Error)(message);
+
+  it('makes a redirection ioredis did not follow (a slot changing hands) an outage, so callers fall back', function () {
+    for (const message of ['MOVED 8511 127.0.0.1:20275', 'ASK 8511 127.0.0.1:20275']) {
+      const translated = translate(reply(message), 'get', 'redis cluster');
+      expect(translated, message).to.be.instanceOf(StateUnavailable);
+      expect(translated.message).to.equal(`redis get failed at redis cluster: ${message}`);
+    }
+  });
+
+  it('keeps a reply that means a mistake as it is', function () {
+    const wrongType = reply('WRONGTYPE Operation against a key holding the wrong kind of value');
+    expect(translate(wrongType, 'get', 'redis cluster')).to.equal(wrongType);
+  });
+});

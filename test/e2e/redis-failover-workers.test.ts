@@ -1,0 +1,230 @@
+/**
+ * Two svc-server processes of two workers each on Redis Sentinel, then on Redis Cluster, under
+ * a stream of logins, through the same failover sequence again and again: a failover to the
+ * replica, then `kill -9` of the new primary 5.7 s after the failover began (the killed node is
+ * started again, empty, as its supervisor would). After each sequence, by themselves:
+ *   - every worker is ready again (/readyz 200 and `svc_state_backend_connected 1` on requests
+ *     spread over the workers, each on a connection of its own);
+ *   - the lockout works again across workers (six wrong passwords, then the right one is
+ *     refused), so login throttling is back on the shared state and not on a worker's memory;
+ *   - `svc-server login unlock` sees the lock, and the right password works after it.
+ * A worker whose Redis client ioredis had ended once stayed unready for minutes here, with its
+ * lockout counted in its own memory (docs/state.md, "When the Redis client gives up").
+ *
+ * SVC_TEST_FAILOVER_SEQUENCES sets how many sequences run on each topology (default 1, to keep
+ * the suite short; the release check runs 20).
+ */
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import bcrypt from 'bcrypt';
+import { Redis } from 'ioredis';
+import { runLoginUnlock } from '../../src/commands/login-unlock.js';
+import type { RedisTopology } from '../../src/state/redis-topology.js';
+import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
+import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+
+const SEQUENCES = Number(process.env['SVC_TEST_FAILOVER_SEQUENCES'] ?? '1');
+/** From the start of the failover to the kill of the new primary, as in the trial that found the stuck workers. */
+const KILL_AFTER_MS = 5_700;
+/** Fresh-connection probes per process: the primary hands connections to its two workers in turn. */
+const PROBES = 8;
+/** Every worker must be ready again within this long after a sequence. */
+const READY_WITHIN_MS = 30_000;
+/**
+ * alice's password at bcrypt's usual cost, not the fixture's 4: the logins then load the
+ * machine as real ones do, which widens the moment a reconnect waits for the sentinels.
+ */
+const STREAM_PASSWORD_COST = 10;
+/** Longer than the throttle's pause after a failed Redis call (throttle-fallback.ts RETRY_AFTER_MS). */
+const THROTTLE_BACK_MS = 1_500;
+
+/** One short-lived connection for a question to a node. */
+async function ask<T>(port: number, question: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    return await question(r);
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Logins of alice on both processes in turn, each on a fresh connection, until stopped. */
+function loginStream(servers: readonly ServerProcess[]) {
+  const statuses: number[] = [];
+  let running = true;
+  const loop = async (offset: number) => {
+    for (let i = offset; running; i++) {
+      const server = servers[i % servers.length] as ServerProcess;
+      const reply = await fresh(server.url, 'POST', '/api/v1/session', { username: 'alice', password: PASSWORDS.alice }).catch(() => ({ status: 0 }));
+      statuses.push(reply.status);
+      await sleep(10);
+    }
+  };
+  const loops = [loop(0), loop(1), loop(2)];
+  return {
+    statuses,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** Waits until PROBES fresh /readyz and /metrics requests to `server` all say ready and connected. */
+async function everyWorkerReady(server: ServerProcess, sequence: number): Promise<void> {
+  const deadline = Date.now() + READY_WITHIN_MS;
+  let last: string[] = [];
+  while (Date.now() < deadline) {
+    const probes = await Promise.all(Array.from({ length: PROBES }, async (_, i) => {
+      if (i % 2 === 0) {
+        const reply = await fresh(server.url, 'GET', '/readyz').catch((err: unknown) => ({ status: 0, body: String(err) }));
+        return reply.status === 200 ? 'ok' : `readyz ${reply.status} ${reply.body}`;
+      }
+      const reply = await fresh(server.url, 'GET', '/metrics').catch((err: unknown) => ({ status: 0, body: String(err) }));
+      const connected = /^svc_state_backend_connected (\S+)$/m.exec(reply.body)?.[1];
+      return connected === '1' ? 'ok' : `svc_state_backend_connected ${String(connected)}`;
+    }));
+    last = probes.filter((p) => p !== 'ok');
+    if (last.length === 0) return;
+    await sleep(250);
+  }
+  throw new Error(`sequence ${sequence}: a worker of ${server.url} was still not ready ${READY_WITHIN_MS} ms after the sequence: ${JSON.stringify([...new Set(last)])}\n${server.logTail().slice(-3_000)}`);
+}
+
+/** Six wrong passwords of bob's over both processes lock him out everywhere; unlock sees and lifts it. */
+async function lockoutHolds(servers: readonly ServerProcess[], topology: RedisTopology, sequence: number): Promise<void> {
+  const at = (i: number) => (servers[i % servers.length] as ServerProcess).url;
+  const wrong: number[] = [];
+  for (let i = 0; i < 6; i++) wrong.push((await fresh(at(i), 'POST', '/api/v1/session', { username: 'bob', password: 'not-his' })).status);
+  expect(wrong, `sequence ${sequence}: six wrong passwords`).to.deep.equal([401, 401, 401, 401, 401, 429]);
+  const right = await Promise.all(servers.map((s) => fresh(s.url, 'POST', '/api/v1/session', { username: 'bob', password: PASSWORDS.bob })));
+  expect(right.map((r) => r.status), `sequence ${sequence}: the right password after six wrong ones, on each process`).to.deep.equal([429, 429]);
+  // The command's own code, in this process: a CLI start per sequence only cost time.
+  const out = textSink();
+  const err = textSink();
+  await runLoginUnlock(topology, 'bob', out.stream, err.stream);
+  expect(out.text(), `sequence ${sequence}: login unlock (${err.text()})`).to.match(/^"bob": lockout lifted; \d+ counted attempt\(s\) forgotten$/m);
+  expect((await fresh(at(0), 'POST', '/api/v1/session', { username: 'bob', password: PASSWORDS.bob })).status, `sequence ${sequence}: the right password after the unlock`).to.equal(200);
+}
+
+/** The sequences on a topology: two processes of two workers, logins running, checks after each. */
+async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv, sequence: (n: number) => Promise<void>, settled: () => Promise<void>): Promise<void> {
+  const dir = accountsConfigDir({ secret: { 'accounts.alice.password': await bcrypt.hash(PASSWORDS.alice, STREAM_PASSWORD_COST) } });
+  const servers = await Promise.all([startServerProcess(dir, 2, env), startServerProcess(dir, 2, env)]);
+  const stream = loginStream(servers);
+  try {
+    for (const server of servers) await everyWorkerReady(server, 0);
+    for (let n = 1; n <= SEQUENCES; n++) {
+      const started = Date.now();
+      await sequence(n);
+      await settled();
+      for (const server of servers) await everyWorkerReady(server, n);
+      await sleep(THROTTLE_BACK_MS);
+      await lockoutHolds(servers, topology, n);
+      console.log(`      sequence ${n}: every worker ready and the lockout held, ${Date.now() - started} ms`);
+    }
+  } finally {
+    await stream.stop();
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+  const failed = stream.statuses.filter((s) => s !== 200);
+  console.log(`      ${stream.statuses.length} logins during the sequences, ${failed.length} not 200 (${JSON.stringify([...new Set(failed)])})`);
+  for (const server of servers) for (const [error, count] of server.errors()) console.log(`      logged ${count}x by ${server.url}: ${error}`);
+  // The throttle falls back to memory while Redis is away: no login fails because of a failover.
+  expect(failed, 'logins that did not answer 200 during the sequences').to.deep.equal([]);
+}
+
+describe('two svc processes of two workers through repeated Redis failovers', function () {
+  this.timeout(60_000 + SEQUENCES * 60_000);
+
+  it(`on Sentinel: SENTINEL FAILOVER, kill -9 of the new primary ${KILL_AFTER_MS} ms later, ${SEQUENCES} time(s)`, async function () {
+    const peer: RedisSentinelPeer = await startRedisSentinel();
+    const env = cleanRedisEnv({ SVC_REDIS_SENTINELS: peer.sentinels.map((s) => `${s.host}:${s.port}`).join(','), SVC_REDIS_SENTINEL_MASTER: peer.masterName });
+    try {
+      await throughSequences(sentinelTopology(peer), env, async () => {
+        const started = Date.now();
+        const promoted = await peer.failover();
+        await sleep(Math.max(0, started + KILL_AFTER_MS - Date.now()));
+        await peer.kill(promoted);
+        await peer.awaitPrimaryOtherThan(promoted);
+        await peer.start(promoted);
+      }, async () => {
+        await peer.awaitReplicated();
+        await replicaCandidate(peer);
+      });
+    } finally {
+      await peer.stop();
+    }
+  });
+
+  it(`on Cluster: CLUSTER FAILOVER to a replica, kill -9 of it ${KILL_AFTER_MS} ms later, ${SEQUENCES} time(s)`, async function () {
+    const peer: RedisClusterPeer = await startRedisCluster();
+    const env = cleanRedisEnv({ SVC_REDIS_CLUSTER: peer.nodes.slice(0, 2).map((n) => `${n.host}:${n.port}`).join(',') });
+    try {
+      await throughSequences(clusterTopology(peer), env, async (n) => {
+        const primaries = await peer.primaryPorts();
+        const primary = primaries[n % primaries.length] as number;
+        const replica = await replicaOf(primary);
+        const started = Date.now();
+        await ask(replica, (r) => r.call('CLUSTER', 'FAILOVER'));
+        await until(async () => (await ask(replica, (r) => r.call('ROLE') as Promise<unknown[]>).catch(() => null))?.[0] === 'master', `${replica} promoted`);
+        await sleep(Math.max(0, started + KILL_AFTER_MS - Date.now()));
+        await peer.kill(replica);
+        await peer.awaitHealthy();
+        await peer.start(replica);
+      }, async () => {
+        await peer.awaitHealthy();
+        await peer.awaitReplicated();
+      });
+    } finally {
+      await peer.stop();
+    }
+  });
+});
+
+function textSink(): { stream: Writable; text: () => string } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return { stream, text: () => chunks.join('') };
+}
+
+/**
+ * Waits until every sentinel sees a replica it could promote (flags just "slave", link up): a
+ * node started again answers and syncs before the sentinels stop counting it down, and a
+ * SENTINEL FAILOVER asked meanwhile is accepted and then given up without a new primary.
+ */
+async function replicaCandidate(peer: RedisSentinelPeer): Promise<void> {
+  await until(async () => {
+    const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
+    return views.every((replicas) => replicas.some((flat) => {
+      const field = (name: string) => flat[flat.indexOf(name) + 1];
+      return field('flags') === 'slave' && field('master-link-status') === 'ok';
+    }));
+  }, 'every sentinel seeing a replica it could promote');
+}
+
+/** The port of the (first) replica of the primary at `port`. */
+async function replicaOf(port: number): Promise<number> {
+  const info = await ask(port, (r) => r.info('replication'));
+  const found = /^slave0:.*port=(\d+)/m.exec(info)?.[1];
+  if (found === undefined) throw new Error(`the primary at ${port} has no replica: ${info}`);
+  return Number(found);
+}
+
+async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition()) return;
+    await sleep(100);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
