@@ -53,9 +53,15 @@ export const GROUPS = {
     mutate: ['connectors/ldap/connection.ts:201-214'],
     tests: ['test/connectors/ldap/connection.test.ts'],
   },
+  // What configuration may reference: never a key svc keeps for itself.
   'secret-ref': {
-    mutate: ['src/config/secret-ref.ts'],
-    tests: ['test/config/secret-ref.test.ts'],
+    mutate: ['src/config/secret-ref.ts', 'src/config/own-secrets.ts'],
+    tests: ['test/config/secret-ref.test.ts', 'test/config/own-secrets.test.ts'],
+  },
+  // The bound on anonymous state: which source a request counts under, and its share.
+  'pending-bound': {
+    mutate: ['src/idp/storage/pending-bound.ts', 'src/http/client-address.ts'],
+    tests: ['test/idp/storage/pending-bound.test.ts', 'test/http/client-address.test.ts'],
   },
   restrict: {
     mutate: ['src/accounts/restrict.ts'],
