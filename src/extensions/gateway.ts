@@ -118,7 +118,7 @@ class Exchange {
     const settings = this.deps.settings.current();
     const application = this.req.headers[APPLICATION_HEADER];
     const route = routeExtensionRequest(
-      { name: this.request.name, principal: caller.principal, authError: caller.authError, application: typeof application === 'string' ? application : undefined },
+      { name: this.request.name, principal: caller.principal, authError: caller.authError, application: typeof application === 'string' ? application : undefined, method: this.req.method ?? 'GET' },
       settings,
       this.deps.rights,
     );
