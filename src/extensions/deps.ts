@@ -7,6 +7,7 @@ import type { Authenticator } from '../session/authenticate.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import type { Rights } from '../rbac/rights.js';
 import type { ExtensionConfig } from './config.js';
+import type { RateLimiter } from './rate-limit.js';
 
 /** The part of the settings the proxy reads. */
 export interface ProxySettings {
@@ -30,4 +31,8 @@ export interface ExtensionProxyDeps {
   readonly readCaller: ReadCaller;
   /** Open WebSockets are checked again with it, and cut when their token is revoked (open-relays.ts). */
   readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked'>;
+  /** backend.rateLimit, taken before the checks (rate-limit.ts). */
+  readonly rateLimiter: RateLimiter;
+  /** The source address of a request (client-address.ts): what an unauthenticated caller is limited by. */
+  readonly sourceOf: (peer: string | undefined, forwardedFor: string | readonly string[] | undefined) => string;
 }

@@ -88,6 +88,9 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
   const caller = await deps.readCaller({ method: req.method, headers: req.headers, protocol }, 'handshake');
   // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
   if (socket.destroyed) return CLIENT_GONE;
+  const limited = findExtension(deps.settings.current(), target.name);
+  if (limited?.enabled === true) await deps.rateLimiter.take(limited, caller.principal, () => deps.sourceOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
+  if (socket.destroyed) return CLIENT_GONE;
   const settings = deps.settings.current();
   const header = req.headers[APPLICATION_HEADER];
   const { application, query } = handshakeApplication(typeof header === 'string' ? header : '', target.query);

@@ -35,6 +35,7 @@ import {
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
 import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
+import { takeTokenOnRedis } from './redis-token-bucket.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -259,6 +260,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     charge: (budget, charge, limits, nowMs) => chargeBudget(evaluate, budget, charge, limits, nowMs),
 
     release: (budget, member) => releaseBudget(evaluate, budget, member),
+
+    takeToken: (key, rate, nowMs) => takeTokenOnRedis(evaluate, key, rate, nowMs),
 
     async ttlMs(key) {
       const ms = await run('ttlMs', (c) => c.pttl(key));
