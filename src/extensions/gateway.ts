@@ -123,7 +123,8 @@ class Exchange {
   private proceed(caller: Caller): void {
     const extension = findExtension(this.deps.settings.current(), this.request.name);
     const req = this.req;
-    const waiting = extension?.enabled === true
+    // Checked here first: an unlimited extension makes no closure per request.
+    const waiting = extension?.enabled === true && extension.rateLimit !== undefined
       ? this.deps.rateLimiter.take(extension, caller.principal, () => this.deps.sourceOf(req.socket.remoteAddress, req.headers['x-forwarded-for']))
       : undefined;
     if (waiting === undefined) this.dispatch(caller);
