@@ -107,13 +107,12 @@ describe('extension rate limits on two replicas sharing Redis', function () {
 
   it('with Redis stopped, holds the limit on each replica and never answers 500', async function () {
     await redis.stop();
-    await sleep(1_000 / RATE * BURST + 500); // every bucket full again, whichever replica counts
-    const sent = await send([a, b], alice, 2 * RATE, 5);
+    await sleep(500); // the previous test's last answers are in; each replica's own buckets start full
+    // Twice the limit on each replica: each one's own bucket must hold it.
+    const sent = await send([a, b], alice, 4 * RATE, 5);
     expect(sent.statuses.filter((s) => s !== 200 && s !== 429), sent.statuses.join(',')).to.deep.equal([]);
-    // Each replica has its own bucket now: at most twice what one allows (a little more while the first failures are told apart).
     const perReplica = BURST + RATE * sent.seconds;
-    expect(allowed(sent), `${allowed(sent)} allowed of ${sent.statuses.length} in ${sent.seconds.toFixed(2)} s`).to.be.within(perReplica * 0.9, 2 * perReplica * 1.1);
-    expect(sent.statuses.filter((s) => s === 429).length).to.be.greaterThan(0);
+    expect(allowed(sent), `${allowed(sent)} allowed of ${sent.statuses.length} in ${sent.seconds.toFixed(2)} s`).to.be.within(2 * perReplica * 0.9, 2 * perReplica * 1.1);
     const metrics = await (await fetch(`${a.url}/metrics`)).text();
     expect(metrics).to.match(/^svc_extension_rate_limit_fallback 1$/m);
   });
