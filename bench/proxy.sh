@@ -45,6 +45,14 @@ PIDFILES+=("$(bash "$PEERS/start-redis.sh" "$WORK/redis" "$REDIS_PORT" | tail -1
 
 write_bench_config "$WORK/config" "$BACKEND_PORT"
 
+# Rate-limit variant: a second extension on the same backend whose backend.rateLimit is far above
+# the load, so every request pays for its token (one Redis call) and none is refused.
+awk -v port="$BACKEND_PORT" '
+  /^---$/ && !ext { print "      - name: bench-limited\n        enabled: true\n        backend:\n          rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n          services:\n            - url: http://127.0.0.1:" port; ext = 1 }
+  { print }
+  /^    g, bench, role:bench$/ { print "    p, role:bench, extensions, *, */bench-limited, allow" }
+' "$WORK/config/svc.yaml" >"$WORK/svc.yaml" && mv "$WORK/svc.yaml" "$WORK/config/svc.yaml"
+
 # The compiled server, as `npm start` runs it.
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 (cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" \
@@ -114,6 +122,12 @@ awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v f="$FQ" -v dp="$DP" -v sp="$SP" -v fp="$
 read -r _ AQ AP <<<"${RESULTS[4]}"
 awk -v s="$SQ" -v a="$AQ" -v sp="$SP" -v ap="$AP" 'BEGIN {
   printf "identity assertion on/off %.2f (target >= 0.90), p99 on %.2f ms, off %.2f ms\n", a/s, ap, sp }'
+
+# Rate-limit variant (see above): the cost of backend.rateLimit beside plain svc.
+LIMITED=$(run svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/" -H "Authorization: Bearer $TOKEN")
+read -r _ LQ LP <<<"$LIMITED"
+awk -v l="$LQ" -v lp="$LP" -v s="$SQ" -v sp="$SP" 'BEGIN {
+  printf "svc with a rate limit far above the load: %.0f req/s, p99 %.2f ms; %.2f x svc (target >= 0.90), p99 %+.2f ms\n", l, lp, l/s, lp-sp }'
 
 [ "$PACED_DELAY_MS" = 0 ] && exit 0
 PACED=()

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'backend_idle'
   | 'too_many_attempts'
   | 'too_many_requests'
+  | 'rate_limited'
   | 'backend_unreachable'
   | 'backend_tls'
   | 'backend_timeout'
@@ -87,6 +88,18 @@ export class TooManyAttempts extends SvcError {
   readonly code = 'too_many_attempts';
   constructor(readonly retryAfterSeconds: number) {
     super(`too many failed logins; try again in ${retryAfterSeconds}s`);
+  }
+}
+
+/** An extension's rate limit (backend.rateLimit) reached for this caller. */
+export class RateLimited extends SvcError {
+  readonly code = 'rate_limited';
+  constructor(
+    readonly extension: string,
+    readonly retryAfterSeconds: number,
+    limit: { readonly requestsPerSecond: number; readonly burst: number },
+  ) {
+    super(`extension '${extension}' allows ${limit.requestsPerSecond} requests per second per caller (burst ${limit.burst}); try again in ${retryAfterSeconds}s`);
   }
 }
 

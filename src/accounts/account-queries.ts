@@ -7,6 +7,7 @@
 import { AccountNotFound, InvalidRequest, PermissionDenied } from '../errors.js';
 import { RESOURCES } from '../rbac/builtin.js';
 import type { Rights } from '../rbac/rights.js';
+import { extensionActionProblem } from '../rbac/methods.js';
 import type { Principal } from '../principal.js';
 import { usernameProblem, type AccountSettings, type Capability } from './config.js';
 
@@ -87,6 +88,12 @@ function checkResource(resource: string): void {
   }
 }
 
+/** can-i about extensions takes the method (or *), as the rights lines do. */
+function checkMethod(action: string): void {
+  const problem = extensionActionProblem(action);
+  if (problem !== undefined) throw new InvalidRequest(problem);
+}
+
 export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
   function allowed(caller: Principal, action: AccountAction, name: string): boolean {
     checkName(name);
@@ -118,6 +125,7 @@ export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
     canI(caller, resource, action, object) {
       checkResource(resource);
       if (resource === ACCOUNTS_RESOURCE) checkName(object);
+      if (resource === 'extensions') checkMethod(action);
       if (resource === ACCOUNTS_RESOURCE && ACCOUNT_ACTIONS.includes(action) && isSelf(caller, object)) return true;
       return rights.allows(caller, resource, action, object);
     },

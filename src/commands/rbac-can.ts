@@ -2,6 +2,7 @@
 import type { Writable } from 'node:stream';
 import { RBAC_CM } from '../config/manifests.js';
 import { formatProblem } from '../config/problems.js';
+import { extensionActionProblem } from '../rbac/methods.js';
 import { canOffline } from '../rbac/offline.js';
 import { loadProblemsAndSettings, notADirectory } from './load-config.js';
 
@@ -17,6 +18,11 @@ export async function runRbacCan(dir: string, q: RbacQuestion, out: Writable, er
   const notDir = notADirectory(dir);
   if (notDir !== undefined) {
     err.write(`${notDir}\n`);
+    return 1;
+  }
+  const method = q.resource === 'extensions' ? extensionActionProblem(q.action) : undefined;
+  if (method !== undefined) {
+    err.write(`rbac can: ${method}\n`);
     return 1;
   }
   const { settings, problems, unread } = await loadProblemsAndSettings(dir);

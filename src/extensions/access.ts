@@ -1,7 +1,8 @@
 /**
  * The checks in front of every extension request, HTTP or WebSocket, in DESIGN §6 order:
  * extension exists and is enabled (404) → authenticated (401) → Svc-Application-Name well formed
- * (400) and known (403) → rights `extensions, *, <project>/<name>` (403, saying which) → a
+ * (400) and known (403) → rights `extensions, <method>, <project>/<name>` (403, naming the
+ * method and the object; a `*` line allows every method, ../rbac/methods.ts) → a
  * backend for the cluster (404 no_backend). Pure and synchronous: no HTTP, no await, so the
  * settings read here and the connection pool picked right after belong to one configuration.
  */
@@ -9,13 +10,13 @@ import type { AppCatalog, Application } from '../apps/catalog.js';
 import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
 import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
+import { extensionAction } from '../rbac/methods.js';
 import type { Principal } from '../principal.js';
 import type { BackendService, ExtensionConfig } from './config.js';
 import { selectBackend } from './select-backend.js';
 
 export const APPLICATION_HEADER = 'svc-application-name';
 export const EXTENSION_RESOURCE = 'extensions';
-export const EXTENSION_ACTION = '*';
 
 /** `<namespace>/<name>`: a DNS-1123 label, then a DNS-1123 subdomain (dot-separated labels, as Kubernetes checks them). */
 const APPLICATION_NAME = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -36,6 +37,8 @@ export interface ExtensionRequest {
    * naming the application was refused (handshake-application.ts), raised at this step.
    */
   readonly application: string | InvalidRequest | undefined;
+  /** The HTTP method as sent (a WebSocket handshake passes WEBSOCKET_ACTION's GET). */
+  readonly method: string;
 }
 
 export interface ExtensionRoute {
@@ -63,8 +66,9 @@ export function routeExtensionRequest(request: ExtensionRequest, settings: Acces
   if (principal === undefined) throw request.authError ?? new Unauthenticated();
   const application = namedApplication(request.application, settings);
   const object = `${application?.project ?? '*'}/${extension.name}`;
-  if (!rights.allows(principal, EXTENSION_RESOURCE, EXTENSION_ACTION, object)) {
-    throw new PermissionDenied(`'${principal.username}' may not use extension '${extension.name}': no rights rule allows ${EXTENSION_RESOURCE}, ${EXTENSION_ACTION}, ${object}`);
+  const action = extensionAction(request.method);
+  if (!rights.allows(principal, EXTENSION_RESOURCE, action, object)) {
+    throw new PermissionDenied(`'${principal.username}' may not use extension '${extension.name}' with ${printable(action.toUpperCase())}: no rights rule allows ${EXTENSION_RESOURCE}, *, ${object} nor ${EXTENSION_RESOURCE}, ${printable(action)}, ${object}`);
   }
   return { extension, principal, application, backend: selectBackend(extension, application, settings.catalog) };
 }

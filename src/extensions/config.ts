@@ -37,8 +37,20 @@ export interface BackendService {
   readonly tls?: BackendTls;
 }
 
+/** `backend.rateLimit`: a token bucket per caller and extension (rate-limit.ts). */
+export interface RateLimit {
+  readonly requestsPerSecond: number;
+  readonly burst: number;
+}
+
+/** Bounds of backend.rateLimit: past them a value is a typo, not a limit. */
+export const MAX_REQUESTS_PER_SECOND = 1_000_000;
+export const MAX_BURST = 1_000_000;
+
 export interface ExtensionConfig {
   readonly name: string;
+  /** Absent: no limit. */
+  readonly rateLimit?: RateLimit;
   readonly enabled: boolean;
   readonly idleConnTimeoutMs: number;
   readonly services: readonly BackendService[];
@@ -79,6 +91,11 @@ const policyText = z.string().regex(/^[\x20-\x7e]*$/, 'printable ASCII only').re
 
 const durationText = z.string().refine((v) => parseDuration(v) !== undefined && parseDuration(v)! > 0, 'not a duration (for example 30s, 2m)');
 
+const rateLimitSchema = z.strictObject({
+  requestsPerSecond: z.number().positive('must be above 0').max(MAX_REQUESTS_PER_SECOND, `at most ${MAX_REQUESTS_PER_SECOND}`),
+  burst: z.number().int('must be a whole number').min(1, 'at least 1').max(MAX_BURST, `at most ${MAX_BURST}`),
+});
+
 const extensionSchema = z.strictObject({
   name: z.string().regex(EXTENSION_NAME, 'letters, digits, ".", "_" and "-" only'),
   enabled: z.boolean(),
@@ -86,6 +103,7 @@ const extensionSchema = z.strictObject({
   backend: z.strictObject({
     idleConnTimeout: durationText.optional(),
     identityAssertion: z.boolean().optional(),
+    rateLimit: rateLimitSchema.optional(),
     services: z.array(serviceSchema).min(1, 'at least one service is needed'),
   }),
 }).superRefine((ext, ctx) => {
@@ -116,6 +134,7 @@ function toConfig(raw: RawExtension): ExtensionConfig {
     })),
     contentSecurityPolicy: raw.contentSecurityPolicy === false ? undefined : (raw.contentSecurityPolicy?.trim() ?? DEFAULT_CONTENT_SECURITY_POLICY),
     ...(raw.backend.identityAssertion === true ? { identityAssertion: true } : {}),
+    ...(raw.backend.rateLimit !== undefined ? { rateLimit: { requestsPerSecond: raw.backend.rateLimit.requestsPerSecond, burst: raw.backend.rateLimit.burst } } : {}),
   };
 }
 

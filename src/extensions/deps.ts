@@ -8,6 +8,7 @@ import type { HttpMetrics } from '../http/metrics.js';
 import type { Rights } from '../rbac/rights.js';
 import type { ExtensionConfig } from './config.js';
 import type { IdentityAssertions } from './identity-assertion.js';
+import type { RateLimiter } from './rate-limit.js';
 
 /** The part of the settings the proxy reads. */
 export interface ProxySettings {
@@ -33,4 +34,8 @@ export interface ExtensionProxyDeps {
   readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked'>;
   /** Signs Svc-Identity-Assertion for extensions that ask for it; without it, those extensions answer 503. */
   readonly assertions?: IdentityAssertions;
+  /** backend.rateLimit, taken before the checks (rate-limit.ts). */
+  readonly rateLimiter: RateLimiter;
+  /** The source address of a request (client-address.ts): what an unauthenticated caller is limited by. */
+  readonly sourceOf: (peer: string | undefined, forwardedFor: string | readonly string[] | undefined) => string;
 }

@@ -25,7 +25,8 @@ import type { Rights } from '../rbac/rights.js';
 import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
 import { forward, type Tally } from './forward.js';
 import { declaresBody } from '../http/body.js';
-import type { ProxySettingsSource } from './deps.js';
+import type { ExtensionProxyDeps, ProxySettingsSource } from './deps.js';
+import type { RateLimiter } from './rate-limit.js';
 import { forwardHeaders } from './headers.js';
 import { assertionForRoute, type IdentityAssertions } from './identity-assertion.js';
 import type { ExtensionMetrics } from './metrics.js';
@@ -39,6 +40,8 @@ export interface GatewayDeps {
   readonly settings: Pick<ProxySettingsSource, 'current'>;
   readonly rights: Pick<Rights, 'allows'>;
   readonly readCaller: ReadCaller;
+  readonly rateLimiter: RateLimiter;
+  readonly sourceOf: ExtensionProxyDeps['sourceOf'];
   readonly pools: BackendPools;
   readonly metrics: ExtensionMetrics;
   readonly httpMetrics: Pick<HttpMetrics, 'record'>;
@@ -115,12 +118,32 @@ class Exchange {
     }
   }
 
-  /** From the settings read here to dispatch nothing awaits: the settings, the route and the pool belong together. */
+  /**
+   * The rate limit first (before the checks: an unauthenticated caller is limited by address);
+   * when it is asked of Redis, the rest follows the answer.
+   */
   private proceed(caller: Caller): void {
+    const extension = findExtension(this.deps.settings.current(), this.request.name);
+    const req = this.req;
+    // Checked here first: an unlimited extension makes no closure per request.
+    const waiting = extension?.enabled === true && extension.rateLimit !== undefined
+      ? this.deps.rateLimiter.take(extension, caller.principal, () => this.deps.sourceOf(req.socket.remoteAddress, req.headers['x-forwarded-for']))
+      : undefined;
+    if (waiting === undefined) this.dispatch(caller);
+    else {
+      waiting.then(
+        () => this.guarded(() => this.dispatch(caller)),
+        (err: unknown) => this.guarded(() => this.fail(err)),
+      );
+    }
+  }
+
+  /** From the settings read here to dispatch nothing awaits: the settings, the route and the pool belong together. */
+  private dispatch(caller: Caller): void {
     const settings = this.deps.settings.current();
     const application = this.req.headers[APPLICATION_HEADER];
     const route = routeExtensionRequest(
-      { name: this.request.name, principal: caller.principal, authError: caller.authError, application: typeof application === 'string' ? application : undefined },
+      { name: this.request.name, principal: caller.principal, authError: caller.authError, application: typeof application === 'string' ? application : undefined, method: this.req.method ?? 'GET' },
       settings,
       this.deps.rights,
     );

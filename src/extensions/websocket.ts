@@ -36,6 +36,7 @@ import type { ExtensionProxyDeps } from './deps.js';
 import type { OpenRelays } from './open-relays.js';
 import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
+import { WEBSOCKET_ACTION } from '../rbac/methods.js';
 
 export interface WebSocketDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
@@ -88,10 +89,13 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
   const caller = await deps.readCaller({ method: req.method, headers: req.headers, protocol }, 'handshake');
   // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
   if (socket.destroyed) return CLIENT_GONE;
+  const limited = findExtension(deps.settings.current(), target.name);
+  if (limited?.enabled === true) await deps.rateLimiter.take(limited, caller.principal, () => deps.sourceOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
+  if (socket.destroyed) return CLIENT_GONE;
   const settings = deps.settings.current();
   const header = req.headers[APPLICATION_HEADER];
   const { application, query } = handshakeApplication(typeof header === 'string' ? header : '', target.query);
-  const route = routeExtensionRequest({ name: target.name, principal: caller.principal, authError: caller.authError, application }, settings, deps.rights);
+  const route = routeExtensionRequest({ name: target.name, principal: caller.principal, authError: caller.authError, application, method: WEBSOCKET_ACTION }, settings, deps.rights);
   const { url, path } = backendTarget(route, target.rest, query);
   const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocol, true, assertionForRoute(deps.assertions, route)));
   headers.push('host', url.host);
@@ -126,7 +130,7 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
         // No token kept (none should be missing here) fails the next check: the relay is cut.
         token: caller.token ?? '',
         tokenId: route.principal.tokenId,
-        admit: (principal) => void routeExtensionRequest({ name: target.name, principal, authError: undefined, application }, deps.settings.current(), deps.rights),
+        admit: (principal) => void routeExtensionRequest({ name: target.name, principal, authError: undefined, application, method: WEBSOCKET_ACTION }, deps.settings.current(), deps.rights),
         cut: () => {
           backend.destroy();
           socket.destroy();

@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
+import { RateLimited, SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
 import type { AppState } from './state.js';
 
 export const STATUS = {
@@ -18,6 +18,7 @@ export const STATUS = {
   conflict: 409,
   backend_idle: 408,
   too_many_attempts: 429,
+  rate_limited: 429,
   backend_unreachable: 502,
   backend_tls: 502,
   too_many_requests: 503,
@@ -44,7 +45,7 @@ export function errorReply(err: unknown, requestId: string, log: Logger, path: s
     log.error({ err, requestId, path }, 'unhandled error');
     return { status: 500, body: { error: 'internal', message: `internal error (request ${requestId})` }, headers: {} };
   }
-  const headers = err instanceof TooManyAttempts ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
+  const headers = err instanceof TooManyAttempts || err instanceof RateLimited ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
   return { status: STATUS[err.code], body: { error: err.code, message: err.message }, headers };
 }
 

@@ -3,6 +3,8 @@ import { assertionKeysIn, ensureAssertionKeys } from '../extensions/assertion-ke
 import { createIdentityAssertions } from '../extensions/identity-assertion.js';
 import { assertionJwksRoutes } from '../http/routes/assertion-jwks.js';
 import { createExtensionProxy } from '../extensions/proxy.js';
+import { createRateLimiter } from '../extensions/rate-limit.js';
+import { clientAddressOf, parseTrustedProxies, sourceOf } from '../http/client-address.js';
 import type { Feature } from './feature.js';
 import type { Authentication } from './authentication.js';
 import type { Services } from './services.js';
@@ -15,6 +17,7 @@ export async function buildExtensions(services: Services, authentication: Authen
     services.log.error({ err }, 'extensions: the identity assertion keys in svc-secret could not be made or read; extensions with backend.identityAssertion answer 503 until they can');
   }
   const keys = assertionKeysIn(services.store);
+  const trusted = parseTrustedProxies(services.env['SVC_TRUSTED_PROXIES']);
   const proxy = createExtensionProxy({
     settings: services.settings,
     rights: services.rights,
@@ -24,6 +27,8 @@ export async function buildExtensions(services: Services, authentication: Authen
     readCaller: authentication.readCaller,
     authenticator: authentication.authenticator,
     assertions: createIdentityAssertions({ keys, issuer: () => services.settings.current().url, now: services.now }),
+    rateLimiter: createRateLimiter({ state: services.state, now: services.now, log: services.log, registry: services.metrics.registry }),
+    sourceOf: (peer, forwardedFor) => sourceOf(clientAddressOf(peer, forwardedFor, trusted)),
   });
   return {
     name: 'extensions',

@@ -11,7 +11,7 @@ export const ROLE_READONLY = 'role:readonly';
 /** The resources this product checks, with the actions each one uses. */
 export const RESOURCES = {
   accounts: ['get', 'update'],
-  extensions: ['*'],
+  extensions: ['*', 'get', 'post', 'put', 'patch', 'delete', 'head', 'options'],
   applications: ['get', 'create', 'update', 'delete', 'sync'],
   clusters: ['get', 'create', 'update', 'delete'],
   projects: ['get', 'create', 'update', 'delete'],

@@ -76,9 +76,17 @@ export async function createEnforcer(policy: Policy, options: EnforcerOptions = 
 
 /** The operator's lines after the built-in ones, in an engine, combined across subjects. */
 async function decider(lines: readonly PolicyRule[], defaultRole: string | undefined, engine: Engine): Promise<Decide> {
-  const rules = [...BUILTIN_RULES, ...lines];
+  const rules = withHeadFromGet([...BUILTIN_RULES, ...lines]);
   const outcome = engine === 'casbin' ? await casbinOutcome(rules) : createIndexedOutcome(rules, createGlobMatch());
   return combineSubjects(outcome, defaultRole);
+}
+
+/**
+ * An extensions line for `get` speaks for HEAD too, deny included: a HEAD is a GET without its
+ * body, and a `get` deny that HEAD slipped past would show what the deny hides (status, length).
+ */
+function withHeadFromGet(rules: readonly PolicyRule[]): PolicyRule[] {
+  return rules.flatMap((rule) => (rule.kind === 'p' && rule.res === 'extensions' && rule.act === 'get' ? [rule, { ...rule, act: 'head' }] : [rule]));
 }
 
 /** The rules in the casbin model; `[false, []]` from enforceExSync means no rule matched. */

@@ -18,6 +18,7 @@ import type { PolicyRule } from './policy.js';
 /** casbin's DefaultRoleManager default `maxHierarchyLevel`. */
 export const MAX_ROLE_DEPTH = 10;
 const CLOSURE_CACHE_ENTRIES = 10_000;
+const EXTENSIONS = 'extensions';
 
 export type Outcome = 'allow' | 'deny' | 'none';
 export type SubjectOutcome = (subject: string, res: string, act: string, obj: string) => Outcome;
@@ -44,6 +45,7 @@ export function createIndexedOutcome(rules: readonly PolicyRule[], globMatch: Gl
     let result: Outcome = 'none';
     for (const rule of rulesFor(subject)) {
       if (!globMatch(res, rule.res) || !globMatch(act, rule.act) || !globMatch(obj, rule.obj)) continue;
+      if (res === EXTENSIONS && rule.res !== EXTENSIONS && rule.act !== '*') continue; // model.ts's last clause
       if (rule.eft === 'deny') return 'deny';
       result = 'allow';
     }

@@ -1,8 +1,8 @@
 /**
  * Rights lines that parse but cannot do what they seem to, said as warnings (validate prints
  * them, the server logs them; neither refuses them, as they grant nothing): a resource or an
- * action svc never checks (the list `can-i` knows, builtin.ts), Argo CD's extension form
- * (`invoke`, an object without a project), a role that no `p` line gives anything, and a `g`
+ * action svc never checks (the list `can-i` knows, builtin.ts), Argo CD's extension object
+ * (without a project; its action `invoke` is refused by policy.ts as an unknown method), a role that no `p` line gives anything, and a `g`
  * member no caller can ever be (a name reserved for svc's own, in another case or form).
  */
 import { closest } from '../config/key-hints.js';
@@ -44,10 +44,6 @@ function warnAboutP(rule: PolicyRule & { kind: 'p' }, at: ScopedSink): void {
     return;
   }
   if (rule.res === 'extensions') {
-    if (rule.act === 'invoke') {
-      at.warn([], `Argo CD's action 'invoke' is '*' here, and the object is <project>/<extension>: write p, ${rule.sub}, extensions, *, ${rule.obj.includes('/') ? rule.obj : `*/${rule.obj}`}, ${rule.eft}`);
-      return;
-    }
     if (!rule.obj.includes('/') && rule.obj !== '*') {
       at.warn([], `the object of an extensions line is <project>/<extension>: '${rule.obj}' matches no call; write '*/${rule.obj}' for every project`);
     }

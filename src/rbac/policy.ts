@@ -15,6 +15,9 @@ import type { ScopedSink } from '../config/problems.js';
 import YAML from 'yaml';
 import { yamlErrorReason } from '../config/yaml-errors.js';
 import { splitCsvLine } from './csv-line.js';
+import { extensionActionProblem } from './methods.js';
+
+const EXTENSIONS_RESOURCE = 'extensions';
 
 export type Effect = 'allow' | 'deny';
 
@@ -162,6 +165,9 @@ function parseLine(line: string): PolicyRule | string {
     // Past the limit the matcher takes a pattern literally, which would quietly turn a deny off.
     const unbounded = [res, act, obj].findIndex((field) => expandBraces(field) === undefined);
     if (unbounded >= 0) return `field ${unbounded + 3} expands to more than ${MAX_ALTERNATIVES} alternatives ({…,…} braces); split the rule`;
+    // Refused rather than warned: a misspelt method in a deny line would quietly deny nothing.
+    const method = res === EXTENSIONS_RESOURCE ? extensionActionProblem(act) : undefined;
+    if (method !== undefined) return method;
     return { kind: 'p', sub, res, act, obj, eft };
   }
   if (kind === 'g') {

@@ -14,6 +14,7 @@ import {
   type TtlOptions,
 } from './state.js';
 import { createMemoryBudgets } from './memory-budget.js';
+import { checkRate, refillMs, takeToken } from './token-bucket.js';
 
 /** How often expired keys that nobody reads are dropped. */
 export const MEMORY_SWEEP_INTERVAL_MS = 30_000;
@@ -173,6 +174,16 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
     async release(budget, member) {
       open();
       budgets.release(budget, member);
+    },
+
+    async takeToken(key, rate, nowMs) {
+      checkRate(rate);
+      const entry = hashEntry(key);
+      const saved = entry === undefined ? undefined : { tokens: Number(entry.fields.get('n')), atMs: Number(entry.fields.get('t')) };
+      const { bucket, answer } = takeToken(saved, rate, nowMs);
+      // Kept as the Redis backend keeps it (a hash, gone once full again), so both read alike.
+      entries.set(key, { kind: 'hash', fields: new Map([['n', String(bucket.tokens)], ['t', String(bucket.atMs)]]), expiresAt: now() + Math.max(1, refillMs(bucket, rate)) });
+      return answer;
     },
 
     async ttlMs(key) {

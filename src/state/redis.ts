@@ -38,6 +38,7 @@ import {
 import { createSubscriber, quit } from './redis-subscriber.js';
 import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
 import { reviveWhenEnded } from './redis-revive.js';
+import { takeTokenOnRedis } from './redis-token-bucket.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -267,6 +268,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     charge: (budget, charge, limits, nowMs) => chargeBudget(evaluate, budget, charge, limits, nowMs),
 
     release: (budget, member) => releaseBudget(evaluate, budget, member),
+
+    takeToken: (key, rate, nowMs) => takeTokenOnRedis(evaluate, key, rate, nowMs),
 
     async ttlMs(key) {
       const ms = await run('ttlMs', (c) => c.pttl(key));

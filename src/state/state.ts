@@ -11,6 +11,7 @@
  * that must keep working (login throttling) catch it and fall back to memory.
  */
 import type { Logger } from 'pino';
+import type { TokenAnswer, TokenRate } from './token-bucket.js';
 
 /** Every Redis key and pub/sub channel starts with this. */
 export const KEY_PREFIX = 'svc:';
@@ -165,6 +166,13 @@ export interface StateBackend {
 
   /** Gives a member's charge back at once (its record was used up or removed); absent: nothing. */
   release(budget: string, member: string): Promise<void>;
+
+  /**
+   * Takes one token from the bucket `key` (token-bucket.ts: a missing bucket is full) at
+   * `nowMs`, in one atomic step and one round trip: of replicas taking at once, no two get the
+   * same token. The bucket is forgotten once it would be full again. One key: any Cluster slot.
+   */
+  takeToken(key: string, rate: TokenRate, nowMs: number): Promise<TokenAnswer>;
 
   /** Milliseconds left before the key expires; null when absent OR when it has no TTL. */
   ttlMs(key: string): Promise<number | null>;

@@ -51,4 +51,14 @@ describe('accounts/accounts', () => {
     expect(accounts.canI(alice, 'applications', 'get', 'p/a')).to.equal(false);
     expect(asked).to.have.length(1);
   });
+
+  it('can-i about extensions takes a method or *, refusing another action by name before asking', () => {
+    const { accounts, asked } = setup();
+    const err = thrown(() => accounts.canI(alice, 'extensions', 'invoke', '*/metrics'));
+    expect(err).to.include({ code: 'invalid_request', message: 'unknown method "invoke" for extensions (want * or one of get, post, put, patch, delete, head, options); Argo CD\'s \'invoke\' is \'*\' here' });
+    expect(asked).to.deep.equal([]);
+    accounts.canI(alice, 'extensions', 'post', '*/metrics');
+    accounts.canI(alice, 'extensions', '*', '*/metrics');
+    expect(asked).to.have.length(2);
+  });
 });

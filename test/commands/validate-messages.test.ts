@@ -163,11 +163,20 @@ const CASES: readonly Case[] = [
     mistake: 'rights lines that cannot mean what they say',
     rbac: 'p, role:ops, extensions, invoke, metrics, allow\np, role:ops, applicatons, get, */*, allow\np, role:ops, applications, sink, */*, allow\ng, ops-team, role:opps\ng, Admin, role:ops\n',
     says: [
-      "warning: svc-rbac-cm: policy.csv: line 1: Argo CD's action 'invoke' is '*' here, and the object is <project>/<extension>: write p, role:ops, extensions, *, */metrics, allow",
+      'svc-rbac-cm: policy.csv: line 1: unknown method "invoke" for extensions (want * or one of get, post, put, patch, delete, head, options); Argo CD\'s \'invoke\' is \'*\' here, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:ops, extensions, invoke, metrics, allow"',
       "warning: svc-rbac-cm: policy.csv: line 2: resource 'applicatons' is not one svc checks (accounts, extensions, applications, clusters, projects, logs): this line grants nothing; did you mean 'applications'?",
       "warning: svc-rbac-cm: policy.csv: line 3: action 'sink' is not one svc checks on applications (get, create, update, delete, sync): this line grants nothing",
       "warning: svc-rbac-cm: policy.csv: line 4: role 'role:opps' has no p line (nor a role with one): its members get nothing from it",
       "warning: svc-rbac-cm: policy.csv: line 5: 'Admin' can never match: a single sign-on name like it is not used for rights (it is the name of the built-in local account 'admin'), and local account names are lower-case",
+    ],
+  },
+  {
+    mistake: 'an extensions line whose action is not one method in lower case',
+    rbac: 'p, role:ops, extensions, GET, */metrics, allow\np, role:ops, extensions, "{get,post}", */metrics, allow\np, role:ops, extensions, fetch, */metrics, deny\n',
+    says: [
+      'svc-rbac-cm: policy.csv: line 1: unknown method "GET" for extensions (want * or one of get, post, put, patch, delete, head, options); methods are written in lower case: \'get\', the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:ops, extensions, GET, */metrics, allow"',
+      'svc-rbac-cm: policy.csv: line 2: unknown method "{get,post}" for extensions (want * or one of get, post, put, patch, delete, head, options); write one line per method, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:ops, extensions, \\"{get,post}\\", */metrics, allow"',
+      'svc-rbac-cm: policy.csv: line 3: unknown method "fetch" for extensions (want * or one of get, post, put, patch, delete, head, options), the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:ops, extensions, fetch, */metrics, deny"',
     ],
   },
 ];

@@ -139,7 +139,7 @@ describe('svc-server', () => {
   describe('rbac can', () => {
     const dir = tempConfigDir({
       'rbac.yaml': configMap('svc-rbac-cm', {
-        'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\n',
+        'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\np, reader, extensions, get, team-a/*, allow\n',
       }),
       'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
     });
@@ -149,6 +149,11 @@ describe('svc-server', () => {
       ['alice', 'extensions', '*', 'team-b/metrics', 2],
       ['mallory', 'extensions', '*', 'team-a/metrics', 2],
       ['mallory', 'extensions', '*', 'team-a/logs', 0],
+      ['reader', 'extensions', 'get', 'team-a/metrics', 0],
+      ['reader', 'extensions', 'head', 'team-a/metrics', 0],
+      ['reader', 'extensions', 'post', 'team-a/metrics', 2],
+      ['mallory', 'extensions', 'post', 'team-a/metrics', 2],
+      ['alice', 'extensions', 'delete', 'team-a/metrics', 0],
     ];
     for (const [subject, resource, action, object, expected] of cases) {
       it(`${subject} ${resource} ${action} ${object} -> exit ${expected}`, async () => {
@@ -157,6 +162,13 @@ describe('svc-server', () => {
         expect(stdout).to.equal(expected === 0 ? 'yes\n' : 'no\n');
       });
     }
+
+    it('refuses an unknown method for extensions, naming it (exit 1)', async () => {
+      const { code, stdout, stderr } = await runTs(CLI, ['rbac', 'can', '--config', dir, 'reader', 'extensions', 'GET', 'team-a/metrics']);
+      expect(code).to.equal(1);
+      expect(stdout).to.equal('');
+      expect(stderr).to.equal("rbac can: unknown method \"GET\" for extensions (want * or one of get, post, put, patch, delete, head, options); methods are written in lower case: 'get'\n");
+    });
 
     it('gives no answer (exit 1) when the policy may be in a file that does not parse', async () => {
       const broken = tempConfigDir({

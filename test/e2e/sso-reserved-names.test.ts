@@ -102,7 +102,7 @@ describe('e2e: SSO names that are reserved (LemonLDAP::NG, sub = username)', fun
     expect(rtyler.landed).to.equal(`${svcUrl}/apps`);
     const refused = await rtyler.request('/api/v1/extensions/echo/hello');
     expect(refused.status).to.equal(403);
-    expect(((await refused.json()) as { message: string }).message).to.equal("'rtyler' may not use extension 'echo': no rights rule allows extensions, *, */echo");
+    expect(((await refused.json()) as { message: string }).message).to.equal("'rtyler' may not use extension 'echo' with GET: no rights rule allows extensions, *, */echo nor extensions, get, */echo");
     expect(svc.logs()).to.include(`single sign-on group 'earthlings' from ${llng.issuer} is not used for rights: it is the name of the local account 'earthlings'`);
   });
 

@@ -26,10 +26,10 @@ const settings: AccessSettings = { extensions, catalog };
 /** Rights: team-a may use every extension of project team-a, and `metrics` of every project. */
 const rights = {
   allows: (caller: Principal, resource: string, action: string, object: string) =>
-    [caller.username, ...caller.groups].includes('team-a') && resource === 'extensions' && action === '*' && (object.startsWith('team-a/') || object === '*/metrics'),
+    [caller.username, ...caller.groups].includes('team-a') && resource === 'extensions' && action === 'get' && (object.startsWith('team-a/') || object === '*/metrics'),
 };
 
-const ok: ExtensionRequest = { name: 'metrics', principal: alice, authError: undefined, application: 'ns/app-a' };
+const ok: ExtensionRequest = { name: 'metrics', principal: alice, authError: undefined, application: 'ns/app-a', method: 'GET' };
 
 const TABLE: readonly (readonly [string, Partial<ExtensionRequest>, string | undefined, string])[] = [
   ['passes with a known application the rights allow', {}, undefined, 'http://metrics'],
@@ -42,7 +42,7 @@ const TABLE: readonly (readonly [string, Partial<ExtensionRequest>, string | und
   ['400 raised at the application step for a refused way of naming it', { application: new InvalidRequest('conflict') }, 'invalid_request', 'conflict'],
   ['403 for an application that does not exist', { application: 'ns/nope' }, 'application_not_found', "application 'ns/nope' does not exist"],
   ['403 naming the rule the rights lack', { name: 'split', application: 'ns/app-z' }, 'permission_denied', "'alice' may not use extension 'split'"],
-  ['403 before the backend step: without an application the object is */split', { name: 'split', application: undefined }, 'permission_denied', "no rights rule allows extensions, *, */split"],
+  ['403 before the backend step: without an application the object is */split', { name: 'split', application: undefined }, 'permission_denied', "no rights rule allows extensions, *, */split nor extensions, get, */split"],
   ['the backend of the application\'s cluster', { name: 'split' }, undefined, 'http://a'],
 ];
 

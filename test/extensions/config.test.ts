@@ -75,6 +75,30 @@ describe('extensions/config', () => {
     ]);
     expect(parsed).to.deep.equal([]);
   });
+
+  it('reads backend.rateLimit, absent meaning no limit', () => {
+    const { parsed, problems } = parse([{ ...good, backend: { ...good.backend, rateLimit: { requestsPerSecond: 2.5, burst: 10 } } }, { ...good, name: 'free' }]);
+    expect(problems).to.deep.equal([]);
+    expect(parsed[0]?.rateLimit).to.deep.equal({ requestsPerSecond: 2.5, burst: 10 });
+    expect(parsed[1]).to.not.have.property('rateLimit');
+  });
+
+  it('refuses a rate limit that is not one, naming the key; the entry keeps its last good version', () => {
+    const previous = parse([{ ...good, backend: { ...good.backend, rateLimit: { requestsPerSecond: 5, burst: 5 } } }]).parsed;
+    const { parsed, problems } = parse([
+      { ...good, backend: { ...good.backend, rateLimit: { requestsPerSecond: 0, burst: 1.5 } } },
+      { ...good, name: 'b', backend: { ...good.backend, rateLimit: { requestsPerSecond: '10', burst: 1, perMinute: 3 } } },
+      { ...good, name: 'c', backend: { ...good.backend, rateLimit: { requestsPerSecond: 10 } } },
+    ], previous);
+    expect(problems).to.deep.equal([
+      'svc-cm: extension.config: extensions[0].backend.rateLimit.requestsPerSecond: 0 must be above 0',
+      'svc-cm: extension.config: extensions[0].backend.rateLimit.burst: 1.5 must be a whole number',
+      "svc-cm: extension.config: extensions[1].backend.rateLimit.requestsPerSecond: '10' must be a number, not a string",
+      'svc-cm: extension.config: extensions[1].backend.rateLimit.perMinute: unknown key',
+      'svc-cm: extension.config: extensions[2].backend.rateLimit.burst: required',
+    ]);
+    expect(parsed.map((e) => [e.name, e.rateLimit])).to.deep.equal([['metrics', { requestsPerSecond: 5, burst: 5 }]]);
+  });
 });
 
 describe('extensions/config: backend.identityAssertion', () => {

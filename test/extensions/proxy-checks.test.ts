@@ -40,7 +40,7 @@ describe('extension proxy: the checks and the backend per cluster', function () 
       expect(other.status).to.equal(403);
       expect(other.json()).to.deep.equal({
         error: 'permission_denied',
-        message: "'alice' may not use extension 'echo': no rights rule allows extensions, *, team-c/echo",
+        message: "'alice' may not use extension 'echo' with GET: no rights rule allows extensions, *, team-c/echo nor extensions, get, team-c/echo",
       });
       expect((await call('/api/v1/extensions/echo', 'bob', { 'svc-application-name': 'argocd/app-a' })).status).to.equal(403);
       expect((await call('/api/v1/extensions/echo', 'admin', { 'svc-application-name': 'argocd/app-c' })).status).to.equal(200);
@@ -49,8 +49,25 @@ describe('extension proxy: the checks and the backend per cluster', function () 
     it('without the header the object is */<name>: only an every-project rule allows it', async () => {
       const alice = await call('/api/v1/extensions/echo', 'alice');
       expect(alice.status).to.equal(403);
-      expect(alice.json()['message']).to.include('extensions, *, */echo');
+      expect(alice.json()['message']).to.include('extensions, *, */echo nor extensions, get, */echo');
       expect((await call('/api/v1/extensions/echo', 'carol')).status).to.equal(200);
+    });
+  });
+
+  describe('rights per method', () => {
+    it('a get line allows GET and HEAD and refuses POST with a 403 naming post and the object', async () => {
+      expect((await call('/api/v1/extensions/echo/x', 'dave')).status).to.equal(200);
+      expect((await call('/api/v1/extensions/echo/x', 'dave', {}, { method: 'HEAD' })).status).to.equal(200);
+      const post = await call('/api/v1/extensions/echo/x', 'dave', { 'content-type': 'text/plain' }, { method: 'POST', body: 'hi' });
+      expect(post.status).to.equal(403);
+      expect(post.json()).to.deep.equal({
+        error: 'permission_denied',
+        message: "'dave' may not use extension 'echo' with POST: no rights rule allows extensions, *, */echo nor extensions, post, */echo",
+      });
+      // A * line still allows every method.
+      for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+        expect((await call('/api/v1/extensions/echo/x', 'carol', {}, { method })).status, method).to.equal(200);
+      }
     });
   });
 

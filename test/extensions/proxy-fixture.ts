@@ -16,12 +16,14 @@ import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { echoBackend, login, startBackend, storeFiles, type Backend } from './helpers.js';
 
-export const ACCOUNTS = ['alice', 'bob', 'carol'];
+export const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'];
 const POLICY = [
   'p, role:team-a, extensions, *, team-a/*, allow',
   'g, alice, role:team-a',
   'p, carol, extensions, *, */echo, allow',
   'p, carol, extensions, *, */multi, allow',
+  // One method only (and HEAD with it).
+  'p, dave, extensions, get, */echo, allow',
 ].join('\n');
 
 export let server: TestServer;

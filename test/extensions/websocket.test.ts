@@ -53,13 +53,13 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
           { name: 'silent', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `http://127.0.0.1:${silentPort}` }] } },
           { name: 'tls-hangs', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `https://127.0.0.1:${silentPort}` }] } },
         ] },
-        policy: 'p, alice, extensions, *, team-a/live, allow',
-        accounts: ['alice'],
+        policy: 'p, alice, extensions, *, team-a/live, allow\np, dave, extensions, get, team-a/live, allow\np, erin, extensions, post, team-a/live, allow',
+        accounts: ['alice', 'dave', 'erin'],
         extra: { 'apps.yaml': application('argocd', 'app-a', 'team-a', { name: 'in-cluster' }) },
       }),
     );
     server = await startTestServer(dir);
-    token = { admin: await login(server, 'admin'), alice: await login(server, 'alice') };
+    token = { admin: await login(server, 'admin'), alice: await login(server, 'alice'), dave: await login(server, 'dave'), erin: await login(server, 'erin') };
   });
 
   after(async () => {
@@ -106,6 +106,15 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
       statuses.push(await open(path, headers).then(() => 'open', (err: Error) => err.message));
     }
     expect(statuses).to.deep.equal(['status 401', 'status 403', 'status 404']);
+  });
+
+  it('asks the rights for a handshake as a get: a get line opens it, a post line does not', async () => {
+    const app = { 'svc-application-name': 'argocd/app-a' };
+    const ws = await open('/api/v1/extensions/live/echo', { authorization: `Bearer ${token['dave']}`, ...app });
+    ws.close();
+    const refused = await rawExchange(server.port, `GET /api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['erin']}\r\nSvc-Application-Name: argocd/app-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    expect(refused.data).to.match(/^HTTP\/1\.1 403 /);
+    expect(refused.data).to.include("'erin' may not use extension 'live' with GET: no rights rule allows extensions, *, team-a/live nor extensions, get, team-a/live");
   });
 
   it('408 when a connected backend says nothing for idleConnTimeout; 504 when it never completes TLS', async function () {

@@ -10,11 +10,13 @@ export function enforcerSuite(engine: Engine): void {
     const build = (csv: string, rest: Omit<PolicyInput, 'csv'> = {}): Promise<RbacEnforcer> =>
       createEnforcer(policyOf(csv, rest), { engine, decisionCacheEntries: 0 });
 
-    it('gives role:readonly get on every resource and nothing else', async () => {
+    it('gives role:readonly get on every resource but extensions, and nothing else', async () => {
       const e = await build('g, viewer, role:readonly');
-      for (const res of ['accounts', 'extensions', 'applications', 'clusters', 'projects', 'logs']) {
+      for (const res of ['accounts', 'applications', 'clusters', 'projects', 'logs']) {
         expect(e.can(['viewer'], res, 'get', 'team-a/api'), res).to.equal(true);
       }
+      // An extension's GET is its backend's data: only a line written for extensions gives it.
+      expect(e.can(['viewer'], 'extensions', 'get', 'team-a/api')).to.equal(false);
       expect(e.can(['viewer'], 'accounts', 'update', 'bob')).to.equal(false);
       expect(e.can(['viewer'], 'extensions', 'invoke', 'metrics')).to.equal(false);
     });
@@ -40,15 +42,43 @@ export function enforcerSuite(engine: Engine): void {
 
     it('matches globs in objects, / included', async () => {
       const e = await build(
-        ['p, role:p, applications, get, proj/*', 'p, role:x, extensions, invoke, */ext', 'p, role:all, applications, sync, */*', 'g, u, role:p', 'g, v, role:x', 'g, w, role:all'].join('\n'),
+        ['p, role:p, applications, get, proj/*', 'p, role:x, extensions, post, */ext', 'p, role:all, applications, sync, */*', 'g, u, role:p', 'g, v, role:x', 'g, w, role:all'].join('\n'),
       );
       expect(e.can(['u'], 'applications', 'get', 'proj/app')).to.equal(true);
       expect(e.can(['u'], 'applications', 'get', 'proj/ns/app')).to.equal(true);
       expect(e.can(['u'], 'applications', 'get', 'other/app')).to.equal(false);
-      expect(e.can(['v'], 'extensions', 'invoke', 'team-a/ext')).to.equal(true);
-      expect(e.can(['v'], 'extensions', 'invoke', 'team-a/extra')).to.equal(false);
+      expect(e.can(['v'], 'extensions', 'post', 'team-a/ext')).to.equal(true);
+      expect(e.can(['v'], 'extensions', 'post', 'team-a/extra')).to.equal(false);
       expect(e.can(['w'], 'applications', 'sync', 'team-a/api')).to.equal(true);
       expect(e.can(['w'], 'applications', 'sync', 'team-a')).to.equal(false);
+    });
+
+    it('extensions per method: a get line allows GET and HEAD, not POST', async () => {
+      const e = await build('p, reader, extensions, get, */metrics');
+      expect(e.can(['reader'], 'extensions', 'get', 'team-a/metrics')).to.equal(true);
+      expect(e.can(['reader'], 'extensions', 'head', 'team-a/metrics')).to.equal(true);
+      expect(e.can(['reader'], 'extensions', 'post', 'team-a/metrics')).to.equal(false);
+      expect(e.can(['reader'], 'extensions', 'options', 'team-a/metrics')).to.equal(false);
+    });
+
+    it('extensions per method: a * line allows every method, a deny for one method takes only that one', async () => {
+      const e = await build('p, dev, extensions, *, */metrics\np, dev, extensions, delete, */metrics, deny\np, ro, extensions, *, */metrics\np, ro, extensions, get, */metrics, deny');
+      for (const method of ['get', 'head', 'post', 'put', 'patch', 'options', 'propfind']) {
+        expect(e.can(['dev'], 'extensions', method, 'team-a/metrics'), method).to.equal(true);
+      }
+      expect(e.can(['dev'], 'extensions', 'delete', 'team-a/metrics')).to.equal(false);
+      // A get deny covers HEAD as a get allow does.
+      expect(e.can(['ro'], 'extensions', 'get', 'team-a/metrics')).to.equal(false);
+      expect(e.can(['ro'], 'extensions', 'head', 'team-a/metrics')).to.equal(false);
+      expect(e.can(['ro'], 'extensions', 'post', 'team-a/metrics')).to.equal(true);
+    });
+
+    it('extensions per method: a line for another resource speaks about extensions only with the action *', async () => {
+      const e = await build('p, wide, *, get, *\np, all, *, *, */metrics\np, denied, extensions, *, *\np, denied, *, post, *, deny');
+      expect(e.can(['wide'], 'extensions', 'get', 'team-a/metrics')).to.equal(false);
+      expect(e.can(['wide'], 'applications', 'get', 'team-a/api')).to.equal(true);
+      expect(e.can(['all'], 'extensions', 'post', 'team-a/metrics')).to.equal(true);
+      expect(e.can(['denied'], 'extensions', 'post', 'team-a/metrics')).to.equal(true);
     });
 
     it('matches quoted {a,b} alternatives', async () => {

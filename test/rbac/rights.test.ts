@@ -124,10 +124,11 @@ describe('rbac/rights', () => {
   });
 
   it('answers one offline question for a user or a group', async () => {
-    const policy = policyOf('g, devs, role:dev\np, role:dev, extensions, invoke, */metrics\ng, eve, devs');
-    expect(await canOffline(policy, 'devs', 'extensions', 'invoke', 'team-a/metrics')).to.equal(true);
-    expect(await canOffline(policy, 'eve', 'extensions', 'invoke', 'team-a/metrics')).to.equal(true);
-    expect(await canOffline(policy, 'mallory', 'extensions', 'invoke', 'team-a/metrics')).to.equal(false);
+    const policy = policyOf('g, devs, role:dev\np, role:dev, extensions, post, */metrics\ng, eve, devs');
+    expect(await canOffline(policy, 'devs', 'extensions', 'post', 'team-a/metrics')).to.equal(true);
+    expect(await canOffline(policy, 'eve', 'extensions', 'post', 'team-a/metrics')).to.equal(true);
+    expect(await canOffline(policy, 'eve', 'extensions', 'delete', 'team-a/metrics')).to.equal(false);
+    expect(await canOffline(policy, 'mallory', 'extensions', 'post', 'team-a/metrics')).to.equal(false);
     expect(await canOffline(policy, 'admin', 'accounts', 'update', 'eve')).to.equal(true);
   });
 });

@@ -4,6 +4,7 @@ import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
 import { runBudgetSuite } from './budget-suite.js';
 import { runStateSuite } from './state-suite.js';
+import { runTokenBucketSuite } from './token-bucket-suite.js';
 
 const log = pino({ level: 'silent' });
 
@@ -24,6 +25,7 @@ describe('state: memory', function () {
     const view = (): StateBackend => ({ ...shared, close: async () => undefined });
     afterEach(() => shared.close());
     runBudgetSuite('memory', async () => view());
+    runTokenBucketSuite('memory', async () => view());
   });
 
   describe('with an injected clock', function () {

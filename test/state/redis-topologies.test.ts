@@ -15,6 +15,7 @@ import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { markKeyFor, StateUnavailable } from '../../src/state/state.js';
 import { openReadyState, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { runBudgetSuite } from './budget-suite.js';
+import { runTokenBucketSuite } from './token-bucket-suite.js';
 import { runStateSuite, until } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -203,6 +204,7 @@ describe('state: redis cluster', function () {
   });
 
   runBudgetSuite('redis cluster', () => openReadyState(topology));
+  runTokenBucketSuite('redis cluster', () => openReadyState(topology));
 
   describe('cluster specifics', function () {
     let state: RedisState;

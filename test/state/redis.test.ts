@@ -12,6 +12,7 @@ import { createRedisState, translate } from '../../src/state/redis.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { runBudgetSuite } from './budget-suite.js';
+import { runTokenBucketSuite } from './token-bucket-suite.js';
 import { runStateSuite, until } from './state-suite.js';
 
 const log = pino({ level: 'silent' });
@@ -35,6 +36,7 @@ describe('state: redis', function () {
     rawKeys: () => raw.keys('*'),
   });
   runBudgetSuite('redis', async () => createRedisState({ url: redis.url, log }));
+  runTokenBucketSuite('redis', async () => createRedisState({ url: redis.url, log }));
 
   describe('redis specifics', function () {
     let state: StateBackend;

@@ -1,0 +1,116 @@
+/** The rate limiter in front of the extension checks: buckets per caller and extension, the bound, Redis away. */
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { RateLimited } from '../../src/errors.js';
+import type { ExtensionConfig } from '../../src/extensions/config.js';
+import { createRateLimiter, REDIS_RETRY_MS, type RateLimiterDeps } from '../../src/extensions/rate-limit.js';
+import type { Principal } from '../../src/principal.js';
+import { createMemoryState } from '../../src/state/memory.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+
+const log = pino({ level: 'silent' });
+const base: ExtensionConfig = { name: 'metrics', enabled: true, idleConnTimeoutMs: 60_000, contentSecurityPolicy: undefined, services: [{ url: 'http://m' }] };
+const limited: ExtensionConfig = { ...base, rateLimit: { requestsPerSecond: 2, burst: 2 } };
+const user = (username: string): Principal => ({ username, groups: [], issuer: 'svc', kind: 'session', tokenId: 't', expiresAt: undefined });
+const noAddress = (): string => {
+  throw new Error('a signed-in caller is not limited by address');
+};
+
+/** Runs a take that may answer at once or by promise; the refusal, or undefined when allowed. */
+async function outcome(take: () => Promise<void> | undefined): Promise<RateLimited | undefined> {
+  try {
+    await take();
+    return undefined;
+  } catch (err: unknown) {
+    if (err instanceof RateLimited) return err;
+    throw err;
+  }
+}
+
+function setup(overrides: Partial<RateLimiterDeps> = {}) {
+  let now = 1_700_000_000_000;
+  const registry = new Registry();
+  const warnings: string[] = [];
+  const limiter = createRateLimiter({
+    state: createMemoryState({ log }),
+    now: () => now,
+    log: { warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)), info: () => undefined } as unknown as RateLimiterDeps['log'],
+    registry,
+    ...overrides,
+  });
+  return { limiter, registry, warnings, advance: (ms: number) => (now += ms) };
+}
+
+describe('extensions/rate-limit', () => {
+  it('does nothing without backend.rateLimit (no bucket, no promise)', () => {
+    const { limiter } = setup();
+    for (let i = 0; i < 100; i++) expect(limiter.take(base, user('alice'), noAddress)).to.equal(undefined);
+    expect(limiter.localBuckets()).to.equal(0);
+  });
+
+  it('refuses past the burst with the wait in whole seconds and a message naming the extension, counted in /metrics', async () => {
+    const { limiter, registry, advance } = setup();
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.equal(undefined);
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.equal(undefined);
+    const refused = await outcome(() => limiter.take(limited, user('alice'), noAddress));
+    expect(refused).to.include({ code: 'rate_limited', extension: 'metrics', retryAfterSeconds: 1 });
+    expect(refused?.message).to.equal("extension 'metrics' allows 2 requests per second per caller (burst 2); try again in 1s");
+    advance(500);
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.equal(undefined);
+    expect(await registry.getSingleMetricAsString('svc_extension_rate_limited_total')).to.include('svc_extension_rate_limited_total{extension="metrics"} 1');
+  });
+
+  it('keeps one bucket per caller and extension; an unauthenticated request counts against its address', async () => {
+    const { limiter } = setup();
+    const other: ExtensionConfig = { ...limited, name: 'other' };
+    for (let i = 0; i < 2; i++) await limiter.take(limited, user('alice'), noAddress);
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.be.instanceOf(RateLimited);
+    expect(await outcome(() => limiter.take(limited, user('bob'), noAddress))).to.equal(undefined);
+    expect(await outcome(() => limiter.take(other, user('alice'), noAddress))).to.equal(undefined);
+    for (let i = 0; i < 2; i++) await limiter.take(limited, undefined, () => '192.0.2.1');
+    expect(await outcome(() => limiter.take(limited, undefined, () => '192.0.2.1'))).to.be.instanceOf(RateLimited);
+    expect(await outcome(() => limiter.take(limited, undefined, () => '192.0.2.2'))).to.equal(undefined);
+    // A name that looks like an address is still a caller of its own.
+    expect(await outcome(() => limiter.take(limited, user('192.0.2.1'), noAddress))).to.equal(undefined);
+  });
+
+  it('bounds the buckets it keeps, dropping the one idle longest first', async () => {
+    const { limiter } = setup({ maxBuckets: 3 });
+    for (let i = 0; i < 2; i++) await limiter.take(limited, user('old'), noAddress);
+    for (let i = 0; i < 2; i++) await limiter.take(limited, user('busy'), noAddress);
+    await limiter.take(limited, user('third'), noAddress);
+    expect(await outcome(() => limiter.take(limited, user('busy'), noAddress))).to.be.instanceOf(RateLimited);
+    await limiter.take(limited, user('fourth'), noAddress);
+    expect(limiter.localBuckets()).to.equal(3);
+    // 'old' was idle longest: dropped, it comes back full; 'busy' (used since) is still empty.
+    expect(await outcome(() => limiter.take(limited, user('busy'), noAddress))).to.be.instanceOf(RateLimited);
+    expect(await outcome(() => limiter.take(limited, user('old'), noAddress))).to.equal(undefined);
+  });
+
+  it('counts in its own buckets while Redis is away, says so once, and asks Redis again after a pause', async () => {
+    let asked = 0;
+    let down = true;
+    const redis: Pick<StateBackend, 'kind' | 'takeToken'> = {
+      kind: 'redis',
+      takeToken: async () => {
+        asked++;
+        if (down) throw new StateUnavailable('redis takeToken: connection refused');
+        return { allowed: false, retryAfterMs: 3_500 };
+      },
+    };
+    const { limiter, registry, warnings, advance } = setup({ state: redis as StateBackend });
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.equal(undefined);
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.equal(undefined);
+    expect(await outcome(() => limiter.take(limited, user('alice'), noAddress))).to.be.instanceOf(RateLimited);
+    expect(asked).to.equal(1);
+    expect(warnings).to.have.length(1);
+    expect(await registry.getSingleMetricAsString('svc_extension_rate_limit_fallback')).to.include('svc_extension_rate_limit_fallback 1');
+    down = false;
+    advance(REDIS_RETRY_MS);
+    const shared = await outcome(() => limiter.take(limited, user('alice'), noAddress));
+    expect(asked).to.equal(2);
+    expect(shared).to.include({ retryAfterSeconds: 4 });
+    expect(await registry.getSingleMetricAsString('svc_extension_rate_limit_fallback')).to.include('svc_extension_rate_limit_fallback 0');
+  });
+});
