@@ -56,7 +56,7 @@ export const GROUPS = {
   // What configuration may reference: never a key svc keeps for itself.
   'secret-ref': {
     mutate: ['src/config/secret-ref.ts', 'src/config/own-secrets.ts'],
-    tests: ['test/config/secret-ref.test.ts', 'test/config/own-secrets.test.ts'],
+    tests: ['test/config/secret-ref.test.ts', 'test/config/own-secrets.test.ts', 'test/config/zod-problems.test.ts'],
   },
   // The bound on anonymous state: which source a request counts under, and its share.
   'pending-bound': {

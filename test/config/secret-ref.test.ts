@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from '../../src/config/manifests.js';
 import { ProblemSink, formatProblem } from '../../src/config/problems.js';
-import { isSecretReference, resolveAllReferences, resolveSecretReference, type SecretLookup } from '../../src/config/secret-ref.js';
+import { isFromSecret, isSecretReference, resolveAllReferences, resolveForChecking, resolveSecretReference, UNRESOLVED, type SecretLookup } from '../../src/config/secret-ref.js';
 
 const secret = (name: string, labels: Record<string, string>, data: Record<string, string>): SecretObject => ({ name, file: `${name}.yaml`, labels, data });
 
@@ -127,5 +127,22 @@ describe('config/secret-ref', () => {
       `svc-cm: dex.config: a: references secret 'argocd-secret', which lacks the label ${PART_OF_LABEL}: ${PART_OF_VALUE}`,
       "svc-cm: dex.config: list[1]: references Secret 'nosuch', which does not exist",
     ]);
+  });
+
+  it('marks which values of a map or a list were read from a Secret, so that no message quotes them', () => {
+    const sink = new ProblemSink();
+    const { value } = resolveForChecking({ plain: 'x', pw: '$ours:password', list: ['y', '$oidc.clientSecret'] }, SECRETS, sink.scoped('svc-cm', ['dex.config']));
+    const out = value as { list: string[] };
+    expect(isFromSecret(out, 'pw')).to.equal(true);
+    expect(isFromSecret(out, 'plain')).to.equal(false);
+    expect(isFromSecret(out.list, 1), 'an item of a list').to.equal(true);
+    expect(isFromSecret(out.list, 0)).to.equal(false);
+  });
+
+  it('checks the rest of an entry whose reference failed, with a stand-in that a required key accepts', () => {
+    const sink = new ProblemSink();
+    const { value, unresolved } = resolveForChecking({ bindPW: '$nosuch:k' }, SECRETS, sink.scoped('svc-cm', ['idp.config']));
+    expect(unresolved).to.deep.equal([['bindPW']]);
+    expect((value as { bindPW: string }).bindPW).to.equal(UNRESOLVED).and.to.have.length.above(0);
   });
 });
