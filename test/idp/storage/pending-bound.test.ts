@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { Registry, Counter } from 'prom-client';
-import { createPendingBound, RECORD_OVERHEAD_BYTES, type PendingBound, type PendingLimits } from '../../../src/idp/storage/pending-bound.js';
+import { createPendingBound, RECORD_OVERHEAD_BYTES, REFUSAL_LOG_EVERY_MS, type PendingBound, type PendingLimits } from '../../../src/idp/storage/pending-bound.js';
 import { createMemoryState } from '../../../src/state/memory.js';
 import { createRedisState } from '../../../src/state/redis.js';
 import type { StateBackend } from '../../../src/state/state.js';
@@ -100,7 +100,22 @@ for (const backend of ['memory', 'redis'] as const) {
       expect(admittedBytes).to.be.at.most(LIMITS.totalBytes);
       expect(admittedBytes).to.be.above(LIMITS.totalBytes - 2 * CHARGE);
       expect(await refusedCount('total')).to.be.above(0);
-      expect(lines.some((l) => l.obj['bound'] === 'total' && l.obj['heldBytes'] === admittedBytes)).to.equal(true);
+      const total = lines.find((l) => l.obj['bound'] === 'total' && l.obj['heldBytes'] === admittedBytes);
+      expect(total?.obj['limitBytes']).to.equal(LIMITS.totalBytes);
+      expect(total?.msg).to.equal(`identity provider: pending logins of all sources hold ${admittedBytes} bytes, the bound is ${LIMITS.totalBytes} (SVC_IDP_PENDING_BYTES); new logins from ${String(total?.obj['source'])} are refused until some finish or expire`);
+    });
+
+    it('logs a refused source again once a minute has passed, not before, and each source apart', async function () {
+      for (let i = 0; i < 101; i++) await bound.admit(interaction('198.51.100.7'));
+      for (let i = 0; i < 101; i++) await bound.admit(interaction('198.51.100.8'));
+      expect(lines.map((l) => l.obj['source'])).to.deep.equal(['198.51.100.7', '198.51.100.8']);
+      t += REFUSAL_LOG_EVERY_MS - 1;
+      expect(await bound.admit(interaction('198.51.100.7'))).to.equal(false);
+      expect(lines, 'within the minute').to.have.length(2);
+      t += 1;
+      expect(await bound.admit(interaction('198.51.100.7'))).to.equal(false);
+      expect(lines.map((l) => l.obj['source']), 'a minute after its last line').to.deep.equal(['198.51.100.7', '198.51.100.8', '198.51.100.7']);
+      expect(await refusedCount('source')).to.equal(4);
     });
   });
 }
