@@ -98,5 +98,12 @@ describe('http: client address and trusted proxies', function () {
     expect(sourceOf('1:2::192.0.2.33')).to.equal('1:2:0:0::/64');
     expect(sourceOf('1:2:3:4::192.0.2.33')).to.equal('1:2:3:4::/64');
   });
-});
 
+  it('takes a trusted peer without X-Forwarded-For as the source, and trusts an IPv6 proxy by its address', function () {
+    expect(clientAddressOf('127.0.0.1', undefined, proxies)).to.equal('127.0.0.1');
+    const v6 = parseTrustedProxies('2001:db8::1');
+    expect(v6.has('2001:db8::1')).to.equal(true);
+    expect(v6.has('2001:db8::2')).to.equal(false);
+    expect(clientAddressOf('2001:db8::1', '198.51.100.7', v6)).to.equal('198.51.100.7');
+  });
+});

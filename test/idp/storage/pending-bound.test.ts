@@ -119,3 +119,31 @@ for (const backend of ['memory', 'redis'] as const) {
     });
   });
 }
+
+/** The refusal log's memory of sources is the bound's own logic, the same on every backend: shown on memory. */
+describe('idp: the bound on pending logins, its refusal lines', function () {
+  it('remembers at most 1,000 logged sources: past them it forgets, and a source is logged again', async function () {
+    const t = 1_800_000_000_000;
+    const state = createMemoryState({ now: () => t });
+    const lines: Line[] = [];
+    let id = 0;
+    const interaction = (source: string) => ({ kind: 'Interaction' as const, key: `idp:Interaction:log-${id++}`, source, bytes: BYTES, ttlMs: INTERACTION_TTL_MS });
+    // No metric given: a refusal is counted nowhere, and still answered and logged.
+    const tiny = createPendingBound({ state, limits: { perSourceBytes: CHARGE, totalBytes: 10_000 * CHARGE }, now: () => t, log: { warn: (obj, msg) => lines.push({ obj: obj as Record<string, unknown>, msg }) } });
+    const source = (i: number) => `10.${Math.floor(i / 250)}.${i % 250}.1`;
+    try {
+      for (let i = 0; i <= 1_000; i++) {
+        expect(await tiny.admit(interaction(source(i)))).to.equal(true);
+        expect(await tiny.admit(interaction(source(i)))).to.equal(false);
+      }
+      expect(lines).to.have.length(1_001);
+      // Within the minute: source 0 was forgotten when the 1,001st was logged, so it is logged again.
+      expect(await tiny.admit(interaction(source(0)))).to.equal(false);
+      expect(lines).to.have.length(1_002);
+      expect(await tiny.admit(interaction(source(1_000)))).to.equal(false);
+      expect(lines, 'the last one logged is remembered').to.have.length(1_002);
+    } finally {
+      await state.close();
+    }
+  });
+});
