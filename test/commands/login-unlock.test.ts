@@ -2,23 +2,13 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { Writable } from 'node:stream';
 import { runLoginUnlock } from '../../src/commands/login-unlock.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';
 import { createRedisState } from '../../src/state/redis.js';
 import type { StateBackend } from '../../src/state/state.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { textSink } from '../helpers/text-sink.js';
 
-function sink(): { stream: Writable; text: () => string } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  return { stream, text: () => chunks.join('') };
-}
 
 describe('login unlock', function () {
   this.timeout(30_000);
@@ -46,8 +36,8 @@ describe('login unlock', function () {
     try {
       for (let i = 0; i < 2; i++) await throttle.recordFailure('admin', await throttle.admit('admin'));
       expect(await throttle.admit('admin').catch((e: unknown) => e)).to.include({ code: 'too_many_attempts' });
-      const out = sink();
-      const err = sink();
+      const out = textSink();
+      const err = textSink();
       expect(await runLoginUnlock(peer.url, 'admin', out.stream, err.stream)).to.equal(0);
       expect(out.text()).to.equal('"admin": lockout lifted; 3 counted attempt(s) forgotten\n');
       expect(err.text()).to.equal('');
@@ -63,8 +53,8 @@ describe('login unlock', function () {
     const late = await startRedis();
     try {
       await late.stop();
-      const out = sink();
-      const err = sink();
+      const out = textSink();
+      const err = textSink();
       const unlocking = runLoginUnlock(late.url, 'admin', out.stream, err.stream);
       await late.restart();
       expect(await unlocking, err.text()).to.equal(0);
@@ -75,8 +65,8 @@ describe('login unlock', function () {
   });
 
   it('says what to do without Redis', async function () {
-    const err = sink();
-    expect(await runLoginUnlock(undefined, 'admin', sink().stream, err.stream)).to.equal(1);
+    const err = textSink();
+    expect(await runLoginUnlock(undefined, 'admin', textSink().stream, err.stream)).to.equal(1);
     expect(err.text()).to.equal(
       "svc-server: login unlock needs --redis, --redis-sentinel or --redis-cluster (or SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_CLUSTER): without Redis the failed logins are counted in the server's memory, and restarting the server clears them\n",
     );

@@ -14,16 +14,15 @@
  * SVC_TEST_FAILOVER_SEQUENCES sets how many sequences run on each topology (default 1, to keep
  * the suite short; the release check runs 20).
  */
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import bcrypt from 'bcrypt';
-import { Redis } from 'ioredis';
 import { runLoginUnlock } from '../../src/commands/login-unlock.js';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { ask, clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { textSink } from '../helpers/text-sink.js';
 
 const SEQUENCES = Number(process.env['SVC_TEST_FAILOVER_SEQUENCES'] ?? '1');
 /** From the start of the failover to the kill of the new primary, as in the trial that found the stuck workers. */
@@ -41,16 +40,6 @@ const STREAM_PASSWORD_COST = 10;
 const THROTTLE_BACK_MS = 1_500;
 
 /** One short-lived connection for a question to a node. */
-async function ask<T>(port: number, question: (r: Redis) => Promise<T>): Promise<T> {
-  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await question(r);
-  } finally {
-    r.disconnect();
-  }
-}
 
 /** Logins of alice on both processes in turn, each on a fresh connection, until stopped. */
 function loginStream(servers: readonly ServerProcess[]) {
@@ -170,8 +159,8 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
         const primary = primaries[n % primaries.length] as number;
         const replica = await replicaOf(primary);
         const started = Date.now();
-        await ask(replica, (r) => r.call('CLUSTER', 'FAILOVER'));
-        await until(async () => (await ask(replica, (r) => r.call('ROLE') as Promise<unknown[]>).catch(() => null))?.[0] === 'master', `${replica} promoted`);
+        await ask(replica, undefined, (r) => r.call('CLUSTER', 'FAILOVER'));
+        await until(async () => (await ask(replica, undefined, (r) => r.call('ROLE') as Promise<unknown[]>).catch(() => null))?.[0] === 'master', `${replica} promoted`);
         await sleep(Math.max(0, started + KILL_AFTER_MS - Date.now()));
         await peer.kill(replica);
         await peer.awaitHealthy();
@@ -186,16 +175,6 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
   });
 });
 
-function textSink(): { stream: Writable; text: () => string } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  return { stream, text: () => chunks.join('') };
-}
 
 /**
  * Waits until every sentinel sees a replica it could promote (flags just "slave", link up): a
@@ -204,7 +183,7 @@ function textSink(): { stream: Writable; text: () => string } {
  */
 async function replicaCandidate(peer: RedisSentinelPeer): Promise<void> {
   await until(async () => {
-    const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
+    const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, undefined, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
     return views.every((replicas) => replicas.some((flat) => {
       const field = (name: string) => flat[flat.indexOf(name) + 1];
       return field('flags') === 'slave' && field('master-link-status') === 'ok';
@@ -214,7 +193,7 @@ async function replicaCandidate(peer: RedisSentinelPeer): Promise<void> {
 
 /** The port of the (first) replica of the primary at `port`. */
 async function replicaOf(port: number): Promise<number> {
-  const info = await ask(port, (r) => r.info('replication'));
+  const info = await ask(port, undefined, (r) => r.info('replication'));
   const found = /^slave0:.*port=(\d+)/m.exec(info)?.[1];
   if (found === undefined) throw new Error(`the primary at ${port} has no replica: ${info}`);
   return Number(found);

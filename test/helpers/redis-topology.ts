@@ -79,8 +79,8 @@ function nodeScript(action: 'kill' | 'start', dir: string, port: number, passwor
   });
 }
 
-/** One short-lived connection for a question to a node or a sentinel. */
-async function ask<T>(port: number, password: string | undefined, question: (r: Redis) => Promise<T>): Promise<T> {
+/** One short-lived connection for a question to a node or a sentinel; no retry, 1 s to connect. */
+export async function ask<T>(port: number, password: string | undefined, question: (r: Redis) => Promise<T>): Promise<T> {
   const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000, ...(password !== undefined ? { password } : {}) });
   r.on('error', () => undefined);
   try {

@@ -1,14 +1,10 @@
 import { expect } from 'chai';
-import { Writable } from 'node:stream';
 import { rmSync } from 'node:fs';
 import YAML from 'yaml';
 import { runValidate } from '../../src/commands/validate.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { textSink } from '../helpers/text-sink.js';
 
-function sink(): { stream: Writable; text: () => string } {
-  const chunks: string[] = [];
-  return { stream: new Writable({ write(c: Buffer, _e, done) { chunks.push(c.toString()); done(); } }), text: () => chunks.join('') };
-}
 
 describe('svc-server validate: single sign-on in force', () => {
   it('says the external provider is in force when oidc.config and idp.config are both set', async () => {
@@ -21,8 +17,8 @@ describe('svc-server validate: single sign-on in force', () => {
       'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'k'.repeat(32), 'oidc.secret': 's' }),
     });
     try {
-      const out = sink();
-      const err = sink();
+      const out = textSink();
+      const err = textSink();
       await runValidate(dir, out.stream, err.stream);
       expect(out.text()).to.include('single sign-on: the external OIDC provider (oidc.config) is in force; idp.config is also set and is not used');
     } finally {

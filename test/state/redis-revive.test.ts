@@ -14,13 +14,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { Redis } from 'ioredis';
 import type { RedisState } from '../../src/state/redis.js';
-import { openReadyState, sentinelTopology, startRedisSentinel, type HostPort, type RedisSentinelPeer } from '../helpers/redis-topology.js';
+import { ask, openReadyState, sentinelTopology, startRedisSentinel, type HostPort, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 
 /** The ids of the connections named `name` on the node at `port`. */
 async function connectionsNamed(port: number, name: string): Promise<string[]> {
-  return onNode(port, async (r) => {
+  return ask(port, undefined, async (r) => {
     const list = String(await r.call('CLIENT', 'LIST'));
     return list.split('\n').flatMap((line) => {
       const found = /^id=(\d+) .* name=(\S*)/.exec(line);
@@ -31,25 +30,15 @@ async function connectionsNamed(port: number, name: string): Promise<string[]> {
 
 /** Kills every connection named `name` on the node at `port` (the client then reconnects). */
 async function killConnections(port: number, name: string): Promise<void> {
-  for (const id of await connectionsNamed(port, name)) await onNode(port, (r) => r.call('CLIENT', 'KILL', 'ID', id));
+  for (const id of await connectionsNamed(port, name)) await ask(port, undefined, (r) => r.call('CLIENT', 'KILL', 'ID', id));
 }
 
-async function onNode<T>(port: number, question: (r: Redis) => Promise<T>): Promise<T> {
-  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await question(r);
-  } finally {
-    r.disconnect();
-  }
-}
 
 /** SENTINEL FAILOVER through the sentinel at `port`, again while it has not yet seen the replica as a candidate (NOGOODSLAVE). */
 async function failoverThrough(port: number, masterName: string): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const err = await onNode(port, (r) => r.call('SENTINEL', 'FAILOVER', masterName)).then(() => undefined, (e: unknown) => e as Error);
+    const err = await ask(port, undefined, (r) => r.call('SENTINEL', 'FAILOVER', masterName)).then(() => undefined, (e: unknown) => e as Error);
     if (err === undefined) return;
     if (!/NOGOODSLAVE|INPROG/.test(err.message) || Date.now() > deadline) throw err;
     await sleep(200);
@@ -60,7 +49,7 @@ async function failoverThrough(port: number, masterName: string): Promise<void> 
 async function namedPrimaryOtherThan(port: number, masterName: string, old: number): Promise<void> {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
-    const named = await onNode(port, (r) => r.call('SENTINEL', 'get-master-addr-by-name', masterName) as Promise<[string, string] | null>);
+    const named = await ask(port, undefined, (r) => r.call('SENTINEL', 'get-master-addr-by-name', masterName) as Promise<[string, string] | null>);
     if (named !== null && Number(named[1]) !== old) return;
     await sleep(50);
   }
