@@ -4,7 +4,7 @@ import { createIdentityAssertions } from '../extensions/identity-assertion.js';
 import { assertionJwksRoutes } from '../http/routes/assertion-jwks.js';
 import { createExtensionProxy } from '../extensions/proxy.js';
 import { createRateLimiter } from '../extensions/rate-limit.js';
-import { clientAddressOf, parseTrustedProxies, sourceOf } from '../http/client-address.js';
+import { clientAddressOf, sourceOf } from '../http/client-address.js';
 import type { Feature } from './feature.js';
 import type { Authentication } from './authentication.js';
 import type { Services } from './services.js';
@@ -17,7 +17,7 @@ export async function buildExtensions(services: Services, authentication: Authen
     services.log.error({ err }, 'extensions: the identity assertion keys in svc-secret could not be made or read; extensions with backend.identityAssertion answer 503 until they can');
   }
   const keys = assertionKeysIn(services.store);
-  const trusted = parseTrustedProxies(services.env['SVC_TRUSTED_PROXIES']);
+  const trusted = services.trustedProxies;
   const proxy = createExtensionProxy({
     settings: services.settings,
     rights: services.rights,

@@ -30,7 +30,6 @@ import { failRequest, observeRawRequest } from '../http/entry.js';
 import type { Services } from './services.js';
 import { Counter } from 'prom-client';
 import type { Logger } from 'pino';
-import { parseTrustedProxies } from '../http/client-address.js';
 import type { PendingDeps } from '../idp/pending-source.js';
 import { readPendingLimits } from '../idp/request-bounds.js';
 import { createPendingBound } from '../idp/storage/pending-bound.js';
@@ -164,12 +163,11 @@ function openConnector(services: Services): (entry: ParsedConnector) => Connecto
 }
 
 /**
- * The bound on pending logins (idp/storage/pending-bound.ts), from the environment, read once.
- * A bad SVC_TRUSTED_PROXIES stops the start (TrustedProxiesInvalid names the entry): guessing
- * would either count everyone behind a proxy as one source or believe a header anyone can send.
+ * The bound on pending logins (idp/storage/pending-bound.ts), from the environment, read once,
+ * keyed on the source address as Services.trustedProxies reads it.
  */
 function buildPendingBound(services: Services, log: Logger): PendingDeps {
-  const trustedProxies = parseTrustedProxies(services.env['SVC_TRUSTED_PROXIES']);
+  const trustedProxies = services.trustedProxies;
   const limits = readPendingLimits(services.env, log);
   const refusals = new Counter({
     name: 'svc_idp_pending_refused_total',

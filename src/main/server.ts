@@ -15,12 +15,14 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
 import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
 import { createLiveSettings } from '../config/live-settings.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
+import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address.js';
 import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes, type MetricsExposition } from '../http/routes/health.js';
@@ -73,6 +75,8 @@ export interface ServerOptions {
   readonly metricsListen?: { readonly host: string; readonly port: number };
   /** Read and write the stores through the Kubernetes API instead of configDir (`--kube`). */
   readonly kube?: ClusterStoreOptions;
+  /** Where audit events go; none unless given (the serve command gives the configured sink). */
+  readonly audit?: AuditTrail;
   /** The clock features read (Services.now); Date.now unless a test moves time. */
   readonly now?: () => number;
   /**
@@ -105,6 +109,10 @@ export interface RunningServer {
 }
 
 async function buildServices(options: ServerOptions, log: Logger): Promise<Services> {
+  const env = options.env ?? process.env;
+  // Before anything is opened: a bad value stops the start (TrustedProxiesInvalid names the entry);
+  // guessing would either count everyone behind a proxy as one source or believe a header anyone can send.
+  const trustedProxies = parseTrustedProxies(env[TRUSTED_PROXIES_KEY]);
   const metrics = createHttpMetrics();
   const store = options.kube !== undefined ? await openClusterStore(options.kube, log, metrics.registry) : await openDirectory(options.configDir, log, firstStartUrl(listenAddress(options)));
   const settings = createLiveSettings(store, settingsParserFor(firstStartUrl(listenAddress(options))), log);
@@ -117,9 +125,17 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
   });
-  const env = options.env ?? process.env;
   const envLog = options.environmentChecked === true ? QUIET : log;
-  return { log, store, settings, state, rights, metrics, loginOutcomes: createLoginOutcomes(metrics.registry), accessLogLevel: accessLogLevelFromEnv(env, envLog), loginLimits: readLoginLimits(env, envLog), env, now: options.now ?? Date.now };
+  return {
+    log, store, settings, state, rights, metrics,
+    loginOutcomes: createLoginOutcomes(metrics.registry),
+    accessLogLevel: accessLogLevelFromEnv(env, envLog),
+    loginLimits: readLoginLimits(env, envLog),
+    env,
+    audit: options.audit ?? NO_AUDIT,
+    trustedProxies,
+    now: options.now ?? Date.now,
+  };
 }
 
 async function openDirectory(dir: string, log: Logger, firstUrl: string): Promise<Services['store']> {

@@ -1,7 +1,9 @@
 /** What every feature is built from: created once per server by server.ts, in this order. */
 import type { Logger } from 'pino';
+import type { AuditTrail } from '../audit/trail.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { ConfigStore } from '../config/store.js';
+import type { TrustedProxies } from '../http/client-address.js';
 import type { HttpMetrics } from '../http/metrics.js';
 import type { AccessLogLevel } from '../http/entry.js';
 import type { Rights } from '../rbac/rights.js';
@@ -25,6 +27,10 @@ export interface Services {
   readonly loginLimits: LoginLimits;
   /** Extra environment read by features (throttle limits); process.env in production. */
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** The audit trail (docs/audit.md): one event per security decision. */
+  readonly audit: AuditTrail;
+  /** SVC_TRUSTED_PROXIES, parsed once at start: whose X-Forwarded-For names a request's source. */
+  readonly trustedProxies: TrustedProxies;
   /** Milliseconds since the epoch; injected so tests can move time. */
   readonly now: () => number;
 }

@@ -5,7 +5,6 @@
  * (rootCA), made again when the entry's issuer, jwksURL or rootCA change.
  */
 import type { IncomingMessage } from 'node:http';
-import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address.js';
 import { exchangeRoutes } from '../http/routes/exchange.js';
 import { requestSource } from '../idp/pending-source.js';
 import { createTlsFetch, type TlsFetch } from '../lib/tls-fetch.js';
@@ -48,9 +47,7 @@ function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: L
     now,
     outcomes: services.loginOutcomes,
   });
-  // Read again here (the identity provider reads it too, and a bad value stops the start there
-  // or here with the entry named): the exchange may run without the provider.
-  const trustedProxies = parseTrustedProxies(services.env[TRUSTED_PROXIES_KEY]);
+  const trustedProxies = services.trustedProxies;
   const sourceOf = (req: IncomingMessage): string => requestSource(req, trustedProxies);
   return { name: 'workload', routers: [exchangeRoutes({ exchange, log, sourceOf })], close: keys.close };
 }

@@ -1,0 +1,58 @@
+/**
+ * The audit trail's interface: one event per security decision (docs/audit.md). Features record
+ * events here and know nothing of where they go or of the schema's field names; the sink
+ * (stdout beside the operational log, or a file) turns an event into one ECS line.
+ *
+ * Never put a password, token, code, secret or a secret's hash in an event: a token is named by
+ * its id. record() never blocks and never throws: a stalled sink drops and counts.
+ */
+
+/** ECS `event.category` values svc uses. */
+export type AuditCategory = 'authentication' | 'iam' | 'configuration' | 'session' | 'web';
+/** ECS `event.type` values svc uses. Authorization refusals are `denied`, not an outcome of failure. */
+export type AuditType = 'start' | 'end' | 'info' | 'creation' | 'deletion' | 'change' | 'denied' | 'allowed';
+/** ECS `event.outcome`. */
+export type AuditOutcome = 'success' | 'failure' | 'unknown';
+
+/** Who the event is about (ECS `user.*`). */
+export interface AuditUser {
+  /** ECS user.name: the display name, or the account name for local accounts. */
+  readonly name?: string;
+  /** ECS user.id: the stable id (as Svc-Username). */
+  readonly id?: string;
+  /** ECS user.roles. */
+  readonly roles?: readonly string[];
+  /** ECS user.group.name: the groups used for the decision. */
+  readonly groups?: readonly string[];
+}
+
+/** Where the request came from (ECS source.ip, user_agent.original, http.request.id). */
+export interface AuditSource {
+  readonly ip?: string;
+  readonly userAgent?: string;
+  readonly requestId?: string;
+}
+
+/** svc's own fields, written under `svc.*` (connector, clientId, extension, project, rule, object, hashes…). */
+export type AuditDetails = Readonly<Record<string, string | number | boolean | readonly string[] | undefined>>;
+
+export interface AuditEvent {
+  readonly category: AuditCategory;
+  readonly type: AuditType;
+  /** svc's own verb, kebab-case: `login`, `logout`, `token-created`, `rights-refused`… */
+  readonly action: string;
+  readonly outcome: AuditOutcome;
+  /** Why, for failures and refusals (ECS event.reason). */
+  readonly reason?: string;
+  readonly user?: AuditUser;
+  readonly source?: AuditSource;
+  readonly svc?: AuditDetails;
+}
+
+export interface AuditTrail {
+  /** Queues the event for the sink; never blocks, never throws. */
+  record(event: AuditEvent): void;
+}
+
+/** Records nothing: for offline code paths and tests that do not look at the trail. */
+export const NO_AUDIT: AuditTrail = { record() {} };
