@@ -1,0 +1,81 @@
+/**
+ * The load balancer in front of the soak's two svc processes, at the `url` both serve: each
+ * request and WebSocket upgrade goes to the next process in turn; a process that refuses the
+ * connection (killed, restarting) is skipped and the request sent to the other, as a balancer
+ * with health checks would. Only a refused connection is retried: a request that reached a
+ * process that then died is not (it may have done its work), and fails as a client would see it.
+ */
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+export interface Balancer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Request bodies are held until a process takes the connection (the 10 MB upload is the largest). */
+const MAX_BODY = 16 << 20;
+
+function refused(err: NodeJS.ErrnoException): boolean {
+  return err.code === 'ECONNREFUSED';
+}
+
+export async function startBalancer(port: number, upstreams: () => readonly string[]): Promise<Balancer> {
+  let turn = 0;
+  const order = (): string[] => {
+    const all = upstreams();
+    const first = turn++ % Math.max(all.length, 1);
+    return [...all.slice(first), ...all.slice(0, first)];
+  };
+
+  function forward(req: IncomingMessage, res: ServerResponse, body: Buffer, targets: string[]): void {
+    const to = targets.shift();
+    if (to === undefined) return void res.writeHead(502).end();
+    const { hostname, port: upstreamPort } = new URL(to);
+    const out = request({ host: hostname, port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+      up.on('error', () => res.destroy());
+    });
+    out.on('error', (err: NodeJS.ErrnoException) => (refused(err) && !res.headersSent ? forward(req, res, body, targets) : res.destroy()));
+    out.end(body);
+  }
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY) return void req.destroy();
+      chunks.push(chunk);
+    });
+    req.on('end', () => forward(req, res, Buffer.concat(chunks), order()));
+  });
+  server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const tryNext = (targets: string[]): void => {
+      const to = targets.shift();
+      if (to === undefined) return void client.destroy();
+      const { hostname, port: upstreamPort } = new URL(to);
+      const up: Socket = connect(Number(upstreamPort), hostname, () => {
+        up.write(`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1\r\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`).join('\r\n')}\r\n\r\n`);
+        if (head.length > 0) up.write(head);
+        up.pipe(client).pipe(up);
+      });
+      up.on('error', (err: NodeJS.ErrnoException) => (refused(err) && up.bytesRead === 0 ? tryNext(targets) : client.destroy()));
+      client.on('error', () => up.destroy());
+      client.on('close', () => up.destroy());
+      up.on('close', () => client.destroy());
+    };
+    tryNext(order());
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

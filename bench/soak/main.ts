@@ -1,0 +1,204 @@
+/**
+ * `npm run bench:soak -- [--duration 10m] [--json FILE]`: svc under a paced mixed load for the
+ * duration (default 10 minutes; an hour for the published figures), with faults injected on a
+ * schedule (each fault once per cycle; a cycle per 10 minutes, so each at least twice in 20),
+ * then the invariants checked. Prints, per phase and kind of request, counts by outcome; per
+ * fault, the requests that failed and for how long; each process's RSS and its slope; and each
+ * invariant. Exits 1 naming every invariant broken. docs/reliability.md has the hour's table.
+ */
+import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import YAML from 'yaml';
+import { FAULTS, runFault, type Window } from './faults.js';
+import { RATES, startLoad, type Kind, type Ledger, type Outcome } from './load.js';
+import { descriptors, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type RssSample } from './measure.js';
+import { secretText, startRig, type Rig } from './rig.js';
+import { editPolicy } from './edit.js';
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10m' }, json: { type: 'string' } } });
+
+function parseDuration(text: string): number {
+  const match = /^(\d+)(s|m|h)$/.exec(text);
+  if (match === null) throw new Error(`--duration: '${text}' is not a duration such as 180s, 10m or 1h`);
+  return Number(match[1]) * { s: 1_000, m: 60_000, h: 3_600_000 }[match[2] as 's' | 'm' | 'h'];
+}
+
+const DURATION_MS = parseDuration(values.duration ?? '10m');
+const WARMUP_MS = 15_000;
+const COOLDOWN_MS = 20_000;
+const CYCLE_MS = 10 * 60_000;
+/** Descriptors a process may hold above its idle level at the start once the load is over. */
+const DESCRIPTOR_SLACK = 10;
+/** A slope judged only over runs long enough for it to mean anything. */
+const SLOPE_JUDGED_FROM_MS = 30 * 60_000;
+const MAX_SLOPE_MB_PER_HOUR = 30;
+const RSS_WARMUP_MS = 5 * 60_000;
+/**
+ * Keys without expiry that svc keeps by design: the shared lists every replica loads whole
+ * (docs/state.md): revoked tokens, accounts seen disabled; and the provider's key material.
+ */
+const PERSISTENT_BY_DESIGN = [/^(svc:)?revoked-tokens$/, /^(svc:)?account-disabled-at$/, /^(svc:)?idp:/];
+
+interface Invariant {
+  readonly name: string;
+  readonly held: boolean;
+  readonly detail: string;
+}
+
+function windowOf(outcome: Outcome, windows: readonly Window[]): Window | undefined {
+  return windows.find((w) => outcome.at >= w.from && outcome.at <= w.to);
+}
+
+async function status(base: string, token: string): Promise<number> {
+  const res = await fetch(`${base}/api/v1/account/alice`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+  await res?.arrayBuffer();
+  return res?.status ?? 0;
+}
+
+/** The ids in svc-secret's `accounts.alice.tokens`, read as svc reads it (stringData, or base64 data). */
+function storedTokenIds(text: string): Set<string> {
+  const manifest = YAML.parse(text) as { stringData?: Record<string, string>; data?: Record<string, string> };
+  const raw = manifest.stringData?.['accounts.alice.tokens'] ?? (manifest.data?.['accounts.alice.tokens'] !== undefined ? Buffer.from(manifest.data['accounts.alice.tokens'], 'base64').toString('utf8') : '[]');
+  return new Set((JSON.parse(raw) as { id: string }[]).map((t) => t.id));
+}
+
+async function tokenInvariants(rig: Rig, ledger: Ledger): Promise<Invariant[]> {
+  const stored = storedTokenIds(secretText(rig));
+  const missing = [...ledger.liveTokens.keys()].filter((id) => !stored.has(id));
+  const notWorking: string[] = [];
+  const notRefused: string[] = [];
+  for (const svc of rig.svc) {
+    for (const [id, token] of ledger.liveTokens) if ((await status(svc.url, token)) !== 200) notWorking.push(`${id} on ${svc.name}`);
+    for (const [id, token] of ledger.deletedTokens) if ((await status(svc.url, token)) !== 401) notRefused.push(`token ${id} on ${svc.name}`);
+    for (const [i, token] of ledger.loggedOut.entries()) if ((await status(svc.url, token)) !== 401) notRefused.push(`logged-out session #${i} on ${svc.name}`);
+  }
+  return [
+    { name: 'every API token answered as created is in svc-secret', held: missing.length === 0, detail: `${ledger.liveTokens.size} live tokens; missing: ${missing.join(', ') || 'none'}` },
+    { name: 'every API token answered as created works on both processes', held: notWorking.length === 0, detail: notWorking.slice(0, 10).join(', ') || 'all work' },
+    { name: 'every deleted token and logged-out session is refused on both processes', held: notRefused.length === 0, detail: `${ledger.deletedTokens.size} deleted, ${ledger.loggedOut.length} logged out; accepted: ${notRefused.slice(0, 10).join(', ') || 'none'}` },
+  ];
+}
+
+function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`).join('\n');
+}
+
+function phaseReport(outcomes: readonly Outcome[], windows: readonly Window[]): string {
+  const phases = new Map<string, Map<Kind, { ok: number; failed: number }>>();
+  for (const o of outcomes) {
+    const w = windowOf(o, windows);
+    const phase = w === undefined ? 'steady' : `${w.fault} @${Math.round((w.from - outcomes[0]!.at) / 1000)}s`;
+    const kinds = phases.get(phase) ?? new Map<Kind, { ok: number; failed: number }>();
+    phases.set(phase, kinds);
+    const c = kinds.get(o.kind) ?? { ok: 0, failed: 0 };
+    kinds.set(o.kind, c);
+    if (o.ok) c.ok++;
+    else c.failed++;
+  }
+  const kinds = Object.keys(RATES) as Kind[];
+  const rows: string[][] = [['phase', ...kinds]];
+  for (const [phase, counts] of phases) rows.push([phase, ...kinds.map((k) => {
+    const c = counts.get(k);
+    return c === undefined ? '-' : c.failed === 0 ? String(c.ok) : `${c.ok} ok / ${c.failed} failed`;
+  })]);
+  return table(rows);
+}
+
+function faultReport(outcomes: readonly Outcome[], windows: readonly Window[]): string {
+  const rows: string[][] = [['fault', 'at', 'lasted', 'failed requests by kind', 'failing for', 'what happened', 'first failures']];
+  const t0 = outcomes[0]?.at ?? 0;
+  for (const w of windows) {
+    const failed = outcomes.filter((o) => !o.ok && o.at >= w.from && o.at <= w.to);
+    const byKind = new Map<Kind, number>();
+    for (const o of failed) byKind.set(o.kind, (byKind.get(o.kind) ?? 0) + 1);
+    const span = failed.length === 0 ? '-' : `${((failed.at(-1)!.at - failed[0]!.at) / 1000).toFixed(1)} s`;
+    const details = [...new Set(failed.map((o) => `${o.kind}: ${o.detail}`))].slice(0, 3).join('; ');
+    rows.push([w.fault, `${Math.round((w.from - t0) / 1000)} s`, `${((w.over - w.from) / 1000).toFixed(1)} s`, [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') || 'none', span, w.note, details]);
+  }
+  return table(rows);
+}
+
+async function main(): Promise<number> {
+  const rig = await startRig();
+  const rss: RssSample[] = [];
+  const windows: Window[] = [];
+  let load: ReturnType<typeof startLoad> | undefined;
+  try {
+    const idle = new Map<string, Descriptors | undefined>(rig.svc.map((s) => [s.name, s.pid === undefined ? undefined : descriptors(s.pid)]));
+    const keysBefore = await persistentKeys(rig.redis);
+    const edits = editPolicy(rig);
+    load = startLoad(rig, edits.step);
+    const sampler = setInterval(() => {
+      for (const s of rig.svc) {
+        const mb = s.pid === undefined ? undefined : rssMb(s.pid);
+        if (mb !== undefined) rss.push({ at: Date.now(), process: `${s.name} pid ${String(s.pid)}`, mb });
+      }
+    }, 5_000);
+    const started = Date.now();
+    await sleep(WARMUP_MS);
+    const cycles = Math.max(1, Math.floor(DURATION_MS / CYCLE_MS));
+    const slot = (DURATION_MS - WARMUP_MS - COOLDOWN_MS) / (cycles * FAULTS.length);
+    for (let cycle = 0; cycle < cycles; cycle++) {
+      for (const [i, fault] of FAULTS.entries()) {
+        const slotStart = started + WARMUP_MS + (cycle * FAULTS.length + i) * slot;
+        await sleep(Math.max(0, slotStart - Date.now()));
+        process.stderr.write(`${new Date().toISOString()} fault ${fault}\n`);
+        const window = await (fault === 'config-garbage' ? edits.exclusive(() => runFault(rig, fault, slot * 0.4, cycle)) : runFault(rig, fault, slot * 0.4, cycle));
+        windows.push(window);
+        process.stderr.write(`${new Date().toISOString()}   ${window.note}\n`);
+      }
+    }
+    await sleep(Math.max(0, started + DURATION_MS - Date.now()));
+    await load.stop();
+    clearInterval(sampler);
+    // Keep-alive connections close after 5 s idle; the state connections settle.
+    await sleep(8_000);
+    const outcomes = load.ledger.outcomes.sort((a, b) => a.at - b.at);
+    const outside = outcomes.filter((o) => !o.ok && windowOf(o, windows) === undefined);
+    const invariants: Invariant[] = [
+      ...(await tokenInvariants(rig, load.ledger)),
+      { name: 'no request failed outside a fault\'s window', held: outside.length === 0, detail: outside.slice(0, 10).map((o) => `${o.kind} at ${Math.round((o.at - started) / 1000)} s: ${o.detail}`).join('; ') || `${outcomes.length} requests` },
+    ];
+    for (const s of rig.svc) {
+      const before = idle.get(s.name);
+      const after = s.pid === undefined ? undefined : descriptors(s.pid);
+      const held = before !== undefined && after !== undefined && after.fds <= before.fds + DESCRIPTOR_SLACK && after.sockets <= before.sockets + DESCRIPTOR_SLACK;
+      invariants.push({ name: `${s.name}: file descriptors and sockets back to their idle level`, held, detail: `idle ${JSON.stringify(before)}, after ${JSON.stringify(after)}` });
+    }
+    const keysAfter = await persistentKeys(rig.redis);
+    const grown = [...keysAfter].filter((k) => !keysBefore.has(k) && !PERSISTENT_BY_DESIGN.some((p) => p.test(k)));
+    invariants.push({ name: 'no Redis key without expiry left by the load', held: grown.length === 0, detail: `${keysBefore.size} before, ${keysAfter.size} after; new: ${grown.slice(0, 10).join(', ') || 'none'}` });
+    const lives = new Map<string, RssSample[]>();
+    for (const sample of rss) lives.set(sample.process, [...(lives.get(sample.process) ?? []), sample]);
+    const rssRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'max MB', 'slope MB/h (after its first 5 min)']];
+    for (const [name, all] of lives) {
+      // A process's first minutes are its warm-up (JIT, caches filling): the slope is read after them.
+      const samples = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS).length >= 2 ? all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS) : all;
+      const slope = slopeMbPerHour(samples);
+      rssRows.push([name, String(samples.length), samples[0]!.mb.toFixed(0), samples.at(-1)!.mb.toFixed(0), Math.max(...samples.map((s) => s.mb)).toFixed(0), slope.toFixed(1)]);
+      const span = samples.at(-1)!.at - samples[0]!.at;
+      if (span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: RSS does not grow (slope ≤ ${MAX_SLOPE_MB_PER_HOUR} MB/h)`, held: slope <= MAX_SLOPE_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min` });
+    }
+    const errors = rig.svc.flatMap((s) => [...s.errors].map(([msg, n]) => `${s.name}: ${msg} (${n})`));
+    process.stdout.write(`# svc soak: ${values.duration}, ${new Date(started).toISOString()}, ${rig.tmpfs ? 'config dir on a tmpfs' : 'no tmpfs: disk-full skipped'}\n\n`);
+    process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
+    process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
+    process.stdout.write(`## RSS\n\n${table(rssRows)}\n\n`);
+    process.stdout.write(`## Errors the processes logged\n\n${errors.join('\n') || 'none'}\n\n`);
+    process.stdout.write(`## Invariants\n\n${invariants.map((i) => `- ${i.held ? 'held' : 'BROKEN'}: ${i.name} (${i.detail})`).join('\n')}\n`);
+    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows }, null, 2));
+    const broken = invariants.filter((i) => !i.held);
+    if (broken.length > 0) process.stderr.write(`\nsoak: ${broken.length} invariant(s) broken: ${broken.map((i) => i.name).join('; ')}\n`);
+    return broken.length === 0 ? 0 : 1;
+  } finally {
+    await load?.stop();
+    await rig.stop();
+  }
+}
+
+process.exitCode = await main().catch((err: unknown) => {
+  process.stderr.write(`soak: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  return 2;
+});
