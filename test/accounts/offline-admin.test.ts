@@ -181,7 +181,7 @@ describe('accounts/offline-admin', function () {
     it('refuses an existing account, admin, an invalid name and an unknown capability, writing nothing', async () => {
       await open();
       const before = file('svc-cm.yaml');
-      const cases: [string, string, Function, string][] = [
+      const cases: [string, string, new (...args: never[]) => Error, string][] = [
         ['bob', 'login', Conflict, "account 'bob' already exists (svc-cm accounts.bob)"],
         ['admin', 'login', Conflict, "account 'admin' already exists (built in)"],
         ['Bad_Name', 'login', InvalidRequest, "username 'Bad_Name' must be lower-case letters, digits, '-', '.' or '_', starting and ending with a letter or digit"],
