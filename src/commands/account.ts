@@ -7,6 +7,7 @@
  * A new password never comes from an argument (`ps` and shell history would show it): from
  * `--password-file`, else standard input (a hidden prompt, asked twice, on a terminal).
  */
+import { stat } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
@@ -15,6 +16,7 @@ import { openDirStore } from '../config/dir-store.js';
 import { openKubeClient } from '../config/kube/kube-client.js';
 import { openKubeStore } from '../config/kube/kube-store.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
+import { SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../config/manifests.js';
 import { readRegularFile } from '../lib/regular-file.js';
 import { notADirectory } from './load-config.js';
 import { MAX_PASSWORD_INPUT_BYTES, readNewPassword, type PasswordInput } from './password-input.js';
@@ -60,6 +62,8 @@ export async function runAccountCommand(source: string | ClusterStoreOptions, co
     return fail(e instanceof Error ? e.message : String(e));
   }
   try {
+    const foreign = typeof source === 'string' ? await foreignOwnedFile(store.current()) : undefined;
+    if (foreign !== undefined) return fail(foreign);
     const admin = createOfflineAccountAdmin({ store, audit: io.audit ?? NO_AUDIT, storeKind: typeof source === 'string' ? 'directory' : 'kubernetes', now: io.now ?? Date.now });
     const report = await run(admin, command, password);
     for (const line of report) io.out.write(`${line}\n`);
@@ -84,6 +88,23 @@ function run(admin: OfflineAccountAdmin, command: AccountCommand, password: stri
     case 'create':
       return admin.create(command.name, command.capabilities);
   }
+}
+
+/**
+ * Why a write would take the store away from the server, or undefined. A write replaces the file
+ * (atomic rename), so the new file belongs to whoever runs the command: run as root beside a
+ * server that runs as another user, it would leave svc-secret (mode 0600) unreadable to the
+ * server, which would then keep serving the old version.
+ */
+async function foreignOwnedFile(snapshot: StoreSnapshot): Promise<string | undefined> {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const files = [snapshot.configMaps.get(SETTINGS_CM)?.file, snapshot.secrets.get(SETTINGS_SECRET)?.file];
+  for (const file of new Set(files.filter((f): f is string => f !== undefined))) {
+    const owner = (await stat(file)).uid;
+    if (owner !== uid) return `${file} belongs to uid ${owner} and this command runs as uid ${uid}: the write would leave it owned by uid ${uid}, which the server may not read; run the command as uid ${owner}`;
+  }
+  return undefined;
 }
 
 async function passwordFor(file: string | undefined, io: AccountCommandIo): Promise<string> {

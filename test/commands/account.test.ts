@@ -1,7 +1,7 @@
 /** `svc-server account …` on a config dir: the password's ways in, the lock, the messages and exit codes. */
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import YAML from 'yaml';
@@ -96,6 +96,18 @@ describe('commands/account (svc-server account …, --config)', function () {
     }
     expect(storedSecret(dir)['accounts.bob.sessionsNotBefore']).to.match(/^\d{4}-.*\.000Z$/);
     expect(readFileSync(join(dir, 'svc-cm.yaml'), 'utf8')).to.include('accounts.bob.enabled: "false"');
+  });
+
+  it('refuses to write a file another user owns (the new file would be this user\'s, unreadable to the server)', async function () {
+    if (process.getuid?.() !== 0) this.skip(); // only root can give a file to another user; CI runs as root
+    chownSync(join(dir, 'svc-secret.yaml'), 65534, 65534);
+    const before = readFileSync(join(dir, 'svc-secret.yaml'), 'utf8');
+    const result = await run(dir, { command: 'reset-second-factor', name: 'bob' });
+    expect([result.code, result.err]).to.deep.equal([
+      1,
+      `svc-server account reset-second-factor: ${join(dir, 'svc-secret.yaml')} belongs to uid 65534 and this command runs as uid 0: the write would leave it owned by uid 0, which the server may not read; run the command as uid 65534\n`,
+    ]);
+    expect(readFileSync(join(dir, 'svc-secret.yaml'), 'utf8')).to.equal(before);
   });
 
   it('create, enable and disable report what they changed on stdout', async () => {
