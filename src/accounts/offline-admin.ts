@@ -30,6 +30,8 @@ export interface OfflineAdminDeps {
   readonly audit: AuditTrail;
   /** Which store is written, for the audit event: `directory` or `kubernetes`. */
   readonly storeKind: string;
+  /** Where: the directory's path, or the namespace. */
+  readonly location: string;
   readonly now: () => number;
   readonly wait?: (ms: number) => Promise<void>;
 }
@@ -78,7 +80,7 @@ export function createOfflineAccountAdmin(deps: OfflineAdminDeps): OfflineAccoun
 
   /** One audit event per operation: success with what was done, or failure with why. */
   async function audited(command: string, action: string, type: AuditType, name: string, run: () => Promise<ChangeReport>): Promise<ChangeReport> {
-    const event = { category: 'iam', type, action, user: { name }, svc: { command: `account ${command}`, store: deps.storeKind } } as const;
+    const event = { category: 'iam', type, action, user: { name }, svc: { command: `account ${command}`, store: deps.storeKind, location: deps.location } } as const;
     try {
       const report = await run();
       deps.audit.record({ ...event, outcome: 'success' });
@@ -127,14 +129,41 @@ export function createOfflineAccountAdmin(deps: OfflineAdminDeps): OfflineAccoun
     ];
   }
 
+  /**
+   * Disabling also writes sessionsNotBefore, first: the servers' record of when an account was
+   * disabled (session/account-cutoffs.ts) is made only by a server that sees the disable, and
+   * these commands are run when none may be running; without it an enable before the next start
+   * would bring the account's old sessions back. First, so that a failed svc-cm write still
+   * leaves the sessions ended (less access, never more).
+   */
   async function disable(name: string): Promise<ChangeReport> {
     const key = `accounts.${name}.enabled`;
+    requireAccount(name, cmNow());
+    if (cmNow()[key] === 'false') return [`account '${name}' was already disabled (${SETTINGS_CM} ${key} is "false"); nothing changed`];
+    const ended = await endSessions(name, () => []);
     const patch = await writeConfigMap(name, (cm) => {
       requireAccount(name, cm);
       return cm[key] === 'false' ? {} : { set: { [key]: 'false' } };
     });
-    if (patch.set === undefined) return [`account '${name}' was already disabled (${SETTINGS_CM} ${key} is "false"); nothing changed`];
-    return [`account '${name}': ${SETTINGS_CM} ${key} = "false"; it cannot log in, and its sessions and API tokens are refused`];
+    return [
+      ended.line,
+      ...(patch.set === undefined ? [] : [`account '${name}': ${SETTINGS_CM} ${key} = "false"; it cannot log in, and its API tokens are refused while it is disabled`]),
+    ];
+  }
+
+  /** Writes `<prefix>.sessionsNotBefore` = now (whole second) and removes the keys `remove` picks, in one write. */
+  async function endSessions(name: string, remove: (current: Readonly<Record<string, string>>) => string[]): Promise<{ line: string; removed: string[] }> {
+    const notBefore = `${accountPrefix(name)}.sessionsNotBefore`;
+    const time = await wholeSecondNow();
+    let removed: string[] = [];
+    await store.updateSecret(
+      SETTINGS_SECRET,
+      ownKeysOnly((current) => {
+        removed = remove(current);
+        return patchThatTakesEffect(store, name, current, { set: { [notBefore]: time }, ...(removed.length > 0 ? { delete: removed } : {}) });
+      }),
+    );
+    return { line: `account '${name}': ${notBefore} = ${time}; its sessions issued before then end`, removed };
   }
 
   async function enable(name: string): Promise<ChangeReport> {
@@ -155,19 +184,10 @@ export function createOfflineAccountAdmin(deps: OfflineAdminDeps): OfflineAccoun
 
   async function resetSecondFactor(name: string): Promise<ChangeReport> {
     requireAccount(name, cmNow());
-    const notBefore = `${accountPrefix(name)}.sessionsNotBefore`;
-    const time = await wholeSecondNow();
-    let removed: string[] = [];
-    await store.updateSecret(
-      SETTINGS_SECRET,
-      ownKeysOnly((current) => {
-        removed = secondFactorKeys(name, Object.keys(current), definedAccounts(cmNow()));
-        return patchThatTakesEffect(store, name, current, { set: { [notBefore]: time }, delete: removed });
-      }),
-    );
+    const { line, removed } = await endSessions(name, (current) => secondFactorKeys(name, Object.keys(current), definedAccounts(cmNow())));
     return [
       removed.length === 0 ? `account '${name}': no second factor was enrolled` : `account '${name}': removed ${removed.length} second-factor key(s) from ${SETTINGS_SECRET}: ${removed.join(', ')}`,
-      `account '${name}': ${notBefore} = ${time}; its sessions issued before then end`,
+      line,
     ];
   }
 

@@ -64,7 +64,7 @@ export async function runAccountCommand(source: string | ClusterStoreOptions, co
   try {
     const foreign = typeof source === 'string' ? await foreignOwnedFile(store.current()) : undefined;
     if (foreign !== undefined) return fail(foreign);
-    const admin = createOfflineAccountAdmin({ store, audit: io.audit ?? NO_AUDIT, storeKind: typeof source === 'string' ? 'directory' : 'kubernetes', now: io.now ?? Date.now });
+    const admin = createOfflineAccountAdmin({ store, audit: io.audit ?? NO_AUDIT, storeKind: typeof source === 'string' ? 'directory' : 'kubernetes', location: 'namespace' in store ? store.namespace : store.dir, now: io.now ?? Date.now });
     const report = await run(admin, command, password);
     for (const line of report) io.out.write(`${line}\n`);
     return 0;

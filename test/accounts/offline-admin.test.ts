@@ -25,7 +25,7 @@ describe('accounts/offline-admin', function () {
     store = await openDirStore({ dir, log: pino({ level: 'silent' }), watch: false });
     audit = collectAudit();
     waited = [];
-    admin = createOfflineAccountAdmin({ store, audit, storeKind: 'directory', now: () => NOW, wait: async (ms) => void waited.push(ms) });
+    admin = createOfflineAccountAdmin({ store, audit, storeKind: 'directory', location: dir, now: () => NOW, wait: async (ms) => void waited.push(ms) });
   }
   const secretData = (): Readonly<Record<string, string>> => store.current().secrets.get('svc-secret')?.data ?? {};
   const cmData = (): Readonly<Record<string, string>> => store.current().configMaps.get('svc-cm')?.data ?? {};
@@ -54,7 +54,7 @@ describe('accounts/offline-admin', function () {
       expect(file('svc-secret.yaml')).to.include('operator.note: keep me # an operator comment');
       expect(report.join('\n')).to.include("account 'bob': accounts.bob.passwordMtime = 2026-03-01T10:00:01.000Z; its sessions issued before then end");
       const [event] = audit.of('account-password-set');
-      expect(event).to.deep.include({ category: 'iam', type: 'change', outcome: 'success', user: { name: 'bob' }, svc: { command: 'account set-password', store: 'directory' } });
+      expect(event).to.deep.include({ category: 'iam', type: 'change', outcome: 'success', user: { name: 'bob' }, svc: { command: 'account set-password', store: 'directory', location: dir } });
       expect(JSON.stringify(audit.events)).not.to.include('new-pass-123').and.not.to.include(secretData()['accounts.bob.password']);
     });
 
@@ -73,7 +73,7 @@ describe('accounts/offline-admin', function () {
       expect(err.message).to.equal("account 'mallory' does not exist");
       expect(file('svc-secret.yaml')).to.equal(before);
       expect(audit.of('account-password-set')).to.deep.equal([
-        { category: 'iam', type: 'change', action: 'account-password-set', outcome: 'failure', reason: "account 'mallory' does not exist", user: { name: 'mallory' }, svc: { command: 'account set-password', store: 'directory' } },
+        { category: 'iam', type: 'change', action: 'account-password-set', outcome: 'failure', reason: "account 'mallory' does not exist", user: { name: 'mallory' }, svc: { command: 'account set-password', store: 'directory', location: dir } },
       ]);
     });
 
@@ -95,7 +95,7 @@ describe('accounts/offline-admin', function () {
   });
 
   describe('disable and enable', () => {
-    it('disable writes accounts.<name>.enabled "false", keeps svc-cm as it was written, and a second run changes nothing', async () => {
+    it('disable writes sessionsNotBefore and accounts.<name>.enabled "false", keeps svc-cm as it was written, and a second run changes nothing', async () => {
       await open();
       editConfigMap(dir, (text) => `# svc-cm: the operator's\n${text.replace('accounts.bob: login', 'accounts.bob: login   # bob from ops')}`);
       await store.reload();
@@ -106,7 +106,12 @@ describe('accounts/offline-admin', function () {
       expect(text).to.match(/^# svc-cm: the operator's\n/);
       expect(text).to.include('accounts.bob: login   # bob from ops\n');
       expect(text).to.include('accounts.bob.enabled: "false"');
-      expect(report).to.deep.equal([`account 'bob': svc-cm accounts.bob.enabled = "false"; it cannot log in, and its sessions and API tokens are refused`]);
+      expect(report).to.deep.equal([
+        "account 'bob': accounts.bob.sessionsNotBefore = 2026-03-01T10:00:01.000Z; its sessions issued before then end",
+        `account 'bob': svc-cm accounts.bob.enabled = "false"; it cannot log in, and its API tokens are refused while it is disabled`,
+      ]);
+      // Written too, for the case no server sees the disable before an enable (no record of it then).
+      expect(secretData()['accounts.bob.sessionsNotBefore']).to.equal('2026-03-01T10:00:01.000Z');
       expect(await admin.disable('bob')).to.deep.equal([`account 'bob' was already disabled (svc-cm accounts.bob.enabled is "false"); nothing changed`]);
       expect(file('svc-cm.yaml')).to.equal(text);
       expect(audit.of('account-disabled').map((e) => e.outcome)).to.deep.equal(['success', 'success']);

@@ -63,7 +63,7 @@ describe('commands/account --kube', function () {
     expect(created.code, created.err).to.equal(0);
     expect(cm()).to.deep.equal({ 'accounts.bob': 'login', 'accounts.bob.enabled': 'false', 'accounts.dave': 'login', 'accounts.dave.enabled': 'true', 'accounts.erin': 'apiKey', 'operator.setting': 'x' });
     expect((kube.store.get('configmaps', NS, 'svc-cm')?.['metadata'] as { annotations?: unknown }).annotations).to.deep.equal({ 'operator/owner': 'ops' });
-    expect(created.audit.of('account-created')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account create', store: 'kubernetes' } });
+    expect(created.audit.of('account-created')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account create', store: 'kubernetes', location: NS } });
   });
 
   it('set-password and reset-second-factor change svc-secret through the API; the other keys stay', async () => {
@@ -77,7 +77,7 @@ describe('commands/account --kube', function () {
     expect(data['mfa.bob.totp']).to.equal(undefined);
     expect(data['accounts.bob.sessionsNotBefore']).to.match(/^\d{4}-.*\.000Z$/);
     expect(data['operator.note']).to.equal('keep me');
-    expect(reset.audit.of('second-factor-reset')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account reset-second-factor', store: 'kubernetes' } });
+    expect(reset.audit.of('second-factor-reset')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account reset-second-factor', store: 'kubernetes', location: NS } });
   });
 
   it('creates svc-cm when the namespace has none', async () => {
@@ -98,9 +98,9 @@ describe('commands/account --kube', function () {
 
   it('says which verb the credentials lack when the API refuses the write', async () => {
     kube.rules = [{ verbs: ['get', 'list', 'watch'], resources: ['configmaps', 'secrets', 'applications'] }];
-    const result = await run({ command: 'disable', name: 'bob' });
+    const result = await run({ command: 'create', name: 'erin', capabilities: 'login' });
     expect(result.code).to.equal(1);
-    expect(result.err).to.match(/^svc-server account disable: ConfigMap svc-cm could not be written: the credentials used lack "update" on configmaps "svc-cm" \(the API server said: /);
-    expect(cm()['accounts.bob.enabled']).to.equal(undefined);
+    expect(result.err).to.match(/^svc-server account create: ConfigMap svc-cm could not be written: the credentials used lack "update" on configmaps "svc-cm" \(the API server said: /);
+    expect(cm()['accounts.erin']).to.equal(undefined);
   });
 });

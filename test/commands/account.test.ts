@@ -117,6 +117,6 @@ describe('commands/account (svc-server account …, --config)', function () {
     expect([again.code, again.err]).to.deep.equal([1, "svc-server account create: account 'erin' already exists (svc-cm accounts.erin)\n"]);
     const enabled = await run(dir, { command: 'enable', name: 'dave' });
     expect(enabled.out).to.equal(`account 'dave': svc-cm accounts.dave.enabled = "true"\naccount 'dave' is enabled; sessions and tokens issued before it was disabled stay refused\n`);
-    expect(enabled.audit.of('account-enabled')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account enable', store: 'directory' } });
+    expect(enabled.audit.of('account-enabled')[0]).to.deep.include({ outcome: 'success', svc: { command: 'account enable', store: 'directory', location: dir } });
   });
 });
