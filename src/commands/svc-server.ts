@@ -150,7 +150,7 @@ const account = program.command('account').description('break-glass administrati
 const accountCommands: readonly { name: AccountCommand['command']; description: string }[] = [
   { name: 'set-password', description: "set an account's password, read from standard input or --password-file (never an argument); its sessions end" },
   { name: 'disable', description: 'disable an account: no login, its sessions and API tokens refused' },
-  { name: 'enable', description: 'enable an account again (admin: admin.enabled too); what it had issued before stays refused' },
+  { name: 'enable', description: 'enable an account again (admin: admin.enabled too)' },
   { name: 'reset-second-factor', description: "remove every second factor of an account and end its sessions" },
   { name: 'create', description: 'add a local account to svc-cm, with --capabilities login,apiKey' },
 ];
@@ -158,10 +158,13 @@ for (const { name, description } of accountCommands) {
   const command = withKubeOptions(account.command(name), 'change the account in the cluster instead', { applications: false })
     .description(description)
     .argument('<name>', 'the account')
-    .option('--config <dir>', 'configuration directory');
+    .option('--config <dir>', 'configuration directory')
+    // Refused below without echoing them: a stray argument may be the password itself.
+    .allowExcessArguments(true);
   if (name === 'set-password') command.option('--password-file <file>', 'read the new password from this file (one line) instead of standard input');
   if (name === 'create') command.requiredOption('--capabilities <list>', 'comma-separated: login, apiKey');
-  command.action(async (accountName: string, opts: { config?: string; passwordFile?: string; capabilities?: string } & KubeFlags) => {
+  command.action(async (accountName: string, opts: { config?: string; passwordFile?: string; capabilities?: string } & KubeFlags, self: Command) => {
+    if (self.args.length > 1) fail(`account ${name}: takes one argument, the account name; ${self.args.length} were given${name === 'set-password' ? ' (the password is never one: ps and shell history would show it; give it on standard input or with --password-file)' : ''}`);
     const kube = kubeOptions(opts);
     if (kube === undefined && opts.config === undefined) fail(`account ${name}: give --config <dir>, or --kube`);
     const request: AccountCommand =

@@ -42,11 +42,16 @@ describe('commands/account (svc-server account …, --config)', function () {
     expect(stdout + stderr).not.to.include('fresh-pass-9');
   });
 
-  it('refuses an unknown name and a missing store with a non-zero exit naming what was wrong', async () => {
+  it('refuses an unknown name, a missing store and a password given as an argument (without echoing it), with a non-zero exit naming what was wrong', async () => {
     const unknown = await runTs(CLI, ['account', 'disable', 'mallory', '--config', dir]);
     expect([unknown.code, unknown.stdout, unknown.stderr]).to.deep.equal([1, '', "svc-server account disable: account 'mallory' does not exist\n"]);
     const nowhere = await runTs(CLI, ['account', 'enable', 'bob'], { ...process.env, SVC_STORE: '' });
     expect([nowhere.code, nowhere.stderr]).to.deep.equal([1, 'svc-server: account enable: give --config <dir>, or --kube\n']);
+    const asArgument = await runTs(CLI, ['account', 'set-password', 'bob', 'typed-pass-1', '--config', dir]);
+    expect([asArgument.code, asArgument.stderr]).to.deep.equal([
+      1,
+      'svc-server: account set-password: takes one argument, the account name; 2 were given (the password is never one: ps and shell history would show it; give it on standard input or with --password-file)\n',
+    ]);
   });
 
   it('set-password takes the password from --password-file, one trailing line break being the file\'s', async () => {
