@@ -25,7 +25,7 @@ export function unreadableAccount(name: string, problems: readonly ConfigProblem
  * Returns `patch` if the account parses once it is applied to `secret` (svc-secret as stored
  * now) with svc-cm as the store holds it; throws unreadableAccount otherwise.
  */
-export function patchThatTakesEffect(store: ConfigStore, name: string, secret: Readonly<Record<string, string>>, patch: SecretPatch): SecretPatch {
+export function patchThatTakesEffect(store: Pick<ConfigStore, 'current'>, name: string, secret: Readonly<Record<string, string>>, patch: SecretPatch): SecretPatch {
   const after = patchedValues(secret, patch);
   const cm = store.current().configMaps.get(SETTINGS_CM)?.data ?? {};
   const problems = accountProblems(name, cm, after);

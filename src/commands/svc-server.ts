@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `svc-server`: starts the server (default), answers offline questions about a config dir
- * (`validate`, `rbac can`, `admin initial-password`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
+ * (`validate`, `rbac can`, `admin initial-password`), administers accounts when no login works
+ * (`account …`), rotates the identity provider's keys (`idp rotate-keys`), or lifts a
  * login lockout in Redis (`login unlock`). Flags win over the environment (SVC_CONFIG_DIR, SVC_LISTEN,
  * SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_SENTINEL_MASTER, SVC_REDIS_CLUSTER, SVC_REDIS_TLS,
  * SVC_REDIS_DB, SVC_WORKERS); Redis passwords come from the environment only (SVC_REDIS_USERNAME,
@@ -15,6 +16,7 @@ import { parseRedisTopology, RedisConfigError, type RedisTopology } from '../sta
 import { defaultWorkerCount } from '../main/cpu-limit.js';
 import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
+import { runAccountCommand, type AccountCommand } from './account.js';
 import { runLoginUnlock } from './login-unlock.js';
 import { runRbacCan } from './rbac-can.js';
 import { runInitialPassword } from './admin.js';
@@ -143,6 +145,35 @@ withKubeOptions(idp.command('rotate-keys'), 'rotate the keys in the cluster inst
     if (kube === undefined && opts.config === undefined) fail('idp rotate-keys: give --config <dir>, or --kube');
     process.exitCode = await runRotateKeys(kube ?? (opts.config as string), process.stdout, process.stderr);
   });
+
+const account = program.command('account').description('break-glass administration of local accounts, for when no login works (writes the store; running servers follow within 2 s)');
+const accountCommands: readonly { name: AccountCommand['command']; description: string }[] = [
+  { name: 'set-password', description: "set an account's password, read from standard input or --password-file (never an argument); its sessions end" },
+  { name: 'disable', description: 'disable an account: no login, its sessions and API tokens refused' },
+  { name: 'enable', description: 'enable an account again (admin: admin.enabled too)' },
+  { name: 'reset-second-factor', description: "remove every second factor of an account and end its sessions" },
+  { name: 'create', description: 'add a local account to svc-cm, with --capabilities login,apiKey' },
+];
+for (const { name, description } of accountCommands) {
+  const command = withKubeOptions(account.command(name), 'change the account in the cluster instead', { applications: false })
+    .description(description)
+    .argument('<name>', 'the account')
+    .option('--config <dir>', 'configuration directory')
+    // Refused below without echoing them: a stray argument may be the password itself.
+    .allowExcessArguments(true);
+  if (name === 'set-password') command.option('--password-file <file>', 'read the new password from this file (one line) instead of standard input');
+  if (name === 'create') command.requiredOption('--capabilities <list>', 'comma-separated: login, apiKey');
+  command.action(async (accountName: string, opts: { config?: string; passwordFile?: string; capabilities?: string } & KubeFlags, self: Command) => {
+    if (self.args.length > 1) fail(`account ${name}: takes one argument, the account name; ${self.args.length} were given${name === 'set-password' ? ' (the password is never one: ps and shell history would show it; give it on standard input or with --password-file)' : ''}`);
+    const kube = kubeOptions(opts);
+    if (kube === undefined && opts.config === undefined) fail(`account ${name}: give --config <dir>, or --kube`);
+    const request: AccountCommand =
+      name === 'set-password' ? { command: name, name: accountName, passwordFile: opts.passwordFile }
+      : name === 'create' ? { command: name, name: accountName, capabilities: opts.capabilities ?? '' }
+      : { command: name, name: accountName };
+    process.exitCode = await runAccountCommand(kube ?? (opts.config as string), request, { out: process.stdout, err: process.stderr, stdin: process.stdin });
+  });
+}
 
 /**
  * SVC_WORKERS, read here and not as the option's default: a default is computed when the program

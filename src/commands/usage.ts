@@ -11,4 +11,7 @@ svc-server validate --kube [--kubeconfig FILE] [--namespace NS]
 svc-server rbac can --config DIR SUBJECT RESOURCE ACTION OBJECT
 svc-server admin initial-password --config DIR
 svc-server login unlock [REDIS] USERNAME
-svc-server idp rotate-keys --config DIR      (or --kube [--kubeconfig FILE] [--namespace NS])`;
+svc-server idp rotate-keys --config DIR      (or --kube [--kubeconfig FILE] [--namespace NS])
+svc-server account set-password NAME [--password-file F] --config DIR      (or --kube ...)
+svc-server account disable|enable|reset-second-factor NAME --config DIR   (or --kube ...)
+svc-server account create NAME --capabilities login,apiKey --config DIR   (or --kube ...)`;

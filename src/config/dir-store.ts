@@ -16,7 +16,8 @@ import type { ConfigProblem } from './problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from './secret-in-force.js';
 import { restoreSecretFile, updateSecretOnDisk, type SecretFileChange, type SecretMutation } from './secret-writer.js';
 import { asSecretWriteFailure } from './write-failure.js';
-import type { ConfigStore, SnapshotListener } from './store.js';
+import type { ConfigMapWriter, ConfigStore, SnapshotListener } from './store.js';
+import { updateConfigMapOnDisk, type DataMutation } from './configmap-writer.js';
 import { DEFAULT_DEBOUNCE_MS, DEFAULT_POLL_MS, watchTree, type TreeWatch } from './watch.js';
 
 export interface DirStoreOptions {
@@ -30,10 +31,12 @@ export interface DirStoreOptions {
   readonly watch?: boolean;
 }
 
-export interface DirStore extends ConfigStore {
+export interface DirStore extends ConfigStore, ConfigMapWriter {
   readonly dir: string;
   /** The problems of the latest load, for `svc-server validate` and the logs. */
   problems(): readonly ConfigProblem[];
+  /** Loads the directory now (a store that does not watch sees others' edits this way). */
+  reload(): Promise<void>;
 }
 
 export async function openDirStore(options: DirStoreOptions): Promise<DirStore> {
@@ -99,17 +102,37 @@ class ManifestDirStore implements DirStore {
     });
   }
 
+  /**
+   * As updateSecret, for a ConfigMap's `data` (the offline account commands; the server never
+   * writes one): in force once this resolves, else undone and rejected with SecretNotInForce.
+   */
+  updateConfigMap(name: string, mutate: DataMutation): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the config store is closed'));
+    return this.#writes(async () => {
+      const hint = this.#current.snapshot.configMaps.get(name)?.file;
+      const result = await updateConfigMapOnDisk({ dir: this.dir, name, mutate, hint });
+      const loaded = await this.#reloadNow();
+      const reasons = loaded === undefined ? [] : secretNotInForceReasons(loaded, name, result.file, 'ConfigMap');
+      if (reasons.length === 0) {
+        if (result.created) this.log.info({ file: result.file, configMap: name }, 'created ConfigMap');
+        return;
+      }
+      if (result.change !== undefined) await this.#undo(name, result.file, result.change, reasons, 'ConfigMap');
+      throw new SecretNotInForce(name, reasons);
+    });
+  }
+
   /** Puts back what a write replaced, so a change reported as failed cannot take effect later. */
-  async #undo(name: string, file: string, change: SecretFileChange, reasons: readonly string[]): Promise<void> {
+  async #undo(name: string, file: string, change: SecretFileChange, reasons: readonly string[], kind: 'Secret' | 'ConfigMap' = 'Secret'): Promise<void> {
     const outcome = await restoreSecretFile(change).catch((err: unknown) => {
-      throw asSecretWriteFailure(name, err);
+      throw asSecretWriteFailure(name, err, kind);
     });
     if (outcome === 'restored') {
-      this.log.warn({ file, secret: name, reasons }, `Secret ${name} is not in force after a write; the write was undone`);
+      this.log.warn({ file, [kind === 'Secret' ? 'secret' : 'configMap']: name, reasons }, `${kind} ${name} is not in force after a write; the write was undone`);
       await this.#reloadNow();
     } else {
       // Someone wrote the file after us (their read-modify-write includes our change): not ours to discard.
-      this.log.warn({ file, secret: name, reasons }, `Secret ${name} is not in force after a write; the file changed since, so it was left as it is`);
+      this.log.warn({ file, [kind === 'Secret' ? 'secret' : 'configMap']: name, reasons }, `${kind} ${name} is not in force after a write; the file changed since, so it was left as it is`);
     }
   }
 

@@ -25,14 +25,14 @@ export class SecretNotInForce extends Unavailable {
  * The reasons are the loader's own problems, relative to the object (`stringData.webhook.token:
  * must be a string`), so they never quote a value.
  */
-export function secretNotInForceReasons(result: Pick<LoadResult, 'rejectedFiles' | 'rejectedObjects' | 'problems' | 'snapshot'>, name: string, file: string): string[] {
-  const key = `Secret/${name}`;
+export function secretNotInForceReasons(result: Pick<LoadResult, 'rejectedFiles' | 'rejectedObjects' | 'problems' | 'snapshot'>, name: string, file: string, kind: 'Secret' | 'ConfigMap' = 'Secret'): string[] {
+  const key = `${kind}/${name}`;
   if (result.rejectedFiles.includes(file)) {
     return result.problems.filter((p) => p.source === file && p.path.length === 0).map((p) => `${file}: ${p.message}`);
   }
   const rejected = result.rejectedObjects.find((r) => r.key === key && r.file === file);
   if (rejected !== undefined) return rejected.problems.map((p) => relativeToObject(p, key));
-  const loaded = result.snapshot.secrets.get(name);
+  const loaded = kind === 'Secret' ? result.snapshot.secrets.get(name) : result.snapshot.configMaps.get(name);
   if (loaded === undefined) return [`it is not in the store after the write (${file})`];
   if (loaded.file !== file) return [`the copy in ${loaded.file} wins over the one written in ${file}`];
   return [];

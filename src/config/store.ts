@@ -18,6 +18,14 @@ export function patchedValues(current: Readonly<Record<string, string>>, patch: 
   return values;
 }
 
+/**
+ * Read-modify-write of one ConfigMap's `data`, for the offline account commands (the server
+ * itself never writes configuration). The same guarantees as ConfigStore.updateSecret.
+ */
+export interface ConfigMapWriter {
+  updateConfigMap(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void>;
+}
+
 export type SnapshotListener = (snapshot: StoreSnapshot) => void;
 
 export interface ConfigStore {

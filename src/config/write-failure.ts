@@ -28,12 +28,12 @@ const FILESYSTEM_REASONS: Readonly<Record<string, string>> = {
  * `err` as the client should see it. Only the errno code is used, never Node's message, which
  * carries the path of a temp file and says nothing an operator cannot read from the code.
  */
-export function asSecretWriteFailure(name: string, err: unknown): unknown {
+export function asSecretWriteFailure(name: string, err: unknown, kind: 'Secret' | 'ConfigMap' = 'Secret'): unknown {
   if (err instanceof SvcError) return err;
   if (err instanceof LockTimeout) return new SecretWriteFailed(err.message, { cause: err });
-  if (err instanceof NotReadableFile) return new SecretWriteFailed(`cannot update Secret ${name}: ${err.file} ${err.message}`, { cause: err });
+  if (err instanceof NotReadableFile) return new SecretWriteFailed(`cannot update ${kind} ${name}: ${err.file} ${err.message}`, { cause: err });
   const code = errorCode(err);
   if (code === undefined || !/^E[A-Z0-9]+$/.test(code)) return err;
   const reason = FILESYSTEM_REASONS[code];
-  return new SecretWriteFailed(`Secret ${name} could not be written: ${reason === undefined ? code : `${reason} (${code})`}`, { cause: err });
+  return new SecretWriteFailed(`${kind} ${name} could not be written: ${reason === undefined ? code : `${reason} (${code})`}`, { cause: err });
 }

@@ -47,11 +47,15 @@ export function documentsToJS(docs: readonly Document[]): { ok: true; values: un
 }
 
 export function isSecretNamed(value: unknown, name: string): boolean {
+  return isObjectNamed(value, 'Secret', name);
+}
+
+function isObjectNamed(value: unknown, kind: 'Secret' | 'ConfigMap', name: string): boolean {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Record<string, unknown>;
   const metadata = record['metadata'];
   return (
-    record['kind'] === 'Secret' &&
+    record['kind'] === kind &&
     typeof metadata === 'object' &&
     metadata !== null &&
     (metadata as Record<string, unknown>)['name'] === name
@@ -61,6 +65,30 @@ export function isSecretNamed(value: unknown, name: string): boolean {
 /** Index of the first document in `docs` holding Secret `name`, or -1. */
 export function findSecretDoc(docs: readonly Document[], name: string): number {
   return docs.findIndex((doc) => isSecretNamed(doc.toJS({ maxAliasCount: 100 }), name));
+}
+
+/** Index of the first document in `docs` holding ConfigMap `name`, or -1. */
+export function findConfigMapDoc(docs: readonly Document[], name: string): number {
+  return docs.findIndex((doc) => isObjectNamed(doc.toJS({ maxAliasCount: 100 }), 'ConfigMap', name));
+}
+
+/** A ConfigMap's `data` as svc reads it (numbers and booleans as their text). */
+export function configMapValues(doc: Document): Record<string, string> {
+  const js = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+  return Object.fromEntries(entries(js['data']));
+}
+
+/**
+ * Applies a patch to a ConfigMap's `data` in place. Values are set as strings: the printer
+ * quotes one that would read back as another type (`"false"`), as the loader wants strings.
+ */
+export function applyConfigMapPatch(doc: Document, patch: SecretPatch): void {
+  const set = Object.entries(patch.set ?? {});
+  if (set.length > 0) ensureMap(doc, 'data');
+  for (const [key, value] of set) doc.setIn(['data', key], value);
+  for (const key of patch.delete ?? []) {
+    if (hasStringKey(doc, 'data', key)) doc.deleteIn(['data', key]);
+  }
 }
 
 /** Values as svc reads them: `data` decoded from base64, `stringData` winning. */
@@ -210,6 +238,11 @@ function documentSpans(text: string): { start: number; end: number }[] {
   const last = spans[spans.length - 1];
   if (last !== undefined) last.end = text.length;
   return spans;
+}
+
+/** A new manifest file holding one ConfigMap. */
+export function newConfigMapText(name: string, values: Readonly<Record<string, string>>): string {
+  return YAML.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { ...values } }, PRINT_OPTIONS);
 }
 
 /** A new manifest file holding one Secret labelled as part of svc. */

@@ -62,7 +62,7 @@ describe('svc-server', () => {
       const { code, stdout } = await runTs(CLI, ['--help']);
       expect(code).to.equal(0);
       expect(stdout).to.include(`Synopsis (as in the README):\n${synopsis as string}\n`);
-      for (const command of ['validate', 'rbac', 'admin', 'login', 'idp']) expect(stdout).to.match(new RegExp(`^  ${command} `, 'm'));
+      for (const command of ['validate', 'rbac', 'admin', 'account', 'login', 'idp']) expect(stdout).to.match(new RegExp(`^  ${command} `, 'm'));
     });
   });
 

@@ -16,7 +16,8 @@ import { loadDocuments, type DocumentsLoad } from '../load-dir.js';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SECRET_TYPE_LABEL, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../manifests.js';
 import type { ConfigProblem } from '../problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from '../secret-in-force.js';
-import type { ConfigStore, SecretPatch, SnapshotListener } from '../store.js';
+import type { ConfigMapWriter, ConfigStore, SecretPatch, SnapshotListener } from '../store.js';
+import { updateConfigMapViaApi } from './configmap-api-writer.js';
 import type { KubeClient, Plural } from './kube-client.js';
 import { Reflector, type Backoff, type KubeObject } from './reflector.js';
 import { updateSecretViaApi } from './secret-api-writer.js';
@@ -33,7 +34,7 @@ export interface KubeStoreOptions {
   readonly applicationNamespaces?: readonly string[];
 }
 
-export interface KubeStore extends ConfigStore {
+export interface KubeStore extends ConfigStore, ConfigMapWriter {
   readonly namespace: string;
   problems(): readonly ConfigProblem[];
   /** Every resource listed and the API answering now. */
@@ -150,6 +151,18 @@ class ApiStore implements KubeStore {
       }
       const loaded = this.#reload();
       const reasons = secretNotInForceReasons({ ...loaded, rejectedFiles: [] }, name, sourceName('secrets', this.namespace, name));
+      if (reasons.length > 0) throw new SecretNotInForce(name, reasons);
+    });
+  }
+
+  /** As updateSecret, for a ConfigMap's `data` (the offline account commands; the server never writes one). */
+  updateConfigMap(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the config store is closed'));
+    return this.#writes(async () => {
+      const result = await updateConfigMapViaApi(this.options.client, name, mutate);
+      if (result.object !== undefined) this.#reflectors.get(`configmaps/${this.namespace}`)?.reflector.upsert({ ...result.object, kind: 'ConfigMap' });
+      const loaded = this.#reload();
+      const reasons = secretNotInForceReasons({ ...loaded, rejectedFiles: [] }, name, sourceName('configmaps', this.namespace, name), 'ConfigMap');
       if (reasons.length > 0) throw new SecretNotInForce(name, reasons);
     });
   }

@@ -80,12 +80,13 @@ function sameValues(a: Readonly<Record<string, string>>, b: Readonly<Record<stri
 }
 
 /** The API's refusal as the client should see it: a 503 that says what to fix. */
-export function asApiWriteFailure(name: string, err: unknown): unknown {
+export function asApiWriteFailure(name: string, err: unknown, kind: 'Secret' | 'ConfigMap' = 'Secret'): unknown {
   if (!(err instanceof KubeApiError)) return err;
   if (err.code === 403) {
     // deploy/'s Role creates no Secret (it could not be limited by name): a missing one is applied, not granted.
-    const fix = err.verb === 'create' ? `; Secret ${name} is missing: apply it empty from deploy/base/${name}.yaml and svc fills it` : '';
-    return new SecretApiWriteFailed(`Secret ${name} could not be written: svc's Role lacks "${err.verb}" on ${err.resource}${fix} (the API server said: ${err.message})`, { cause: err });
+    const fix = err.verb === 'create' && kind === 'Secret' ? `; Secret ${name} is missing: apply it empty from deploy/base/${name}.yaml and svc fills it` : '';
+    const who = kind === 'Secret' ? "svc's Role lacks" : 'the credentials used lack';
+    return new SecretApiWriteFailed(`${kind} ${name} could not be written: ${who} "${err.verb}" on ${err.resource}${fix} (the API server said: ${err.message})`, { cause: err });
   }
-  return new SecretApiWriteFailed(`Secret ${name} could not be written: ${err.code === 0 ? err.message : `the Kubernetes API answered ${err.code} ${err.reason}: ${err.message}`}`, { cause: err });
+  return new SecretApiWriteFailed(`${kind} ${name} could not be written: ${err.code === 0 ? err.message : `the Kubernetes API answered ${err.code} ${err.reason}: ${err.message}`}`, { cause: err });
 }
