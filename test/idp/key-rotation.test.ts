@@ -18,6 +18,7 @@ import type { ConfigStore } from '../../src/config/store.js';
 import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { startKeyRotation, rotationDue, type KeyRotation } from '../../src/idp/key-rotation.js';
 import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey } from '../../src/idp/keys.js';
+import { assertionKeysIn, ensureAssertionKeys } from '../../src/extensions/assertion-keys.js';
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
@@ -79,7 +80,7 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
         clock.now = T0 + period * HOUR + 1000;
         const reports = await Promise.all([a.rotation.check(), b.rotation.check(), a.rotation.check(), b.rotation.check()]);
         // Checks of one process share a run; what counts is how many keys were added.
-        expect(new Set(reports.map((r) => r?.added.kid).filter((kid) => kid !== undefined)).size, `keys added in period ${period}`).to.equal(1);
+        expect(new Set(reports.map((r) => r?.signing?.added.kid).filter((kid) => kid !== undefined)).size, `keys added in period ${period}`).to.equal(1);
         // Checked again within the period: nothing more.
         expect(await b.rotation.check()).to.equal(undefined);
         expect(await a.rotation.check()).to.equal(undefined);
@@ -129,6 +130,55 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
       await Promise.all(stores.map((s) => s.close()));
       await kube.close();
       rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it('rotates the identity assertion keys too, once per period whoever checks, with the overlap of the manual command', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await replicas(2, HOUR, clock);
+    if (a === undefined || b === undefined) throw new Error('two replicas');
+    try {
+      await ensureIdpKeys(a.store, () => new Date(T0));
+      // The assertion keys are made later than the provider's (the extension proxy started later): their own age decides.
+      const [first] = await ensureAssertionKeys(a.store, () => new Date(T0 + HOUR / 2));
+      clock.now = T0 + HOUR + 1000;
+      const early = await Promise.all([a.rotation.check(), b.rotation.check()]);
+      expect(early.filter((r) => r?.signing !== undefined), 'signing rotations').to.have.length(1);
+      expect(early.filter((r) => r?.assertion !== undefined), 'assertion keys are half a period old').to.have.length(0);
+      clock.now = T0 + HOUR + HOUR / 2 + 1000;
+      const reports = await Promise.all([a.rotation.check(), b.rotation.check(), a.rotation.check(), b.rotation.check()]);
+      const added = new Set(reports.map((r) => r?.assertion?.added.kid).filter((kid) => kid !== undefined));
+      expect(added.size, 'assertion keys added').to.equal(1);
+      expect(reports.filter((r) => r?.signing !== undefined), 'no signing rotation within its period').to.have.length(0);
+      // The writer's snapshot has its write (the other's may lag, as across pods).
+      const writer = reports.findIndex((r) => r?.assertion !== undefined) % 2 === 0 ? a : b;
+      const keys = assertionKeysIn(writer.store)();
+      expect(keys.map((k) => k.kid)).to.deep.equal([[...added][0], first?.kid]);
+      // The manual command's overlap: published now, signing 5 minutes later; the old key signs until then and stays published.
+      const signsFrom = clock.now + PUBLISH_BEFORE_SIGNING_S * 1000;
+      expect(Date.parse(keys[0]?.signsFrom ?? '')).to.equal(signsFrom);
+      expect(Date.parse(keys[1]?.retiredAt ?? '')).to.equal(signsFrom);
+      const counts = await Promise.all([a, b].map(async (r) => (await r.registry.getSingleMetric('svc_assertion_key_rotations_total')?.get())?.values[0]?.value ?? 0));
+      expect(counts.reduce((x, y) => x + y, 0)).to.equal(1);
+      expect(a.logs() + b.logs()).to.include('extension identity assertions: signing key rotated (idp.keyRotation 1h)');
+    } finally {
+      await closeAll([a, b]);
+    }
+  });
+
+  it('without assertion keys (no extension proxy has started) rotates the signing keys only and writes none', async () => {
+    const clock = { now: T0 };
+    const [a] = await replicas(1, HOUR, clock);
+    if (a === undefined) throw new Error('one replica');
+    try {
+      await ensureIdpKeys(a.store, () => new Date(T0));
+      clock.now = T0 + 2 * HOUR;
+      const report = await a.rotation.check();
+      expect(report?.signing).to.not.equal(undefined);
+      expect(report?.assertion).to.equal(undefined);
+      expect(Object.keys(a.store.current().secrets.get(SETTINGS_SECRET)?.data ?? {})).to.not.include('assertion.signingKeys');
+    } finally {
+      await closeAll([a]);
     }
   });
 
