@@ -96,7 +96,7 @@ describe('extensions/rate-limit', () => {
       kind: 'redis',
       leaseTokens: async () => {
         asked++;
-        if (down) throw new StateUnavailable('redis takeToken: connection refused');
+        if (down) throw new StateUnavailable('redis leaseTokens: connection refused');
         return { granted: 0, retryAfterMs: 3_500 };
       },
     };
