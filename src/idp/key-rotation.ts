@@ -17,6 +17,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
 import { ASSERTION_KEYS_KEY, parseAssertionKeys, rotateAssertionKeysIf, type AssertionKey } from '../extensions/assertion-keys.js';
@@ -50,6 +51,8 @@ export interface KeyRotationDeps {
   readonly log: Logger;
   readonly registry: Registry;
   readonly checkEveryMs?: number;
+  /** Where an automatic rotation of the identity assertion keys is recorded (docs/audit.md); none by default. */
+  readonly audit?: AuditTrail;
 }
 
 /** What one check rotated: either set, both, or (undefined) neither. */
@@ -67,6 +70,7 @@ export interface KeyRotation {
 export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
   const { store, log } = deps;
   const checkEveryMs = deps.checkEveryMs ?? KEY_ROTATION_CHECK_MS;
+  const audit = deps.audit ?? NO_AUDIT;
   const secret = (): Readonly<Record<string, string>> => store.current().secrets.get(SETTINGS_SECRET)?.data ?? {};
   const keysNow = (): readonly SigningKey[] => parseIdpKeys(secret())?.signing ?? [];
   // Absent until the extension proxy first starts (it writes the first key): nothing to rotate then.
@@ -109,6 +113,10 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       const report = await rotateAssertionKeysIf(store, new Date(now), (stored) => rotationDue(stored, periodMs, now));
       if (report === undefined) return undefined; // another replica rotated first
       assertionRotations.inc();
+      audit.record({
+        category: 'configuration', type: 'creation', action: 'assertion-key-rotated', outcome: 'success',
+        svc: { kid: report.added.kid, signsFrom: report.added.signsFrom, retired: report.retired, pruned: report.pruned, period: formatDuration(periodMs) },
+      });
       log.info(
         { added: report.added.kid, signsFrom: report.added.signsFrom, retired: report.retired, pruned: report.pruned, period: formatDuration(periodMs) },
         `extension identity assertions: signing key rotated (idp.keyRotation ${formatDuration(periodMs)}); the new key signs from ${String(report.added.signsFrom)}, the old one stays published at /.well-known/svc/jwks.json until its assertions expire`,
@@ -116,6 +124,7 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       return report;
     } catch (err: unknown) {
       failures.inc();
+      audit.record({ category: 'configuration', type: 'creation', action: 'assertion-key-rotated', outcome: 'failure', reason: 'the rotated keys could not be written to svc-secret; the current keys stay in force' });
       log.error({ err }, `extension identity assertions: automatic key rotation failed; the current keys stay in force, next try in ${formatDuration(checkEveryMs)}`);
       return undefined;
     }

@@ -19,6 +19,7 @@ import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { startKeyRotation, rotationDue, type KeyRotation } from '../../src/idp/key-rotation.js';
 import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey } from '../../src/idp/keys.js';
 import { assertionKeysIn, ensureAssertionKeys } from '../../src/extensions/assertion-keys.js';
+import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
@@ -30,6 +31,7 @@ interface Replica {
   readonly store: DirStore;
   readonly rotation: KeyRotation;
   readonly registry: Registry;
+  readonly audit: CollectedAudit;
   logs(): string;
 }
 
@@ -41,9 +43,10 @@ async function replicas(count: number, periodMs: number, clock: { now: number })
     // No watching: a replica's snapshot lags the other's write, as across pods; the write decides.
     const store = await openDirStore({ dir, log, watch: false });
     const registry = new Registry();
+    const audit = collectAudit();
     // A check interval longer than the test: only the test's check() calls rotate.
-    const rotation = startKeyRotation({ store, periodMs: () => periodMs, now: () => clock.now, log, registry, checkEveryMs: 3_600_000 });
-    return { store, rotation, registry, logs: () => lines.join('') };
+    const rotation = startKeyRotation({ store, periodMs: () => periodMs, now: () => clock.now, log, registry, checkEveryMs: 3_600_000, audit });
+    return { store, rotation, registry, audit, logs: () => lines.join('') };
   }));
 }
 
@@ -161,6 +164,12 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
       const counts = await Promise.all([a, b].map(async (r) => (await r.registry.getSingleMetric('svc_assertion_key_rotations_total')?.get())?.values[0]?.value ?? 0));
       expect(counts.reduce((x, y) => x + y, 0)).to.equal(1);
       expect(a.logs() + b.logs()).to.include('extension identity assertions: signing key rotated (idp.keyRotation 1h)');
+      // Recorded once, by the replica that rotated, naming the keys by id only.
+      const recorded = [...a.audit.of('assertion-key-rotated'), ...b.audit.of('assertion-key-rotated')];
+      expect(recorded).to.have.length(1);
+      expect(recorded[0]).to.deep.include({ category: 'configuration', type: 'creation', outcome: 'success' });
+      expect(recorded[0]?.svc).to.deep.include({ kid: [...added][0], retired: [first?.kid], period: '1h' });
+      expect(JSON.stringify(recorded)).to.not.match(/"d"|"x"|"y"/);
     } finally {
       await closeAll([a, b]);
     }
@@ -208,5 +217,20 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
     expect(a.logs()).to.include('identity provider: automatic signing key rotation failed; the current keys stay in force, next try in 1h');
     expect((await a.registry.getSingleMetric('svc_idp_key_rotation_failures_total')?.get())?.values[0]?.value).to.equal(1);
     expect(storedKeys(a.store)).to.deep.equal(before.signing);
+  });
+
+  it('an assertion key rotation that cannot be written is logged, counted and recorded as a failure, the keys in force kept', async () => {
+    const clock = { now: T0 };
+    const [a] = await replicas(1, HOUR, clock);
+    if (a === undefined) throw new Error('one replica');
+    const before = await ensureAssertionKeys(a.store, () => new Date(T0));
+    a.rotation.close();
+    await a.store.close(); // every write now fails
+    clock.now = T0 + 2 * HOUR;
+    expect(await a.rotation.check()).to.equal(undefined);
+    expect(a.logs()).to.include('extension identity assertions: automatic key rotation failed; the current keys stay in force, next try in 1h');
+    expect((await a.registry.getSingleMetric('svc_idp_key_rotation_failures_total')?.get())?.values[0]?.value).to.equal(1);
+    expect(a.audit.of('assertion-key-rotated')).to.deep.equal([{ category: 'configuration', type: 'creation', action: 'assertion-key-rotated', outcome: 'failure', reason: 'the rotated keys could not be written to svc-secret; the current keys stay in force' }]);
+    expect(assertionKeysIn(a.store)().map((k) => k.kid)).to.deep.equal(before.map((k) => k.kid));
   });
 });
