@@ -121,7 +121,10 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * for the client 'bench' and `secret`; resolves with its pid and the tokens once it listens.
  */
 export async function startBareProvider(port: number, chains: number, secret: string): Promise<{ pid: number; tokens: string[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/bare-provider.ts', String(port), String(chains), secret], {
+  // BENCH_BARE_CPU_PROF=DIR: a V8 CPU profile of the provider alone, to read beside svc's (--svc-cpu-prof).
+  const profile = process.env['BENCH_BARE_CPU_PROF'];
+  const prof = profile === undefined || profile === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', profile];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'bench/bare-provider.ts', String(port), String(chains), secret], {
     cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -11,7 +11,8 @@
  * They rotate as the provider's keys do (idp/keys.ts): `svc-server idp rotate-keys` adds a key,
  * published at once and signing PUBLISH_BEFORE_SIGNING_S later (every replica, and every
  * backend's cached key set, has it by then); the key it replaces stays published until the
- * assertions it signed have expired, and the next rotation prunes it.
+ * assertions it signed have expired, and the next rotation prunes it. `idp.keyRotation`
+ * (idp/key-rotation.ts) runs the same rotation by itself when these keys are a period old.
  */
 import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -88,14 +89,27 @@ export async function ensureAssertionKeys(store: ConfigStore, now: () => Date): 
 
 /** `svc-server idp rotate-keys` for the assertion keys: one read-modify-write of svc-secret. */
 export async function rotateAssertionKeys(store: ConfigStore, now: Date): Promise<RotationReport<AssertionKey>> {
+  const report = await rotateAssertionKeysIf(store, now, () => true);
+  if (report === undefined) throw new AssertionKeysUnavailable(`svc-secret: ${ASSERTION_KEYS_KEY} was not rotated`);
+  return report;
+}
+
+/**
+ * A rotation decided on the keys as stored at the moment of the write (idp/keys.ts's
+ * rotateSigningKeysIf, for these keys): replicas finding it due together rotate once, the later
+ * ones see the new key and write nothing. undefined: not rotated.
+ */
+export async function rotateAssertionKeysIf(store: ConfigStore, now: Date, due: (keys: readonly AssertionKey[]) => boolean): Promise<RotationReport<AssertionKey> | undefined> {
   const added = await generateAssertionKey(now);
   let report: RotationReport<AssertionKey> | undefined;
   await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
-    const next = rotatedKeys(parseAssertionKeys(current[ASSERTION_KEYS_KEY]) ?? [], added, now, ASSERTION_TTL_S);
+    report = undefined; // a write retried after a conflict decides again, on the newer keys
+    const keys = parseAssertionKeys(current[ASSERTION_KEYS_KEY]) ?? [];
+    if (!due(keys)) return {};
+    const next = rotatedKeys(keys, added, now, ASSERTION_TTL_S);
     report = next.report;
     return { set: { [ASSERTION_KEYS_KEY]: JSON.stringify(next.keys) } };
   }));
-  if (report === undefined) throw new AssertionKeysUnavailable(`svc-secret: ${ASSERTION_KEYS_KEY} was not rotated`);
   return report;
 }
 

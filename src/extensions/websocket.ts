@@ -170,8 +170,8 @@ function limitWaits(outgoing: ClientRequest, tls: boolean, idleMs: number): void
   });
 }
 
-/** Answers an error as JSON, as the error middleware would (errorReply), and closes the socket. */
+/** Answers an error as JSON, as the error middleware would (errorReply, its Retry-After included), and closes the socket. */
 function writeError(socket: Socket, err: unknown, handshake: Handshake): number {
   const reply = errorReply(err, handshake.requestId, handshake.log, handshake.target.path);
-  return answerOnSocket(socket, reply.status, reply.body, handshake.requestId);
+  return answerOnSocket(socket, reply.status, reply.body, handshake.requestId, reply.headers);
 }

@@ -18,11 +18,17 @@ export function refuse(socket: Socket, err: SvcError): number {
   return answerOnSocket(socket, STATUS[err.code], { error: err.code, message: err.message });
 }
 
-/** Closes after writing, whatever the client does with its side (the server allows half-open sockets). */
-export function answerOnSocket(socket: Socket, status: number, json: { error: string; message: string }, requestId?: string): number {
+/**
+ * Closes after writing, whatever the client does with its side (the server allows half-open
+ * sockets). `extra`: the reply's own headers (errorReply's Retry-After of a 429), as HTTP sends them.
+ */
+export function answerOnSocket(
+  socket: Socket, status: number, json: { error: string; message: string }, requestId?: string, extra: Readonly<Record<string, string>> = {},
+): number {
   const body = JSON.stringify(json);
   if (socket.writable) {
     const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), 'connection', 'close'];
+    for (const [name, value] of Object.entries(extra)) headers.push(name, value);
     if (requestId !== undefined) headers.push('x-request-id', requestId);
     socket.end(statusBlock(status, undefined, headers) + body, () => socket.destroy());
   } else socket.destroy();

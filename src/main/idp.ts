@@ -8,7 +8,7 @@
  * `buildConnector`, which the connector registry provides.
  */
 import { SETTINGS_SECRET } from '../config/manifests.js';
-import { createAccountStore } from '../idp/storage/federated-accounts.js';
+import { createAccountStore, REMEMBERED_ACCOUNTS } from '../idp/storage/federated-accounts.js';
 import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
 import type { ParsedConnector } from '../idp/connectors/config.js';
@@ -78,7 +78,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
   const pending = buildPendingBound(services, idpLog);
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account', { rememberOpened: REMEMBERED_ACCOUNTS })), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -108,7 +108,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   scheduleSignerChange();
   // idp.keyRotation: the rotation lands in svc-secret, and comes back here through onChange below.
   const rotation = startKeyRotation({
-    store, periodMs: () => settings.current().idpKeyRotationMs, now: services.now, log: idpLog, registry: services.metrics.registry,
+    store, periodMs: () => settings.current().idpKeyRotationMs, now: services.now, log: idpLog, registry: services.metrics.registry, audit: services.audit,
     ...(options.keyRotationCheckMs !== undefined ? { checkEveryMs: options.keyRotationCheckMs } : {}),
   });
   if (url.startsWith('http:')) log.warn({ issuer: issuerOf(url) }, 'identity provider: the issuer is plain http; use an https url outside local setups');

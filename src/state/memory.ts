@@ -14,7 +14,7 @@ import {
   type TtlOptions,
 } from './state.js';
 import { createMemoryBudgets } from './memory-budget.js';
-import { checkRate, refillMs, takeToken } from './token-bucket.js';
+import { checkLease, checkRate, leaseTokens, ONE_TOKEN, refillMs, type LeaseAnswer, type TokenLease, type TokenRate } from './token-bucket.js';
 
 /** How often expired keys that nobody reads are dropped. */
 export const MEMORY_SWEEP_INTERVAL_MS = 30_000;
@@ -49,6 +49,17 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
 
   function open(): void {
     if (closed) throw new Error('state backend is closed');
+  }
+
+  /** The token buckets, kept as the Redis backend keeps them (a hash, gone once full again), so both read alike. */
+  function lease(key: string, rate: TokenRate, tokens: TokenLease, nowMs: number): LeaseAnswer {
+    checkRate(rate);
+    checkLease(tokens);
+    const entry = hashEntry(key);
+    const saved = entry === undefined ? undefined : { tokens: Number(entry.fields.get('n')), atMs: Number(entry.fields.get('t')) };
+    const { bucket, answer } = leaseTokens(saved, rate, nowMs, tokens);
+    entries.set(key, { kind: 'hash', fields: new Map([['n', String(bucket.tokens)], ['t', String(bucket.atMs)]]), expiresAt: now() + Math.max(1, refillMs(bucket, rate)) });
+    return answer;
   }
 
   function live(key: string): Entry | undefined {
@@ -177,13 +188,12 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
     },
 
     async takeToken(key, rate, nowMs) {
-      checkRate(rate);
-      const entry = hashEntry(key);
-      const saved = entry === undefined ? undefined : { tokens: Number(entry.fields.get('n')), atMs: Number(entry.fields.get('t')) };
-      const { bucket, answer } = takeToken(saved, rate, nowMs);
-      // Kept as the Redis backend keeps it (a hash, gone once full again), so both read alike.
-      entries.set(key, { kind: 'hash', fields: new Map([['n', String(bucket.tokens)], ['t', String(bucket.atMs)]]), expiresAt: now() + Math.max(1, refillMs(bucket, rate)) });
-      return answer;
+      const answer = lease(key, rate, ONE_TOKEN, nowMs);
+      return { allowed: answer.granted > 0, retryAfterMs: answer.retryAfterMs };
+    },
+
+    async leaseTokens(key, rate, tokens, nowMs) {
+      return lease(key, rate, tokens, nowMs);
     },
 
     async ttlMs(key) {

@@ -38,7 +38,7 @@ import {
 import { createSubscriber, quit } from './redis-subscriber.js';
 import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
 import { reviveWhenEnded } from './redis-revive.js';
-import { takeTokenOnRedis } from './redis-token-bucket.js';
+import { leaseTokensOnRedis, takeTokenOnRedis } from './redis-token-bucket.js';
 
 export { COMMAND_TIMEOUT_MS, CONNECT_TIMEOUT_MS, RETRY_MAX_MS } from './redis-client.js';
 export { redactUrl } from './redis-topology.js';
@@ -270,6 +270,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     release: (budget, member) => releaseBudget(evaluate, budget, member),
 
     takeToken: (key, rate, nowMs) => takeTokenOnRedis(evaluate, key, rate, nowMs),
+
+    leaseTokens: (key, rate, lease, nowMs) => leaseTokensOnRedis(evaluate, key, rate, lease, nowMs),
 
     async ttlMs(key) {
       const ms = await run('ttlMs', (c) => c.pttl(key));

@@ -11,7 +11,7 @@
  * that must keep working (login throttling) catch it and fall back to memory.
  */
 import type { Logger } from 'pino';
-import type { TokenAnswer, TokenRate } from './token-bucket.js';
+import type { LeaseAnswer, TokenAnswer, TokenLease, TokenRate } from './token-bucket.js';
 
 /** Every Redis key and pub/sub channel starts with this. */
 export const KEY_PREFIX = 'svc:';
@@ -173,6 +173,13 @@ export interface StateBackend {
    * same token. The bucket is forgotten once it would be full again. One key: any Cluster slot.
    */
   takeToken(key: string, rate: TokenRate, nowMs: number): Promise<TokenAnswer>;
+
+  /**
+   * takeToken for several tokens at once: `lease.share` of what the bucket holds (at least one,
+   * at most `lease.most`) in the same atomic step and round trip, for a replica to spend one
+   * per request without asking again (extensions/rate-limit.ts). `granted` 0: refused.
+   */
+  leaseTokens(key: string, rate: TokenRate, lease: TokenLease, nowMs: number): Promise<LeaseAnswer>;
 
   /** Milliseconds left before the key expires; null when absent OR when it has no TTL. */
   ttlMs(key: string): Promise<number | null>;

@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { RateLimited } from '../../src/errors.js';
 import type { ExtensionConfig } from '../../src/extensions/config.js';
 import { createRateLimiter, REDIS_RETRY_MS, type RateLimiterDeps } from '../../src/extensions/rate-limit.js';
+import { LEASE_MS } from '../../src/extensions/rate-leases.js';
 import type { Principal } from '../../src/principal.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
@@ -91,12 +92,12 @@ describe('extensions/rate-limit', () => {
   it('counts in its own buckets while Redis is away, says so once, and asks Redis again after a pause', async () => {
     let asked = 0;
     let down = true;
-    const redis: Pick<StateBackend, 'kind' | 'takeToken'> = {
+    const redis: Pick<StateBackend, 'kind' | 'leaseTokens'> = {
       kind: 'redis',
-      takeToken: async () => {
+      leaseTokens: async () => {
         asked++;
-        if (down) throw new StateUnavailable('redis takeToken: connection refused');
-        return { allowed: false, retryAfterMs: 3_500 };
+        if (down) throw new StateUnavailable('redis leaseTokens: connection refused');
+        return { granted: 0, retryAfterMs: 3_500 };
       },
     };
     const { limiter, registry, warnings, advance } = setup({ state: redis as StateBackend });
@@ -112,5 +113,102 @@ describe('extensions/rate-limit', () => {
     expect(asked).to.equal(2);
     expect(shared).to.include({ retryAfterSeconds: 4 });
     expect(await registry.getSingleMetricAsString('svc_extension_rate_limit_fallback')).to.include('svc_extension_rate_limit_fallback 0');
+  });
+
+  describe('on a shared bucket (Redis): leases', () => {
+    /** A shared backend that counts its round trips: the memory backend's buckets, seen as Redis. */
+    function sharedState(): { state: Pick<StateBackend, 'kind' | 'leaseTokens'>; asked: () => number } {
+      const memory = createMemoryState({ log });
+      let asked = 0;
+      return {
+        state: { kind: 'redis', leaseTokens: (...args) => ((asked += 1), memory.leaseTokens(...args)) },
+        asked: () => asked,
+      };
+    }
+
+    it('far from the limit, spends a lease without a round trip: 1,000 requests in 1 s cost a handful of calls', async () => {
+      const shared = sharedState();
+      const { limiter, advance } = setup({ state: shared.state as StateBackend });
+      const roomy: ExtensionConfig = { ...base, rateLimit: { requestsPerSecond: 100_000, burst: 100_000 } };
+      let synchronous = 0;
+      for (let i = 0; i < 1_000; i++) {
+        const waiting = limiter.take(roomy, user('alice'), noAddress);
+        if (waiting === undefined) synchronous++;
+        else await waiting;
+        advance(1);
+      }
+      // The first lease is a tenth of the bucket (10,000 tokens), good for LEASE_MS: one call, then local spends.
+      expect(shared.asked()).to.equal(1);
+      expect(synchronous).to.equal(999);
+      expect(limiter.leases()).to.equal(1);
+    });
+
+    it('near the limit, asks the shared bucket for every request and refuses exactly past it', async () => {
+      const shared = sharedState();
+      const { limiter } = setup({ state: shared.state as StateBackend });
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await outcome(() => limiter.take(limited, user('alice'), noAddress)));
+      expect(answers.map((a) => a === undefined)).to.deep.equal([true, true, false, false]);
+      expect(answers[2]).to.include({ retryAfterSeconds: 1 });
+      expect(shared.asked()).to.equal(4);
+    });
+
+    it('two replicas sharing the bucket, a caller at twice the rate for 10 s: allowed within the bucket plus one lease per replica', async () => {
+      const shared = sharedState();
+      let now = 1_700_000_000_000;
+      const replicas = [0, 1].map(() => createRateLimiter({ state: shared.state as StateBackend, now: () => now, log, registry: new Registry() }));
+      const rate = { requestsPerSecond: 200, burst: 100 };
+      const busy: ExtensionConfig = { ...base, rateLimit: rate };
+      let allowed = 0;
+      const seconds = 10;
+      for (let i = 0; i < 2 * rate.requestsPerSecond * seconds; i++) {
+        if ((await outcome(() => replicas[i % 2]!.take(busy, user('alice'), noAddress))) === undefined) allowed++;
+        now += 1000 / (2 * rate.requestsPerSecond);
+      }
+      const strict = rate.burst + rate.requestsPerSecond * seconds;
+      // The excess a lease can add (rate-leases.ts): one per replica, a tenth of the burst each.
+      expect(allowed).to.be.within(strict * 0.9, strict + 2 * rate.burst * 0.1);
+      // Near the limit the leases are small: most requests still asked, fewer than one call per request.
+      expect(shared.asked()).to.be.below(2 * rate.requestsPerSecond * seconds);
+    });
+
+    it('requests of one caller arriving together wait for one lease instead of each asking', async () => {
+      let asked = 0;
+      let answer: (granted: number) => void = () => undefined;
+      const state: Pick<StateBackend, 'kind' | 'leaseTokens'> = {
+        kind: 'redis',
+        leaseTokens: () => {
+          asked++;
+          return new Promise((resolve) => (answer = (granted) => resolve({ granted, retryAfterMs: granted === 0 ? 250 : 0 })));
+        },
+      };
+      const { limiter } = setup({ state: state as StateBackend });
+      const roomy: ExtensionConfig = { ...base, rateLimit: { requestsPerSecond: 1000, burst: 1000 } };
+      const waiting = Array.from({ length: 10 }, () => outcome(() => limiter.take(roomy, user('alice'), noAddress)));
+      expect(asked).to.equal(1);
+      answer(6);
+      await new Promise((resolve) => setImmediate(resolve));
+      // Six spent the lease; the four others asked again, together.
+      expect(asked).to.equal(2);
+      answer(0);
+      const results = await Promise.all(waiting);
+      expect(results.filter((r) => r === undefined)).to.have.length(6);
+      expect(results.filter((r) => r instanceof RateLimited)).to.have.length(4);
+    });
+
+    it('drops a lease after LEASE_MS and when the limit changes, asking the shared bucket again', async () => {
+      const shared = sharedState();
+      const { limiter, advance } = setup({ state: shared.state as StateBackend });
+      const roomy: ExtensionConfig = { ...base, rateLimit: { requestsPerSecond: 1000, burst: 1000 } };
+      await limiter.take(roomy, user('alice'), noAddress);
+      expect(limiter.take(roomy, user('alice'), noAddress)).to.equal(undefined);
+      expect(shared.asked()).to.equal(1);
+      advance(LEASE_MS);
+      await limiter.take(roomy, user('alice'), noAddress);
+      expect(shared.asked()).to.equal(2);
+      const lowered: ExtensionConfig = { ...base, rateLimit: { requestsPerSecond: 1000, burst: 500 } };
+      await limiter.take(lowered, user('alice'), noAddress);
+      expect(shared.asked()).to.equal(3);
+    });
   });
 });

@@ -52,8 +52,11 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
         extensionConfig: { extensions: [{ name: 'live', enabled: true, backend: { services: [{ url: `${url}/ws` }] } }, { name: 'sse', enabled: true, backend: { services: [{ url }] } },
           { name: 'silent', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `http://127.0.0.1:${silentPort}` }] } },
           { name: 'tls-hangs', enabled: true, backend: { idleConnTimeout: '1s', services: [{ url: `https://127.0.0.1:${silentPort}` }] } },
+          // A token every 100 s: the tests below never see one come back.
+          { name: 'limited', enabled: true, backend: { rateLimit: { requestsPerSecond: 0.01, burst: 2 }, services: [{ url: `${url}/ws` }] } },
         ] },
-        policy: 'p, alice, extensions, *, team-a/live, allow\np, dave, extensions, get, team-a/live, allow\np, erin, extensions, post, team-a/live, allow',
+        policy: 'p, alice, extensions, *, team-a/live, allow\np, dave, extensions, get, team-a/live, allow\np, erin, extensions, post, team-a/live, allow\n'
+          + 'p, alice, extensions, *, */limited, allow\np, dave, extensions, get, */limited, allow',
         accounts: ['alice', 'dave', 'erin'],
         extra: { 'apps.yaml': application('argocd', 'app-a', 'team-a', { name: 'in-cluster' }) },
       }),
@@ -115,6 +118,28 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
     const refused = await rawExchange(server.port, `GET /api/v1/extensions/live/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['erin']}\r\nSvc-Application-Name: argocd/app-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
     expect(refused.data).to.match(/^HTTP\/1\.1 403 /);
     expect(refused.data).to.include("'erin' may not use extension 'live' with GET: no rights rule allows extensions, *, team-a/live nor extensions, get, team-a/live");
+  });
+
+  it('rate-limits the handshake like any request: 429 with Retry-After past the burst, another caller not affected, an anonymous one limited by address', async () => {
+    const handshake = (auth: string) => rawExchange(server.port, `GET /api/v1/extensions/limited/echo HTTP/1.1\r\nHost: x\r\n${auth}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    const alice = { authorization: `Bearer ${token['alice']}` };
+    const opened = await Promise.all([open('/api/v1/extensions/limited/echo', alice), open('/api/v1/extensions/limited/echo', alice)]);
+    for (const ws of opened) ws.close();
+    const refused = await handshake(`Authorization: Bearer ${token['alice']}\r\n`);
+    expect(refused.data).to.match(/^HTTP\/1\.1 429 /);
+    expect(refused.data).to.match(/\r\nretry-after: 100\r\n/i);
+    const body = JSON.parse(refused.data.slice(refused.data.indexOf('\r\n\r\n') + 4)) as unknown;
+    expect(body).to.deep.equal({ error: 'rate_limited', message: "extension 'limited' allows 0.01 requests per second per caller (burst 2); try again in 100s" });
+    // Another caller has a bucket of its own.
+    const other = await open('/api/v1/extensions/limited/echo', { authorization: `Bearer ${token['dave']}` });
+    other.close();
+    // Without a valid caller, the address's bucket: the 401s spend it, then the limit answers first.
+    const anonymous = [];
+    for (let i = 0; i < 3; i++) anonymous.push(/^HTTP\/1\.1 (\d+)/.exec((await handshake('')).data)?.[1]);
+    expect(anonymous).to.deep.equal(['401', '401', '429']);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).to.match(/^svc_extension_rate_limited_total\{extension="limited"\} 2$/m);
+    expect(metrics).to.match(/^svc_extension_requests_total\{extension="limited",status="429"\} 2$/m);
   });
 
   it('408 when a connected backend says nothing for idleConnTimeout; 504 when it never completes TLS', async function () {

@@ -18,6 +18,8 @@ import type { ConfigStore } from '../../src/config/store.js';
 import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { startKeyRotation, rotationDue, type KeyRotation } from '../../src/idp/key-rotation.js';
 import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey } from '../../src/idp/keys.js';
+import { assertionKeysIn, ensureAssertionKeys } from '../../src/extensions/assertion-keys.js';
+import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
@@ -29,6 +31,7 @@ interface Replica {
   readonly store: DirStore;
   readonly rotation: KeyRotation;
   readonly registry: Registry;
+  readonly audit: CollectedAudit;
   logs(): string;
 }
 
@@ -40,9 +43,10 @@ async function replicas(count: number, periodMs: number, clock: { now: number })
     // No watching: a replica's snapshot lags the other's write, as across pods; the write decides.
     const store = await openDirStore({ dir, log, watch: false });
     const registry = new Registry();
+    const audit = collectAudit();
     // A check interval longer than the test: only the test's check() calls rotate.
-    const rotation = startKeyRotation({ store, periodMs: () => periodMs, now: () => clock.now, log, registry, checkEveryMs: 3_600_000 });
-    return { store, rotation, registry, logs: () => lines.join('') };
+    const rotation = startKeyRotation({ store, periodMs: () => periodMs, now: () => clock.now, log, registry, checkEveryMs: 3_600_000, audit });
+    return { store, rotation, registry, audit, logs: () => lines.join('') };
   }));
 }
 
@@ -79,7 +83,7 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
         clock.now = T0 + period * HOUR + 1000;
         const reports = await Promise.all([a.rotation.check(), b.rotation.check(), a.rotation.check(), b.rotation.check()]);
         // Checks of one process share a run; what counts is how many keys were added.
-        expect(new Set(reports.map((r) => r?.added.kid).filter((kid) => kid !== undefined)).size, `keys added in period ${period}`).to.equal(1);
+        expect(new Set(reports.map((r) => r?.signing?.added.kid).filter((kid) => kid !== undefined)).size, `keys added in period ${period}`).to.equal(1);
         // Checked again within the period: nothing more.
         expect(await b.rotation.check()).to.equal(undefined);
         expect(await a.rotation.check()).to.equal(undefined);
@@ -132,6 +136,61 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
     }
   });
 
+  it('rotates the identity assertion keys too, once per period whoever checks, with the overlap of the manual command', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await replicas(2, HOUR, clock);
+    if (a === undefined || b === undefined) throw new Error('two replicas');
+    try {
+      await ensureIdpKeys(a.store, () => new Date(T0));
+      // The assertion keys are made later than the provider's (the extension proxy started later): their own age decides.
+      const [first] = await ensureAssertionKeys(a.store, () => new Date(T0 + HOUR / 2));
+      clock.now = T0 + HOUR + 1000;
+      const early = await Promise.all([a.rotation.check(), b.rotation.check()]);
+      expect(early.filter((r) => r?.signing !== undefined), 'signing rotations').to.have.length(1);
+      expect(early.filter((r) => r?.assertion !== undefined), 'assertion keys are half a period old').to.have.length(0);
+      clock.now = T0 + HOUR + HOUR / 2 + 1000;
+      const reports = await Promise.all([a.rotation.check(), b.rotation.check(), a.rotation.check(), b.rotation.check()]);
+      const added = new Set(reports.map((r) => r?.assertion?.added.kid).filter((kid) => kid !== undefined));
+      expect(added.size, 'assertion keys added').to.equal(1);
+      expect(reports.filter((r) => r?.signing !== undefined), 'no signing rotation within its period').to.have.length(0);
+      // The writer's snapshot has its write (the other's may lag, as across pods).
+      const writer = reports.findIndex((r) => r?.assertion !== undefined) % 2 === 0 ? a : b;
+      const keys = assertionKeysIn(writer.store)();
+      expect(keys.map((k) => k.kid)).to.deep.equal([[...added][0], first?.kid]);
+      // The manual command's overlap: published now, signing 5 minutes later; the old key signs until then and stays published.
+      const signsFrom = clock.now + PUBLISH_BEFORE_SIGNING_S * 1000;
+      expect(Date.parse(keys[0]?.signsFrom ?? '')).to.equal(signsFrom);
+      expect(Date.parse(keys[1]?.retiredAt ?? '')).to.equal(signsFrom);
+      const counts = await Promise.all([a, b].map(async (r) => (await r.registry.getSingleMetric('svc_assertion_key_rotations_total')?.get())?.values[0]?.value ?? 0));
+      expect(counts.reduce((x, y) => x + y, 0)).to.equal(1);
+      expect(a.logs() + b.logs()).to.include('extension identity assertions: signing key rotated (idp.keyRotation 1h)');
+      // Recorded once, by the replica that rotated, naming the keys by id only.
+      const recorded = [...a.audit.of('assertion-key-rotated'), ...b.audit.of('assertion-key-rotated')];
+      expect(recorded).to.have.length(1);
+      expect(recorded[0]).to.deep.include({ category: 'configuration', type: 'creation', outcome: 'success' });
+      expect(recorded[0]?.svc).to.deep.include({ kid: [...added][0], retired: [first?.kid], period: '1h' });
+      expect(JSON.stringify(recorded)).to.not.match(/"d"|"x"|"y"/);
+    } finally {
+      await closeAll([a, b]);
+    }
+  });
+
+  it('without assertion keys (no extension proxy has started) rotates the signing keys only and writes none', async () => {
+    const clock = { now: T0 };
+    const [a] = await replicas(1, HOUR, clock);
+    if (a === undefined) throw new Error('one replica');
+    try {
+      await ensureIdpKeys(a.store, () => new Date(T0));
+      clock.now = T0 + 2 * HOUR;
+      const report = await a.rotation.check();
+      expect(report?.signing).to.not.equal(undefined);
+      expect(report?.assertion).to.equal(undefined);
+      expect(Object.keys(a.store.current().secrets.get(SETTINGS_SECRET)?.data ?? {})).to.not.include('assertion.signingKeys');
+    } finally {
+      await closeAll([a]);
+    }
+  });
+
   it('0 never rotates, however old the key', async () => {
     const clock = { now: T0 };
     const [a] = await replicas(1, 0, clock);
@@ -158,5 +217,20 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
     expect(a.logs()).to.include('identity provider: automatic signing key rotation failed; the current keys stay in force, next try in 1h');
     expect((await a.registry.getSingleMetric('svc_idp_key_rotation_failures_total')?.get())?.values[0]?.value).to.equal(1);
     expect(storedKeys(a.store)).to.deep.equal(before.signing);
+  });
+
+  it('an assertion key rotation that cannot be written is logged, counted and recorded as a failure, the keys in force kept', async () => {
+    const clock = { now: T0 };
+    const [a] = await replicas(1, HOUR, clock);
+    if (a === undefined) throw new Error('one replica');
+    const before = await ensureAssertionKeys(a.store, () => new Date(T0));
+    a.rotation.close();
+    await a.store.close(); // every write now fails
+    clock.now = T0 + 2 * HOUR;
+    expect(await a.rotation.check()).to.equal(undefined);
+    expect(a.logs()).to.include('extension identity assertions: automatic key rotation failed; the current keys stay in force, next try in 1h');
+    expect((await a.registry.getSingleMetric('svc_idp_key_rotation_failures_total')?.get())?.values[0]?.value).to.equal(1);
+    expect(a.audit.of('assertion-key-rotated')).to.deep.equal([{ category: 'configuration', type: 'creation', action: 'assertion-key-rotated', outcome: 'failure', reason: 'the rotated keys could not be written to svc-secret; the current keys stay in force' }]);
+    expect(assertionKeysIn(a.store)().map((k) => k.kid)).to.deep.equal(before.map((k) => k.kid));
   });
 });

@@ -61,6 +61,39 @@ export function runTokenBucketSuite(name: string, open: () => Promise<StateBacke
       expect(answers.filter((a) => a.allowed)).to.have.length(20);
     });
 
+    it('leases a share of the tokens held (at least one, at most `most`) in one step, then refuses with the wait', async function () {
+      const rate = { perSecond: 10, burst: 100 };
+      // A full bucket of 100: a tenth is 10, capped at 8.
+      expect(await state.leaseTokens(key, rate, { share: 0.1, most: 8 }, T0)).to.deep.equal({ granted: 8, retryAfterMs: 0 });
+      // 92 left: a tenth is 9.
+      expect(await state.leaseTokens(key, rate, { share: 0.1, most: 50 }, T0)).to.deep.equal({ granted: 9, retryAfterMs: 0 });
+      // 83 left, the whole of it.
+      expect(await state.leaseTokens(key, rate, { share: 1, most: 1000 }, T0)).to.deep.equal({ granted: 83, retryAfterMs: 0 });
+      expect(await state.leaseTokens(key, rate, { share: 0.1, most: 8 }, T0)).to.deep.equal({ granted: 0, retryAfterMs: 100 });
+      // 250 ms refill 2.5 tokens: a tenth rounds down to 0, yet one token is leased.
+      expect(await state.leaseTokens(key, rate, { share: 0.1, most: 8 }, T0 + 250)).to.deep.equal({ granted: 1, retryAfterMs: 0 });
+      // A plain take reads the same bucket: 1.5 left.
+      expect((await state.takeToken(key, rate, T0 + 250)).allowed).to.equal(true);
+      expect((await state.takeToken(key, rate, T0 + 250)).allowed).to.equal(false);
+    });
+
+    it('leases to replicas asking at once never more tokens than the bucket holds', async function () {
+      const rate = { perSecond: 1, burst: 200 };
+      const answers = await Promise.all(Array.from({ length: 60 }, () => state.leaseTokens(key, rate, { share: 0.1, most: 100 }, T0)));
+      const granted = answers.reduce((sum, a) => sum + a.granted, 0);
+      expect(granted).to.equal(200);
+    });
+
+    it('refuses a lease that is not one, before touching the bucket', async function () {
+      const rate = { perSecond: 1, burst: 1 };
+      for (const lease of [{ share: -0.1, most: 1 }, { share: 1.5, most: 1 }, { share: 0.1, most: 0 }, { share: 0.1, most: 2.5 }, { share: Number.NaN, most: 1 }]) {
+        let failure: unknown;
+        await state.leaseTokens(key, rate, lease, T0).catch((err: unknown) => (failure = err));
+        expect(failure, JSON.stringify(lease)).to.be.instanceOf(RangeError);
+      }
+      expect((await state.takeToken(key, rate, T0)).allowed).to.equal(true);
+    });
+
     it('refuses a rate that is not one, before touching the bucket', async function () {
       for (const rate of [{ perSecond: 0, burst: 1 }, { perSecond: 1, burst: 0 }, { perSecond: 1, burst: 1.5 }, { perSecond: Number.NaN, burst: 1 }]) {
         let failure: unknown;

@@ -21,6 +21,7 @@
  *                                     its expiry in ms ('never' without one); TTL = the longest member's
  */
 import { createHmac, hkdfSync } from 'node:crypto';
+import { BoundedCache } from '../../lib/bounded-cache.js';
 import { secretKeyObject } from '../../lib/secret-key.js';
 import { markKeyFor } from '../../state/state.js';
 
@@ -66,5 +67,21 @@ export type IdRef = (id: string) => string;
  */
 export function createIdRefs(serverSecretKey: string): IdRef {
   const key = secretKeyObject(hkdfSync('sha256', serverSecretKey, 'svc-idp', 'svc idp-record-id v1', 32));
-  return (id) => createHmac('sha256', key).update(id, 'utf8').digest('base64url');
+  // A refresh grant asks for the ref of the same ids several times (the token at find and at
+  // consume, the grant id at each record it saves, the new token at the next grant): the
+  // recent ones are remembered. Only ids of the provider's own length or shorter; the memo is
+  // bounded by count, so ids sent by anyone can only push others out, never grow it.
+  const memo = new BoundedCache<string, string>(REMEMBERED_REFS);
+  return (id) => {
+    const known = memo.get(id);
+    if (known !== undefined) return known;
+    const computed = createHmac('sha256', key).update(id, 'utf8').digest('base64url');
+    if (id.length <= REMEMBERED_ID_CHARS) memo.set(id, computed);
+    return computed;
+  };
 }
+
+/** Refs remembered per server key (the most recent; about 200 KB at most). */
+export const REMEMBERED_REFS = 2048;
+/** Ids longer than oidc-provider's (43-character nanoids, 36-character uids) are not remembered. */
+const REMEMBERED_ID_CHARS = 64;

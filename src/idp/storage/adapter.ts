@@ -68,6 +68,9 @@ export interface StateAdapterOptions {
   readonly pending?: { readonly bound: PendingBound; readonly sourceOf: () => string };
 }
 
+/** Sealed ids remembered once opened (src/lib/sealed.ts), per server key. */
+const REMEMBERED_OPENS = 2048;
+
 /** The models anonymous requests make records of. */
 const BOUNDED_MODELS: ReadonlySet<string> = new Set<PendingKind>(['Interaction', 'DeviceCode']);
 
@@ -84,7 +87,8 @@ function pendingRefused(model: string): Error {
 export function createStateAdapterClass(state: StateBackend, options: StateAdapterOptions): AdapterConstructor {
   const now = options.now ?? Date.now;
   const ref = createIdRefs(options.serverSecretKey);
-  const ids = createSealer(options.serverSecretKey, 'idp-record-id');
+  // Records read again and again (a grant at each refresh, a session at each authorization) are opened once.
+  const ids = createSealer(options.serverSecretKey, 'idp-record-id', { rememberOpened: REMEMBERED_OPENS });
   /** A record reached through an index: its sealed `jti`, opened for the record's own key. */
   const opened = (model: string, at: string, payload: AdapterPayload): AdapterPayload | undefined => {
     if (typeof payload.jti !== 'string') return payload;

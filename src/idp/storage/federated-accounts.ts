@@ -40,7 +40,13 @@ const accountKey = (sub: string): string => `idp:account:${sub}`;
  */
 export const EXTENSION_SLACK_MS = 60 * 60 * 1000;
 
-/** `sealer`: sealed with the purpose 'idp-account'. */
+/**
+ * How many opened account records the sealer remembers (src/lib/sealed.ts `rememberOpened`):
+ * every refresh grant reads its user's record, which does not change between grants.
+ */
+export const REMEMBERED_ACCOUNTS = 1024;
+
+/** `sealer`: sealed with the purpose 'idp-account' (remembering REMEMBERED_ACCOUNTS opened records). */
 export function createAccountStore(state: StateBackend, sealer: Sealer): AccountStore {
   async function save(sub: string, account: StoredAccount, ttlS: number): Promise<void> {
     const left = (await state.ttlMs(accountKey(sub))) ?? 0;
