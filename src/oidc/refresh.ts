@@ -96,13 +96,14 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       }
     },
     async renew(token) {
-      tried.set(token, deps.now());
       let claims;
       try {
         claims = await deps.verifier.verifyIgnoringExpiry(token);
       } catch {
         return undefined;
       }
+      // Only the provider's own tokens are remembered: forged ones cannot fill the memory.
+      tried.set(token, deps.now());
       if (await deps.isRevoked(claims.tokenId)) return undefined;
       const sealed = await deps.state.take(REFRESH_KEY(claims.tokenId));
       const refreshToken = sealed === null ? undefined : deps.sealer().open(sealed);
