@@ -39,8 +39,16 @@ export function createSsoTokenVerifier(deps: SsoTokenVerifierDeps): TokenVerifie
   /** One principal per (token record, check): the same object while neither changes, as TokenVerifier asks. */
   const built = new BoundedCache<string, Built>(10_000);
 
+  /** The record key per verified claims (one object per token in the format's cache): no hash per request. */
+  const keys = new WeakMap<SsoTokenClaims, string>();
+  function keyOf(claims: SsoTokenClaims): string {
+    let key = keys.get(claims);
+    if (key === undefined) keys.set(claims, (key = recordKeyOf(claims.sub)));
+    return key;
+  }
+
   function listed(claims: SsoTokenClaims): { user: IndexedUser; record: SsoTokenRecord } {
-    const user = deps.users().get(recordKeyOf(claims.sub));
+    const user = deps.users().get(keyOf(claims));
     const record = user?.sub === claims.sub ? user.byJti.get(claims.jti) : undefined;
     if (user === undefined || record === undefined) throw new Unauthenticated('this personal API token was deleted');
     return { user, record };
