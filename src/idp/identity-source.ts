@@ -6,6 +6,7 @@
  * the tokens' recheck treats "user gone" and "directory down" differently.
  */
 import type { Identity } from '../../connectors/connector.js';
+import { refusesUser } from '../../connectors/errors.js';
 import { PermissionDenied } from '../errors.js';
 import type { IdentitySource } from '../ssotokens/recheck.js';
 import type { ConnectorSource } from './connectors/connector-source.js';
@@ -32,6 +33,10 @@ export function createIdentitySource(accounts: AccountStore, connectors: Connect
       const timer = setTimeout(() => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), RECHECK_TIMEOUT_MS);
       try {
         return await connector.refresh(identity, { callbackUrl, wantGroups: true, signal: deadline.signal });
+      } catch (err: unknown) {
+        // No longer in the allowed orgs, teams or groups: a refusal, not an upstream that is down.
+        if (refusesUser(err)) return null;
+        throw err;
       } finally {
         clearTimeout(timer);
       }

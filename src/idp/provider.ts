@@ -11,7 +11,7 @@ import { logProviderRefusals } from '../http/provider-refusals.js';
 import Provider, { errors, type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
-import { upstreamReason } from '../../connectors/errors.js';
+import { refusesUser, upstreamReason } from '../../connectors/errors.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
@@ -202,6 +202,11 @@ async function refreshed(deps: ProviderDeps, connectorId: string, identity: Iden
   try {
     return await connector.refresh(identity, { callbackUrl: `${issuerOf(deps.url)}/callback`, wantGroups: true, signal: deadline.signal });
   } catch (err: unknown) {
+    // A person the upstream no longer lets in is refused (invalid_grant), not "down".
+    if (refusesUser(err)) {
+      deps.log.info({ connector: connectorId, reason: err instanceof Error ? err.message : String(err) }, 'identity provider: the connector refused to refresh a login; no new tokens');
+      return null;
+    }
     // One line with the connector's reason; the stack only at debug.
     deps.log.warn({ connector: connectorId, reason: upstreamReason(err) ?? describeFailure(err) }, 'identity provider: refreshing a login at its connector failed; no new tokens');
     deps.log.debug({ err, connector: connectorId }, 'identity provider: refresh failure');
