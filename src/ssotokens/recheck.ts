@@ -24,6 +24,9 @@ import type { Sealer } from '../lib/sealed.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import { recordKeyOf } from './records.js';
+import { createSharedChecks, type Confirmed } from './shared-checks.js';
+
+export type { Confirmed };
 
 export const UPSTREAM_DOWN_GRACE_MS = 15 * 60_000;
 export const RETRY_MS = 30_000;
@@ -35,12 +38,6 @@ export interface IdentitySource {
   find(sub: string): Promise<{ readonly connectorId: string; readonly identity: Identity } | undefined>;
   /** The connector's view now: null when it refuses the user; throws when it cannot answer. */
   refresh(connectorId: string, identity: Identity): Promise<Identity | null>;
-}
-
-export interface Confirmed {
-  readonly groups: readonly string[];
-  /** When the upstream last confirmed the user (ms). */
-  readonly checkedAt: number;
 }
 
 /** The user as the recheck needs it: its stable id, readable name, connector and sealed identity. */
@@ -79,8 +76,6 @@ interface Held extends Confirmed {
   readonly refused?: string;
 }
 
-const checkKey = (sub: string): string => `ssotokens:check:${recordKeyOf(sub)}`;
-
 export function createRecheck(deps: RecheckDeps): Recheck {
   const held = new BoundedCache<string, Held>(USERS_REMEMBERED);
   const inFlight = new Map<string, Promise<Confirmed>>();
@@ -95,26 +90,11 @@ export function createRecheck(deps: RecheckDeps): Recheck {
     return undefined;
   }
 
-  async function shared(user: CheckedUser): Promise<Confirmed | undefined> {
-    try {
-      const sealed = await deps.state.get(checkKey(user.sub));
-      const text = sealed === null ? undefined : deps.sealer().open(sealed, checkKey(user.sub));
-      if (text === undefined) return undefined;
-      const value = JSON.parse(text) as Confirmed;
-      return Array.isArray(value.groups) && typeof value.checkedAt === 'number' ? value : undefined;
-    } catch (err: unknown) {
-      deps.log.warn({ reason: describeFailure(err) }, 'personal API tokens: the shared group check cannot be read; asking the connector');
-      return undefined;
-    }
-  }
+  const sharedChecks = createSharedChecks(deps.state, deps.sealer, deps.log);
 
   async function remember(user: CheckedUser, confirmed: Confirmed): Promise<Confirmed> {
     held.set(user.sub, confirmed);
-    try {
-      await deps.state.set(checkKey(user.sub), deps.sealer().seal(JSON.stringify(confirmed), checkKey(user.sub)), { ttlMs: UPSTREAM_DOWN_GRACE_MS });
-    } catch (err: unknown) {
-      deps.log.warn({ reason: describeFailure(err) }, 'personal API tokens: the group check cannot be shared with other replicas now');
-    }
+    await sharedChecks.write(user.sub, confirmed, UPSTREAM_DOWN_GRACE_MS);
     return confirmed;
   }
 
@@ -140,7 +120,7 @@ export function createRecheck(deps: RecheckDeps): Recheck {
 
   async function check(user: CheckedUser): Promise<Confirmed> {
     const now = deps.now();
-    const other = await shared(user);
+    const other = await sharedChecks.read(user.sub);
     if (other !== undefined && now - other.checkedAt < deps.everyMs()) {
       held.set(user.sub, other);
       return other;
