@@ -22,6 +22,15 @@ export function upstreamReason(err: unknown): string | undefined {
   return typeof reason === 'string' && reason !== '' ? reason : undefined;
 }
 
+/**
+ * Whether a connector's error refuses the person (LoginRefused, PermissionDenied: no longer in
+ * the allowed orgs, teams or groups) rather than telling that the upstream could not answer.
+ * By shape, as upstreamReason: a refresh that throws this is a refusal of the user.
+ */
+export function refusesUser(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === 'permission_denied';
+}
+
 /** The upstream cannot be reached or refused svc itself (service account, TLS, timeout). */
 export class UpstreamUnavailable extends SvcError {
   readonly code = 'unavailable';

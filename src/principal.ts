@@ -20,9 +20,13 @@ export interface Principal {
    */
   readonly displayName?: string;
   readonly groups: readonly string[];
-  /** `svc` for local tokens, the provider's issuer for SSO tokens, the workload issuer's URL for workload tokens. */
+  /**
+   * `svc` for local tokens, the provider's issuer for SSO tokens and SSO users' personal API
+   * tokens, the workload issuer's URL for workload tokens.
+   */
   readonly issuer: string;
-  readonly kind: 'session' | 'apiKey' | 'sso' | 'workload';
+  /** `ssoApiKey`: an SSO user's personal API token (src/ssotokens/); its names follow the SSO rule below. */
+  readonly kind: 'session' | 'apiKey' | 'sso' | 'ssoApiKey' | 'workload';
   readonly tokenId: string;
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;

@@ -47,7 +47,7 @@ export type ChangePassword = (caller: Principal, request: PasswordChangeRequest)
 
 export function createPasswordChange({ store, accounts, checkPassword, now }: PasswordChangeDeps): ChangePassword {
   return async function changePassword(caller, { name, currentPassword, newPassword }) {
-    if (caller.kind === 'sso') throw new PermissionDenied('password changes need a local account: log in with a local account first');
+    if (caller.kind === 'sso' || caller.kind === 'ssoApiKey') throw new PermissionDenied('password changes need a local account: log in with a local account first');
     accounts.authorize(caller, 'update', name);
     // Read before the check, so they are at least as old as the hash the check compares with:
     // a change in between also counts as "changed meanwhile" below, never the other way round.

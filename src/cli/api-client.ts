@@ -149,6 +149,16 @@ export class ApiClient {
     return requireToken(body);
   }
 
+  /** An SSO user's personal API token (POST /api/v1/session/tokens): the token text. */
+  async createSsoToken(name: string, expiresIn: number): Promise<string> {
+    const body = await this.request<{ token?: unknown }>('POST', '/api/v1/session/tokens', { name, expiresIn });
+    return requireToken(body);
+  }
+
+  async deleteSsoToken(id: string): Promise<void> {
+    await this.request('DELETE', `/api/v1/session/tokens/${segment(id)}`);
+  }
+
   async deleteToken(name: string, id: string): Promise<void> {
     await this.request('DELETE', `/api/v1/account/${segment(name)}/token/${segment(id)}`);
   }

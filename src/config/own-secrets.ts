@@ -27,6 +27,7 @@ export const OWNED_KEY_PREFIXES: Readonly<Record<string, string>> = {
   'accounts.': "the local accounts' password hashes and API token records",
   'idp.': "the identity provider's signing and cookie keys",
   'mfa.': 'second-factor material',
+  'ssotokens.': "SSO users' personal API token records, with the identity their connector rechecks",
   'assertion.': 'the keys svc signs the identity assertions it sends to extension backends with',
 };
 

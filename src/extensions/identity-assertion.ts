@@ -40,7 +40,7 @@ export interface IdentityAssertionDeps {
 export type IdentityAssertions = (subject: AssertionSubject) => string;
 
 export function kindOf(principal: Principal): AssertionKind {
-  return principal.kind === 'sso' ? 'sso' : principal.kind === 'workload' ? 'workload' : 'local';
+  return principal.kind === 'sso' || principal.kind === 'ssoApiKey' ? 'sso' : principal.kind === 'workload' ? 'workload' : 'local';
 }
 
 /** When an assertion issued at `iat` expires: 60 s on, and never after the token it speaks for (at least 1 s). */

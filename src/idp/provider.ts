@@ -8,10 +8,10 @@
  * Imported lazily (oidc-provider prints a runtime warning on Node 20 at import).
  */
 import { logProviderRefusals } from '../http/provider-refusals.js';
-import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { errors, type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
-import { upstreamReason } from '../../connectors/errors.js';
+import { refusesUser, upstreamReason } from '../../connectors/errors.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
@@ -174,6 +174,7 @@ function findAccount(deps: ProviderDeps): FindAccount {
     if (token?.kind === 'RefreshToken') {
       const fresh = await refreshed(deps, account.connectorId, identity);
       if (fresh === null) return undefined;   // invalid_grant: the upstream no longer vouches for the user
+      if (fresh === UPSTREAM_DOWN) throw new errors.TemporarilyUnavailable('the source of this login cannot be reached now; try again later');
       identity = fresh;
       await deps.accounts.update(sub, account, { connectorId: account.connectorId, identity }, REFRESH_TOKEN_TTL_S);
     }
@@ -182,8 +183,16 @@ function findAccount(deps: ProviderDeps): FindAccount {
   };
 }
 
-/** The connector's fresh view of the user, or null when it refuses, cannot refresh, or fails. */
-async function refreshed(deps: ProviderDeps, connectorId: string, identity: Identity): Promise<Identity | null> {
+/** A connector that could not answer (directory down, timeout): not a refusal of the user. */
+const UPSTREAM_DOWN = Symbol('upstream down');
+
+/**
+ * The connector's fresh view of the user; null when it refuses or cannot refresh; UPSTREAM_DOWN
+ * when it fails. The refresh grant answers the last with temporarily_unavailable before the
+ * refresh token is used (oidc-provider finds the account first), so a directory blip ends no
+ * session: svc's renewal (oidc/refresh.ts) and the CLI keep their refresh token and try again.
+ */
+async function refreshed(deps: ProviderDeps, connectorId: string, identity: Identity): Promise<Identity | null | typeof UPSTREAM_DOWN> {
   const connector = deps.connectors.get(connectorId);
   if (connector?.refresh === undefined) return null;
   // A timer cleared at the end rather than AbortSignal.timeout, whose signal is tracked by weak
@@ -193,10 +202,15 @@ async function refreshed(deps: ProviderDeps, connectorId: string, identity: Iden
   try {
     return await connector.refresh(identity, { callbackUrl: `${issuerOf(deps.url)}/callback`, wantGroups: true, signal: deadline.signal });
   } catch (err: unknown) {
+    // A person the upstream no longer lets in is refused (invalid_grant), not "down".
+    if (refusesUser(err)) {
+      deps.log.info({ connector: connectorId, reason: err instanceof Error ? err.message : String(err) }, 'identity provider: the connector refused to refresh a login; no new tokens');
+      return null;
+    }
     // One line with the connector's reason; the stack only at debug.
     deps.log.warn({ connector: connectorId, reason: upstreamReason(err) ?? describeFailure(err) }, 'identity provider: refreshing a login at its connector failed; no new tokens');
     deps.log.debug({ err, connector: connectorId }, 'identity provider: refresh failure');
-    return null;
+    return UPSTREAM_DOWN;
   } finally {
     clearTimeout(timer);
   }

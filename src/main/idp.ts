@@ -11,6 +11,8 @@ import { SETTINGS_SECRET } from '../config/manifests.js';
 import { createAccountStore, REMEMBERED_ACCOUNTS } from '../idp/storage/federated-accounts.js';
 import { createSealer } from '../lib/sealed.js';
 import { createIdpApp } from '../idp/app.js';
+import { createIdentitySource } from '../idp/identity-source.js';
+import type { IdentitySource } from '../ssotokens/recheck.js';
 import type { ParsedConnector } from '../idp/connectors/config.js';
 import { createConfiguredConnectors } from '../idp/connectors/configured-connectors.js';
 import type { Connector } from '../../connectors/connector.js';
@@ -50,6 +52,8 @@ export interface IdpOptions {
 export interface IdpFeature extends Feature {
   /** The signing keys the provider publishes now (its JWKS), the one it signs with first. */
   readonly publishedKeys: () => readonly SigningKey[];
+  /** Its users' identities and their connectors' fresh view, for personal API tokens (src/ssotokens/). */
+  readonly identities: IdentitySource;
 }
 
 /** setTimeout's longest delay; a later signer change is rescheduled from there. */
@@ -78,7 +82,8 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
   const pending = buildPendingBound(services, idpLog);
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account', { rememberOpened: REMEMBERED_ACCOUNTS })), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
+  const accounts = createAccountStore(state, createSealer(secretKey, 'idp-account', { rememberOpened: REMEMBERED_ACCOUNTS }));
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -131,6 +136,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   return {
     name: 'idp',
     publishedKeys: () => published,
+    identities: createIdentitySource(accounts, connectors, `${issuerOf(url)}/callback`),
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;

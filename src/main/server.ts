@@ -4,6 +4,7 @@
  *
  *   store, settings, state, rights  (Services)
  *   → the SSO provider's token verifier (sso.ts), when oidc.config is set at start
+ *   → SSO users' personal API tokens (sso-tokens.ts), checked against the bundled provider's connectors
  *   → token verifiers and the caller reading (authentication.ts)
  *   → accounts and sessions (accounts-and-sessions.ts), SSO login, callback, logout and renewal (sso.ts)
  *   → the extension proxy (extensions.ts), the login and account pages (web.ts)
@@ -53,6 +54,7 @@ import type { Services } from './services.js';
 import { settingsParserFor } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
+import { prepareSsoTokens } from './sso-tokens.js';
 import { prepareWorkload } from './workload.js';
 
 export interface ServerOptions {
@@ -171,12 +173,15 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   const idp = external === undefined ? await buildIdpIfConfigured(services, options.idp) : undefined;
   const sso = external ?? (idp !== undefined ? prepareBundledSso(services, idp) : undefined);
   const workload = prepareWorkload(services);
-  const authentication = await buildAuthentication(services, [...(sso !== undefined ? [sso.verifier] : []), workload.verifier, ...(options.verifiers?.(services) ?? [])]);
+  // Personal API tokens need the bundled provider's connectors to check their users again.
+  const ssoTokens = prepareSsoTokens(services, idp !== undefined && sso !== undefined ? { identities: idp.identities, issuer: sso.verifier.issuer } : undefined);
+  const authentication = await buildAuthentication(services, [...(sso !== undefined ? [sso.verifier] : []), ssoTokens.verifier, workload.verifier, ...(options.verifiers?.(services) ?? [])]);
   const throttle = buildLoginThrottle(services);
   const features: readonly Feature[] = [
     buildAccounts(services, authentication, throttle),
     workload.feature(throttle),
     ...(sso !== undefined ? [sso.feature(authentication)] : []),
+    ssoTokens.feature,
     ssoChangeNotice(services),
     await buildExtensions(services, authentication),
     buildWeb(services),

@@ -12,6 +12,8 @@ import { keyRotationSection } from '../idp/key-rotation-section.js';
 import { oidcSection, oidcTlsInsecureSection } from '../oidc/settings-section.js';
 import { policySection } from '../rbac/settings-section.js';
 import { sessionDurationSection } from '../session/settings-section.js';
+import { ssoTokenRecordsSection } from '../ssotokens/records.js';
+import { ssoTokenLimitsSection } from '../ssotokens/settings-section.js';
 import { workloadSection } from '../workload/settings-section.js';
 
 /** `defaultUrl`: what a missing or (at start) bad `url` means; the server passes its listen address. */
@@ -29,6 +31,8 @@ function sections(defaultUrl: string) {
     policy: policySection,
     catalog: catalogSection,
     workloads: workloadSection,
+    ssoTokenLimits: ssoTokenLimitsSection,
+    ssoTokens: ssoTokenRecordsSection,
   };
 }
 

@@ -108,6 +108,9 @@ function ssoFeature(
     client, verifier, state, sealer: sealer('refresh-token'), userInfo, log, now,
     keepMs: () => settings.current().sessionDurationMs,
     isRevoked: (tokenId) => authentication.revocation.isRevoked(tokenId),
+    revoke: (tokenId, expiresAt) => authentication.revocation.revoke(tokenId, expiresAt),
+    recheckMs: () => settings.current().ssoTokenLimits.groupsRecheckMs,
+    audit: services.audit,
   });
   const login: LoginStartDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
   return {

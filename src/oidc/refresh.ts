@@ -1,9 +1,17 @@
 /**
  * Refresh instead of logout: the provider's refresh token (given when offline_access was
  * asked for) is kept in the state backend, sealed, under the session's token id. A session
- * whose ID token is about to expire (or has expired) is renewed with it: the new ID token
- * becomes the new cookie. The refresh token is taken (read and removed in one step), so two
- * replicas never spend it twice; a refused refresh ends the session.
+ * whose ID token is about to expire (or has expired), or whose groups were last read from the
+ * provider more than `users.sso.groupsRecheck` ago, is renewed with it: the new ID token, with
+ * the groups the provider (or the bundled provider's connector) gives now, becomes the new
+ * cookie. The refresh token is taken (read and removed in one step), so two replicas never
+ * spend it twice.
+ *
+ * A refresh the provider refuses (`invalid_grant`: the user removed upstream, the grant
+ * revoked) ends the session at once: its token id is revoked on every replica. A provider that
+ * cannot answer (down, `temporarily_unavailable`, a connector's directory down) ends nothing:
+ * the refresh token is kept again, the session goes on with the groups of its last check, and
+ * it is tried again at most every RETRY_MS (never on every request).
  */
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
@@ -12,6 +20,8 @@ import type { StateBackend } from '../state/state.js';
 import type { ProviderClient } from './client.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { Sealer } from '../lib/sealed.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { BoundedCache } from '../lib/bounded-cache.js';
 import type { UserInfoGroups } from './userinfo-groups.js';
 import type { SsoVerifier } from './sso-verifier.js';
 
@@ -21,6 +31,9 @@ const REFRESH_KEY = (tokenId: string): string => `sso:refresh:${tokenId}`;
  * for short-lived tokens (else every request would renew them).
  */
 export const REFRESH_BEFORE_MS = 5 * 60_000;
+/** After a renewal that could not be made (or had nothing to renew with), no new try before this. */
+export const RETRY_MS = 30_000;
+const TRIES_REMEMBERED = 10_000;
 
 export interface SessionRefreshDeps {
   readonly client: ProviderClient;
@@ -32,6 +45,11 @@ export interface SessionRefreshDeps {
   readonly userInfo: UserInfoGroups | undefined;
   /** The revocation list: a logged-out session is never renewed, whoever holds its token. */
   readonly isRevoked: (tokenId: string) => Promise<boolean>;
+  /** Ends a session the provider refused to renew, on every replica. */
+  readonly revoke: (tokenId: string, expiresAt: number) => Promise<void>;
+  /** `users.sso.groupsRecheck`: a session older than this is renewed to read its groups again. */
+  readonly recheckMs: () => number;
+  readonly audit: AuditTrail;
   readonly log: Pick<Logger, 'info' | 'warn'>;
   readonly now: () => number;
 }
@@ -53,6 +71,8 @@ export interface SessionRefresh {
 
 export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
   const { provider } = deps.client;
+  /** Tokens whose renewal was tried, and when: a failed one is not tried again on every request. */
+  const tried = new BoundedCache<string, number>(TRIES_REMEMBERED);
 
   async function keep(tokenId: string, refreshToken: string): Promise<void> {
     await deps.state.set(REFRESH_KEY(tokenId), deps.sealer().seal(refreshToken), { ttlMs: Math.max(1, Math.floor(deps.keepMs())) });
@@ -64,8 +84,13 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       try {
         const { iss, exp, iat } = decodeJwt(token);
         if (iss !== provider.issuer || typeof exp !== 'number') return false;
+        const now = deps.now();
         const before = typeof iat === 'number' ? Math.min(REFRESH_BEFORE_MS, ((exp - iat) * 1000) / 2) : REFRESH_BEFORE_MS;
-        return exp * 1000 - deps.now() < before;
+        const expiring = exp * 1000 - now < before;
+        const recheck = typeof iat === 'number' && now - iat * 1000 >= deps.recheckMs();
+        if (!expiring && !recheck) return false;
+        const last = tried.get(token);
+        return last === undefined || now - last >= RETRY_MS;
       } catch {
         return false;
       }
@@ -77,6 +102,8 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       } catch {
         return undefined;
       }
+      // Only the provider's own tokens are remembered: forged ones cannot fill the memory.
+      tried.set(token, deps.now());
       if (await deps.isRevoked(claims.tokenId)) return undefined;
       const sealed = await deps.state.take(REFRESH_KEY(claims.tokenId));
       const refreshToken = sealed === null ? undefined : deps.sealer().open(sealed);
@@ -85,7 +112,13 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       try {
         tokens = await client.refreshTokenGrant(await deps.client.configuration(), refreshToken);
       } catch (err: unknown) {
-        deps.log.info({ issuer: provider.issuer, sub: claims.sub, reason: describeFailure(err) }, 'the provider refused to renew an SSO session; it ends');
+        if (err instanceof client.ResponseBodyError && err.error === 'invalid_grant') {
+          await refused(claims, describeFailure(err));
+          return undefined;
+        }
+        // Not the user's fault: keep the refresh token for the next try; the session keeps its last groups.
+        await keep(claims.tokenId, refreshToken);
+        deps.log.warn({ issuer: provider.issuer, sub: claims.sub, reason: describeFailure(err) }, `an SSO session could not be renewed now; it keeps the groups of its last check and is tried again in ${RETRY_MS / 1000}s`);
         return undefined;
       }
       if (tokens.id_token === undefined) return undefined;
@@ -97,4 +130,13 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
     },
     forget: (tokenId) => deps.state.delete(REFRESH_KEY(tokenId)),
   };
+
+  async function refused(claims: { readonly sub: string; readonly tokenId: string; readonly exp: number }, reason: string): Promise<void> {
+    deps.log.info({ issuer: provider.issuer, sub: claims.sub, reason }, 'the provider refused to renew an SSO session; it ends');
+    await deps.revoke(claims.tokenId, claims.exp);
+    deps.audit.record({
+      category: 'session', type: 'end', action: 'sso-identity-refused', outcome: 'success', reason: `the provider refused to renew the session: ${reason}`,
+      user: { id: claims.sub }, svc: { issuer: provider.issuer, tokenId: claims.tokenId },
+    });
+  }
 }

@@ -16,6 +16,8 @@ export const RESOURCES = {
   clusters: ['get', 'create', 'update', 'delete'],
   projects: ['get', 'create', 'update', 'delete'],
   logs: ['get'],
+  /** `p, <subject>, tokens, create, self, allow`: SSO users may make personal API tokens (src/ssotokens/). */
+  tokens: ['create'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type Resource = keyof typeof RESOURCES;

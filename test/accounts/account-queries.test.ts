@@ -46,7 +46,7 @@ describe('accounts/accounts', () => {
   it('can-i refuses a resource the product never checks, before asking for rights', () => {
     const { accounts, asked } = setup();
     const err = thrown(() => accounts.canI(alice, 'x'.repeat(16 * 1024), 'get', 'y'));
-    expect(err).to.include({ code: 'invalid_request', message: `unknown resource '${'x'.repeat(40)}…' (want one of accounts, extensions, applications, clusters, projects, logs)` });
+    expect(err).to.include({ code: 'invalid_request', message: `unknown resource '${'x'.repeat(40)}…' (want one of accounts, extensions, applications, clusters, projects, logs, tokens)` });
     expect(asked).to.deep.equal([]);
     expect(accounts.canI(alice, 'applications', 'get', 'p/a')).to.equal(false);
     expect(asked).to.have.length(1);

@@ -180,6 +180,22 @@ describe('cli/program: errors, exit codes, flags and environment', () => {
     expect(bad).to.include({ code: 1, stderr: "svc: --expires-in: 'soon' is not a duration (for example 30m, 24h, 7d, or 0 for no expiry)\n" });
   });
 
+  it('makes a single sign-on user a personal API token, which needs --expires-in, and deletes one by id', async () => {
+    const sso = (req: RecordedRequest) => req.url.endsWith('/userinfo')
+      ? { status: 200, body: { loggedIn: true, username: 'CgNib2I', displayName: 'bob', iss: 'https://svc.test/api/idp', groups: ['devs'] } }
+      : { status: 200, body: { id: 'id-1', token: 'SSO-TOKEN', expiresAt: '2030-01-01T00:00:00.000Z' } };
+    const env = { SVC_SERVER: SERVER, SVC_AUTH_TOKEN: 'tok' };
+    const made = await svc(['account', 'generate-token', '--expires-in', '30d', '--name', 'ci'], sso, env);
+    expect(made).to.include({ code: 0, stdout: 'SSO-TOKEN\n', stderr: '' });
+    expect(made.requests[1]).to.deep.include({ method: 'POST', url: `${SERVER}/api/v1/session/tokens`, body: { name: 'ci', expiresIn: 2_592_000 } });
+    const none = await svc(['account', 'generate-token'], sso, env);
+    expect(none).to.include({ code: 1, stderr: 'svc: --expires-in is required for single sign-on users: their tokens always expire (at most users.ssoTokens.maxLifetime of the server)\n' });
+    expect(none.requests.map((r) => r.method)).to.deep.equal(['GET']);
+    const gone = await svc(['account', 'delete-token', 'id-1'], sso, env);
+    expect(gone).to.include({ code: 0 });
+    expect(gone.requests[1]).to.deep.include({ method: 'DELETE', url: `${SERVER}/api/v1/session/tokens/id-1` });
+  });
+
   it('forgets the token on logout even when the server already rejects it', async () => {
     await svc(['login', SERVER, '--username', 'admin', '--password', 'pw'], () => ({ status: 200, body: { token: 'T1' } }));
     const out = await svc(['logout'], () => ({ status: 401, body: { error: 'unauthenticated', message: 'token is revoked' } }));

@@ -164,7 +164,7 @@ const CASES: readonly Case[] = [
     rbac: 'p, role:ops, extensions, invoke, metrics, allow\np, role:ops, applicatons, get, */*, allow\np, role:ops, applications, sink, */*, allow\ng, ops-team, role:opps\ng, Admin, role:ops\n',
     says: [
       'svc-rbac-cm: policy.csv: line 1: unknown method "invoke" for extensions (want * or one of get, post, put, patch, delete, head, options); Argo CD\'s \'invoke\' is \'*\' here, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:ops, extensions, invoke, metrics, allow"',
-      "warning: svc-rbac-cm: policy.csv: line 2: resource 'applicatons' is not one svc checks (accounts, extensions, applications, clusters, projects, logs): this line grants nothing; did you mean 'applications'?",
+      "warning: svc-rbac-cm: policy.csv: line 2: resource 'applicatons' is not one svc checks (accounts, extensions, applications, clusters, projects, logs, tokens): this line grants nothing; did you mean 'applications'?",
       "warning: svc-rbac-cm: policy.csv: line 3: action 'sink' is not one svc checks on applications (get, create, update, delete, sync): this line grants nothing",
       "warning: svc-rbac-cm: policy.csv: line 4: role 'role:opps' has no p line (nor a role with one): its members get nothing from it",
       "warning: svc-rbac-cm: policy.csv: line 5: 'Admin' can never match: a single sign-on name like it is not used for rights (it is the name of the built-in local account 'admin'), and local account names are lower-case",

@@ -16,7 +16,7 @@ import { ensureIdpKeys, rotateSigningKeys } from '../../src/idp/keys.js';
 import { ROOT } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
-const NOT_OWNED = "svc would write key 'oidc.clientSecret' of Secret svc-secret, which is not among the keys it owns (server., admin., accounts., idp., mfa., assertion.); list it in own-secrets.ts";
+const NOT_OWNED = "svc would write key 'oidc.clientSecret' of Secret svc-secret, which is not among the keys it owns (server., admin., accounts., idp., mfa., ssotokens., assertion.); list it in own-secrets.ts";
 
 /** Every .ts file below `dir`. */
 async function sources(dir: string): Promise<string[]> {
@@ -31,6 +31,7 @@ describe('config/own-secrets', () => {
   it('owns svc-secret keys by prefix and svc-initial-admin-secret whole, nothing of another Secret', () => {
     expect(ownedBySvc(SETTINGS_SECRET, 'server.secretkey')).to.equal("svc-secret's server.* keys hold svc's session and API token signing key");
     expect(ownedBySvc(INITIAL_ADMIN_SECRET, 'anything')).to.equal('svc-initial-admin-secret holds the initial admin password');
+    expect(ownedBySvc(SETTINGS_SECRET, 'ssotokens.0123abcd')).to.equal("svc-secret's ssotokens.* keys hold SSO users' personal API token records, with the identity their connector rechecks");
     expect(ownedBySvc(SETTINGS_SECRET, 'oidc.clientSecret')).to.equal(undefined);
     expect(ownedBySvc(SETTINGS_SECRET, 'serverless.token')).to.equal(undefined);
     expect(ownedBySvc('corp-sso', 'server.secretkey'), 'an operator Secret names its keys as it likes').to.equal(undefined);

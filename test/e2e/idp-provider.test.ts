@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { Writable } from 'node:stream';
 import * as client from 'openid-client';
+import { LoginRefused } from '../../connectors/errors.js';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
@@ -134,6 +135,26 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
       expect(refused).to.have.property('error', 'invalid_grant');
     } finally {
       if (saved !== undefined) connector.users.set('alice', saved);
+    }
+  });
+
+  it('answers temporarily_unavailable before using the refresh token when the connector fails, and invalid_grant when it refuses the person', async function () {
+    const { done, verifier, state } = await login(rp, `${url}/auth/callback`);
+    const tokens = await client.authorizationCodeGrant(rp, done as URL, { pkceCodeVerifier: verifier, expectedState: state });
+    const refresh = connector.refresh;
+    if (refresh === undefined) throw new Error('the fake connector refreshes');
+    connector.refresh = () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.1:636'));
+    try {
+      const down = await client.refreshTokenGrant(rp, tokens.refresh_token as string).catch((e: unknown) => e);
+      expect(down).to.have.property('error', 'temporarily_unavailable');
+      connector.refresh = refresh;
+      const again = await client.refreshTokenGrant(rp, tokens.refresh_token as string);
+      expect(again.claims(), 'the same refresh token still works').to.include({ sub: subjectOf('u-alice', 'directory') });
+      connector.refresh = () => Promise.reject(new LoginRefused('you are no longer in the allowed groups'));
+      const refused = await client.refreshTokenGrant(rp, again.refresh_token as string).catch((e: unknown) => e);
+      expect(refused).to.have.property('error', 'invalid_grant');
+    } finally {
+      connector.refresh = refresh;
     }
   });
 

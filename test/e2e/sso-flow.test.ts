@@ -210,7 +210,7 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     expect(refreshes()).to.equal(1);
   });
 
-  it('keeps a refused session only to its expiry: the refresh token is spent, the cookie unchanged, the refusal logged', async () => {
+  it('ends a session the provider refuses to renew at once: the cookie is no longer accepted, the refusal logged', async () => {
     const setup = await open({ idTokenTtlSeconds: 4, oidc: { requestedScopes: ['openid', 'groups', 'offline_access'] } });
     setup.provider.accounts.set('alice', { groups: ['sso-team'] });
     const { browser, token } = await ssoLogin(setup, 'alice');
@@ -218,8 +218,10 @@ describe('e2e: SSO login against an existing OIDC provider over HTTPS', function
     await sleep(2_500);
     const res = await browser.request(`${setup.svc.url}/api/v1/session/userinfo`);
     expect(res.status).to.equal(200);
+    expect(await res.json()).to.deep.equal({ loggedIn: false });
     expect(browser.cookie(setup.svc.url, 'svc.token')).to.equal(token);
-    expect(setup.svc.logs()).to.include('the provider refused to renew an SSO session');
+    expect(await userInfo(setup.svc.url, token)).to.deep.equal({ loggedIn: false });
+    expect(setup.svc.logs()).to.include('the provider refused to renew an SSO session; it ends');
   });
 });
 

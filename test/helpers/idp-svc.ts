@@ -6,6 +6,7 @@
  */
 import { rm } from 'node:fs/promises';
 import YAML from 'yaml';
+import type { AuditTrail } from '../../src/audit/trail.js';
 import type { PasswordConnector } from '../../connectors/connector.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { singleConnector } from './fake-password-connector.js';
@@ -22,6 +23,8 @@ export interface IdpSvc {
   readonly url: string;
   readonly server: TestServer;
   readonly backend: Backend;
+  /** Its config dir (to change a file while it runs). */
+  readonly dir: string;
   close(): Promise<void>;
 }
 
@@ -35,6 +38,7 @@ export async function idpSvcAddress(): Promise<IdpSvcAddress> {
 export interface IdpSvcOptions {
   readonly redisUrl?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly audit?: AuditTrail;
 }
 
 export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>, options: IdpSvcOptions = {}): Promise<IdpSvc> {
@@ -48,6 +52,7 @@ export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'ur
       url: at.url,
       server,
       backend,
+      dir: configDir,
       async close() {
         await server.close(1000);
         await backend.close();

@@ -42,6 +42,8 @@ export interface IdpConfig {
   readonly policy: string;
   /** svc-secret's data (server.secretkey and the connectors' secrets). */
   readonly secrets: Record<string, string>;
+  /** Further svc-cm keys (users.sso.groupsRecheck, ...). */
+  readonly cm?: Record<string, string>;
 }
 
 /** The policy of the extensions `tools` and `secret`: members of `toolsGroup` may use tools, of `secretGroup` secret. */
@@ -62,6 +64,7 @@ export function idpConfigDir(config: IdpConfig): string {
       url: config.url,
       'idp.config': YAML.stringify({ connectors: config.connectors }),
       'extension.config': YAML.stringify({ extensions }),
+      ...config.cm,
     }),
     'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': config.policy }),
     'svc-secret.yaml': secret('svc-secret', config.secrets),
