@@ -28,12 +28,14 @@ export interface Outcome {
 /** Requests per second of each kind; the WebSocket is held open and sends one message a second. */
 export const RATES: Readonly<Record<Kind, number>> = {
   'local-login': 2, logout: 1, 'api-request': 5, 'sso-login': 1, refresh: 4, 'proxy-plain': 10, 'proxy-upload': 0.2,
-  'proxy-stream': 1, websocket: 1, 'token-create': 0.5, 'token-delete': 0.25, 'config-edit': 1 / 20,
+  'proxy-stream': 1, websocket: 1, 'token-create': 0.5, 'token-delete': 0.5, 'config-edit': 1 / 20,
 };
 
 const UPLOAD = Buffer.alloc(10 << 20, 'u');
 const STREAM_BYTES = 20 * 4096;
 const TIMEOUT_MS = 15_000;
+/** API tokens kept live; the per-account cap (100 by default) is far above. */
+const LIVE_TOKENS = 20;
 const BASIC = `Basic ${Buffer.from(`svc:${encodeURIComponent(webClientSecret(SECRET_KEY))}`).toString('base64')}`;
 
 export interface Ledger {
@@ -106,8 +108,9 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
       if (sessions.length > 20) sessions.shift();
       return '200';
     },
+    // A session of its own: a pooled one may be in use by another loop, which would then see it refused.
     logout: async () => {
-      const token = sessions.shift() ?? (await session());
+      const token = await session();
       expect(await api(base, 'DELETE', '/api/v1/session', token), 200, 'logout');
       ledger.loggedOut.push(token);
       return '200';
@@ -162,8 +165,9 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
       return '200';
     },
     'token-delete': async () => {
+      // The oldest, once a few are live: creation and deletion balance below the per-account cap.
       const first = ledger.liveTokens.entries().next();
-      if (first.done === true) return 'none to delete';
+      if (first.done === true || ledger.liveTokens.size < LIVE_TOKENS) return 'too few to delete';
       const [id, token] = first.value;
       expect(await api(base, 'DELETE', `/api/v1/account/alice/token/${id}`, await adminToken()), 200, 'token delete');
       ledger.liveTokens.delete(id);

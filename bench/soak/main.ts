@@ -127,6 +127,8 @@ async function main(): Promise<number> {
   let load: ReturnType<typeof startLoad> | undefined;
   try {
     const idle = new Map<string, Descriptors | undefined>(rig.svc.map((s) => [s.name, s.pid === undefined ? undefined : descriptors(s.pid)]));
+    // Sentinel's replica must be caught up first: writes that wait for a replica fail until it is.
+    await rig.redis.awaitReplicated(60_000);
     const keysBefore = await persistentKeys(rig.redis);
     const edits = editPolicy(rig);
     load = startLoad(rig, edits.step);
