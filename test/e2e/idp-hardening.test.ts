@@ -114,7 +114,7 @@ describe('e2e: the identity provider\'s answers to odd requests', function () {
   // Found by fuzzing the login pages (test/idp/login/interactions.fuzz.test.ts, seed 3807):
   // `POST /api/idp/interaction//connector/x` was Koa's plain-text "Not Found".
   it('answers a path under /api/idp that nothing serves with the JSON 404 of the rest of svc, naming it: the login app\'s and the provider\'s', async function () {
-    for (const [method, path] of [['POST', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/nothing'], ['POST', '/api/idp/nothing/at/all']]) {
+    for (const [method, path] of [['POST', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/nothing'], ['POST', '/api/idp/nothing/at/all']] as const) {
       const res = await fetch(`${url}${path}`, { method, redirect: 'manual' });
       expect(res.status, `${method} ${path}`).to.equal(404);
       expect(res.headers.get('content-type'), `${method} ${path}`).to.match(/^application\/json/);
