@@ -1,6 +1,7 @@
 /**
  * The bundled provider's login pages under fuzzing (docs/reliability.md): the password form's
- * fields and bodies, the connector chooser's and the connector page's query strings and paths,
+ * fields and bodies, authorization requests with random parameters and the connector chooser
+ * they lead to (two connectors), the connector pages' query strings and paths,
  * the callbacks' query strings and forms (with and without a binding cookie). Property: every
  * answer below 500, an HTML page or a JSON error, and no heap growth past a bound over the run.
  */
@@ -12,6 +13,7 @@ import { fakePasswordConnector } from '../../helpers/fake-password-connector.js'
 import { fuzzOptions, heapAfterGc } from '../../helpers/fuzz.js';
 import { expectHandled, rawParameters } from '../../helpers/http-fuzz.js';
 import { startPasswordIdpSvc } from '../../helpers/idp-svc.js';
+import type { ConnectorSource } from '../../../src/idp/connectors/connector-source.js';
 import type { TestServer } from '../../helpers/server.js';
 
 const ALICE = { userId: 'alice', username: 'alice', email: 'alice@example.org', emailVerified: true, groups: ['dev'] };
@@ -31,8 +33,16 @@ describe('identity provider login pages under fuzzing', function () {
   let heapBefore = 0;
 
   before(async function () {
-    ({ url, server } = await startPasswordIdpSvc(fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } }), {
+    const directory = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
+    const other = fakePasswordConnector({});
+    // Two connectors, so that the chooser is shown (one is chosen at once).
+    const source: ConnectorSource = {
+      list: () => [{ id: 'directory', name: 'Directory', type: 'ldap' }, { id: 'other', name: 'Other <b>&', type: 'ldap' }],
+      get: (id) => (id === 'directory' ? directory : id === 'other' ? other : undefined),
+    };
+    ({ url, server } = await startPasswordIdpSvc(directory, {
       secretKey: SECRET_KEY,
+      source,
       // Failed logins would lock the names they use; the lockout is tested in password-guard.test.ts.
       env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '100000' },
     }));
@@ -49,15 +59,20 @@ describe('identity provider login pages under fuzzing', function () {
     return res;
   }
 
-  /** A login started by the command line's client, at its password form. */
-  async function startInteraction(): Promise<Interaction> {
+  /** The command line client's authorization request, with `extra` parameters. */
+  function authorizePath(extra = ''): string {
     const challenge = createHash('sha256').update(VERIFIER).digest('base64url');
     const query = new URLSearchParams({ client_id: 'svc-cli', redirect_uri: 'http://127.0.0.1/auth/callback', response_type: 'code', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'fuzz-state' });
-    const start = await call(`/api/idp/auth?${query}`);
+    return `/api/idp/auth?${query}${extra === '' ? '' : `&${extra}`}`;
+  }
+
+  /** A login started by the command line's client, at the directory's password form. */
+  async function startInteraction(): Promise<Interaction> {
+    const start = await call(authorizePath());
     const path = new URL(start.headers.get('location') ?? '', url).pathname;
     const cookie = start.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
     await start.arrayBuffer();
-    const page = await call(path, { headers: { cookie } });
+    const page = await call(`${path}/connector/directory`, { headers: { cookie } });
     const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
     expect(csrf, 'the password form').to.not.equal('');
     return { path, cookie, csrf };
@@ -84,6 +99,24 @@ describe('identity provider login pages under fuzzing', function () {
         await expectHandled(await call(`${interaction.path}/connector/directory`, { method: 'POST', headers, body }), `login form ${body.slice(0, 100)}`);
       }),
       fuzzOptions(3806, 100),
+    );
+  });
+
+  const authorizeExtra = rawParameters(['connector_id', 'prompt', 'login_hint', 'ui_locales', 'max_age', 'acr_values', 'claims', 'scope', 'nonce', 'response_mode', 'id_token_hint', 'request', 'display']);
+
+  it('answers an authorization request with random parameters, and the chooser it leads to, below 500 (200 cases, seed 3811)', async () => {
+    await fc.assert(
+      fc.asyncProperty(authorizeExtra, async (extra) => {
+        const start = await call(authorizePath(extra));
+        await expectHandled(start, `authorize ${extra.slice(0, 120)}`);
+        const location = start.headers.get('location');
+        if (location === null || !location.startsWith('/api/idp/interaction/')) return;
+        const cookie = start.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+        const page = await call(location, { headers: { cookie } });
+        const html = await expectHandled(page, `chooser after ${extra.slice(0, 120)}`);
+        if (page.status === 200) expect(html).to.not.contain('Other <b>&', 'a connector name unescaped');
+      }),
+      fuzzOptions(3811, 200),
     );
   });
 
