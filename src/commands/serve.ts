@@ -5,7 +5,8 @@
  * A worker that fails before it is ready (port taken, bad TLS file, Redis refused) would fail
  * the same way again, so the primary stops everything and exits 1 with the worker's reason,
  * instead of restarting it forever. A worker that dies after it was ready is restarted with a
- * growing delay; one that keeps dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
+ * growing delay, each worker slot on a budget of its own (restart-budget.ts); a slot that keeps
+ * dying (MAX_RESTARTS within RESTART_WINDOW_MS) stops the server.
  *
  * /metrics, whichever worker takes the scrape, answers with every worker's metrics combined by
  * the primary (main/cluster-metrics.ts), on the public listener and on --metrics-listen alike.
@@ -17,6 +18,8 @@ import { createMetricsCollector, workerMetrics, type WorkerChannel } from '../ma
 import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
 import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
+import { createRestartBudgets, MAX_RESTARTS, RESTART_WINDOW_MS } from './restart-budget.js';
+
 
 export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers'> {
   readonly workers: number;
@@ -26,10 +29,6 @@ type Logger = ReturnType<typeof createLogger>;
 
 /** In-flight requests get this long after SIGTERM; the primary exits 2 s after it (deploy/ sizes the pod's grace period on it). */
 export const SHUTDOWN_GRACE_MS = 10_000;
-export const MAX_RESTARTS = 5;
-export const RESTART_WINDOW_MS = 60_000;
-const FIRST_RESTART_DELAY_MS = 100;
-const MAX_RESTART_DELAY_MS = 5_000;
 /** An exit can be seen before the worker's last message; wait this long for its reason. */
 const REASON_WAIT_MS = 200;
 
@@ -99,7 +98,10 @@ function isWorkerMessage(value: unknown): value is WorkerMessage {
 function runPrimary(workers: number, log: Logger): void {
   const ready = new Set<number>();
   const reasons = new Map<number, string>();
-  const restarts = restartBackoff();
+  /** Worker id -> its slot: a replacement takes the slot, and the restart budget, of the worker it replaces. */
+  const slots = new Map<number, number>();
+  const restarts = createRestartBudgets();
+  const fork = (slot: number) => slots.set(cluster.fork().id, slot);
   let stopping = false;
   // Only ready workers are asked: one still starting has no registry to answer from yet.
   const metrics = createMetricsCollector({
@@ -131,7 +133,7 @@ function runPrimary(workers: number, log: Logger): void {
     if (metrics.handle(worker, message) || !isWorkerMessage(message)) return;
     if (message.svc === 'ready') {
       ready.add(worker.id);
-      log.info({ worker: worker.id }, 'worker ready');
+      log.info({ worker: worker.id, slot: slots.get(worker.id), pid: worker.process.pid }, 'worker ready');
     } else {
       reasons.set(worker.id, message.reason);
       failStart(worker, message.reason);
@@ -146,33 +148,21 @@ function runPrimary(workers: number, log: Logger): void {
       return;
     }
     ready.delete(worker.id);
-    const delay = restarts.next(Date.now());
+    const slot = slots.get(worker.id) ?? 0;
+    slots.delete(worker.id);
+    const delay = restarts.next(slot, Date.now());
     if (delay === undefined) {
-      log.error({ worker: worker.id, code, signal }, 'workers keep dying; stopping');
-      process.stderr.write(`svc-server: workers died ${MAX_RESTARTS + 1} times within ${RESTART_WINDOW_MS / 1000}s; stopping\n`);
+      log.error({ worker: worker.id, slot, code, signal }, 'a worker keeps dying; stopping');
+      process.stderr.write(`svc-server: worker slot ${slot} died ${MAX_RESTARTS + 1} times within ${RESTART_WINDOW_MS / 1000}s; stopping\n`);
       shutdown(1);
       return;
     }
-    log.error({ worker: worker.id, code, signal, delayMs: delay }, 'worker died; starting another');
+    log.error({ worker: worker.id, slot, code, signal, delayMs: delay }, 'worker died; starting another');
     setTimeout(() => {
-      if (!stopping) cluster.fork();
+      if (!stopping) fork(slot);
     }, delay);
   });
-  for (let i = 0; i < workers; i++) cluster.fork();
+  for (let slot = 0; slot < workers; slot++) fork(slot);
   process.once('SIGTERM', () => shutdown(0, 'SIGTERM'));
   process.once('SIGINT', () => shutdown(0, 'SIGINT'));
-}
-
-/** The delay before the next restart, doubling with each restart in the window; undefined past MAX_RESTARTS. */
-function restartBackoff(): { next(now: number): number | undefined } {
-  const times: number[] = [];
-  return {
-    next(now) {
-      while (times.length > 0 && (times[0] ?? now) <= now - RESTART_WINDOW_MS) times.shift();
-      if (times.length >= MAX_RESTARTS) return undefined;
-      const delay = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** times.length);
-      times.push(now);
-      return delay;
-    },
-  };
 }

@@ -70,6 +70,10 @@ export const UNRESOLVED = '<unresolved secret reference>';
 
 export function resolveForChecking(value: unknown, secrets: SecretLookup, sink: ScopedSink, path: (string | number)[] = []): { value: unknown; unresolved: readonly (readonly (string | number)[])[] } {
   const unresolved: (string | number)[][] = [];
+  // What is checked here is a map (an entry, a document): a reference standing for the whole of
+  // it is left as written. Resolved, the "must be a map, not a string" that follows quoted the
+  // Secret's value, and only values inside a map or list are marked as a Secret's (markReferences).
+  if (typeof value === 'string') return { value, unresolved };
   return { value: walk(value, secrets, sink, path, unresolved), unresolved };
 }
 

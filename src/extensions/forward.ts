@@ -18,12 +18,12 @@
  * the client sees a truncated response, never a clean one.
  */
 import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { BackendIdle, BackendTimeout, BackendTls, BackendUnreachable, type SvcError } from '../errors.js';
 import { heldSetCookies } from '../http/entry.js';
+import { onConnectionClose } from './connection-close.js';
 import { responseHeaderList } from './headers.js';
 import { isTlsError } from './tls.js';
 
@@ -113,7 +113,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private connected = false;
   private queueTimer: NodeJS.Timeout | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
-  private queuedOn: Socket | undefined;
+  /** Stops watching the connection of a response queued behind another (connection-close.ts). */
+  private unwatchConnection: (() => void) | undefined;
   /** Body bytes still expected when the backend declared a length; -1 otherwise. */
   private remaining = -1;
 
@@ -126,10 +127,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     res.on('close', this.onClientClose); // removed in settle(); 'close' comes once anyway
     // A pipelined response waiting behind another has no socket yet, and Node emits its 'close'
     // neither when the client leaves nor when it is destroyed: watch the connection itself.
-    if (res.socket === null) {
-      this.queuedOn = res.req.socket;
-      this.queuedOn.once('close', this.onClientClose);
-    }
+    if (res.socket === null) this.unwatchConnection = onConnectionClose(res.req.socket, this.onClientClose);
   }
 
   private readonly onClientClose = (): void => {
@@ -239,7 +237,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private settle(): void {
     this.settled = true;
     this.res.off('close', this.onClientClose);
-    this.queuedOn?.off('close', this.onClientClose);
+    this.unwatchConnection?.();
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
   }
 }

@@ -64,6 +64,10 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       (ctx as typeof ctx & { mountPath: string }).mountPath = MOUNT_PATH;
       return next();
     });
+    provider.use(async function providerNoRoute(ctx, next) {
+      await next();
+      noRoute(ctx, `${MOUNT_PATH}${ctx.path === '/' ? '' : ctx.path}`);
+    });
     const app = new Koa();
     app.keys = createCookieKeys(keys.cookie);
     app.proxy = secure;
@@ -75,6 +79,9 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     });
     const sourceOf = (req: IncomingMessage): string => requestSource(req, pending.trustedProxies);
     app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log, sourceOf }).routes());
+    app.use(function loginNoRoute(ctx) {
+      noRoute(ctx, ctx.path);
+    });
     return { provider: provider.callback(), login: app.callback() };
   }
   let handlers = build(deps.keys);
@@ -97,6 +104,16 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       deps.log.info({ kids: keys.signing.map((k) => k.kid) }, 'identity provider: keys reloaded');
     },
   };
+}
+
+/**
+ * A path under the mount that neither app serves: the JSON 404 the rest of svc answers
+ * (http/app.ts), not Koa's plain-text "Not Found".
+ */
+function noRoute(ctx: Koa.Context, path: string): void {
+  if (ctx.status !== 404 || (ctx.body !== undefined && ctx.body !== null)) return;
+  ctx.status = 404;
+  ctx.body = { error: 'not_found', message: `no route for ${ctx.method} ${path}` };
 }
 
 /** The login pages' own failures: a page for the person, the details in the log. */

@@ -15,6 +15,7 @@ import { refusesUser, upstreamReason } from '../../connectors/errors.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import type { AccountStore } from './storage/federated-accounts.js';
+import { answeringUnavailable } from './storage/storage-unavailable.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { asSessionRekey } from './storage/session-rekey.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
@@ -65,10 +66,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   const pending = pendingOf(deps, now);
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
-    adapter: withStaticClients(createStateAdapterClass(deps.state, {
+    adapter: withStaticClients(answeringUnavailable(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
       pending: { bound: pending.bound, sourceOf: () => requestSource(Provider.ctx?.req, pending.trustedProxies) },
-    }), deps.staticClients ?? (() => [])),
+    })), deps.staticClients ?? (() => [])),
     clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: createCookieKeys(deps.keys.cookie), names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },

@@ -10,6 +10,8 @@ import { expect } from 'chai';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, SETTINGS_SECRET, type SecretObject } from '../../src/config/manifests.js';
 import { ProblemSink, formatProblem } from '../../src/config/problems.js';
 import { isFromSecret, isSecretReference, resolveAllReferences, resolveForChecking, resolveSecretReference, UNRESOLVED, type SecretLookup } from '../../src/config/secret-ref.js';
+import { parseExtensionConfig } from '../../src/extensions/config.js';
+import { parseWorkloadConfig } from '../../src/workload/config.js';
 
 const secret = (name: string, labels: Record<string, string>, data: Record<string, string>): SecretObject => ({ name, file: `${name}.yaml`, labels, data });
 
@@ -144,5 +146,17 @@ describe('config/secret-ref', () => {
     const { value, unresolved } = resolveForChecking({ bindPW: '$nosuch:k' }, SECRETS, sink.scoped('svc-cm', ['idp.config']));
     expect(unresolved).to.deep.equal([['bindPW']]);
     expect((value as { bindPW: string }).bindPW).to.equal(UNRESOLVED).and.to.have.length.above(0);
+  });
+
+  // Found by fuzzing workload.config (test/workload/config.fuzz.test.ts, seed 3803): the entry
+  // `- $ours:password` was resolved, and "must be a map, not a string" quoted the Secret's value.
+  it('leaves a reference that stands for a whole entry as written, so the message names the reference, not the value: workload.config `- $ours:password`, extension.config `extensions: [$oidc.clientSecret]`', () => {
+    const sink = new ProblemSink();
+    expect(resolveForChecking('$ours:password', SECRETS, sink.scoped('svc-cm', ['x']))).to.deep.equal({ value: '$ours:password', unresolved: [] });
+    parseWorkloadConfig('- $ours:password\n', SECRETS, sink.scoped('svc-cm').at('workload.config'));
+    parseExtensionConfig('extensions: [$oidc.clientSecret]', SECRETS, sink.scoped('svc-cm').at('extension.config'));
+    const problems = sink.problems.map(formatProblem);
+    expect(problems).to.include("svc-cm: workload.config[0]: '$ours:password' must be a map, not a string");
+    expect(problems.join('\n')).to.not.contain('ours-pw').and.not.contain('s3cret');
   });
 });

@@ -110,4 +110,17 @@ describe('e2e: the identity provider\'s answers to odd requests', function () {
     // Its own browser gets past the CSRF check: the code is unknown, so the input page again.
     expect(await own.text()).to.include('That code is not right');
   });
+
+  // Found by fuzzing the login pages (test/idp/login/interactions.fuzz.test.ts, seed 3807):
+  // `POST /api/idp/interaction//connector/x` was Koa's plain-text "Not Found".
+  it('answers a path under /api/idp that nothing serves with the JSON 404 of the rest of svc, naming it: the login app\'s and the provider\'s', async function () {
+    for (const [method, path] of [['POST', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/interaction//connector/x'], ['GET', '/api/idp/nothing'], ['POST', '/api/idp/nothing/at/all']] as const) {
+      const res = await fetch(`${url}${path}`, { method, redirect: 'manual' });
+      expect(res.status, `${method} ${path}`).to.equal(404);
+      expect(res.headers.get('content-type'), `${method} ${path}`).to.match(/^application\/json/);
+      expect(await res.json()).to.deep.equal({ error: 'not_found', message: `no route for ${method} ${path}` });
+    }
+    // What the provider serves is untouched.
+    expect((await fetch(`${url}/api/idp/.well-known/openid-configuration`)).status).to.equal(200);
+  });
 });

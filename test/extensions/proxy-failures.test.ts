@@ -70,6 +70,26 @@ describe('extension proxy: backends that fail and clients that misbehave', funct
       expect(urls).to.deep.equal(['/base/first', '/base/second']);
     });
 
+    it('answers 20 pipelined requests on one connection, in order, without a listener warning', async () => {
+      // Each response queued behind another watches the connection for the client leaving: one
+      // 'close' listener per queued request went past Node's limit of ten and printed a warning.
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on('warning', onWarning);
+      try {
+        const get = (i: number, close: boolean) => `GET /api/v1/extensions/echo/r${i} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token['admin']}\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+        const res = await rawExchange(server.port, Array.from({ length: 20 }, (_, i) => get(i, i === 19)).join(''), 10_000);
+        expect(res.closed).to.equal(true);
+        const urls = [...res.data.matchAll(/"url":"([^"]*)"/g)].map((m) => m[1]);
+        expect(urls).to.deep.equal(Array.from({ length: 20 }, (_, i) => `/base/r${i}`));
+        // A warning is emitted on the next tick after the listener was added.
+        await new Promise((r) => setImmediate(r));
+        expect(warnings.map((w) => `${w.name}: ${w.message}`)).to.deep.equal([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    });
+
     /** Pipelines a request that the idle backend never answers (30 s) and one to the endless flood backend. */
     async function pipelineBehindSlowAnswer(): Promise<{ socket: Socket; start: number }> {
       floodClosed.length = 0;

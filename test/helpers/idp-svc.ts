@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import YAML from 'yaml';
 import type { AuditTrail } from '../../src/audit/trail.js';
 import type { PasswordConnector } from '../../connectors/connector.js';
+import type { ConnectorSource } from '../../src/idp/connectors/connector-source.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { singleConnector } from './fake-password-connector.js';
 import { configMap, idpConfigDir, secret, tempConfigDir, type IdpConfig } from './manifests.js';
@@ -73,8 +74,9 @@ const PLACEHOLDER_CONNECTORS = [{ type: 'ldap', id: 'directory', name: 'Director
  * svc with the bundled provider whose one connector, `directory`, is `connector` (a stand-in of
  * test/helpers/fake-password-connector.ts), no extension and an empty policy: for the tests of
  * the provider itself. `dir` is its config dir (left to the temp dir's cleanup, as before).
+ * `source` replaces that one connector with a source of several (a chooser to show).
  */
-export async function startPasswordIdpSvc(connector: PasswordConnector, options: IdpSvcOptions & { readonly secretKey: string }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
+export async function startPasswordIdpSvc(connector: PasswordConnector, options: IdpSvcOptions & { readonly secretKey: string; readonly source?: ConnectorSource }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {
   const at = await idpSvcAddress();
   const dir = tempConfigDir({
     'svc-cm.yaml': configMap('svc-cm', { url: at.url, 'idp.config': YAML.stringify({ connectors: PLACEHOLDER_CONNECTORS }) }),
@@ -83,7 +85,7 @@ export async function startPasswordIdpSvc(connector: PasswordConnector, options:
   });
   const server = await startTestServer(dir, {
     port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.env !== undefined ? { env: options.env } : {}),
-    idp: { connectors: () => singleConnector('directory', connector) },
+    idp: { connectors: () => options.source ?? singleConnector('directory', connector) },
   });
   return { ...at, server, dir };
 }
