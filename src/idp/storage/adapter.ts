@@ -25,7 +25,7 @@
  */
 import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
 import { createSealer } from '../../lib/sealed.js';
-import { StateUnavailable, type StateBackend } from '../../state/state.js';
+import type { StateBackend } from '../../state/state.js';
 import {
   consumedKey, createIdRefs, formerConsumedKey, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
 } from './adapter-keys.js';
@@ -102,7 +102,7 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
   const release = (model: string, at: string): Promise<void> | undefined =>
     (pending !== undefined && BOUNDED_MODELS.has(model) ? pending.bound.release(recordKey(model, at)) : undefined);
 
-  const StateAdapter = class StateAdapter implements Adapter {
+  return class StateAdapter implements Adapter {
     readonly #model: string;
 
     constructor(name: string) {
@@ -188,50 +188,6 @@ export function createStateAdapterClass(state: StateBackend, options: StateAdapt
       await grants.forget(grant, members);
     }
   };
-  return answeringUnavailable(StateAdapter);
-}
-
-type AdapterClass = new (name: string) => Adapter;
-
-/**
- * The state backend unreachable (a Redis failover, an outage) is answered 503
- * `temporarily_unavailable`, which a client may retry, not oidc-provider's 500 `server_error`
- * for an unknown fault: the provider renders an error as exposed only when it says so.
- */
-function answeringUnavailable(Base: AdapterClass): AdapterConstructor {
-  const guard = async <T>(run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (err: unknown) {
-      if (!(err instanceof StateUnavailable)) throw err;
-      const refused = new errors.TemporarilyUnavailable('the login service\'s state is unreachable for a moment; try again shortly');
-      Object.assign(refused, { status: 503, statusCode: 503, cause: err });
-      throw refused;
-    }
-  };
-  return class GuardedStateAdapter extends Base {
-    override upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
-      return guard(() => super.upsert(id, payload, expiresIn));
-    }
-    override find(id: string): Promise<AdapterPayload | undefined> {
-      return guard(async () => (await super.find(id)) ?? undefined);
-    }
-    override findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return guard(async () => (await super.findByUid(uid)) ?? undefined);
-    }
-    override findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-      return guard(async () => (await super.findByUserCode(userCode)) ?? undefined);
-    }
-    override consume(id: string): Promise<void> {
-      return guard(() => super.consume(id));
-    }
-    override destroy(id: string): Promise<void> {
-      return guard(() => super.destroy(id));
-    }
-    override revokeByGrantId(grantId: string): Promise<void> {
-      return guard(() => super.revokeByGrantId(grantId));
-    }
-  } as unknown as AdapterConstructor;
 }
 
 /** The record stored under a ref, as stored (its `jti` sealed), with its consumed mark. */
