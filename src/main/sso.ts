@@ -10,6 +10,7 @@ import { localKeySet } from '../idp/keys.js';
 import type { JWTVerifyGetKey } from 'jose';
 import type { IdpFeature } from './idp.js';
 import { ssoRoutes } from '../http/routes/sso.js';
+import { backchannelLogoutRoutes } from '../http/routes/backchannel-logout.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
 import { loginRecorder } from '../http/routes/record-login.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
@@ -121,7 +122,16 @@ function ssoFeature(
   return {
     name: 'sso',
     beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
-    routers: [ssoRoutes({
+    routers: [backchannelLogoutRoutes({
+      logout: {
+        token: { issuer: client.provider.issuer, clientId: client.provider.clientID, keys: () => verifier.keySet(), state, now },
+        sessions: authentication.sessions,
+      },
+      trustedProxies: services.trustedProxies,
+      audit: services.audit,
+      log,
+      now,
+    }), ssoRoutes({
       login,
       callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,

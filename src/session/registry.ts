@@ -64,6 +64,8 @@ export interface SessionRegistry {
   logout(account: string, id: string, exp: number | undefined, context: EndContext): Promise<void>;
   /** Ends every session of the account but `keepId`; how many ended. */
   endOthers(account: string, keepId: string | undefined, context: EndContext): Promise<number>;
+  /** Ends every session of the account that `issuer` gave (back-channel logout by `sub`); how many ended. */
+  endFromIssuer(account: string, issuer: string, context: EndContext): Promise<number>;
   /** Ends every session of the upstream session `sid` at `issuer`; how many ended. */
   endBySid(issuer: string, sid: string, context: EndContext): Promise<number>;
   /** An SSO session renewed: the record follows the new token, the old id is kept to revoke with it. */
@@ -173,6 +175,11 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
       const others = (await records(account)).filter((r) => keepId === undefined || !tokensOf(r).some((t) => t.id === keepId));
       for (const other of others) await endRecord(other, context);
       return others.length;
+    },
+    async endFromIssuer(account, issuer, context) {
+      const matching = (await records(account)).filter((r) => r.issuer === issuer);
+      for (const r of matching) await endRecord(r, context);
+      return matching.length;
     },
     async endBySid(issuer, sid, context) {
       const members = await state.hashGetAll(sidKey(issuer, sid));
