@@ -82,4 +82,17 @@ describe('e2e: back-channel logout from the SSO provider', function () {
     expect(res.status).to.equal(400);
     expect(await res.json()).to.deep.equal({ error: 'invalid_request', error_description: "the form must hold exactly one non-empty 'logout_token'" });
   });
+
+  it('bounds the requests of one source address: past its burst, 429 with Retry-After, before any check', async function () {
+    const post = () => fetch(`${setup.svc.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    // At once, so the refill (10 a second) cannot keep up however loaded the machine is.
+    const replies = await Promise.all(Array.from({ length: 80 }, post));
+    const statuses = replies.map((r) => r.status);
+    const limited = replies.find((r) => r.status === 429);
+    for (const r of replies) if (r !== limited) await r.body?.cancel();
+    expect(limited, `statuses: ${statuses.join(',')}`).not.to.equal(undefined);
+    expect(statuses.filter((s) => s === 400).length).to.be.at.least(50);
+    expect(Number(limited?.headers.get('retry-after'))).to.be.at.least(1);
+    expect((await limited?.json()) as Record<string, string>).to.deep.include({ error: 'temporarily_unavailable' });
+  });
 });
