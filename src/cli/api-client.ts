@@ -10,7 +10,13 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { svcVersion } from '../lib/version.js';
 import { ApiError, CliError } from './errors.js';
+
+/** Every request says it is the CLI: the server lists its sessions as `cli` (docs/accounts.md "Sessions"). */
+export function userAgent(): string {
+  return `svc/${svcVersion()}`;
+}
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -49,6 +55,18 @@ export interface GenerateTokenRequest {
   readonly id?: string;
   /** Seconds; 0 means the token never expires. */
   readonly expiresIn?: number;
+}
+
+/** One session as GET /api/v1/session/list gives it. */
+export interface SessionInfo {
+  readonly id: string;
+  readonly kind: string;
+  readonly client: string;
+  readonly address: string;
+  readonly createdAt: string;
+  readonly lastUsedAt: string;
+  readonly expiresAt: string;
+  readonly current: boolean;
 }
 
 export interface UpdatePasswordRequest {
@@ -96,7 +114,7 @@ export class ApiClient {
       subject_token: subjectToken,
       subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
     }).toString();
-    const init: RequestInit = { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body };
+    const init: RequestInit = { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'user-agent': userAgent() }, body };
     let response: Response;
     try {
       response = await this.fetch(`${this.options.server}/api/v1/session/exchange`, init);
@@ -123,6 +141,19 @@ export class ApiClient {
 
   async deleteSession(): Promise<void> {
     await this.request('DELETE', '/api/v1/session');
+  }
+
+  /** The sessions of `account` (default: the caller's), newest first. */
+  async listSessions(account?: string): Promise<readonly SessionInfo[]> {
+    const query = account === undefined ? '' : `?account=${segment(account)}`;
+    const body = await this.request<{ items?: readonly SessionInfo[] }>('GET', `/api/v1/session/list${query}`);
+    return body.items ?? [];
+  }
+
+  /** Ends one session by its id (not the caller's logout: deleteSession). */
+  async endSession(id: string, account?: string): Promise<void> {
+    const query = account === undefined ? '' : `?account=${segment(account)}`;
+    await this.request('DELETE', `/api/v1/session/${segment(id)}${query}`);
   }
 
   userInfo(): Promise<UserInfo> {
@@ -171,7 +202,7 @@ export class ApiClient {
   }
 
   async request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent() };
     if (this.options.token !== undefined) headers['authorization'] = `Bearer ${this.options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const init: RequestInit = { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };

@@ -3,7 +3,7 @@
  * kubectl and argocd). Pure functions from data to text, so they are tested without a process.
  */
 import YAML from 'yaml';
-import type { Account, TokenInfo, UserInfo } from './api-client.js';
+import type { Account, SessionInfo, TokenInfo, UserInfo } from './api-client.js';
 import { CliError } from './errors.js';
 
 export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
@@ -51,6 +51,15 @@ export function renderAccount(format: OutputFormat, account: Account): string {
   if (account.tokens.length === 0) return `${head}\nNONE\n`;
   const rows = account.tokens.map((t) => [t.id, formatTime(t.issuedAt), formatTime(t.expiresAt)]);
   return `${head}\n${renderTable(['ID', 'ISSUED AT', 'EXPIRING AT'], rows)}`;
+}
+
+/** `svc session list`: newest first, the caller's own marked with `*`. */
+export function renderSessionList(format: OutputFormat, sessions: readonly SessionInfo[]): string {
+  if (format === 'json' || format === 'yaml') return renderData(format, { items: sessions });
+  const headers = ['ID', 'KIND', 'CLIENT', 'ADDRESS', 'CREATED', 'LAST USED', 'CURRENT'];
+  const rows = sessions.map((s) => [s.id, s.kind, s.client, s.address, formatTime(s.createdAt), formatTime(s.lastUsedAt), s.current ? '*' : '']);
+  if (format === 'table') return renderTable(headers, rows);
+  return renderTable([...headers, 'EXPIRES'], sessions.map((s, i) => [...(rows[i] ?? []), formatTime(s.expiresAt)]));
 }
 
 /** `svc account get-user-info`, in argocd's words (Logged In, Username, Issuer, Groups) and the readable name. */

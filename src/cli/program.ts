@@ -7,6 +7,7 @@ import { Command, type HelpContext } from 'commander';
 import { registerAccount } from './commands/account.js';
 import { registerLogin } from './commands/login.js';
 import { registerLogout } from './commands/logout.js';
+import { registerSession } from './commands/session.js';
 import { registerVersion } from './commands/version.js';
 import { CliContext, type CliIo, type GlobalOptions } from './context.js';
 import { CliError, reportError } from './errors.js';
@@ -58,6 +59,7 @@ export function buildProgram(io: CliIo): Command {
   registerLogin(program, ctx);
   registerLogout(program, ctx);
   registerAccount(program, ctx);
+  registerSession(program, ctx);
   registerVersion(program, ctx);
   return program;
 }

@@ -100,7 +100,7 @@ class Exchange {
     this.res.on('close', () => this.observe(extension?.name));
     if (this.request.name === '') throw new ExtensionNotFound('name an extension: /api/v1/extensions/<name>[/<path>]');
     const req = this.req;
-    const caller = this.deps.readCaller({ method: req.method, headers: req.headers, protocol: protocolOf(req.socket) }, 'request');
+    const caller = this.deps.readCaller({ method: req.method, headers: req.headers, protocol: protocolOf(req.socket), socket: req.socket }, 'request');
     if (caller instanceof Promise) {
       caller.then(
         (found) => this.guarded(() => this.proceed(found)),

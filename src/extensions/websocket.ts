@@ -86,7 +86,7 @@ export function relayWebSocket(deps: WebSocketDeps, req: IncomingMessage, target
 async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, socket: Socket): Promise<number> {
   const { req, target, requestId, log } = handshake;
   const protocol = protocolOf(req.socket);
-  const caller = await deps.readCaller({ method: req.method, headers: req.headers, protocol }, 'handshake');
+  const caller = await deps.readCaller({ method: req.method, headers: req.headers, protocol, socket: req.socket }, 'handshake');
   // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
   if (socket.destroyed) return CLIENT_GONE;
   const limited = findExtension(deps.settings.current(), target.name);

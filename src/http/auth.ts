@@ -13,7 +13,7 @@ import type { AppState } from './state.js';
 
 export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState> {
   return async function readToken(ctx, next) {
-    const caller = await readCaller({ method: ctx.method, headers: ctx.req.headers, protocol: ctx.protocol }, 'request');
+    const caller = await readCaller({ method: ctx.method, headers: ctx.req.headers, protocol: ctx.protocol, socket: ctx.req.socket }, 'request');
     const { principal, token, via, authError } = caller;
     if (principal !== undefined && token !== undefined) {
       ctx.state.principal = principal;

@@ -43,6 +43,8 @@ export interface CallerRequest {
   readonly headers: IncomingHttpHeaders;
   /** 'http' or 'https', as the connection came (no X-Forwarded-Proto is trusted). */
   readonly protocol: string;
+  /** The connection, whose peer address is read only when a session is first seen (session-usage.ts). */
+  readonly socket?: { readonly remoteAddress?: string | undefined };
 }
 
 /** 'request' for plain HTTP; 'handshake' for a WebSocket upgrade, whose cookie rule is stricter. */
@@ -69,6 +71,8 @@ export interface CallerDeps {
   };
   /** svc's configured `url`, read per request: its origin is svc's own. */
   readonly configuredUrl: () => string;
+  /** Told of every accepted caller (session-usage.ts: the session's last use); must not throw or await. */
+  readonly onUse?: (principal: Principal, request: CallerRequest, via: 'bearer' | 'cookie') => void;
 }
 
 const ANONYMOUS: Caller = { principal: undefined, token: undefined, via: undefined, authError: undefined };
@@ -91,9 +95,15 @@ export function createReadCaller(deps: CallerDeps): ReadCaller {
     } catch (err: unknown) {
       return refused(err);
     }
-    if (principal !== undefined) return { principal, token, via, authError: undefined };
+    if (principal !== undefined) {
+      deps.onUse?.(principal, request, via);
+      return { principal, token, via, authError: undefined };
+    }
     return deps.authenticator.authenticate(token).then(
-      (found): Caller => ({ principal: found, token, via, authError: undefined }),
+      (found): Caller => {
+        deps.onUse?.(found, request, via);
+        return { principal: found, token, via, authError: undefined };
+      },
       refused,
     );
   };

@@ -86,8 +86,16 @@ export function createProvider(deps: ProviderDeps): Provider {
     // svc's own clients and every public one; another confidential client authenticates at /token, and may send PKCE (then checked).
     pkce: { required: (_ctx, client) => CLIENT_IDS.includes(client.clientId) || client.clientAuthMethod === 'none' },
     rotateRefreshToken: true,
+    // Logout tokens go to the static clients' backchannelLogoutUri (features.backchannelLogout). Those
+    // URLs are the operator's own configuration (registration is off), often on a private network,
+    // which oidc-provider's SSRF guard (a dispatcher refusing special-use addresses) would refuse.
+    fetch: (url, init) => {
+      const { dispatcher: _ssrfGuard, ...rest } = init as RequestInit & { dispatcher?: unknown };
+      return globalThis.fetch(url, rest);
+    },
     features: {
       devInteractions: { enabled: false },
+      backchannelLogout: { enabled: true },
       // svc's clients never push their requests; on by default, it stored 56 KB per anonymous request.
       pushedAuthorizationRequests: { enabled: false },
       deviceFlow: {
@@ -138,6 +146,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
   const provider = new Provider(issuerOf(deps.url), config);
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
+  provider.on('backchannel.error', (_ctx, err, client) => deps.log.warn({ client: client.clientId, reason: describeFailure(err) }, 'a back-channel logout token could not be delivered to a client; its session there stays until it expires'));
+  provider.on('backchannel.success', (_ctx, client) => deps.log.info({ client: client.clientId }, 'back-channel logout token delivered'));
   logProviderRefusals(provider as unknown as Parameters<typeof logProviderRefusals>[0], deps.log);
   provider.use(limitRequestSize);
   provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));

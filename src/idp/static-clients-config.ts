@@ -1,7 +1,8 @@
 /**
  * `staticClients` of `idp.config`: other applications registered with the bundled identity
  * provider, in Dex's shape (`id`, `name`, `secret`, `redirectURIs`, `public`, `trustedPeers`,
- * `logoURL`, and Dex's newer `postLogoutRedirectURIs`). Each entry is checked on its own, every
+ * `logoURL`, and Dex's newer `postLogoutRedirectURIs`), and `backchannelLogoutUri`: where svc's
+ * provider sends an OIDC Back-Channel Logout token when the user's session there ends. Each entry is checked on its own, every
  * problem named by its key path; a bad entry keeps its last good version by id, as connectors do.
  *
  * - `secret` is a secret reference (`$<key>` of svc-secret or `$<secret>:<key>`), never the
@@ -25,6 +26,8 @@ export interface StaticClient {
   readonly redirectURIs: readonly string[];
   readonly postLogoutRedirectURIs: readonly string[];
   readonly logoURL?: string;
+  /** OIDC Back-Channel Logout: the client's endpoint for logout tokens (with `sid`). */
+  readonly backchannelLogoutUri?: string;
 }
 
 /** At most this many static clients are served; each one is looked up on every request that names it. */
@@ -45,6 +48,7 @@ const entrySchema = z.strictObject({
   postLogoutRedirectURIs: uriList.optional(),
   trustedPeers: z.array(z.string()).optional(),
   logoURL: z.string().optional(),
+  backchannelLogoutUri: z.string().optional(),
 });
 
 type Entry = z.infer<typeof entrySchema>;
@@ -90,6 +94,7 @@ function parseEntry(raw: unknown, secrets: SecretLookup, at: ScopedSink): Static
     at.add(['trustedPeers'], 'not supported: svc issues no tokens for one client to another (audience:server:client_id: scopes are dropped); register the other application as its own client');
   }
   if (entry.logoURL !== undefined) checkLogoUrl(entry.logoURL, at);
+  if (entry.backchannelLogoutUri !== undefined) checkBackchannelUri(entry.backchannelLogoutUri, at);
   if (isPublic && at.count === before && !isNativeClient({ public: true, redirectURIs: entry.redirectURIs, postLogoutRedirectURIs: entry.postLogoutRedirectURIs ?? [] })
     && entry.redirectURIs.some((uri) => !/^https?:/i.test(uri))) {
     at.add(['redirectURIs'], 'custom-scheme URIs cannot be mixed with http URIs on other hosts than loopback, nor with https on loopback');
@@ -104,6 +109,7 @@ function parseEntry(raw: unknown, secrets: SecretLookup, at: ScopedSink): Static
     postLogoutRedirectURIs: entry.postLogoutRedirectURIs ?? [],
     ...(secret !== undefined ? { secret } : {}),
     ...(entry.logoURL !== undefined ? { logoURL: entry.logoURL } : {}),
+    ...(entry.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: entry.backchannelLogoutUri } : {}),
   };
 }
 
@@ -147,6 +153,15 @@ function checkLogoUrl(uri: string, at: ScopedSink): void {
   const parsed = URL.parse(uri);
   if (parsed === null || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) return at.add(['logoURL'], `${quoted(uri)} must be an absolute http or https URL`);
   if (parsed.username !== '' || parsed.password !== '') at.add(['logoURL'], 'must not carry credentials');
+}
+
+/** OIDC Back-Channel Logout 1.0 §2.2: an absolute http(s) URL, a query allowed, no fragment; no credentials in it. */
+function checkBackchannelUri(uri: string, at: ScopedSink): void {
+  const parsed = URL.parse(uri);
+  const path = ['backchannelLogoutUri'];
+  if (parsed === null || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') || parsed.host === '') return at.add(path, `${quoted(uri)} must be an absolute http or https URL`);
+  if (uri.includes('#')) return at.add(path, `${quoted(uri)} must not have a fragment (#)`);
+  if (parsed.username !== '' || parsed.password !== '') at.add(path, 'must not carry credentials');
 }
 
 /**

@@ -32,6 +32,8 @@ export function clientMetadataOf(client: StaticClient): ClientMetadata {
       // Basic only: oidc-provider takes one method per client, and Basic is what OAuth 2.0 libraries try first.
       : { grant_types: grants, token_endpoint_auth_method: 'client_secret_basic', client_secret: client.secret }),
     ...(client.logoURL !== undefined ? { logo_uri: client.logoURL } : {}),
+    // With the session required, the provider puts `sid` in this client's ID tokens and logout tokens.
+    ...(client.backchannelLogoutUri !== undefined ? { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true } : {}),
   };
 }
 

@@ -7,7 +7,10 @@ import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
+import { loginRecorder } from '../http/routes/record-login.js';
 import { sessionRoutes } from '../http/routes/session.js';
+import { sessionListRoutes } from '../http/routes/session-list.js';
+import { createSessionAccess } from '../session/session-access.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readInt } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
@@ -43,16 +46,19 @@ export function buildAccounts(services: Services, authentication: Authentication
   });
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
+  const recordLogin = loginRecorder(authentication.sessions, services.trustedProxies, log);
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
-      loginFormRoutes({ login, configuredUrl }),
+      sessionRoutes({ login, sessions: authentication.sessions, recordLogin, trustedProxies: services.trustedProxies, configuredUrl }),
+      sessionListRoutes({ access: createSessionAccess({ registry: authentication.sessions, rights }), trustedProxies: services.trustedProxies }),
+      loginFormRoutes({ login, recordLogin, configuredUrl }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
+        recordLogin,
         configuredUrl,
       }),
     ],

@@ -5,6 +5,9 @@
  */
 import type { ReadCaller } from '../http/caller.js';
 import { createReadCaller } from '../http/caller.js';
+import { createSessionUsage } from './session-usage.js';
+import { readInt } from '../session/limits.js';
+import { createSessionRegistry, DEFAULT_SESSIONS_PER_ACCOUNT, SESSIONS_PER_ACCOUNT_ENV, type SessionRegistry } from '../session/registry.js';
 import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
 import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
 import { createLocalVerifier } from '../session/local-verifier.js';
@@ -18,6 +21,8 @@ export interface Authentication {
   readonly revocation: Revocation;
   readonly authenticator: Authenticator;
   readonly readCaller: ReadCaller;
+  /** Every login's session, listed and ended by the session routes and back-channel logout. */
+  readonly sessions: SessionRegistry;
   close(): Promise<void>;
 }
 
@@ -30,11 +35,17 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const stopFollowing = await followAccounts(cutoffs, settings);
   const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt });
   const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation });
+  const sessions = createSessionRegistry({
+    state, revocation, audit: services.audit, log, now,
+    maxPerAccount: readInt(services.env, log, SESSIONS_PER_ACCOUNT_ENV, DEFAULT_SESSIONS_PER_ACCOUNT, 1),
+  });
+  const onUse = createSessionUsage({ registry: sessions, trustedProxies: services.trustedProxies, log, now });
   return {
     signer,
     revocation,
     authenticator,
-    readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url }),
+    sessions,
+    readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url, onUse }),
     async close() {
       stopFollowing();
       await cutoffs.close();

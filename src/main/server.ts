@@ -45,6 +45,7 @@ import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
 import { buildAccounts, buildLoginThrottle } from './accounts-and-sessions.js';
 import { buildExtensions } from './extensions.js';
+import { loginRecorder } from '../http/routes/record-login.js';
 import type { BeforeDispatch, Feature } from './feature.js';
 import type { IdpFeature, IdpOptions } from './idp.js';
 import { buildAuthentication, type Authentication } from './authentication.js';
@@ -179,7 +180,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   const throttle = buildLoginThrottle(services);
   const features: readonly Feature[] = [
     buildAccounts(services, authentication, throttle),
-    workload.feature(throttle),
+    workload.feature(throttle, loginRecorder(authentication.sessions, services.trustedProxies, services.log)),
     ...(sso !== undefined ? [sso.feature(authentication)] : []),
     ssoTokens.feature,
     ssoChangeNotice(services),

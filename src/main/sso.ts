@@ -10,7 +10,9 @@ import { localKeySet } from '../idp/keys.js';
 import type { JWTVerifyGetKey } from 'jose';
 import type { IdpFeature } from './idp.js';
 import { ssoRoutes } from '../http/routes/sso.js';
+import { backchannelLogoutRoutes } from '../http/routes/backchannel-logout.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
+import { loginRecorder } from '../http/routes/record-login.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
 import { describeSsoInForce, ssoInForce } from '../oidc/in-force.js';
 import type { LoginStartDeps } from '../oidc/login-start.js';
@@ -111,21 +113,42 @@ function ssoFeature(
     revoke: (tokenId, expiresAt) => authentication.revocation.revoke(tokenId, expiresAt),
     recheckMs: () => settings.current().ssoTokenLimits.groupsRecheckMs,
     audit: services.audit,
+    // A registry that cannot follow now must not lose the renewed token: the list shows the session again when it is next used.
+    onRenewed: (sub, oldId, next) => authentication.sessions.renewed(sub, oldId, next).catch((err: unknown) => log.warn({ err, sub }, 'sessions: a renewed SSO session could not be followed in the list now')),
+  });
+  // A session ended from the list or by back-channel logout cannot be renewed either.
+  const stopForgetting = authentication.sessions.onEnded(async (record) => {
+    if (record.issuer !== client.provider.issuer) return;
+    for (const token of [record.id, ...(record.earlier ?? []).map((e) => e.id)]) await refresh.forget(token);
   });
   const login: LoginStartDeps = { client, sealer: sealer('login-state'), serverUrl: () => settings.current().url, now };
   return {
     name: 'sso',
     beforeDispatch: ssoRenewal(refresh, log, () => settings.current().url),
-    routers: [ssoRoutes({
+    routers: [backchannelLogoutRoutes({
+      logout: {
+        token: { issuer: client.provider.issuer, clientId: client.provider.clientID, keys: () => verifier.keySet(), state, now },
+        sessions: authentication.sessions,
+      },
+      trustedProxies: services.trustedProxies,
+      audit: services.audit,
+      log,
+      now,
+    }), ssoRoutes({
       login,
       callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,
       authenticator: authentication.authenticator,
-      revocation: authentication.revocation,
+      sessions: authentication.sessions,
+      recordLogin: loginRecorder(authentication.sessions, services.trustedProxies, log),
+      trustedProxies: services.trustedProxies,
       logoutURL: () => client.provider.logoutURL,
       outcomes: services.loginOutcomes,
     })],
-    close: () => client.close(),
+    close: () => {
+      stopForgetting();
+      return client.close();
+    },
   };
 }
 

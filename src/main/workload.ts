@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { exchangeRoutes } from '../http/routes/exchange.js';
+import type { RecordLogin } from '../http/routes/record-login.js';
 import { requestSource } from '../idp/pending-source.js';
 import { createTlsFetch, type TlsFetch } from '../lib/tls-fetch.js';
 import type { LoginThrottle } from '../session/throttle.js';
@@ -23,17 +24,17 @@ const ISSUER_TIMEOUT_MS = 5_000;
 
 export interface WorkloadStage {
   readonly verifier: TokenVerifier;
-  feature(throttle: LoginThrottle): Feature;
+  feature(throttle: LoginThrottle, recordLogin: RecordLogin): Feature;
 }
 
 export function prepareWorkload(services: Services): WorkloadStage {
   const { settings, now } = services;
   const tokens = createWorkloadTokens({ secretKey: () => settings.current().serverSecretKey, now });
   const verifier = createWorkloadVerifier({ tokens, issuers: () => settings.current().workloads, localAccounts: () => settings.current().accounts });
-  return { verifier, feature: (throttle) => workloadFeature(services, tokens, throttle) };
+  return { verifier, feature: (throttle, recordLogin) => workloadFeature(services, tokens, throttle, recordLogin) };
 }
 
-function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: LoginThrottle): Feature {
+function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: LoginThrottle, recordLogin: RecordLogin): Feature {
   const { settings, state, log, now } = services;
   const keys = createKeyCaches(services);
   const exchange = createExchange({
@@ -49,7 +50,7 @@ function workloadFeature(services: Services, tokens: WorkloadTokens, throttle: L
   });
   const trustedProxies = services.trustedProxies;
   const sourceOf = (req: IncomingMessage): string => requestSource(req, trustedProxies);
-  return { name: 'workload', routers: [exchangeRoutes({ exchange, log, sourceOf })], close: keys.close };
+  return { name: 'workload', routers: [exchangeRoutes({ exchange, log, sourceOf, recordLogin })], close: keys.close };
 }
 
 interface CachedKeys {

@@ -38,6 +38,11 @@ export interface FinishedLogin {
   /** The `sub`, for the log line of the login. */
   readonly username: string;
   readonly displayName?: string;
+  /** The ID token's id: the session's in the registry. */
+  readonly tokenId: string;
+  /** The provider's session id (`sid`), when the ID token has one: back-channel logout names it. */
+  readonly sid?: string;
+  readonly issuer: string;
   /** Seconds since the epoch. */
   readonly expiresAt: number;
   readonly returnUrl: string;
@@ -70,5 +75,11 @@ export async function finishLogin(deps: CallbackDeps, login: LoginState, callbac
   const reserved = reservedExternalName(principal.username, deps.localAccountNames());
   if (reserved !== undefined) throw new ReservedSubject(principal.username, principal.issuer, reserved);
   if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
-  return { idToken, username: principal.username, ...(principal.displayName !== undefined ? { displayName: principal.displayName } : {}), expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl };
+  const sid = claims.payload['sid'];
+  return {
+    idToken, username: principal.username, tokenId: principal.tokenId, issuer: principal.issuer,
+    ...(principal.displayName !== undefined ? { displayName: principal.displayName } : {}),
+    ...(typeof sid === 'string' && sid !== '' ? { sid } : {}),
+    expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl,
+  };
 }

@@ -52,6 +52,8 @@ export interface SessionRefreshDeps {
   readonly audit: AuditTrail;
   readonly log: Pick<Logger, 'info' | 'warn'>;
   readonly now: () => number;
+  /** The session registry follows the session to its new token (registry.ts `renewed`). */
+  readonly onRenewed?: (sub: string, oldTokenId: string, next: { readonly id: string; readonly exp: number }) => Promise<void>;
 }
 
 export interface Renewed {
@@ -126,6 +128,7 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
       if (next.sub !== claims.sub) return undefined;
       if (deps.userInfo !== undefined) await deps.userInfo.remember(next, tokens.access_token);
       await keep(next.tokenId, tokens.refresh_token ?? refreshToken);
+      await deps.onRenewed?.(claims.sub, claims.tokenId, { id: next.tokenId, exp: next.exp });
       return { idToken: tokens.id_token, expiresAt: next.exp };
     },
     forget: (tokenId) => deps.state.delete(REFRESH_KEY(tokenId)),

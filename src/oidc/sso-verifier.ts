@@ -45,6 +45,8 @@ export interface SsoVerifierDeps {
 export interface SsoVerifier extends TokenVerifier {
   /** Signature, issuer and audience only, at any time: for the refresh of an expiring session. */
   verifyIgnoringExpiry(token: string): Promise<VerifiedClaims>;
+  /** The provider's keys, as ID tokens are checked with them: for its logout tokens (backchannel-logout.ts). */
+  keySet(): Promise<JWTVerifyGetKey>;
 }
 
 interface Known { readonly principal: Principal; readonly untilMs: number }
@@ -85,6 +87,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
 
   return {
     issuer: provider.issuer,
+    keySet: keys,
     known(token) {
       const entry = seen.get(token);
       if (entry === undefined) return undefined;

@@ -51,6 +51,8 @@ export interface LoginRequest {
 
 export interface LoginResult {
   readonly token: string;
+  /** The token's jti: the session's id in the registry (registry.ts). */
+  readonly tokenId: string;
   /** Seconds since the epoch. */
   readonly expiresAt: number;
 }
@@ -122,8 +124,9 @@ export function createLoginService(deps: LoginDeps): LoginService {
     const iat = Math.floor(deps.now() / 1000);
     const expiresAt = iat + Math.max(1, Math.round(deps.sessionDurationMs() / 1000));
     const pwh = deps.signer.passwordBinding(passwordHash);
-    const token = await deps.signer.sign({ username, kind: 'login', jti: randomUUID(), iat, exp: expiresAt, pwh });
-    return { token, expiresAt };
+    const jti = randomUUID();
+    const token = await deps.signer.sign({ username, kind: 'login', jti, iat, exp: expiresAt, pwh });
+    return { token, tokenId: jti, expiresAt };
   }
 
   return {

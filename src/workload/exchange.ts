@@ -60,6 +60,9 @@ export interface ExchangeResult {
   readonly issuedTokenType: string;
   readonly expiresIn: number;
   readonly username: string;
+  /** The svc token's jti and expiry (seconds since the epoch): the session's in the registry. */
+  readonly tokenId: string;
+  readonly expiresAt: number;
 }
 
 export interface ExchangeDeps {
@@ -127,7 +130,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       await markExchanged(read, verified);
       deps.outcomes?.record('workload', read.entry.name, 'ok');
       deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
-      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username };
+      return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username, tokenId: issued.jti, expiresAt: issued.exp };
     }, (name) => deps.throttle.recordSuccess(name));
   }
 

@@ -1,5 +1,6 @@
 /** svc with oidc.config pointing at a test provider on HTTPS (test-provider.ts), and a login through it. */
 import YAML from 'yaml';
+import type { AuditTrail } from '../../src/audit/trail.js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { configMap, secret, tempConfigDir } from './manifests.js';
 import { freePort } from './peers.js';
@@ -25,6 +26,9 @@ export interface SetupOptions {
   readonly idTokenTtlSeconds?: number;
   readonly redisUrl?: string;
   readonly extensionUrl?: string;
+  /** The provider sends logout tokens to svc's /auth/backchannel-logout. */
+  readonly backchannelLogout?: boolean;
+  readonly audit?: AuditTrail;
 }
 
 export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
@@ -33,6 +37,7 @@ export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
   const provider = await startTestProvider({
     ca: options.ca,
     redirectUris: [`${svcUrl}/auth/callback`],
+    ...(options.backchannelLogout === true ? { backchannelLogoutUri: `${svcUrl}/auth/backchannel-logout` } : {}),
     ...(options.idTokenTtlSeconds !== undefined ? { idTokenTtlSeconds: options.idTokenTtlSeconds } : {}),
   });
   const tls = options.tls ?? 'rootCA';
@@ -51,7 +56,7 @@ export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
     'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': SSO_POLICY }),
     'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'admin.password': '', 'oidc.clientSecret': PROVIDER_CLIENT_SECRET }),
   });
-  const svc = await startTestServer(dir, { port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}) });
+  const svc = await startTestServer(dir, { port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.audit !== undefined ? { audit: options.audit } : {}) });
   const agent = new Agent({ connect: { ca: options.ca.caPem } });
   const providerFetch = (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
   return {

@@ -38,6 +38,8 @@ export interface TestProviderOptions {
   readonly ca: TestCa;
   readonly redirectUris: readonly string[];
   readonly idTokenTtlSeconds?: number;
+  /** The `svc` client's back-channel logout endpoint: the provider sends it a logout token (with `sid`) when a session ends. */
+  readonly backchannelLogoutUri?: string;
 }
 
 type Jwk = Record<string, unknown>;
@@ -63,6 +65,7 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       clients: [{
         client_id: PROVIDER_CLIENT_ID, client_secret: PROVIDER_CLIENT_SECRET, redirect_uris: [...options.redirectUris],
         grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic',
+        ...(options.backchannelLogoutUri !== undefined ? { backchannel_logout_uri: options.backchannelLogoutUri, backchannel_logout_session_required: true } : {}),
       }, {
         client_id: PROVIDER_PUBLIC_CLIENT_ID, redirect_uris: options.redirectUris.map((u) => u.replace(/\/auth\/callback$/, '/pkce/verify')),
         grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none',
@@ -70,7 +73,7 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
       scopes: ['openid', 'offline_access', 'email', 'profile', 'groups'],
       conformIdTokenClaims: false,
-      features: { claimsParameter: { enabled: true }, devInteractions: { enabled: true } },
+      features: { claimsParameter: { enabled: true }, devInteractions: { enabled: true }, ...(options.backchannelLogoutUri !== undefined ? { backchannelLogout: { enabled: true } } : {}) },
       issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       expiresWithSession: () => false,
       findAccount: (_ctx, sub) => {
@@ -85,6 +88,12 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       pkce: { required: () => true },
       ttl: { AccessToken: 3600, AuthorizationCode: 60, IdToken: ttl, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 3600 },
       cookies: { keys: ['provider-cookie-key'] },
+      // Logout tokens go to svc on loopback: oidc-provider's dispatcher refuses special-use addresses
+      // (SSRF protection), and it is built from the test run's global undici, not the runtime's fetch.
+      fetch: (url, init) => {
+        const { dispatcher: _ssrf, ...rest } = init as RequestInit & { dispatcher?: unknown };
+        return globalThis.fetch(url, rest);
+      },
     };
     const provider = new Provider(issuer, config);
     provider.use(async (ctx, next) => {

@@ -89,6 +89,8 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
     ['trustedPeers', [{ ...GOOD, trustedPeers: ['other'] }],
       `${AT}[0].trustedPeers: not supported: svc issues no tokens for one client to another (audience:server:client_id: scopes are dropped); register the other application as its own client`],
     ['a logo that is not an http(s) URL', [{ ...GOOD, logoURL: 'javascript:alert(1)' }], `${AT}[0].logoURL: 'javascript:alert(1)' must be an absolute http or https URL`],
+    ['a back-channel logout URI that is not http(s)', [{ ...GOOD, backchannelLogoutUri: 'ftp://wiki.example.org/bc' }], `${AT}[0].backchannelLogoutUri: 'ftp://wiki.example.org/bc' must be an absolute http or https URL`],
+    ['a back-channel logout URI with a fragment', [{ ...GOOD, backchannelLogoutUri: 'https://wiki.example.org/bc#x' }], `${AT}[0].backchannelLogoutUri: 'https://wiki.example.org/bc#x' must not have a fragment (#)`],
     ['an unknown key', [{ ...GOOD, secretEnv: 'X' }], `${AT}[0].secretEnv: unknown key`],
     ['not a list', 'wiki' as unknown as unknown[], `${AT}: must be a list`],
   ];
@@ -140,6 +142,11 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
         grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
         redirect_uris: ['https://x.example.org/cb'], post_logout_redirect_uris: ['https://x.example.org/'],
       });
+    });
+
+    it('a client with a back-channel logout URI: logout tokens there, with sid (so its ID tokens carry sid too)', function () {
+      expect(clientMetadataOf({ ...base, backchannelLogoutUri: 'https://x.example.org/bc' })).to.deep.include({ backchannel_logout_uri: 'https://x.example.org/bc', backchannel_logout_session_required: true });
+      expect(clientMetadataOf(base)).not.to.have.property('backchannel_logout_uri');
     });
 
     it('a public client: no secret, the device flow too, native (any loopback port) when its URIs allow it', function () {

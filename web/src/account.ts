@@ -3,9 +3,10 @@
  * /api/v1/account/<me>, POST and DELETE .../token) when my account has `apiKey`, the password
  * form for a local account (PUT /api/v1/account/password), the account list for those allowed
  * to read every account, and log out (DELETE /api/v1/session, or a POST to /auth/logout for SSO, which
- * also ends the provider's session).
+ * also ends the provider's session). My sessions are sessions.ts's card.
  */
 import { api, ApiError, byId, formatTime, showMessage } from './api.js';
+import { showSessions, signOutOthers } from './sessions.js';
 
 interface UserInfo {
   readonly loggedIn: boolean;
@@ -203,6 +204,9 @@ async function start(): Promise<void> {
   }
   showMe(me);
   on('logout', 'click', logOut);
+  const sessions = { say, failure, cell };
+  on('sign-out-others', 'click', () => signOutOthers(sessions));
+  await showSessions(sessions);
   if (me.iss === LOCAL_ISSUER) {
     const account = await api<Account>('GET', `/api/v1/account/${encodeURIComponent(me.username)}`);
     byId('password').hidden = false;

@@ -13,6 +13,8 @@ import type { LoginService } from '../../session/login.js';
 import { requirePrincipal } from '../auth.js';
 import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
 import { setSessionCookie } from '../cookies.js';
+import type { RecordLogin } from './record-login.js';
+import { ISSUER } from '../../session/tokens.js';
 import type { AppState } from '../state.js';
 
 export interface AccountRouteDeps {
@@ -20,6 +22,7 @@ export interface AccountRouteDeps {
   readonly apiTokens: ApiTokens;
   readonly changePassword: ChangePassword;
   readonly login: Pick<LoginService, 'issueSession'>;
+  readonly recordLogin: RecordLogin;
   /** svc-cm `url` in force, for the cookie's Secure flag (cookies.ts). */
   readonly configuredUrl: () => string;
 }
@@ -52,7 +55,8 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
       ctx.body = {};
       return;
     }
-    const { token, expiresAt } = await deps.login.issueSession(name, changed.passwordHash);
+    const { token, tokenId, expiresAt } = await deps.login.issueSession(name, changed.passwordHash);
+    await deps.recordLogin(ctx.req, { id: tokenId, account: name, kind: 'local', issuer: ISSUER, expiresAt }, ctx.state.tokenFromCookie === true);
     if (ctx.state.tokenFromCookie === true) setSessionCookie(ctx, token, expiresAt, deps.configuredUrl());
     ctx.body = { token };
   });

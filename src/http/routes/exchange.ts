@@ -13,7 +13,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { InvalidRequest, SvcError, TooManyAttempts } from '../../errors.js';
 import { UnsupportedGrantType, type Exchange, type ExchangeRequest } from '../../workload/exchange.js';
+import { WORKLOAD_TOKEN_ISSUER } from '../../workload/tokens.js';
 import { STATUS } from '../errors.js';
+import type { RecordLogin } from './record-login.js';
 import type { AppState } from '../state.js';
 
 /** A subject token is at most 16 KiB (verify.ts); the other parameters are short. */
@@ -28,15 +30,18 @@ export interface ExchangeRouteDeps {
    * forged tokens do not lock out every workload coming the same way.
    */
   readonly sourceOf: (req: IncomingMessage) => string;
+  /** The exchange's session into the registry (record-login.ts). */
+  readonly recordLogin: RecordLogin;
 }
 
-export function exchangeRoutes({ exchange, log, sourceOf }: ExchangeRouteDeps): Router<AppState> {
+export function exchangeRoutes({ exchange, log, sourceOf, recordLogin }: ExchangeRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
   router.post('/api/v1/session/exchange', async function exchangeToken(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     try {
       const result = await exchange({ ...(await readExchangeRequest(ctx)), clientIp: sourceOf(ctx.req) });
+      await recordLogin(ctx.req, { id: result.tokenId, account: result.username, kind: 'workload', issuer: WORKLOAD_TOKEN_ISSUER, expiresAt: result.expiresAt }, false);
       ctx.body = { access_token: result.accessToken, issued_token_type: result.issuedTokenType, token_type: 'Bearer', expires_in: result.expiresIn };
     } catch (err: unknown) {
       const reply = oauthError(err);

@@ -19,11 +19,14 @@ import { FormTooLarge, readForm } from '../../idp/login/form-body.js';
 import { safeReturnUrl } from '../../oidc/return-url.js';
 import type { LoginService } from '../../session/login.js';
 import { setSessionCookie } from '../cookies.js';
+import type { RecordLogin } from './record-login.js';
+import { ISSUER } from '../../session/tokens.js';
 import { isOwnOrigin } from '../same-origin.js';
 import type { AppState } from '../state.js';
 
 export interface LoginFormRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
+  readonly recordLogin: RecordLogin;
   /** svc-cm `url` in force: the origin forms are taken from, and the cookie's Secure flag. */
   readonly configuredUrl: () => string;
 }
@@ -34,7 +37,7 @@ const MAX_FORM_BYTES = 8 * 1024;
 /** Refusals the login page explains itself (web/src/login.ts); anything else is an error answer. */
 const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request']);
 
-export function loginFormRoutes({ login, configuredUrl }: LoginFormRouteDeps): Router<AppState> {
+export function loginFormRoutes({ login, recordLogin, configuredUrl }: LoginFormRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
 
   router.post('/login', async function postLoginForm(ctx) {
@@ -47,12 +50,14 @@ export function loginFormRoutes({ login, configuredUrl }: LoginFormRouteDeps): R
     ctx.set('Cache-Control', 'no-store');
     ctx.status = 303;   // the browser leaves the POST behind: a reload does not post the password again
     try {
-      const { token, expiresAt } = await login.withPassword({
-        username: form.get('username') ?? '',
+      const username = form.get('username') ?? '';
+      const { token, tokenId, expiresAt } = await login.withPassword({
+        username,
         password: form.get('password') ?? '',
         requestId: ctx.state.requestId,
         client: ctx.req.socket.remoteAddress ?? '',
       });
+      await recordLogin(ctx.req, { id: tokenId, account: username, kind: 'local', issuer: ISSUER, expiresAt }, true);
       setSessionCookie(ctx, token, expiresAt, configuredUrl());
       ctx.redirect(returnUrl);
     } catch (err: unknown) {

@@ -5,14 +5,20 @@
 import Router from '@koa/router';
 import type { LoginService } from '../../session/login.js';
 import type { Principal } from '../../principal.js';
-import type { Revocation } from '../../session/revocation.js';
+import type { SessionRegistry } from '../../session/registry.js';
+import { auditSourceOf } from '../audit-source.js';
+import type { TrustedProxies } from '../client-address.js';
 import { readJson, requireString } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
+import type { RecordLogin } from './record-login.js';
+import { ISSUER } from '../../session/tokens.js';
 import type { AppState } from '../state.js';
 
 export interface SessionRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
-  readonly revocation: Pick<Revocation, 'revoke'>;
+  readonly sessions: Pick<SessionRegistry, 'logout'>;
+  readonly recordLogin: RecordLogin;
+  readonly trustedProxies: TrustedProxies;
   /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
   readonly configuredUrl: () => string;
 }
@@ -37,17 +43,19 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
-export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, configuredUrl }: SessionRouteDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/api/v1/session' });
 
   router.post('/', async function createSession(ctx) {
     const body = await readJson(ctx);
-    const { token, expiresAt } = await login.withPassword({
-      username: requireString(body, 'username'),
+    const username = requireString(body, 'username');
+    const { token, tokenId, expiresAt } = await login.withPassword({
+      username,
       password: requireString(body, 'password'),
       requestId: ctx.state.requestId,
       client: ctx.req.socket.remoteAddress ?? '',
     });
+    await recordLogin(ctx.req, { id: tokenId, account: username, kind: 'local', issuer: ISSUER, expiresAt }, false);
     setSessionCookie(ctx, token, expiresAt, configuredUrl());
     ctx.body = { token };
   });
@@ -59,7 +67,10 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
     const { principal } = ctx.state;
     clearSessionCookie(ctx, configuredUrl());
     // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
-    if (principal !== undefined) await revocation.revoke(principal.tokenId, principal.expiresAt);
+    if (principal !== undefined) {
+      const source = auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies);
+      await sessions.logout(principal.username, principal.tokenId, principal.expiresAt, { via: 'logout', source });
+    }
     ctx.body = { revoked: principal !== undefined };
   });
 

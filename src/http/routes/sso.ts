@@ -8,7 +8,10 @@ import type { LoginOutcomes } from '../../session/login-outcomes.js';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
-import type { Revocation } from '../../session/revocation.js';
+import type { SessionRegistry } from '../../session/registry.js';
+import { auditSourceOf } from '../audit-source.js';
+import type { TrustedProxies } from '../client-address.js';
+import type { RecordLogin } from './record-login.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
 import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginStartDeps, type LoginState } from '../../oidc/login-start.js';
@@ -24,7 +27,9 @@ export interface SsoRouteDeps {
   readonly callback: CallbackDeps;
   readonly refresh: SessionRefresh;
   readonly authenticator: Pick<Authenticator, 'authenticate'>;
-  readonly revocation: Pick<Revocation, 'revoke'>;
+  readonly sessions: Pick<SessionRegistry, 'logout'>;
+  readonly recordLogin: RecordLogin;
+  readonly trustedProxies: TrustedProxies;
   readonly logoutURL: () => string | undefined;
   /** Counts each callback's outcome (svc_login_outcomes_total, method sso). */
   readonly outcomes?: LoginOutcomes;
@@ -85,6 +90,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
+    await deps.recordLogin(ctx.req, { id: done.tokenId, account: done.username, kind: 'sso', issuer: done.issuer, expiresAt: done.expiresAt, ...(done.sid !== undefined ? { sid: done.sid } : {}) }, true);
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
     ctx.state.log.info({ sub: done.username, name: done.displayName, issuer: deps.callback.client.provider.issuer }, 'SSO login');
     deps.outcomes?.record('sso', '', 'ok');
@@ -109,7 +115,8 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     if (token !== undefined) {
       if (principal !== undefined) {
         await deps.refresh.forget(principal.tokenId);
-        await deps.revocation.revoke(principal.tokenId, principal.expiresAt);
+        const source = auditSourceOf(ctx.req, ctx.state.requestId, deps.trustedProxies);
+        await deps.sessions.logout(principal.username, principal.tokenId, principal.expiresAt, { via: 'logout', source });
         if (principal.kind === 'sso' && principal.issuer === deps.callback.client.provider.issuer) idToken = token;
       }
     }

@@ -26,10 +26,11 @@ async function serveWith(trusted: string | undefined): Promise<{ url: string; se
   const router = exchangeRoutes({
     exchange: (request: ExchangeRequest) => {
       seen.push(request.clientIp);
-      return Promise.resolve({ accessToken: 't', issuedTokenType: 'urn:ietf:params:oauth:token-type:access_token', expiresIn: 60, username: 'w' });
+      return Promise.resolve({ accessToken: 't', issuedTokenType: 'urn:ietf:params:oauth:token-type:access_token', expiresIn: 60, username: 'w', tokenId: 'j', expiresAt: 2_000_000_000 });
     },
     log: pino({ level: 'silent' }),
     sourceOf: (req: IncomingMessage) => requestSource(req, proxies),
+    recordLogin: () => Promise.resolve(),
   });
   app.use(router.routes());
   const server = app.listen(0, '127.0.0.1');

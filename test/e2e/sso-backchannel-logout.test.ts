@@ -1,0 +1,98 @@
+/**
+ * OIDC Back-Channel Logout with svc as the relying party: a real oidc-provider (test-provider.ts)
+ * ends a user's session there and sends svc a logout token naming its `sid`; svc ends the svc
+ * session that login made (its token refused at once, gone from the list) and no other. A token
+ * svc cannot verify is answered 400 with an OAuth error and recorded in the audit trail.
+ */
+import { expect } from 'chai';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
+import { setupSso, ssoLogin, userInfo, type SsoSetup } from '../helpers/sso-setup.js';
+import { makeTestCa } from '../helpers/test-ca.js';
+import type { SsoBrowser } from '../helpers/sso-browser.js';
+
+/** Ends the browser's session at the provider: its logout page, then the confirmation form (`logout=yes`). */
+async function logOutAtProvider(browser: SsoBrowser, issuer: string): Promise<void> {
+  const page = await browser.request(`${issuer}/session/end`);
+  const html = await page.text();
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
+  const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+  if (xsrf === undefined || action === undefined) throw new Error(`no logout form at the provider (${page.status}): ${html.slice(0, 300)}`);
+  const done = await browser.request(new URL(action, issuer).href, { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
+  await done.body?.cancel();
+}
+
+describe('e2e: back-channel logout from the SSO provider', function () {
+  this.timeout(30_000);
+  let setup: SsoSetup;
+  let audit: CollectedAudit;
+
+  before(async function () {
+    audit = collectAudit();
+    setup = await setupSso({ ca: makeTestCa(), backchannelLogout: true, audit });
+    setup.provider.accounts.set('alice', { groups: ['sso-team'] });
+  });
+  after(() => setup?.close());
+
+  it('ends the svc session of the provider session that logged out, and only that one', async function () {
+    const first = await ssoLogin(setup, 'alice');
+    const second = await ssoLogin(setup, 'alice');
+    const listed = await fetch(`${setup.svc.url}/api/v1/session/list`, { headers: { authorization: `Bearer ${second.token}` } });
+    const items = ((await listed.json()) as { items: Record<string, unknown>[] }).items;
+    expect(items.map((i) => [i['kind'], i['client']])).to.deep.equal([['sso', 'browser'], ['sso', 'browser']]);
+
+    await logOutAtProvider(first.browser, setup.provider.issuer);
+
+    expect(await userInfo(setup.svc.url, first.token)).to.deep.equal({ loggedIn: false });
+    const refused = await fetch(`${setup.svc.url}/api/v1/session/list`, { headers: { authorization: `Bearer ${first.token}` } });
+    expect(refused.status).to.equal(401);
+    expect(await userInfo(setup.svc.url, second.token)).to.deep.include({ loggedIn: true, username: 'alice' });
+    const left = await fetch(`${setup.svc.url}/api/v1/session/list`, { headers: { authorization: `Bearer ${second.token}` } });
+    expect(((await left.json()) as { items: unknown[] }).items).to.have.length(1);
+    const ended = audit.of('session-ended');
+    expect(ended.map((e) => e.svc?.['via'])).to.deep.equal(['backchannel']);
+    expect(ended[0]?.user).to.deep.equal({ id: 'alice' });
+    expect(setup.svc.logs()).to.include('"msg":"back-channel logout"');
+  });
+
+  it('answers 400 invalid_request to a logout token not signed by the provider, and records the refusal', async function () {
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    const kid = String((await exportJWK(publicKey)).kid ?? 'key-1');
+    const forged = await new SignJWT({ events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, sid: 'x' })
+      .setProtectedHeader({ alg: 'RS256', kid, typ: 'logout+jwt' })
+      .setIssuer(setup.provider.issuer).setAudience('svc').setIssuedAt().setJti('forged-1').setSubject('alice')
+      .sign(privateKey);
+    const res = await fetch(`${setup.svc.url}/auth/backchannel-logout`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token: forged }),
+    });
+    expect(res.status).to.equal(400);
+    expect(res.headers.get('cache-control')).to.equal('no-store');
+    const body = (await res.json()) as Record<string, string>;
+    expect(body['error']).to.equal('invalid_request');
+    expect(body['error_description']).to.match(/^the logout token is invalid: ERR_JW(S|KS)_/);
+    const refusal = audit.of('backchannel-logout').at(-1);
+    expect(refusal).to.deep.include({ outcome: 'failure', reason: body['error_description'] });
+    expect(JSON.stringify(audit.events)).not.to.include(forged);
+  });
+
+  it('answers 400 to a form without exactly one logout_token', async function () {
+    const res = await fetch(`${setup.svc.url}/auth/backchannel-logout`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'logout_token=a&logout_token=b',
+    });
+    expect(res.status).to.equal(400);
+    expect(await res.json()).to.deep.equal({ error: 'invalid_request', error_description: "the form must hold exactly one non-empty 'logout_token'" });
+  });
+
+  it('bounds the requests of one source address: past its burst, 429 with Retry-After, before any check', async function () {
+    const post = () => fetch(`${setup.svc.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    // At once, so the refill (10 a second) cannot keep up however loaded the machine is.
+    const replies = await Promise.all(Array.from({ length: 80 }, post));
+    const statuses = replies.map((r) => r.status);
+    const limited = replies.find((r) => r.status === 429);
+    for (const r of replies) if (r !== limited) await r.body?.cancel();
+    expect(limited, `statuses: ${statuses.join(',')}`).not.to.equal(undefined);
+    expect(statuses.filter((s) => s === 400).length).to.be.at.least(50);
+    expect(Number(limited?.headers.get('retry-after'))).to.be.at.least(1);
+    expect((await limited?.json()) as Record<string, string>).to.deep.include({ error: 'temporarily_unavailable' });
+  });
+});
