@@ -10,7 +10,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { secretKeyObject } from './secret-key.js';
 
-export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account' | 'idp-record-id';
+export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account' | 'idp-record-id' | 'mfa-totp';
 
 export interface Sealer {
   seal(plain: string, context?: string): string;

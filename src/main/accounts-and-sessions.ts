@@ -7,6 +7,7 @@ import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
+import { secondFactorRoutes } from '../http/routes/second-factor.js';
 import { sessionRoutes } from '../http/routes/session.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
 import { readInt } from '../session/limits.js';
@@ -14,6 +15,8 @@ import { createLoginService } from '../session/login.js';
 import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
 import type { Authentication } from './authentication.js';
+import { secondStepGate } from '../second-factor/second-step.js';
+import { buildSecondFactor } from './second-factor.js';
 import type { Services } from './services.js';
 
 /**
@@ -31,6 +34,9 @@ export function buildAccounts(services: Services, authentication: Authentication
   const { settings, log, store, rights, now } = services;
   const accountMap = () => settings.current().accounts;
   const limits = services.loginLimits;
+  // The gate (which accounts need a second step, and their challenge) comes first: the second
+  // step itself needs the login's session issuing.
+  const gate = secondStepGate(services.state);
   const login = createLoginService({
     accounts: accountMap,
     throttle,
@@ -40,14 +46,18 @@ export function buildAccounts(services: Services, authentication: Authentication
     log,
     now,
     outcomes: services.loginOutcomes,
+    secondStep: gate,
   });
+  const secondFactor = buildSecondFactor(services, throttle, login, (hash) => authentication.signer.passwordBinding(hash));
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
+      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl, secondStep: secondFactor.complete, passkeyLogin: secondFactor.passkeyLogin, trustedProxies: services.trustedProxies }),
       loginFormRoutes({ login, configuredUrl }),
+      // Before the account routes: their GET /:name would take 'second-factor' for an account name.
+      secondFactorRoutes({ enrolment: secondFactor.enrolment, passkeys: secondFactor.passkeys, trustedProxies: services.trustedProxies }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),

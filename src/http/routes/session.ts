@@ -1,12 +1,18 @@
 /**
- * POST/DELETE /api/v1/session and GET /api/v1/session/userinfo (DESIGN §4). Thin: parse,
- * call one domain function, map the result.
+ * POST/DELETE /api/v1/session, GET /api/v1/session/userinfo and POST
+ * /api/v1/session/webauthn-options (DESIGN §4). Thin: parse, call one domain function, map the
+ * result. A body with `challenge` is a login's second step (second-factor/second-step.ts).
  */
 import Router from '@koa/router';
+import { InvalidRequest } from '../../errors.js';
+import type { PasskeyLogin } from '../../second-factor/passkey-login.js';
+import type { CompleteSecondStep } from '../../second-factor/second-step.js';
 import type { LoginService } from '../../session/login.js';
+import { auditSourceOf } from '../audit-source.js';
+import type { TrustedProxies } from '../client-address.js';
 import type { Principal } from '../../principal.js';
 import type { Revocation } from '../../session/revocation.js';
-import { readJson, requireString } from '../body.js';
+import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
 
@@ -15,6 +21,10 @@ export interface SessionRouteDeps {
   readonly revocation: Pick<Revocation, 'revoke'>;
   /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
   readonly configuredUrl: () => string;
+  /** A login's second step; absent: no account can have a second factor (tests of the password step alone). */
+  readonly secondStep?: CompleteSecondStep;
+  readonly passkeyLogin?: Pick<PasskeyLogin, 'options'>;
+  readonly trustedProxies: TrustedProxies;
 }
 
 export type UserInfo =
@@ -37,11 +47,18 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
-export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, revocation, configuredUrl, secondStep, passkeyLogin, trustedProxies }: SessionRouteDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/api/v1/session' });
 
   router.post('/', async function createSession(ctx) {
     const body = await readJson(ctx);
+    const challenge = optionalString(body, 'challenge');
+    if (challenge !== undefined && secondStep !== undefined) {
+      const { token, expiresAt } = await secondStep({ challenge, answer: secondFactorAnswer(body), source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies) });
+      setSessionCookie(ctx, token, expiresAt, configuredUrl());
+      ctx.body = { token };
+      return;
+    }
     const { token, expiresAt } = await login.withPassword({
       username: requireString(body, 'username'),
       password: requireString(body, 'password'),
@@ -63,9 +80,27 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
     ctx.body = { revoked: principal !== undefined };
   });
 
+  if (passkeyLogin !== undefined) {
+    router.post('/webauthn-options', async function webauthnOptions(ctx) {
+      const body = await readJson(ctx);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = await passkeyLogin.options(requireString(body, 'challenge'));
+    });
+  }
+
   router.get('/userinfo', function showUserInfo(ctx) {
     ctx.body = userInfoView(ctx.state.principal);
   });
 
   return router;
+}
+
+/** `{code}` or `{webauthn}`, exactly one. */
+function secondFactorAnswer(body: JsonObject): { readonly code: string } | { readonly webauthn: unknown } {
+  const code = optionalString(body, 'code');
+  const webauthn = body['webauthn'];
+  if ((code === undefined) === (webauthn === undefined || webauthn === null)) {
+    throw new InvalidRequest("a second step sends 'challenge' with exactly one of 'code' (an authenticator or recovery code) and 'webauthn' (a passkey's answer)");
+  }
+  return code !== undefined ? { code } : { webauthn };
 }
