@@ -9,7 +9,7 @@ import type Koa from 'koa';
 import { SecondFactorEnrolmentRequired } from '../errors.js';
 import type { AppState } from './state.js';
 
-const ALLOWED_API = ['/api/v1/account/second-factor', '/api/v1/session', '/api/v1/settings', '/api/v1/version'];
+const ALLOWED_API = ['/api/v1/account/second-factor', '/api/v1/session', '/api/v1/settings', '/api/version'];
 
 export function mayEnrolOnly(path: string): boolean {
   if (!path.startsWith('/api/')) return true; // pages and their assets: the account page is where one enrols
