@@ -4,7 +4,8 @@
  * their own; SSO logins have their identity provider's). TOTP is a two-step enrolment: start
  * (a fresh secret, kept sealed in the state backend for ENROLMENT_TTL_MS) then confirm with a
  * code from the app; only the confirmation writes the factor and the ten recovery codes, shown
- * that once. Removing TOTP needs the password and a code, and ends the account's sessions.
+ * that once. Removing TOTP needs the password and a code (a wrong code counts in the login
+ * throttle), and ends the account's sessions.
  *
  * Key (the backend adds `svc:`): mfa-totp-pending:<name>, the sealed secret being enrolled.
  */
@@ -14,6 +15,7 @@ import { factorOf } from '../accounts/account.js';
 import type { AuditSource, AuditTrail } from '../audit/trail.js';
 import { Conflict, InvalidRequest, PermissionDenied } from '../errors.js';
 import type { Principal } from '../principal.js';
+import type { LoginThrottle } from '../session/throttle.js';
 import type { StateBackend } from '../state/state.js';
 import { checkCode, type SecondFactorKeys } from './codes.js';
 import type { FactorStore } from './factor-store.js';
@@ -38,7 +40,9 @@ export interface EnrolmentDeps {
   readonly factors: FactorStore;
   readonly keys: SecondFactorKeys;
   /** The login service's password check (throttle, timing and failure delay included). */
-  readonly checkPassword: (request: { username: string; password: string }) => Promise<boolean>;
+  readonly checkPassword: (request: { username: string; password: string }, options: { readonly keepFailures: true }) => Promise<boolean>;
+  /** The login throttle: a wrong code here counts as one at login does (else a stolen session and password could guess codes freely). */
+  readonly throttle: Pick<LoginThrottle, 'admit' | 'recordFailure' | 'recordSuccess'>;
   readonly required: () => boolean;
   /** The issuer shown in authenticator apps: svc's host. */
   readonly issuer: () => string;
@@ -82,8 +86,15 @@ export function createEnrolment(deps: EnrolmentDeps): Enrolment {
   const codeDeps = { state, factors, keys, now: deps.now };
 
   async function proven(account: AccountSettings, proof: Proof): Promise<void> {
-    if (!(await deps.checkPassword({ username: account.name, password: proof.password }))) throw new PermissionDenied('the password is incorrect');
-    if ((await checkCode(codeDeps, account, proof.code)) === undefined) throw new PermissionDenied('the second-factor code is incorrect or already used');
+    // The right password clears nothing: only the code's success does, so password and code
+    // guesses add up in the login throttle as at login.
+    if (!(await deps.checkPassword({ username: account.name, password: proof.password }, { keepFailures: true }))) throw new PermissionDenied('the password is incorrect');
+    const attempt = await deps.throttle.admit(account.name);
+    if ((await checkCode(codeDeps, account, proof.code)) === undefined) {
+      await deps.throttle.recordFailure(account.name, attempt);
+      throw new PermissionDenied('the second-factor code is incorrect or already used');
+    }
+    await deps.throttle.recordSuccess(account.name);
   }
 
   function newCodes(): { codes: string[]; hashes: string[] } {

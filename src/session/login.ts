@@ -69,13 +69,21 @@ export interface LoginResult {
   readonly expiresAt: number;
 }
 
+export interface CheckOptions {
+  /**
+   * A right password hands its attempt back instead of clearing the failures: for a check
+   * followed by a second-factor code (removing a factor), whose own success clears them.
+   */
+  readonly keepFailures?: boolean;
+}
+
 export interface LoginService {
   withPassword(request: LoginRequest): Promise<LoginResult>;
   /**
    * Checks a password the way a login does (length, throttle, counting, timing, the failure
    * delay) without issuing a token or asking for the login capability: for a password change.
    */
-  checkPassword(request: LoginRequest): Promise<boolean>;
+  checkPassword(request: LoginRequest, options?: CheckOptions): Promise<boolean>;
   /**
    * A new session token for an account that just proved itself against `passwordHash` (after
    * its password change: the new hash). The token is bound to that hash (`pwh`, tokens.ts).
@@ -91,7 +99,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
    * The hash the password matched on success, else the reason for the log. Holds a concurrency
    * slot for the bcrypt only. The attempt is counted before bcrypt runs (throttle.ts).
    */
-  async function verify({ username, password }: LoginRequest, forLogin: boolean): Promise<Verdict> {
+  async function verify({ username, password }: LoginRequest, forLogin: boolean, keepFailures = false): Promise<Verdict> {
     if (username.length > MAX_USERNAME_LENGTH) {
       // No account can have such a name; not counted, so junk cannot fill the failure cache.
       throw new InvalidRequest(`username is longer than ${MAX_USERNAME_LENGTH} characters`);
@@ -108,7 +116,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
       // and earlier failures stay counted until the second step succeeds, so every wrong code
       // counts as a wrong password does and a right password never wipes the count.
       if (!('passwordHash' in verdict)) await deps.throttle.recordFailure(username, attempt);
-      else if (forLogin && account !== undefined && deps.secondStep?.required(account) === true) await deps.throttle.release(username);
+      else if (keepFailures || (forLogin && account !== undefined && deps.secondStep?.required(account) === true)) await deps.throttle.release(username);
       else await deps.throttle.recordSuccess(username);
       return verdict;
     } finally {
@@ -127,8 +135,8 @@ export function createLoginService(deps: LoginDeps): LoginService {
   }
 
   /** The hash the password matched, or undefined after logging the reason and waiting. */
-  async function passes(request: LoginRequest, forLogin: boolean): Promise<string | undefined> {
-    const verdict = await verify(request, forLogin);
+  async function passes(request: LoginRequest, forLogin: boolean, keepFailures = false): Promise<string | undefined> {
+    const verdict = await verify(request, forLogin, keepFailures);
     if ('passwordHash' in verdict) return verdict.passwordHash;
     deps.log.info({ username: request.username, reason: verdict.reason, ...whereFrom(request) }, forLogin ? 'login failed' : 'password check failed');
     if (forLogin) outcomes.record('local', '', verdict.counted);
@@ -145,7 +153,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
   }
 
   return {
-    checkPassword: async (request) => (await passes(request, false)) !== undefined,
+    checkPassword: async (request, options) => (await passes(request, false, options?.keepFailures === true)) !== undefined,
     issueSession,
     async withPassword(request) {
       let passwordHash: string | undefined;

@@ -165,6 +165,26 @@ describe('second factor over the API', function () {
     expect(second.status).to.equal(429);
   });
 
+  it('replaces the recovery codes with the password and a code; the old ones stop working', async function () {
+    nextSteps();
+    const session = await loginWithCode(base, 'alice', PASSWORDS.alice, codeAt(alice.secret, now()));
+    const token = String(session.body['token']);
+    const refused = await call(base, 'POST', '/api/v1/account/second-factor/recovery-codes', { token, body: { password: PASSWORDS.alice, code: '000000' } });
+    expect(refused.status).to.equal(403);
+    expect(refused.body['message']).to.equal('the second-factor code is incorrect or already used');
+    // Counted as a wrong code at login is, and the right password clears nothing: guesses add up.
+    expect(await server.services.state.get('login-failures:alice')).to.equal('1');
+    expect((await call(base, 'POST', '/api/v1/account/second-factor/recovery-codes', { token, body: { password: PASSWORDS.alice, code: '000001' } })).status).to.equal(403);
+    expect(await server.services.state.get('login-failures:alice')).to.equal('2');
+    const replaced = await call(base, 'POST', '/api/v1/account/second-factor/recovery-codes', { token, body: { password: PASSWORDS.alice, code: alice.recoveryCodes[1] } });
+    expect(replaced.status).to.equal(200);
+    const fresh = replaced.body['recoveryCodes'] as string[];
+    expect(fresh).to.have.length(10);
+    expect((await loginWithCode(base, 'alice', PASSWORDS.alice, alice.recoveryCodes[2] ?? '')).status).to.equal(401);
+    expect((await loginWithCode(base, 'alice', PASSWORDS.alice, fresh[0] ?? '')).status).to.equal(200);
+    alice = { ...alice, recoveryCodes: fresh.slice(1) };
+  });
+
   it('removes TOTP with the password and a code, and ends the account\'s sessions (API tokens live on)', async function () {
     nextSteps();
     const session = await loginWithCode(base, 'alice', PASSWORDS.alice, codeAt(alice.secret, now()));
