@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'backend_unreachable'
   | 'backend_tls'
   | 'backend_timeout'
-  | 'unavailable';
+  | 'unavailable'
+  | 'second_factor_required'
+  | 'second_factor_enrolment_required';
 
 export abstract class SvcError extends Error {
   abstract readonly code: ErrorCode;
@@ -121,4 +123,29 @@ export class BackendTimeout extends SvcError {
 
 export class Unavailable extends SvcError {
   readonly code = 'unavailable';
+}
+
+/**
+ * The password was right and the account has a second factor: the login goes on with
+ * `{challenge, code}` or `{challenge, webauthn}`. Carries the single-use challenge and the
+ * factors the account can use; the challenge is safe to show (it is worth nothing without a code).
+ */
+export class SecondFactorRequired extends SvcError {
+  readonly code = 'second_factor_required';
+  constructor(
+    readonly challenge: string,
+    readonly factors: readonly SecondFactorKind[],
+  ) {
+    super('this account has a second factor: send the challenge with a code from the authenticator app, a recovery code or a passkey');
+  }
+}
+
+export type SecondFactorKind = 'totp' | 'webauthn' | 'recovery';
+
+/** users.mfa.required is on and this account has no second factor yet: its session may only enrol one. */
+export class SecondFactorEnrolmentRequired extends SvcError {
+  readonly code = 'second_factor_enrolment_required';
+  constructor() {
+    super('a second factor is required (users.mfa.required): enrol one at /account or with `svc account second-factor enable-totp` before anything else');
+  }
 }

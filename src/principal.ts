@@ -30,6 +30,11 @@ export interface Principal {
   readonly tokenId: string;
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;
+  /**
+   * A local session of an account without a second factor while `users.mfa.required` is on:
+   * it may enrol one and nothing else (http/enrolment-gate.ts, extensions/access.ts).
+   */
+  readonly enrolmentOnly?: true;
 }
 
 /** The readable name of an ID token's claims, in the CLI's order: preferred_username, email, name. */

@@ -2,13 +2,15 @@
  * Local accounts from svc-cm (`accounts.<name>`, `accounts.<name>.enabled`, `admin.enabled`;
  * admin is left out when `admin.enabled` is "false" and disabled when `accounts.admin.enabled` is)
  * joined with their secrets in svc-secret (`accounts.<name>.password`, `.passwordMtime`,
- * `.tokens`; `admin.password`, `admin.passwordMtime`). Each account stands alone: a bad one is
+ * `.sessionsNotBefore`, `.tokens`; `admin.password`, `admin.passwordMtime`, `admin.sessionsNotBefore`;
+ * the second factor under `mfa.<name>.`, second-factor-config.ts). Each account stands alone: a bad one is
  * reported and left out (or keeps its last good version, narrowed by whatever of the new text
  * takes access away: restrict.ts), the others apply.
  */
 import { SETTINGS_CM, SETTINGS_SECRET } from '../config/manifests.js';
 import { ProblemSink, type ConfigProblem, type ScopedSink } from '../config/problems.js';
-import type { AccountSettings, ApiTokenRecord, Capability } from './account.js';
+import { isEmptyFactor, type AccountSettings, type ApiTokenRecord, type Capability } from './account.js';
+import { parseSecondFactor } from './second-factor-config.js';
 import { restrictAccount, type AccountReading } from './restrict.js';
 
 export const ADMIN = 'admin';
@@ -49,6 +51,11 @@ function parseCapabilities(value: string, sink: ScopedSink, key: string): { know
   if (bad.length > 0) sink.add([key], `unknown capability ${bad.map((b) => `'${b}'`).join(', ')} (want apiKey, login)`);
   const known = parts.filter((p): p is Capability => CAPABILITIES.includes(p as Capability));
   return { known: [...new Set(known)], ok: bad.length === 0 };
+}
+
+/** svc-secret's cut-off for an account's sessions (RFC 3339): `admin.` for admin, `accounts.<name>.` otherwise, as passwordMtime. */
+export function sessionsNotBeforeKey(name: string): string {
+  return `${name === ADMIN ? ADMIN : `accounts.${name}`}.sessionsNotBefore`;
 }
 
 export function parseTokens(text: string | undefined, sink: ScopedSink, key: string): ApiTokenRecord[] | undefined {
@@ -187,16 +194,21 @@ function parseOne(name: string, input: AccountsInput, isAdmin: boolean, inSettin
   const mtime = parseMtime(secret[`${prefix}.passwordMtime`], secretSink, `${prefix}.passwordMtime`);
   const tokensText = secret[`accounts.${name}.tokens`];
   const tokens = parseTokens(tokensText, secretSink, `accounts.${name}.tokens`);
-  const reading: AccountReading = { enabled, capabilities: caps?.known, passwordHash, passwordMtime: mtime, tokens, tokensText };
-  if (caps === undefined || !caps.ok || enabled === undefined || tokens === undefined || mtime === null) return { account: undefined, reading };
+  const notBefore = parseMtime(secret[sessionsNotBeforeKey(name)], secretSink, sessionsNotBeforeKey(name));
+  const secondFactor = parseSecondFactor(name, secret, secretSink);
+  const reading: AccountReading = { enabled, capabilities: caps?.known, passwordHash, passwordMtime: mtime, tokens, tokensText, sessionsNotBefore: notBefore, secondFactor };
+  if (caps === undefined || !caps.ok || enabled === undefined || tokens === undefined || mtime === null || notBefore === null || secondFactor === undefined) return { account: undefined, reading };
   if (cmSink.count + secretSink.count !== before) return { account: undefined, reading };
   const account: AccountSettings = {
     name,
     enabled,
     capabilities: caps.known,
     tokens,
+    // Left out when empty: an account without one reads as before second factors existed.
+    ...(secondFactor !== undefined && !isEmptyFactor(secondFactor) ? { secondFactor } : {}),
     ...(passwordHash !== undefined ? { passwordHash } : {}),
     ...(mtime !== undefined ? { passwordMtime: mtime } : {}),
+    ...(notBefore !== undefined ? { sessionsNotBefore: notBefore } : {}),
   };
   return { account, reading };
 }

@@ -12,11 +12,14 @@
  *   password      the old hash only if the new text holds the same hash; a changed hash beside
  *                 a problem leaves the account without a password (neither password logs in)
  *   passwordMtime the later of the two (an unreadable one: the old one)
+ *   sessionsNotBefore  the later of the two (an unreadable one: the old one)
+ *   second factor the old one (a factor removed beside a problem is still asked for: the
+ *                 account may lose its login, never its second step)
  *   tokens        the old records the new list still holds; a list that does not parse keeps
  *                 the old records whose jti (id, for records without one) still appears in its
  *                 text as a JSON string, so a token removed by hand stops at once
  */
-import type { AccountSettings, ApiTokenRecord, Capability } from './account.js';
+import type { AccountSettings, ApiTokenRecord, Capability, SecondFactorSettings } from './account.js';
 
 /** The account's new settings field by field; undefined where a value cannot be read. */
 export interface AccountReading {
@@ -29,19 +32,27 @@ export interface AccountReading {
   /** undefined: the list does not parse; then `tokensText` is what it says. */
   readonly tokens: readonly ApiTokenRecord[] | undefined;
   readonly tokensText: string | undefined;
+  /** null: present but unreadable. */
+  readonly sessionsNotBefore?: Date | undefined | null;
+  /** undefined: a second-factor key does not parse. */
+  readonly secondFactor?: SecondFactorSettings | undefined;
 }
 
 export function restrictAccount(previous: AccountSettings, reading: AccountReading): AccountSettings {
   const capabilities = reading.capabilities === undefined ? previous.capabilities : previous.capabilities.filter((c) => reading.capabilities?.includes(c));
   const passwordHash = previous.passwordHash !== undefined && previous.passwordHash === reading.passwordHash ? previous.passwordHash : undefined;
   const passwordMtime = laterMtime(previous.passwordMtime, reading.passwordMtime);
+  const sessionsNotBefore = laterMtime(previous.sessionsNotBefore, reading.sessionsNotBefore);
   return {
     name: previous.name,
     enabled: previous.enabled && reading.enabled !== false,
     capabilities,
     tokens: previous.tokens.filter((record) => stillListed(record, reading)),
+    // Kept as it was: a second step is never dropped because the text around it is broken.
+    ...(previous.secondFactor !== undefined ? { secondFactor: previous.secondFactor } : {}),
     ...(passwordHash !== undefined ? { passwordHash } : {}),
     ...(passwordMtime !== undefined ? { passwordMtime } : {}),
+    ...(sessionsNotBefore !== undefined ? { sessionsNotBefore } : {}),
   };
 }
 

@@ -18,6 +18,9 @@ export function userAgent(): string {
   return `svc/${svcVersion()}`;
 }
 
+/** Asked for a second-factor code, given the factors the server offers (totp, webauthn, recovery). */
+export type SecondFactorPrompt = (factors: readonly string[]) => Promise<string>;
+
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
 export interface ApiClientOptions {
@@ -99,9 +102,33 @@ export class ApiClient {
     return this.options.token !== undefined;
   }
 
-  async createSession(username: string, password: string): Promise<string> {
-    const body = await this.request<{ token?: unknown }>('POST', '/api/v1/session', { username, password });
-    return requireToken(body);
+  /**
+   * A session for a password; for an account with a second factor, `secondFactor` is asked for
+   * a code (given the factors the server offers) and the login's second step is sent with it.
+   */
+  async createSession(username: string, password: string, secondFactor?: SecondFactorPrompt): Promise<string> {
+    try {
+      return requireToken(await this.request<{ token?: unknown }>('POST', '/api/v1/session', { username, password }));
+    } catch (err: unknown) {
+      if (!(err instanceof ApiError) || err.code !== 'second_factor_required' || secondFactor === undefined) throw err;
+      const challenge = err.details?.['challenge'];
+      const factors = err.details?.['factors'];
+      if (typeof challenge !== 'string' || !Array.isArray(factors)) throw new CliError('the server asked for a second factor without a challenge');
+      const code = await secondFactor(factors.filter((f): f is string => typeof f === 'string'));
+      return requireToken(await this.request<{ token?: unknown }>('POST', '/api/v1/session', { challenge, code }));
+    }
+  }
+
+  /** Starts a TOTP enrolment of the logged-in account: the secret and its otpauth:// URI. */
+  startTotp(): Promise<{ readonly secret: string; readonly uri: string }> {
+    return this.request('POST', '/api/v1/account/second-factor/totp');
+  }
+
+  /** Confirms it with a code from the app: the ten recovery codes, shown this once. */
+  async confirmTotp(code: string): Promise<readonly string[]> {
+    const body = await this.request<{ recoveryCodes?: unknown }>('POST', '/api/v1/account/second-factor/totp/confirm', { code });
+    if (!Array.isArray(body.recoveryCodes)) throw new CliError('the server confirmed TOTP without recovery codes');
+    return body.recoveryCodes.map(String);
   }
 
   /**
@@ -234,7 +261,7 @@ export function apiError(response: Pick<Response, 'status' | 'statusText'>, text
   if (typeof parsed === 'object' && parsed !== null) {
     const { error, message } = parsed as { error?: unknown; message?: unknown };
     if (typeof error === 'string') {
-      return new ApiError(response.status, error, typeof message === 'string' && message !== '' ? message : error, server);
+      return new ApiError(response.status, error, typeof message === 'string' && message !== '' ? message : error, server, parsed as Record<string, unknown>);
     }
   }
   // HTTP/2 and some proxies send no reason phrase; the standard one reads better than none.

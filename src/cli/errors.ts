@@ -21,6 +21,8 @@ export class ApiError extends Error {
     message: string,
     /** The server that answered, for the "log in again" hint. */
     readonly server?: string,
+    /** The rest of the answer's body (a second step's challenge and factors). */
+    readonly details?: Readonly<Record<string, unknown>>,
   ) {
     super(message);
     this.name = 'ApiError';

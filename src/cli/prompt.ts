@@ -128,3 +128,14 @@ function readHidden(
     stdin.on('data', onData);
   });
 }
+
+/** One line of a stream that is not a terminal (a script's pipe), without its line end; '' at its end. */
+export async function readLine(input: NodeJS.ReadableStream): Promise<string> {
+  const rl = createInterface({ input, terminal: false });
+  try {
+    for await (const line of rl) return line;
+    return '';
+  } finally {
+    rl.close();
+  }
+}

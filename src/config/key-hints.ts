@@ -9,7 +9,7 @@ type Path = readonly (string | number)[];
 /** The svc-cm keys whose names are fixed (accounts.<name>… follow a pattern, see accounts/config.ts). */
 export const KNOWN_CM_KEYS = [
   'url', 'users.session.duration', 'admin.enabled', 'extension.config', 'oidc.config', 'idp.config',
-  'oidc.tls.insecure.skip.verify', 'workload.config', 'idp.keyRotation', 'users.ssoTokens.maxLifetime', 'users.sso.groupsRecheck',
+  'oidc.tls.insecure.skip.verify', 'workload.config', 'idp.keyRotation', 'users.ssoTokens.maxLifetime', 'users.sso.groupsRecheck', 'users.mfa.required',
 ] as const;
 
 /** Argo CD's svc-cm keys with the svc key that does their job. */

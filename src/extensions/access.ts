@@ -7,7 +7,7 @@
  * settings read here and the connection pool picked right after belong to one configuration.
  */
 import type { AppCatalog, Application } from '../apps/catalog.js';
-import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, Unauthenticated, type SvcError } from '../errors.js';
+import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenied, SecondFactorEnrolmentRequired, Unauthenticated, type SvcError } from '../errors.js';
 import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
 import { extensionAction } from '../rbac/methods.js';
@@ -64,6 +64,7 @@ export function routeExtensionRequest(request: ExtensionRequest, settings: Acces
   const extension = enabledExtension(settings, request.name);
   const principal = request.principal;
   if (principal === undefined) throw request.authError ?? new Unauthenticated();
+  if (principal.enrolmentOnly === true) throw new SecondFactorEnrolmentRequired();
   const application = namedApplication(request.application, settings);
   const object = `${application?.project ?? '*'}/${extension.name}`;
   const action = extensionAction(request.method);

@@ -9,6 +9,7 @@ import type Koa from 'koa';
 import { Unauthenticated } from '../errors.js';
 import type { Principal } from '../principal.js';
 import type { ReadCaller } from './caller.js';
+import { enrolmentGate } from './enrolment-gate.js';
 import type { AppState } from './state.js';
 
 export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState> {
@@ -19,6 +20,7 @@ export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState>
       ctx.state.principal = principal;
       ctx.state.token = token;
       ctx.state.tokenFromCookie = via === 'cookie';
+      enrolmentGate(ctx);
     } else if (authError !== undefined) {
       ctx.state.authError = authError;
     }

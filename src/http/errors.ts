@@ -2,14 +2,16 @@
 import type { ServerResponse } from 'node:http';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { RateLimited, SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
+import { RateLimited, SecondFactorRequired, SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
 import type { AppState } from './state.js';
 
 export const STATUS = {
   invalid_request: 400,
   invalid_credentials: 401,
+  second_factor_required: 401,
   unauthenticated: 401,
   permission_denied: 403,
+  second_factor_enrolment_required: 403,
   application_not_found: 403,
   not_found: 404,
   account_not_found: 404,
@@ -29,7 +31,7 @@ export const STATUS = {
 /** What a client is told about a failed request: status, JSON body and extra headers. */
 export interface ErrorReply {
   readonly status: number;
-  readonly body: { readonly error: string; readonly message: string };
+  readonly body: { readonly error: string; readonly message: string; readonly challenge?: string; readonly factors?: readonly string[] };
   readonly headers: Readonly<Record<string, string>>;
 }
 
@@ -46,7 +48,9 @@ export function errorReply(err: unknown, requestId: string, log: Logger, path: s
     return { status: 500, body: { error: 'internal', message: `internal error (request ${requestId})` }, headers: {} };
   }
   const headers = err instanceof TooManyAttempts || err instanceof RateLimited ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
-  return { status: STATUS[err.code], body: { error: err.code, message: err.message }, headers };
+  // The one error whose body says more: the second step needs the challenge and the factors.
+  const more = err instanceof SecondFactorRequired ? { challenge: err.challenge, factors: err.factors } : {};
+  return { status: STATUS[err.code], body: { error: err.code, message: err.message, ...more }, headers };
 }
 
 /** Writes an error reply on a raw response (code that runs before Koa), as Koa would write it. */

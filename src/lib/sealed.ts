@@ -11,7 +11,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomFillSync } from 'node
 import { BoundedCache } from './bounded-cache.js';
 import { secretKeyObject } from './secret-key.js';
 
-export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account' | 'idp-record-id' | 'sso-token-identity';
+export type SealPurpose = 'login-state' | 'userinfo-groups' | 'refresh-token' | 'access-token' | 'idp-account' | 'idp-record-id' | 'sso-token-identity' | 'mfa-totp';
 
 export interface Sealer {
   seal(plain: string, context?: string): string;

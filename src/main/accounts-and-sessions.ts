@@ -8,6 +8,7 @@ import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
 import { loginRecorder } from '../http/routes/record-login.js';
+import { secondFactorRoutes } from '../http/routes/second-factor.js';
 import { sessionRoutes } from '../http/routes/session.js';
 import { sessionListRoutes } from '../http/routes/session-list.js';
 import { createSessionAccess } from '../session/session-access.js';
@@ -17,6 +18,8 @@ import { createLoginService } from '../session/login.js';
 import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
 import type { Authentication } from './authentication.js';
+import { secondStepGate } from '../second-factor/second-step.js';
+import { buildSecondFactor } from './second-factor.js';
 import type { Services } from './services.js';
 
 /**
@@ -34,6 +37,9 @@ export function buildAccounts(services: Services, authentication: Authentication
   const { settings, log, store, rights, now } = services;
   const accountMap = () => settings.current().accounts;
   const limits = services.loginLimits;
+  // The gate (which accounts need a second step, and their challenge) comes first: the second
+  // step itself needs the login's session issuing.
+  const gate = secondStepGate(services.state);
   const login = createLoginService({
     accounts: accountMap,
     throttle,
@@ -43,16 +49,23 @@ export function buildAccounts(services: Services, authentication: Authentication
     log,
     now,
     outcomes: services.loginOutcomes,
+    secondStep: gate,
   });
+  const secondFactor = buildSecondFactor(services, throttle, login, (hash) => authentication.signer.passwordBinding(hash));
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
   const recordLogin = loginRecorder(authentication.sessions, services.trustedProxies, log);
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, sessions: authentication.sessions, recordLogin, trustedProxies: services.trustedProxies, configuredUrl }),
+      sessionRoutes({
+        login, sessions: authentication.sessions, recordLogin, trustedProxies: services.trustedProxies, configuredUrl,
+        secondStep: secondFactor.complete, passkeyLogin: secondFactor.passkeyLogin,
+      }),
       sessionListRoutes({ access: createSessionAccess({ registry: authentication.sessions, rights }), trustedProxies: services.trustedProxies }),
       loginFormRoutes({ login, recordLogin, configuredUrl }),
+      // Before the account routes: their GET /:name would take 'second-factor' for an account name.
+      secondFactorRoutes({ enrolment: secondFactor.enrolment, passkeys: secondFactor.passkeys, trustedProxies: services.trustedProxies }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),

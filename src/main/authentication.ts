@@ -33,7 +33,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const revocation = await createRevocation({ state, log, now, registry: services.metrics.registry });
   const cutoffs = await createAccountCutoffs({ state, log, now });
   const stopFollowing = await followAccounts(cutoffs, settings);
-  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt });
+  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt, mfaRequired: () => settings.current().mfaRequired });
   const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation });
   const sessions = createSessionRegistry({
     state, revocation, audit: services.audit, log, now,

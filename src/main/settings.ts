@@ -3,6 +3,7 @@
  * reported. The Settings type follows from the list, so a feature added here is a field there.
  */
 import { accountsSection } from '../accounts/settings-section.js';
+import { mfaRequiredSection } from '../accounts/mfa-required-section.js';
 import { catalogSection } from '../apps/settings-section.js';
 import { DEFAULT_URL, serverSecretKeySection, urlSection } from '../config/server-settings.js';
 import { createSettingsParser, strictly, type SettingsOf, type SettingsParser } from '../config/settings.js';
@@ -23,6 +24,7 @@ function sections(defaultUrl: string) {
     serverSecretKey: serverSecretKeySection,
     sessionDurationMs: sessionDurationSection,
     accounts: accountsSection,
+    mfaRequired: mfaRequiredSection,
     extensions: extensionsSection,
     oidc: oidcSection,
     idp: idpSection,

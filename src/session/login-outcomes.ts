@@ -11,6 +11,7 @@ export type LoginMethod = 'local' | 'sso' | 'idp-password' | 'idp-browser' | 'wo
 export const LOGIN_REASONS = [
   'ok', 'wrong-password', 'unknown-user', 'disabled', 'no-login-capability', 'locked', 'busy',
   'unavailable', 'refused', 'expired', 'foreign-browser', 'misconfigured', 'invalid-token', 'other',
+  'second-step', 'wrong-code',
 ] as const;
 export type LoginReason = (typeof LOGIN_REASONS)[number];
 

@@ -6,6 +6,11 @@
  * capability all run one bcrypt comparison, answer `invalid_credentials` "invalid username or
  * password", count toward the throttle and wait a random 0.5–1 s (the real reason is logged
  * for operators). Argo CD tells a disabled account apart once the password is right; we don't.
+ *
+ * An account with a second factor gets no token from the password alone: the right password
+ * answers SecondFactorRequired with a single-use challenge (second-factor/second-step.ts), and
+ * clears nothing: only the second step's success clears the count, so guessing codes behind a
+ * known password fills the same failure window as guessing passwords.
  */
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes, type LoginReason } from './login-outcomes.js';
 import { randomInt, randomUUID } from 'node:crypto';
@@ -13,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { MAX_USERNAME_LENGTH, type AccountSettings } from '../accounts/config.js';
 import { verifyPassword } from '../accounts/passwords.js';
-import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests } from '../errors.js';
+import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests, type SecondFactorRequired } from '../errors.js';
 import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
@@ -39,6 +44,15 @@ export interface LoginDeps {
   readonly failureDelay?: () => Promise<void>;
   /** Counts each login's outcome (svc_login_outcomes_total, method local); not password checks. */
   readonly outcomes?: LoginOutcomes;
+  /** Accounts with a second factor; absent: a password alone logs in. */
+  readonly secondStep?: SecondStepGate;
+}
+
+/** How a login learns that an account needs a second step, and starts it. */
+export interface SecondStepGate {
+  required(account: AccountSettings): boolean;
+  /** The SecondFactorRequired answer with a fresh challenge bound to the account and `pwh`. */
+  begin(account: AccountSettings, pwh: string): Promise<SecondFactorRequired>;
 }
 
 export interface LoginRequest {
@@ -57,13 +71,21 @@ export interface LoginResult {
   readonly expiresAt: number;
 }
 
+export interface CheckOptions {
+  /**
+   * A right password hands its attempt back instead of clearing the failures: for a check
+   * followed by a second-factor code (removing a factor), whose own success clears them.
+   */
+  readonly keepFailures?: boolean;
+}
+
 export interface LoginService {
   withPassword(request: LoginRequest): Promise<LoginResult>;
   /**
    * Checks a password the way a login does (length, throttle, counting, timing, the failure
    * delay) without issuing a token or asking for the login capability: for a password change.
    */
-  checkPassword(request: LoginRequest): Promise<boolean>;
+  checkPassword(request: LoginRequest, options?: CheckOptions): Promise<boolean>;
   /**
    * A new session token for an account that just proved itself against `passwordHash` (after
    * its password change: the new hash). The token is bound to that hash (`pwh`, tokens.ts).
@@ -79,7 +101,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
    * The hash the password matched on success, else the reason for the log. Holds a concurrency
    * slot for the bcrypt only. The attempt is counted before bcrypt runs (throttle.ts).
    */
-  async function verify({ username, password }: LoginRequest, forLogin: boolean): Promise<Verdict> {
+  async function verify({ username, password }: LoginRequest, forLogin: boolean, keepFailures = false): Promise<Verdict> {
     if (username.length > MAX_USERNAME_LENGTH) {
       // No account can have such a name; not counted, so junk cannot fill the failure cache.
       throw new InvalidRequest(`username is longer than ${MAX_USERNAME_LENGTH} characters`);
@@ -92,8 +114,12 @@ export function createLoginService(deps: LoginDeps): LoginService {
       const account = deps.accounts().get(username);
       const matches = await verifyPassword(password, account?.passwordHash);
       const verdict = judge(account, matches, forLogin);
-      if ('passwordHash' in verdict) await deps.throttle.recordSuccess(username);
-      else await deps.throttle.recordFailure(username, attempt);
+      // A login that goes on to a second step is not a success yet: its attempt is handed back
+      // and earlier failures stay counted until the second step succeeds, so every wrong code
+      // counts as a wrong password does and a right password never wipes the count.
+      if (!('passwordHash' in verdict)) await deps.throttle.recordFailure(username, attempt);
+      else if (keepFailures || (forLogin && account !== undefined && deps.secondStep?.required(account) === true)) await deps.throttle.release(username);
+      else await deps.throttle.recordSuccess(username);
       return verdict;
     } finally {
       release();
@@ -111,8 +137,8 @@ export function createLoginService(deps: LoginDeps): LoginService {
   }
 
   /** The hash the password matched, or undefined after logging the reason and waiting. */
-  async function passes(request: LoginRequest, forLogin: boolean): Promise<string | undefined> {
-    const verdict = await verify(request, forLogin);
+  async function passes(request: LoginRequest, forLogin: boolean, keepFailures = false): Promise<string | undefined> {
+    const verdict = await verify(request, forLogin, keepFailures);
     if ('passwordHash' in verdict) return verdict.passwordHash;
     deps.log.info({ username: request.username, reason: verdict.reason, ...whereFrom(request) }, forLogin ? 'login failed' : 'password check failed');
     if (forLogin) outcomes.record('local', '', verdict.counted);
@@ -130,7 +156,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
   }
 
   return {
-    checkPassword: async (request) => (await passes(request, false)) !== undefined,
+    checkPassword: async (request, options) => (await passes(request, false, options?.keepFailures === true)) !== undefined,
     issueSession,
     async withPassword(request) {
       let passwordHash: string | undefined;
@@ -145,6 +171,11 @@ export function createLoginService(deps: LoginDeps): LoginService {
         throw err;
       }
       if (passwordHash === undefined) throw new InvalidCredentials();
+      const account = deps.accounts().get(request.username);
+      if (account !== undefined && deps.secondStep?.required(account) === true) {
+        outcomes.record('local', '', 'second-step');
+        throw await deps.secondStep.begin(account, deps.signer.passwordBinding(passwordHash));
+      }
       outcomes.record('local', '', 'ok');
       return issueSession(request.username, passwordHash);
     },

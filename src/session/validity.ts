@@ -104,7 +104,18 @@ function issuedAfterLastDisabled(claims: TokenClaims, _account: AccountSettings,
   return `account '${claims.username}' was disabled after this token was issued; log in again`;
 }
 
-const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword, issuedAfterLastDisabled];
+/**
+ * A session must be issued at or after the account's `sessionsNotBefore` (a second factor
+ * removed or reset, an operator's break-glass): whole seconds, as the password mtime. API tokens
+ * are left alone: they were made on purpose and are deleted one by one.
+ */
+function issuedAfterSessionsCutoff(claims: TokenClaims, account: AccountSettings): string | undefined {
+  if (claims.kind !== 'login' || account.sessionsNotBefore === undefined) return undefined;
+  if (claims.iat * 1000 >= account.sessionsNotBefore.getTime()) return undefined;
+  return `the sessions of account '${claims.username}' were ended after this token was issued (a second factor changed, or an operator ended them); log in again`;
+}
+
+const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiTokenListed, issuedAfterPasswordChange, checkedAgainstCurrentPassword, issuedAfterLastDisabled, issuedAfterSessionsCutoff];
 
 /** The token's account when every account rule holds; throws Unauthenticated with the first that fails. Synchronous. */
 export function checkAccount(claims: TokenClaims, deps: ValidityDeps): AccountSettings {

@@ -26,7 +26,7 @@ export interface WebAssets {
 const PAGES: Readonly<Record<PageName, string>> = { login: 'login.html', account: 'account.html', logout: 'logout.html' };
 const STATIC = ['style.css', 'favicon.svg'] as const;
 /** The compiled scripts (web/src/<name>.ts). */
-const SCRIPTS = ['login.js', 'account.js', 'api.js', 'auto-post.js', 'return-url.js', 'sessions.js'] as const;
+const SCRIPTS = ['login.js', 'account.js', 'api.js', 'auto-post.js', 'return-url.js', 'sessions.js', 'webauthn.js', 'second-factor.js'] as const;
 
 const TYPES: Readonly<Record<string, string>> = { html: 'text/html; charset=utf-8', css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8', svg: 'image/svg+xml' };
 

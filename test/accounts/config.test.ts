@@ -140,4 +140,32 @@ describe('accounts/config', () => {
       name: 'alice', enabled: false, capabilities: ['login'], tokens: [], passwordHash: '$2b$10$x', passwordMtime: new Date('2026-05-01T10:00:00Z'),
     });
   });
+
+  it('reads sessionsNotBefore (admin. for admin, accounts.<name>. otherwise) and the second factor under mfa.<name>.', () => {
+    const { accounts, problems } = parse({ 'accounts.alice': 'login' }, {
+      'admin.sessionsNotBefore': '2026-05-01T10:00:00Z',
+      'accounts.alice.sessionsNotBefore': '2026-05-02T10:00:00Z',
+      'mfa.alice.totp': 'sealed',
+      'mfa.alice.recoveryCodes': '["h1","h2"]',
+      'mfa.alice.passkeys': '[{"id":"c1","name":"laptop","publicKey":"pk","counter":0,"createdAt":5}]',
+    });
+    expect(problems).to.deep.equal([]);
+    expect(accounts.get('admin')?.sessionsNotBefore).to.deep.equal(new Date('2026-05-01T10:00:00Z'));
+    expect(accounts.get('alice')?.sessionsNotBefore).to.deep.equal(new Date('2026-05-02T10:00:00Z'));
+    expect(accounts.get('alice')?.secondFactor).to.deep.equal({ totpSealed: 'sealed', recoveryHashes: ['h1', 'h2'], passkeys: [{ id: 'c1', name: 'laptop', publicKey: 'pk', counter: 0, createdAt: 5 }] });
+    expect(accounts.get('admin')).not.to.have.property('secondFactor');
+  });
+
+  it('an unreadable sessionsNotBefore or second-factor key names the key, and the kept account keeps its factor and the later cut-off', () => {
+    const good = parse({ 'accounts.alice': 'login' }, { 'mfa.alice.totp': 'sealed', 'accounts.alice.sessionsNotBefore': '2026-05-02T10:00:00Z' }).accounts;
+    const bad = parse({ 'accounts.alice': 'login' }, { 'mfa.alice.recoveryCodes': '{"h1"', 'accounts.alice.sessionsNotBefore': 'soon' }, good);
+    expect(bad.problems).to.deep.equal([
+      "svc-secret: accounts.alice.sessionsNotBefore: 'soon' is not a timestamp",
+      'svc-secret: mfa.alice.recoveryCodes: is not JSON (want a JSON list of strings)',
+    ]);
+    expect(bad.accounts.get('alice')?.secondFactor?.totpSealed).to.equal('sealed');
+    expect(bad.accounts.get('alice')?.sessionsNotBefore).to.deep.equal(new Date('2026-05-02T10:00:00Z'));
+    // First load: nothing to keep, so the account stays out (no login without its factor).
+    expect(parse({ 'accounts.alice': 'login' }, { 'mfa.alice.passkeys': '[{"id":1}]' }).accounts.has('alice')).to.equal(false);
+  });
 });

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { AccountSettings } from '../../src/accounts/config.js';
 import { BCRYPT_COST } from '../../src/accounts/passwords.js';
+import { SecondFactorRequired } from '../../src/errors.js';
 import { createLoginConcurrency } from '../../src/session/concurrency.js';
 import { createLoginService, FAILURE_DELAY_MAX_MS, FAILURE_DELAY_MIN_MS, type LoginService } from '../../src/session/login.js';
 import { createLoginThrottle } from '../../src/session/throttle.js';
@@ -155,4 +156,36 @@ describe('LoginService', function () {
     const all = await Promise.allSettled(Array.from({ length: 4 }, () => open.withPassword({ username: 'alice', password: 'right-password' })));
     expect(all.every((r) => r.status === 'fulfilled')).to.equal(true);
   });
+
+  it('answers the right password of an account with a second factor with SecondFactorRequired, and clears no failure', async function () {
+    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+    const signer = createTokenSigner({ secretKey: () => 'k'.repeat(32), now: Date.now });
+    const mfaState = createMemoryState();
+    const begun: string[] = [];
+    const login = createLoginService({
+      accounts: () => new Map([['carol', { name: 'carol', enabled: true, capabilities: ['login'], tokens: [], passwordHash: hash, secondFactor: { totpSealed: 'x', recoveryHashes: [], passkeys: [] } }]]),
+      throttle: createLoginThrottle({ state: mfaState, limits, log, registry: new Registry(), now: Date.now }),
+      concurrency: createLoginConcurrency(50),
+      signer,
+      sessionDurationMs: () => 3_600_000,
+      log,
+      now: Date.now,
+      failureDelay: async () => undefined,
+      secondStep: {
+        required: (account) => account.secondFactor?.totpSealed !== undefined,
+        begin: async (account, pwh) => {
+          begun.push(`${account.name}:${pwh}`);
+          return new SecondFactorRequired('c'.repeat(43), ['totp']);
+        },
+      },
+    });
+    expect(await failure(login.withPassword({ username: 'carol', password: 'wrong' }))).to.include({ code: 'invalid_credentials' });
+    const asked = await failure(login.withPassword({ username: 'carol', password: 'right-password' }));
+    expect(asked).to.include({ code: 'second_factor_required' });
+    expect(begun).to.deep.equal([`carol:${signer.passwordBinding(hash)}`]);
+    // The wrong password is still counted: the password step handed its own attempt back, nothing more.
+    expect(await mfaState.get('login-failures:carol')).to.equal('1');
+    await mfaState.close();
+  });
 });
+

@@ -131,4 +131,14 @@ describe('session/validity', () => {
     key = 'first-key-0123456789abcdef012345';
     expect(rotating.passwordBinding(HASH)).to.equal(first);
   });
+
+  it('refuses a session issued before the account\'s sessionsNotBefore, keeps one of that second or later, and leaves API tokens alone', () => {
+    const session = (iat: number): TokenClaims => ({ username: 'alice', kind: 'login', jti: 'j', iat, exp: iat + 100 });
+    const cutoff = { sessionsNotBefore: new Date(200_000) };
+    expect(reason(session(199), cutoff)).to.equal("the sessions of account 'alice' were ended after this token was issued (a second factor changed, or an operator ended them); log in again");
+    expect(reason(session(200), cutoff)).to.equal(undefined);
+    expect(reason(session(150), {})).to.equal(undefined);
+    const tokens: ApiTokenRecord[] = [{ id: 'ci', jti: 'uuid-1', iat: 50 }];
+    expect(reason(apiKey('uuid-1', 50), { ...cutoff, tokens })).to.equal(undefined);
+  });
 });

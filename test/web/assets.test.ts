@@ -23,7 +23,7 @@ describe('web: the pages\' files', function () {
     const assets = loadWebAssets(root);
     expect(assets.page('login').body.toString()).to.equal('<p>login</p>');
     expect(assets.file('login.js')?.type).to.equal('text/javascript; charset=utf-8');
-    expect(assets.missing.map((p) => p.slice(root.length))).to.have.members(['/web/account.html', '/web/logout.html', '/web/favicon.svg', '/dist/web/account.js', '/dist/web/api.js', '/dist/web/auto-post.js', '/dist/web/return-url.js', '/dist/web/sessions.js']);
+    expect(assets.missing.map((p) => p.slice(root.length))).to.have.members(['/web/account.html', '/web/logout.html', '/web/favicon.svg', '/dist/web/account.js', '/dist/web/api.js', '/dist/web/auto-post.js', '/dist/web/return-url.js', '/dist/web/sessions.js', '/dist/web/webauthn.js', '/dist/web/second-factor.js']);
     expect(assets.page('account').body.toString()).to.contain('run npm run build');
   });
 

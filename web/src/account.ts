@@ -6,6 +6,7 @@
  * also ends the provider's session). My sessions are sessions.ts's card.
  */
 import { api, ApiError, byId, formatTime, showMessage } from './api.js';
+import { showSecondFactor } from './second-factor.js';
 import { showSessions, signOutOthers } from './sessions.js';
 
 interface UserInfo {
@@ -204,11 +205,23 @@ async function start(): Promise<void> {
   }
   showMe(me);
   on('logout', 'click', logOut);
+  if (me.iss === LOCAL_ISSUER && me.expiresAt !== null) await showSecondFactor(say, failure);
   const sessions = { say, failure, cell };
   on('sign-out-others', 'click', () => signOutOthers(sessions));
   await showSessions(sessions);
   if (me.iss === LOCAL_ISSUER) {
-    const account = await api<Account>('GET', `/api/v1/account/${encodeURIComponent(me.username)}`);
+    let account: Account;
+    try {
+      account = await api<Account>('GET', `/api/v1/account/${encodeURIComponent(me.username)}`);
+    } catch (err: unknown) {
+      // users.mfa.required and no factor yet: this session may only enrol one.
+      if (err instanceof ApiError && err.code === 'second_factor_enrolment_required') {
+        say(err.message, 'error');
+        byId('totp-start').focus();
+        return;
+      }
+      throw err;
+    }
     byId('password').hidden = false;
     on('password-form', 'submit', changePassword);
     if (account.capabilities.includes('apiKey')) {

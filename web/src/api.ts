@@ -14,6 +14,8 @@ export class ApiError extends Error {
     message: string,
     /** Seconds from Retry-After, when the server sent one. */
     readonly retryAfter: number | undefined,
+    /** The whole answer (a second step's challenge and factors). */
+    readonly body: Readonly<Record<string, unknown>> = {},
   ) {
     super(message);
     this.name = 'ApiError';
@@ -37,7 +39,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   if (res.ok) return json as T;
   const retry = Number(res.headers.get('retry-after'));
   const message = typeof json['message'] === 'string' ? json['message'] : `the server answered ${res.status}`;
-  throw new ApiError(res.status, typeof json['error'] === 'string' ? json['error'] : 'unknown', message, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  throw new ApiError(res.status, typeof json['error'] === 'string' ? json['error'] : 'unknown', message, Number.isFinite(retry) && retry > 0 ? retry : undefined, json);
 }
 
 function safeParse(text: string): unknown {

@@ -6,6 +6,7 @@
  * way in, and is kept in sessionStorage for an SSO login that comes back without it (expired).
  */
 import { api, ApiError, byId, sameSiteReturnUrl, showMessage } from './api.js';
+import { passkeyAssertion } from './webauthn.js';
 
 interface Settings {
   readonly oidcConfig?: { readonly name: string };
@@ -22,6 +23,7 @@ const ERRORS: Readonly<Record<string, string>> = {
   invalid_request: 'The login form was not filled in as expected. Try again.',
   sso_failed: 'Your identity provider did not complete the login. Try again, or ask your administrator if it keeps happening.',
   sso_expired: 'That login took too long or was started in another browser. Log in again.',
+  second_factor_required: 'This account has a second factor, which this page can ask for only with JavaScript. Turn JavaScript on and log in again.',
   sso_reserved_name: 'Your identity provider signed you in under a name svc reserves (a local account or a role), so svc cannot log you in with it. Ask your administrator: the server log says which name and why.',
 };
 
@@ -57,6 +59,61 @@ function failureText(err: unknown): string {
   return err.message;
 }
 
+/** The challenge of the second step in progress; undefined on the password step. */
+let challenge: string | undefined;
+
+function loggedIn(): void {
+  sessionStorage.removeItem(RETURN_KEY);
+  location.assign(returnUrl);
+}
+
+/** The password was right and the account has a second factor: ask for it. */
+function showSecondStep(body: Readonly<Record<string, unknown>>): void {
+  challenge = String(body['challenge'] ?? '');
+  const factors = Array.isArray(body['factors']) ? body['factors'].map(String) : [];
+  byId('local-login').hidden = true;
+  byId('message').hidden = true;
+  const step = byId<HTMLFormElement>('second-step');
+  step.hidden = false;
+  byId('use-passkey').hidden = !factors.includes('webauthn') || !('credentials' in navigator);
+  const typed = factors.includes('totp') || factors.includes('recovery');
+  byId('code').parentElement?.querySelectorAll('label[for=code], #code, #second-step > button[type=submit]').forEach((e) => ((e as HTMLElement).hidden = !typed));
+  byId<HTMLInputElement>('code').required = typed;
+  byId('second-step-hint').textContent = typed ? 'This account has a second factor: enter the code your authenticator app shows, or one of your recovery codes.' : 'This account logs in with a passkey.';
+  (typed ? byId<HTMLInputElement>('code') : byId<HTMLButtonElement>('use-passkey')).focus();
+}
+
+/** A refused second step spends its challenge: back to the password, saying why. */
+function backToPassword(text: string): void {
+  challenge = undefined;
+  byId('second-step').hidden = true;
+  byId<HTMLInputElement>('code').value = '';
+  byId('local-login').hidden = false;
+  showMessage(message, text, 'error');
+  const password = byId<HTMLInputElement>('password');
+  password.value = '';
+  password.focus();
+}
+
+async function secondStep(answer: { code: string } | { webauthn: unknown }): Promise<void> {
+  try {
+    await api('POST', '/api/v1/session', { challenge, ...answer });
+    loggedIn();
+  } catch (err: unknown) {
+    const text = err instanceof ApiError && err.code === 'invalid_credentials' ? 'Wrong or already used code. Enter your password and a new code.' : failureText(err);
+    backToPassword(text);
+  }
+}
+
+async function usePasskey(): Promise<void> {
+  try {
+    const options = await api<Record<string, unknown>>('POST', '/api/v1/session/webauthn-options', { challenge });
+    await secondStep({ webauthn: await passkeyAssertion(options) });
+  } catch (err: unknown) {
+    backToPassword(err instanceof ApiError ? failureText(err) : 'The passkey did not answer. Enter your password and try again.');
+  }
+}
+
 async function logIn(form: HTMLFormElement): Promise<void> {
   const button = form.querySelector('button') as HTMLButtonElement;
   const data = new FormData(form);
@@ -64,9 +121,12 @@ async function logIn(form: HTMLFormElement): Promise<void> {
   form.setAttribute('aria-busy', 'true');
   try {
     await api('POST', '/api/v1/session', { username: String(data.get('username') ?? ''), password: String(data.get('password') ?? '') });
-    sessionStorage.removeItem(RETURN_KEY);
-    location.assign(returnUrl);
+    loggedIn();
   } catch (err: unknown) {
+    if (err instanceof ApiError && err.code === 'second_factor_required') {
+      showSecondStep(err.body);
+      return;
+    }
     showMessage(message, failureText(err), 'error');
     const password = byId<HTMLInputElement>('password');
     password.value = '';
@@ -94,6 +154,11 @@ async function start(): Promise<void> {
     event.preventDefault();
     void logIn(form);
   });
+  byId<HTMLFormElement>('second-step').addEventListener('submit', (event) => {
+    event.preventDefault();
+    void secondStep({ code: byId<HTMLInputElement>('code').value.trim() });
+  });
+  byId('use-passkey').addEventListener('click', () => void usePasskey());
   if (local) byId<HTMLInputElement>('username').focus();
 }
 

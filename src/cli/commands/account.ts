@@ -13,6 +13,7 @@ import { parseOutputFormat, renderAccount, renderAccountList, renderUserInfo } f
 /** The issuer of local accounts' tokens; any other is single sign-on's. */
 const LOCAL_ISSUER = 'svc';
 import { valueOrPrompt } from '../prompt.js';
+import { registerSecondFactor } from './second-factor.js';
 
 interface OutputOption {
   readonly output?: string;
@@ -66,6 +67,7 @@ export function registerAccount(program: Command, ctx: CliContext): void {
     });
   registerPasswordCommand(account, ctx);
   registerTokenCommands(account, ctx);
+  registerSecondFactor(account, ctx);
   account
     .command('can-i')
     .description("print 'yes' or 'no': may the current user do ACTION on RESOURCE OBJECT")

@@ -35,7 +35,7 @@ export interface LoginFormRouteDeps {
 const MAX_FORM_BYTES = 8 * 1024;
 
 /** Refusals the login page explains itself (web/src/login.ts); anything else is an error answer. */
-const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request']);
+const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request', 'second_factor_required']);
 
 export function loginFormRoutes({ login, recordLogin, configuredUrl }: LoginFormRouteDeps): Router<AppState> {
   const router = new Router<AppState>();

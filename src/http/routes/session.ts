@@ -1,14 +1,18 @@
 /**
- * POST/DELETE /api/v1/session and GET /api/v1/session/userinfo (DESIGN §4). Thin: parse,
- * call one domain function, map the result.
+ * POST/DELETE /api/v1/session, GET /api/v1/session/userinfo and POST
+ * /api/v1/session/webauthn-options (DESIGN §4). Thin: parse, call one domain function, map the
+ * result. A body with `challenge` is a login's second step (second-factor/second-step.ts).
  */
 import Router from '@koa/router';
+import { InvalidRequest } from '../../errors.js';
+import type { PasskeyLogin } from '../../second-factor/passkey-login.js';
+import type { CompleteSecondStep } from '../../second-factor/second-step.js';
 import type { LoginService } from '../../session/login.js';
 import type { Principal } from '../../principal.js';
 import type { SessionRegistry } from '../../session/registry.js';
 import { auditSourceOf } from '../audit-source.js';
 import type { TrustedProxies } from '../client-address.js';
-import { readJson, requireString } from '../body.js';
+import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { RecordLogin } from './record-login.js';
 import { ISSUER } from '../../session/tokens.js';
@@ -21,6 +25,9 @@ export interface SessionRouteDeps {
   readonly trustedProxies: TrustedProxies;
   /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
   readonly configuredUrl: () => string;
+  /** A login's second step; absent: no account can have a second factor (tests of the password step alone). */
+  readonly secondStep?: CompleteSecondStep;
+  readonly passkeyLogin?: Pick<PasskeyLogin, 'options'>;
 }
 
 export type UserInfo =
@@ -43,11 +50,19 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
-export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, configuredUrl }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, configuredUrl, secondStep, passkeyLogin }: SessionRouteDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/api/v1/session' });
 
   router.post('/', async function createSession(ctx) {
     const body = await readJson(ctx);
+    const challenge = optionalString(body, 'challenge');
+    if (challenge !== undefined && secondStep !== undefined) {
+      const done = await secondStep({ challenge, answer: secondFactorAnswer(body), source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies) });
+      await recordLogin(ctx.req, { id: done.tokenId, account: done.username, kind: 'local', issuer: ISSUER, expiresAt: done.expiresAt }, false);
+      setSessionCookie(ctx, done.token, done.expiresAt, configuredUrl());
+      ctx.body = { token: done.token };
+      return;
+    }
     const username = requireString(body, 'username');
     const { token, tokenId, expiresAt } = await login.withPassword({
       username,
@@ -74,9 +89,27 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
     ctx.body = { revoked: principal !== undefined };
   });
 
+  if (passkeyLogin !== undefined) {
+    router.post('/webauthn-options', async function webauthnOptions(ctx) {
+      const body = await readJson(ctx);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = await passkeyLogin.options(requireString(body, 'challenge'));
+    });
+  }
+
   router.get('/userinfo', function showUserInfo(ctx) {
     ctx.body = userInfoView(ctx.state.principal);
   });
 
   return router;
+}
+
+/** `{code}` or `{webauthn}`, exactly one. */
+function secondFactorAnswer(body: JsonObject): { readonly code: string } | { readonly webauthn: unknown } {
+  const code = optionalString(body, 'code');
+  const webauthn = body['webauthn'];
+  if ((code === undefined) === (webauthn === undefined || webauthn === null)) {
+    throw new InvalidRequest("a second step sends 'challenge' with exactly one of 'code' (an authenticator or recovery code) and 'webauthn' (a passkey's answer)");
+  }
+  return code !== undefined ? { code } : { webauthn };
 }

@@ -1,0 +1,48 @@
+/**
+ * A TOTP code is accepted once: the last accepted time step of each account is kept in the
+ * state backend (shared by replicas), and a code of that step or an earlier one is refused.
+ * The read-compare-write runs under a short per-account lock (SET NX with a TTL), so two
+ * replicas checking codes of one account at once cannot both accept (the state backend has no
+ * compare-and-set). The mark lives only as long as a code of its step could still be accepted.
+ *
+ * Keys (the backend adds `svc:`):
+ *   mfa-totp-last:<name>   the last accepted step, TTL MARK_TTL_MS
+ *   mfa-totp-lock:<name>   held while one check runs, TTL LOCK_TTL_MS
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TooManyRequests } from '../errors.js';
+import type { StateBackend } from '../state/state.js';
+import { TOTP_PERIOD_SECONDS, TOTP_SKEW_STEPS } from './totp.js';
+
+const LAST_PREFIX = 'mfa-totp-last:';
+const LOCK_PREFIX = 'mfa-totp-lock:';
+/** A step's code is accepted until the step after the skew ends: at most (2 + skew) periods from its start. */
+const MARK_TTL_MS = (2 + TOTP_SKEW_STEPS) * TOTP_PERIOD_SECONDS * 1000 + 30_000;
+const LOCK_TTL_MS = 5_000;
+const LOCK_TRIES = 20;
+const LOCK_POLL_MS = 50;
+
+/** True when `step` is newer than the account's last accepted step, which it then becomes. */
+export async function claimTotpStep(state: StateBackend, name: string, step: number): Promise<boolean> {
+  const lock = LOCK_PREFIX + name;
+  const mine = randomUUID();
+  await acquire(state, lock, mine);
+  try {
+    const last = await state.get(LAST_PREFIX + name);
+    if (last !== null && Number(last) >= step) return false;
+    await state.set(LAST_PREFIX + name, String(step), { ttlMs: MARK_TTL_MS });
+    return true;
+  } finally {
+    // Only our own lock: one that expired under a stalled check and was taken by another stays its.
+    if ((await state.get(lock)) === mine) await state.delete(lock);
+  }
+}
+
+async function acquire(state: StateBackend, lock: string, mine: string): Promise<void> {
+  for (let i = 0; i < LOCK_TRIES; i++) {
+    if (await state.setIfAbsent(lock, mine, { ttlMs: LOCK_TTL_MS })) return;
+    await sleep(LOCK_POLL_MS);
+  }
+  throw new TooManyRequests('another second-factor check of this account is in progress; try again');
+}

@@ -1,0 +1,169 @@
+/**
+ * The pages and a second factor, in Chromium: TOTP enrolled on the account page (the code
+ * computed from the secret the page shows), then a login with password and code; a wrong code
+ * (a message, and it counts toward the lockout); a recovery code that works once; the second
+ * step by keyboard alone and axe-clean; a passkey registered with Chromium's virtual
+ * authenticator (the DevTools protocol's WebAuthn domain) and used to log in.
+ *
+ * WebAuthn takes no IP address as relying party: svc's `url` is http://localhost:<port>, and the
+ * pages are opened there.
+ */
+import { expect } from 'chai';
+import { rm } from 'node:fs/promises';
+import type { Page } from 'playwright-core';
+import { codeAt } from '../../src/second-factor/totp.js';
+import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
+import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
+import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
+import { freePort } from '../helpers/peers.js';
+import { enrolTotp } from '../helpers/second-factor.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const STEP_MS = 30_000;
+
+describe('e2e: the second factor on the login and account pages, in Chromium', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let server: TestServer;
+  let chromium: Chromium;
+  let base: string;
+  let audit: CollectedAudit;
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const nextSteps = () => {
+    offset += 4 * STEP_MS;
+  };
+  let aliceSecret = '';
+  let aliceCodes: string[] = [];
+
+  before(async function () {
+    buildWebScripts();
+    const port = await freePort();
+    base = `http://localhost:${port}`;
+    dir = accountsConfigDir({ cm: { url: base } });
+    audit = collectAudit();
+    server = await startTestServer(dir, { port, now, audit, env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '3' } });
+    chromium = await openChromium();
+  });
+  after(async function () {
+    await chromium?.close();
+    await server?.close();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function passwordStep(page: Page, username: string, password: string): Promise<void> {
+    await page.goto(`${base}/login`);
+    await page.fill('#username', username);
+    await page.fill('#password', password);
+    await page.click('#local-login button[type=submit]');
+  }
+
+  it('enrols TOTP on the account page, then logs out and in with the password and a code', async function () {
+    const page = await chromium.page();
+    await passwordStep(page, 'alice', PASSWORDS.alice);
+    await page.waitForURL(`${base}/`);
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    const secret = await page.inputValue('#totp-secret');
+    expect(secret).to.match(/^[A-Z2-7]{32}$/);
+    expect(await page.getAttribute('#totp-uri', 'href')).to.match(/^otpauth:\/\/totp\//);
+    await page.fill('#totp-code', codeAt(secret, now()));
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    await page.waitForSelector('#recovery:not([hidden])');
+    aliceCodes = await page.locator('#recovery-codes li').allTextContents();
+    expect(aliceCodes).to.have.length(10);
+    expect(await page.textContent('#second-factor-status')).to.equal('On: an authenticator app; 10 recovery codes left.');
+    await chromium.screenshot(page, 'account-second-factor', { fullPage: true });
+    aliceSecret = secret;
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(`${base}/login`);
+    nextSteps();
+    await passwordStep(page, 'alice', PASSWORDS.alice);
+    await page.waitForSelector('#second-step:not([hidden])');
+    await page.fill('#code', codeAt(secret, now()));
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/`);
+    expect(audit.of('second-factor-enrolled')).to.have.length(1);
+  });
+
+  it('says so when a code is wrong, back at the password, and counts it toward the lockout', async function () {
+    const bob = await enrolTotp(base, 'bob', PASSWORDS.bob, now);
+    const page = await chromium.page();
+    const wrong = codeAt(bob.secret, now() - 20 * STEP_MS);
+    for (let i = 0; i < 3; i++) {
+      await passwordStep(page, 'bob', PASSWORDS.bob);
+      await page.waitForSelector('#second-step:not([hidden])');
+      await page.fill('#code', wrong);
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#local-login:not([hidden])');
+      expect(await page.textContent('#message')).to.equal('Wrong or already used code. Enter your password and a new code.');
+      expect(await page.evaluate('document.activeElement.id')).to.equal('password');
+    }
+    await passwordStep(page, 'bob', PASSWORDS.bob);
+    await page.waitForFunction("document.getElementById('message').textContent.startsWith('Too many failed logins')");
+  });
+
+  it('logs in with a recovery code once', async function () {
+    const code = aliceCodes[0] ?? '';
+    const first = await chromium.page();
+    await passwordStep(first, 'alice', PASSWORDS.alice);
+    await first.waitForSelector('#second-step:not([hidden])');
+    await first.fill('#code', code);
+    await first.keyboard.press('Enter');
+    await first.waitForURL(`${base}/`);
+    const again = await chromium.page();
+    await passwordStep(again, 'alice', PASSWORDS.alice);
+    await again.waitForSelector('#second-step:not([hidden])');
+    await again.fill('#code', code);
+    await again.keyboard.press('Enter');
+    await again.waitForSelector('#local-login:not([hidden])');
+    expect(await again.textContent('#message')).to.equal('Wrong or already used code. Enter your password and a new code.');
+    expect(audit.of('recovery-code-used')).to.have.length(1);
+  });
+
+  it('takes the second step by keyboard alone, and the step is axe-clean', async function () {
+    nextSteps();
+    const page = await chromium.page();
+    await page.goto(`${base}/login`);
+    await page.waitForFunction("document.activeElement && document.activeElement.id === 'username'");
+    await page.keyboard.type('alice');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORDS.alice);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#second-step:not([hidden])');
+    // The page moves the focus to the code field itself.
+    await page.waitForFunction("document.activeElement && document.activeElement.id === 'code'");
+    expect(await seriousViolations(page)).to.deep.equal([]);
+    await chromium.screenshot(page, 'login-second-step');
+    await page.keyboard.type(codeAt(aliceSecret, now()));
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/`);
+    expect(await seriousViolations(page)).to.deep.equal([]);
+  });
+
+  it('registers a passkey with Chromium\'s virtual authenticator on the account page and logs in with it', async function () {
+    const page = await chromium.page();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    nextSteps();
+    await passwordStep(page, 'alice', PASSWORDS.alice);
+    await page.waitForSelector('#second-step:not([hidden])');
+    await page.fill('#code', codeAt(aliceSecret, now()));
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/`);
+    await page.fill('#passkey-name', 'laptop');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.waitForFunction("document.getElementById('message').textContent === 'Passkey laptop added.'");
+    expect(await page.locator('#passkey-list li').allTextContents()).to.deep.equal(['laptop Remove']);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(`${base}/login`);
+    await passwordStep(page, 'alice', PASSWORDS.alice);
+    await page.waitForSelector('#use-passkey:not([hidden])');
+    await page.getByRole('button', { name: 'Use a passkey' }).click();
+    await page.waitForURL(`${base}/`);
+    const logins = audit.of('login').filter((e) => e.svc?.['factor'] === 'webauthn');
+    expect(logins.map((e) => e.outcome)).to.deep.equal(['success']);
+  });
+});

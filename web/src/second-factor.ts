@@ -1,0 +1,117 @@
+/**
+ * The account page's second factor: what is enrolled (GET /api/v1/account/second-factor), an
+ * authenticator app (POST …/totp shows the secret and its otpauth link, POST …/totp/confirm
+ * turns it on and shows the recovery codes once), and passkeys (register-options, then the
+ * browser makes one, then register; delete).
+ */
+import { api, byId } from './api.js';
+import { passkeyRegistration } from './webauthn.js';
+
+interface Status {
+  readonly totp: boolean;
+  readonly passkeys: readonly { readonly id: string; readonly name: string; readonly createdAt: number }[];
+  readonly recoveryCodesLeft: number;
+  readonly required: boolean;
+}
+
+type Say = (text: string, kind: 'error' | 'ok') => void;
+
+function statusText(status: Status): string {
+  const parts = [status.totp ? 'an authenticator app' : '', status.passkeys.length > 0 ? `${status.passkeys.length} passkey${status.passkeys.length === 1 ? '' : 's'}` : ''].filter((p) => p !== '');
+  if (parts.length === 0) return status.required ? 'A second factor is required before you can use svc: set one up below.' : 'No second factor: your password alone logs you in.';
+  return `On: ${parts.join(' and ')}; ${status.recoveryCodesLeft} recovery codes left.`;
+}
+
+function showRecoveryCodes(codes: readonly string[]): void {
+  const list = byId<HTMLUListElement>('recovery-codes');
+  list.replaceChildren(...codes.map((code) => Object.assign(document.createElement('li'), { textContent: code })));
+  byId('recovery').hidden = false;
+}
+
+export async function showSecondFactor(say: Say, failure: (err: unknown) => string): Promise<void> {
+  const section = byId('second-factor');
+  const reload = async (): Promise<void> => {
+    const status = await api<Status>('GET', '/api/v1/account/second-factor');
+    byId('second-factor-status').textContent = statusText(status);
+    byId('totp-start').hidden = status.totp;
+    const list = byId<HTMLUListElement>('passkey-list');
+    list.replaceChildren(...status.passkeys.map((p) => passkeyItem(p, reload, say, failure)));
+  };
+  await reload();
+  section.hidden = false;
+
+  byId('totp-start').addEventListener('click', () => {
+    void (async () => {
+      try {
+        const { secret, uri } = await api<{ secret: string; uri: string }>('POST', '/api/v1/account/second-factor/totp');
+        byId<HTMLInputElement>('totp-secret').value = secret;
+        byId<HTMLAnchorElement>('totp-uri').href = uri;
+        byId('totp-setup').hidden = false;
+        byId('totp-code').focus();
+      } catch (err: unknown) {
+        say(failure(err), 'error');
+      }
+    })();
+  });
+
+  const confirm = byId<HTMLFormElement>('totp-confirm-form');
+  confirm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void (async () => {
+      try {
+        const { recoveryCodes } = await api<{ recoveryCodes: string[] }>('POST', '/api/v1/account/second-factor/totp/confirm', { code: byId<HTMLInputElement>('totp-code').value.trim() });
+        byId('totp-setup').hidden = true;
+        confirm.reset();
+        showRecoveryCodes(recoveryCodes);
+        say('The authenticator app is on: from now on svc asks for its code after your password.', 'ok');
+        await reload();
+      } catch (err: unknown) {
+        say(failure(err), 'error');
+        byId('totp-code').focus();
+      }
+    })();
+  });
+
+  const passkeyForm = byId<HTMLFormElement>('passkey-form');
+  passkeyForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void (async () => {
+      try {
+        const options = await api<Record<string, unknown>>('POST', '/api/v1/account/second-factor/webauthn/register-options');
+        const response = await passkeyRegistration(options);
+        const name = byId<HTMLInputElement>('passkey-name').value.trim();
+        const added = await api<{ recoveryCodes?: string[] }>('POST', '/api/v1/account/second-factor/webauthn/register', { name, response });
+        passkeyForm.reset();
+        if (added.recoveryCodes !== undefined) showRecoveryCodes(added.recoveryCodes);
+        say(`Passkey ${name} added.`, 'ok');
+        await reload();
+      } catch (err: unknown) {
+        say(failure(err), 'error');
+      }
+    })();
+  });
+}
+
+function passkeyItem(passkey: Status['passkeys'][number], reload: () => Promise<void>, say: Say, failure: (err: unknown) => string): HTMLLIElement {
+  const item = document.createElement('li');
+  item.append(passkey.name, ' ');
+  const remove = document.createElement('button');
+  remove.type = 'button';
+  remove.className = 'danger';
+  remove.textContent = 'Remove';
+  remove.setAttribute('aria-label', `Remove passkey ${passkey.name}`);
+  remove.addEventListener('click', () => {
+    void (async () => {
+      try {
+        await api('DELETE', `/api/v1/account/second-factor/webauthn/${encodeURIComponent(passkey.id)}`);
+        // Removing a factor ends this account's sessions, this one included.
+        location.assign('/login');
+      } catch (err: unknown) {
+        say(failure(err), 'error');
+        await reload();
+      }
+    })();
+  });
+  item.append(remove);
+  return item;
+}
