@@ -4,9 +4,8 @@
  * before anything else starts, so a path svc cannot write is a start error naming it, and
  * reopened on SIGHUP for rotation (`mv` then SIGHUP, as logrotate does).
  */
-import type { Logger } from 'pino';
 import { svcVersion } from '../lib/version.js';
-import { createAuditSink, type AuditSink } from './queue.js';
+import { createAuditSink, type AuditSink, type AuditSinkLog } from './queue.js';
 import { descriptorWriter, fileWriter } from './writers.js';
 
 export const AUDIT_LOG_VARIABLE = 'SVC_AUDIT_LOG';
@@ -21,7 +20,7 @@ export interface OpenedAuditSink {
 
 export class AuditLogUnwritable extends Error {}
 
-export async function openAuditSink(options: { readonly file: string | undefined; readonly fd: 1 | 2; readonly log: Pick<Logger, 'warn' | 'error' | 'info'> }): Promise<OpenedAuditSink> {
+export async function openAuditSink(options: { readonly file: string | undefined; readonly fd: 1 | 2; readonly log: AuditSinkLog }): Promise<OpenedAuditSink> {
   const service = { name: 'svc', version: svcVersion() };
   const { file, log } = options;
   if (file === undefined || file === '') {

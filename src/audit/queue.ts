@@ -10,7 +10,6 @@
  * in append mode by several workers, such a write lands whole, so lines never interleave with the
  * operational log's or another worker's.
  */
-import type { Logger } from 'pino';
 import { toEcs, type AuditService } from './ecs.js';
 import type { AuditEvent, AuditTrail } from './trail.js';
 
@@ -29,10 +28,17 @@ export interface AuditSink extends AuditTrail {
   close(): Promise<void>;
 }
 
+/** The operational log lines the sink writes about itself. */
+export interface AuditSinkLog {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+}
+
 export interface AuditSinkOptions {
   readonly writer: AuditWriter;
   readonly service: AuditService;
-  readonly log: Pick<Logger, 'warn' | 'error'>;
+  readonly log: Pick<AuditSinkLog, 'warn' | 'error'>;
   /** Events held while the writer is busy; more are dropped. */
   readonly capacity?: number;
   readonly now?: () => number;

@@ -9,8 +9,7 @@
 import { write as writeFd } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from 'pino';
-import type { AuditWriter } from './queue.js';
+import type { AuditSinkLog, AuditWriter } from './queue.js';
 
 /** A non-blocking pipe that is full answers EAGAIN: try again this much later, never spin. */
 const RETRY_FULL_PIPE_MS = 10;
@@ -42,7 +41,7 @@ export interface FileAuditWriter extends AuditWriter {
 
 export const AUDIT_FILE_MODE = 0o600;
 
-export function fileWriter(path: string, log: Pick<Logger, 'warn' | 'info'>): FileAuditWriter {
+export function fileWriter(path: string, log: Pick<AuditSinkLog, 'warn' | 'info'>): FileAuditWriter {
   let handle: Promise<FileHandle> | undefined;
   let reopenAsked = false;
 

@@ -24,7 +24,7 @@ import type { Services } from './services.js';
  */
 export function buildLoginThrottle(services: Services): LoginThrottle {
   const { state, log, now } = services;
-  return createLoginThrottle({ state, limits: services.loginLimits, log, registry: services.metrics.registry, now });
+  return createLoginThrottle({ state, limits: services.loginLimits, log, registry: services.metrics.registry, now, audit: services.audit });
 }
 
 export function buildAccounts(services: Services, authentication: Authentication, throttle: LoginThrottle): Feature {
@@ -46,14 +46,16 @@ export function buildAccounts(services: Services, authentication: Authentication
   return {
     name: 'accounts',
     routers: [
-      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl }),
-      loginFormRoutes({ login, configuredUrl }),
+      sessionRoutes({ login, revocation: authentication.revocation, configuredUrl, trustedProxies: services.trustedProxies, audit: services.audit }),
+      loginFormRoutes({ login, configuredUrl, trustedProxies: services.trustedProxies }),
       accountRoutes({
         accounts,
         apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
         configuredUrl,
+        audit: services.audit,
+        trustedProxies: services.trustedProxies,
       }),
     ],
     close: () => throttle.close(),

@@ -128,7 +128,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   const envLog = options.environmentChecked === true ? QUIET : log;
   return {
     log, store, settings, state, rights, metrics,
-    loginOutcomes: createLoginOutcomes(metrics.registry),
+    loginOutcomes: createLoginOutcomes(metrics.registry, options.audit ?? NO_AUDIT),
     accessLogLevel: accessLogLevelFromEnv(env, envLog),
     loginLimits: readLoginLimits(env, envLog),
     env,
@@ -194,6 +194,7 @@ function requestListener(services: Services, authentication: Authentication, fea
     metrics,
     accessLogLevel: services.accessLogLevel,
     authenticate: authMiddleware(authentication.readCaller),
+    audit: services,
     routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
   const koa = app.callback();

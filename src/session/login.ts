@@ -17,6 +17,7 @@ import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests } 
 import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
+import type { AuditSource } from '../audit/trail.js';
 
 export const FAILURE_DELAY_MIN_MS = 500;
 export const FAILURE_DELAY_MAX_MS = 1000;
@@ -47,6 +48,8 @@ export interface LoginRequest {
   /** For the log line of a failure: the request's id and the client's address. */
   readonly requestId?: string;
   readonly client?: string;
+  /** The request's side of the audit event (source address through trusted proxies, user agent, request id). */
+  readonly source?: AuditSource;
 }
 
 export interface LoginResult {
@@ -113,7 +116,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
     const verdict = await verify(request, forLogin);
     if ('passwordHash' in verdict) return verdict.passwordHash;
     deps.log.info({ username: request.username, reason: verdict.reason, ...whereFrom(request) }, forLogin ? 'login failed' : 'password check failed');
-    if (forLogin) outcomes.record('local', '', verdict.counted);
+    if (forLogin) outcomes.record('local', '', verdict.counted, { user: request.username, source: request.source, detail: verdict.reason });
     await delay();
     return undefined;
   }
@@ -136,13 +139,13 @@ export function createLoginService(deps: LoginDeps): LoginService {
       } catch (err: unknown) {
         if (err instanceof TooManyAttempts || err instanceof TooManyRequests) {
           const locked = err instanceof TooManyAttempts;
-          outcomes.record('local', '', locked ? 'locked' : 'busy');
+          outcomes.record('local', '', locked ? 'locked' : 'busy', { user: request.username, source: request.source });
           deps.log.info({ username: request.username, reason: locked ? 'locked after too many failures' : 'too many logins in progress', ...whereFrom(request) }, 'login failed');
         }
         throw err;
       }
       if (passwordHash === undefined) throw new InvalidCredentials();
-      outcomes.record('local', '', 'ok');
+      outcomes.record('local', '', 'ok', { user: request.username, userId: request.username, source: request.source });
       return issueSession(request.username, passwordHash);
     },
   };

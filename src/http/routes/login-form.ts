@@ -20,12 +20,16 @@ import { safeReturnUrl } from '../../oidc/return-url.js';
 import type { LoginService } from '../../session/login.js';
 import { setSessionCookie } from '../cookies.js';
 import { isOwnOrigin } from '../same-origin.js';
+import { auditSourceOf } from '../audit-source.js';
+import { parseTrustedProxies, type TrustedProxies } from '../client-address.js';
 import type { AppState } from '../state.js';
 
 export interface LoginFormRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
   /** svc-cm `url` in force: the origin forms are taken from, and the cookie's Secure flag. */
   readonly configuredUrl: () => string;
+  /** Whose X-Forwarded-For names the source address in the audit trail. */
+  readonly trustedProxies?: TrustedProxies;
 }
 
 /** A username, a password, a return URL and a little more: far below this. */
@@ -34,7 +38,7 @@ const MAX_FORM_BYTES = 8 * 1024;
 /** Refusals the login page explains itself (web/src/login.ts); anything else is an error answer. */
 const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request']);
 
-export function loginFormRoutes({ login, configuredUrl }: LoginFormRouteDeps): Router<AppState> {
+export function loginFormRoutes({ login, configuredUrl, trustedProxies = parseTrustedProxies(undefined) }: LoginFormRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
 
   router.post('/login', async function postLoginForm(ctx) {
@@ -52,6 +56,7 @@ export function loginFormRoutes({ login, configuredUrl }: LoginFormRouteDeps): R
         password: form.get('password') ?? '',
         requestId: ctx.state.requestId,
         client: ctx.req.socket.remoteAddress ?? '',
+        source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies),
       });
       setSessionCookie(ctx, token, expiresAt, configuredUrl());
       ctx.redirect(returnUrl);

@@ -9,12 +9,20 @@ import type { Revocation } from '../../session/revocation.js';
 import { readJson, requireString } from '../body.js';
 import { clearSessionCookie, setSessionCookie } from '../cookies.js';
 import type { AppState } from '../state.js';
+import { auditSourceOf } from '../audit-source.js';
+import { auditUserOf } from '../audit-caller.js';
+import { NO_AUDIT, type AuditTrail } from '../../audit/trail.js';
+import { parseTrustedProxies, type TrustedProxies } from '../client-address.js';
 
 export interface SessionRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
   readonly revocation: Pick<Revocation, 'revoke'>;
   /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
   readonly configuredUrl: () => string;
+  /** Whose X-Forwarded-For names the source address in the audit trail. */
+  readonly trustedProxies?: TrustedProxies;
+  /** logout (docs/audit.md). */
+  readonly audit?: AuditTrail;
 }
 
 export type UserInfo =
@@ -37,7 +45,7 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
-export function sessionRoutes({ login, revocation, configuredUrl }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, revocation, configuredUrl, trustedProxies = parseTrustedProxies(undefined), audit = NO_AUDIT }: SessionRouteDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/api/v1/session' });
 
   router.post('/', async function createSession(ctx) {
@@ -47,6 +55,7 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
       password: requireString(body, 'password'),
       requestId: ctx.state.requestId,
       client: ctx.req.socket.remoteAddress ?? '',
+      source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies),
     });
     setSessionCookie(ctx, token, expiresAt, configuredUrl());
     ctx.body = { token };
@@ -59,7 +68,10 @@ export function sessionRoutes({ login, revocation, configuredUrl }: SessionRoute
     const { principal } = ctx.state;
     clearSessionCookie(ctx, configuredUrl());
     // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
-    if (principal !== undefined) await revocation.revoke(principal.tokenId, principal.expiresAt);
+    if (principal !== undefined) {
+      await revocation.revoke(principal.tokenId, principal.expiresAt);
+      audit.record({ category: 'session', type: 'end', action: 'logout', outcome: 'success', user: auditUserOf(principal), source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies), svc: { tokenId: principal.tokenId, tokenKind: principal.kind, issuer: principal.issuer } });
+    }
     ctx.body = { revoked: principal !== undefined };
   });
 
