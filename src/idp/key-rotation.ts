@@ -13,6 +13,7 @@
  * A check reads the clock it is given (tests move it), not the timer's.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { AuditTrail } from '../audit/trail.js';
 import type { Logger } from 'pino';
 import { SETTINGS_SECRET } from '../config/manifests.js';
 import type { ConfigStore } from '../config/store.js';
@@ -41,6 +42,8 @@ export interface KeyRotationDeps {
   readonly log: Logger;
   readonly registry: Registry;
   readonly checkEveryMs?: number;
+  /** signing-keys-rotated, with trigger automatic (docs/audit.md). */
+  readonly audit?: AuditTrail;
 }
 
 export interface KeyRotation {
@@ -75,6 +78,7 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       const report = await rotateSigningKeysIf(store, new Date(now), (stored) => rotationDue(stored, periodMs, now));
       if (report === undefined) return undefined; // another replica rotated first
       rotations.inc();
+      deps.audit?.record({ category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'success', svc: { trigger: 'automatic', period: formatDuration(periodMs), addedKey: report.added.kid, retiredKeys: report.retired, prunedKeys: report.pruned } });
       log.info(
         { added: report.added.kid, signsFrom: report.added.signsFrom, retired: report.retired, pruned: report.pruned, period: formatDuration(periodMs) },
         `identity provider: signing key rotated (idp.keyRotation ${formatDuration(periodMs)}); the new key signs from ${String(report.added.signsFrom)}, the old one stays published until its tokens expire`,
@@ -82,6 +86,7 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       return report;
     } catch (err: unknown) {
       failures.inc();
+      deps.audit?.record({ category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'failure', reason: err instanceof Error ? err.message : String(err), svc: { trigger: 'automatic', period: formatDuration(periodMs) } });
       log.error({ err }, `identity provider: automatic signing key rotation failed; the current keys stay in force, next try in ${formatDuration(checkEveryMs)}`);
       return undefined;
     }

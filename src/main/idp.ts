@@ -108,7 +108,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   scheduleSignerChange();
   // idp.keyRotation: the rotation lands in svc-secret, and comes back here through onChange below.
   const rotation = startKeyRotation({
-    store, periodMs: () => settings.current().idpKeyRotationMs, now: services.now, log: idpLog, registry: services.metrics.registry,
+    store, periodMs: () => settings.current().idpKeyRotationMs, now: services.now, log: idpLog, registry: services.metrics.registry, audit: services.audit,
     ...(options.keyRotationCheckMs !== undefined ? { checkEveryMs: options.keyRotationCheckMs } : {}),
   });
   if (url.startsWith('http:')) log.warn({ issuer: issuerOf(url) }, 'identity provider: the issuer is plain http; use an https url outside local setups');
