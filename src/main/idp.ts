@@ -78,7 +78,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle', audit: services.audit });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
   const pending = buildPendingBound(services, idpLog);
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts: createAccountStore(state, createSealer(secretKey, 'idp-account')), connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes, audit: services.audit,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).

@@ -25,6 +25,8 @@ export interface LoginAttempt {
   readonly source?: AuditSource | undefined;
   /** The reason in words (for operators), beside the closed label. */
   readonly detail?: string | undefined;
+  /** The external provider a single sign-on went through (its issuer). */
+  readonly issuer?: string | undefined;
 }
 
 export interface LoginOutcomes {
@@ -65,6 +67,6 @@ function loginEvent(method: LoginMethod, connector: string, reason: LoginReason,
     ...(reason === 'ok' ? {} : { reason: attempt?.detail !== undefined ? `${reason}: ${attempt.detail}` : reason }),
     ...(user !== undefined ? { user } : {}),
     ...(attempt?.source !== undefined ? { source: attempt.source } : {}),
-    svc: { method, ...(connector !== '' ? { connector } : {}) },
+    svc: { method, ...(connector !== '' ? { connector } : {}), ...(attempt?.issuer !== undefined ? { issuer: attempt.issuer } : {}) },
   };
 }

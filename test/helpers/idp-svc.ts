@@ -4,6 +4,7 @@
  * callback before svc starts), then idp.config's connectors, the extensions (the first names the
  * backend), the policy and svc-secret, and one close for the server, the backend and the config.
  */
+import type { AuditTrail } from '../../src/audit/trail.js';
 import { rm } from 'node:fs/promises';
 import YAML from 'yaml';
 import type { PasswordConnector } from '../../connectors/connector.js';
@@ -35,6 +36,8 @@ export async function idpSvcAddress(): Promise<IdpSvcAddress> {
 export interface IdpSvcOptions {
   readonly redisUrl?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The server's audit trail (a collecting one, to assert events). */
+  readonly audit?: AuditTrail;
 }
 
 export async function startIdpSvc(at: IdpSvcAddress, config: Omit<IdpConfig, 'url' | 'backendUrl'>, options: IdpSvcOptions = {}): Promise<IdpSvc> {
@@ -78,6 +81,7 @@ export async function startPasswordIdpSvc(connector: PasswordConnector, options:
   });
   const server = await startTestServer(dir, {
     port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.env !== undefined ? { env: options.env } : {}),
+    ...(options.audit !== undefined ? { audit: options.audit } : {}),
     idp: { connectors: () => singleConnector('directory', connector) },
   });
   return { ...at, server, dir };
