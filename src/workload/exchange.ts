@@ -101,7 +101,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         throw err;
       }
       await deps.throttle.recordFailure(name, attempt);
-      deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token', { detail: `${err.check}: ${err.message}`, source: { ip: clientIp } });
+      deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token', { detail: err.message, source: { ip: clientIp } });
       deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']), clientIp }, 'workload token exchange refused');
       await delay();
       throw err;
