@@ -47,8 +47,10 @@ write_bench_config "$WORK/config" "$BACKEND_PORT"
 
 # Rate-limit variant: a second extension on the same backend whose backend.rateLimit is far above
 # the load, so every request pays for its token (one Redis call) and none is refused.
+# Audit variant: `bench-refused`, which no rule lets the bench account use: every request is a 403
+# and one audit event (rights-refused).
 awk -v port="$BACKEND_PORT" '
-  /^---$/ && !ext { print "      - name: bench-limited\n        enabled: true\n        backend:\n          rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n          services:\n            - url: http://127.0.0.1:" port; ext = 1 }
+  /^---$/ && !ext { print "      - name: bench-limited\n        enabled: true\n        backend:\n          rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n          services:\n            - url: http://127.0.0.1:" port; print "      - name: bench-refused\n        enabled: true\n        backend:\n          services:\n            - url: http://127.0.0.1:" port; ext = 1 }
   { print }
   /^    g, bench, role:bench$/ { print "    p, role:bench, extensions, *, */bench-limited, allow" }
 ' "$WORK/config/svc.yaml" >"$WORK/svc.yaml" && mv "$WORK/svc.yaml" "$WORK/config/svc.yaml"
@@ -128,6 +130,41 @@ LIMITED=$(run svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-
 read -r _ LQ LP <<<"$LIMITED"
 awk -v l="$LQ" -v lp="$LP" -v s="$SQ" -v sp="$SP" 'BEGIN {
   printf "svc with a rate limit far above the load: %.0f req/s, p99 %.2f ms; %.2f x svc (target >= 0.90), p99 %+.2f ms\n", l, lp, l/s, lp-sp }'
+
+# Audit variant (see above): the same flood of refused requests against two single-process svc of
+# the same build, one without an audit sink and one writing its events to a file; the ratio is
+# what the audit trail costs a 403.
+if [ "${AUDIT_BENCH:-1}" = 1 ]; then
+  AUDIT_OFF_PORT=$(free_port); AUDIT_FILE_PORT=$(free_port)
+  (cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node --import tsx bench/audit-variant.ts "$WORK/config" "$AUDIT_OFF_PORT" "redis://127.0.0.1:$REDIS_PORT" none >"$WORK/audit-off.log" 2>&1) &
+  AUDIT_OFF_PID=$!
+  (cd "$ROOT" && SVC_LOG_LEVEL=warn exec setsid node --import tsx bench/audit-variant.ts "$WORK/config" "$AUDIT_FILE_PORT" "redis://127.0.0.1:$REDIS_PORT" "$WORK/audit.log" >"$WORK/audit-file.log" 2>&1) &
+  AUDIT_FILE_PID=$!
+  trap 'kill -- "-$AUDIT_OFF_PID" "-$AUDIT_FILE_PID" 2>/dev/null || true; cleanup' EXIT
+  for port in "$AUDIT_OFF_PORT" "$AUDIT_FILE_PORT"; do
+    for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break; sleep 0.1; done
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$port/api/v1/extensions/bench-refused/")" = 403 ] \
+      || { echo "svc on $port does not refuse bench-refused" >&2; cat "$WORK"/audit-*.log >&2; exit 1; }
+  done
+  # run_refused <label> <url>: like run, where every answer is a 403; prints "<label> <req/s> <p99 ms>"
+  run_refused() {
+    local label=$1 url=$2 out
+    wrk -t1 -c8 -d2s -H "Authorization: Bearer $TOKEN" "$url" >/dev/null
+    out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -H "Authorization: Bearer $TOKEN" "$url")
+    if grep -q 'Socket errors' <<<"$out"; then echo "$out" >&2; fi
+    echo "$label $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(percentile_ms 99% <<<"$out")"
+  }
+  # Twice each, interleaved, the second pair kept: the first run of a fresh process warms it up.
+  for _ in 1 2; do
+    OFF=$(run_refused refused-no-audit "http://127.0.0.1:$AUDIT_OFF_PORT/api/v1/extensions/bench-refused/")
+    ON=$(run_refused refused-audit "http://127.0.0.1:$AUDIT_FILE_PORT/api/v1/extensions/bench-refused/")
+  done
+  read -r _ OQ OP <<<"$OFF"; read -r _ AQ2 AP2 <<<"$ON"
+  EVENTS=$(wc -l <"$WORK/audit.log")
+  awk -v o="$OQ" -v op="$OP" -v a="$AQ2" -v ap="$AP2" -v n="$EVENTS" 'BEGIN {
+    printf "refused requests (403), one process each: no audit sink %.0f req/s, p99 %.2f ms; audit to a file %.0f req/s, p99 %.2f ms; %.2f x (%d events written)\n", o, op, a, ap, a/o, n }'
+  kill -- "-$AUDIT_OFF_PID" "-$AUDIT_FILE_PID" 2>/dev/null || true
+fi
 
 [ "$PACED_DELAY_MS" = 0 ] && exit 0
 PACED=()

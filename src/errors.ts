@@ -3,6 +3,8 @@
  * person; src/http/errors.ts is the only place a code becomes an HTTP status. Messages never
  * contain a token, a password or a secret value.
  */
+import type { Principal } from './principal.js';
+
 export type ErrorCode =
   | 'invalid_request'
   | 'invalid_credentials'
@@ -51,8 +53,26 @@ export class Unauthenticated extends SvcError {
   }
 }
 
+/** What a rights refusal was about, for the audit trail: never shown to the client beyond the message. */
+export interface RightsDecision {
+  readonly principal: Principal;
+  /** The caller's subjects as the rules saw them (user first, then groups). */
+  readonly subjects: readonly string[];
+  readonly resource: string;
+  readonly action: string;
+  readonly object: string;
+  /** The deny line, or the default, that decided (src/rbac/explain.ts). */
+  readonly rule: string;
+}
+
 export class PermissionDenied extends SvcError {
   readonly code = 'permission_denied';
+  /** Set when the rights policy refused (not for other refusals, such as a foreign origin). */
+  readonly decision: RightsDecision | undefined;
+  constructor(message: string, options?: ErrorOptions & { readonly decision?: RightsDecision }) {
+    super(message, options);
+    this.decision = options?.decision;
+  }
 }
 
 export class NotFound extends SvcError {

@@ -8,6 +8,7 @@ import { AccountNotFound, InvalidRequest, PermissionDenied } from '../errors.js'
 import { RESOURCES } from '../rbac/builtin.js';
 import type { Rights } from '../rbac/rights.js';
 import { extensionActionProblem } from '../rbac/methods.js';
+import { refusal } from '../rbac/refusal.js';
 import type { Principal } from '../principal.js';
 import { usernameProblem, type AccountSettings, type Capability } from './config.js';
 
@@ -40,7 +41,7 @@ export function accountView(account: AccountSettings): AccountView {
 
 export interface AccountsDeps {
   readonly accounts: () => ReadonlyMap<string, AccountSettings>;
-  readonly rights: Pick<Rights, 'allows'>;
+  readonly rights: Pick<Rights, 'allows'> & Partial<Pick<Rights, 'explain'>>;
 }
 
 export interface Accounts {
@@ -119,7 +120,7 @@ export function createAccounts({ accounts, rights }: AccountsDeps): Accounts {
     },
     authorize(caller, action, name) {
       // Rights before existence, so a caller without rights cannot probe which names exist.
-      if (!allowed(caller, action, name)) throw new PermissionDenied(`permission denied: accounts, ${action}, ${name}`);
+      if (!allowed(caller, action, name)) throw new PermissionDenied(`permission denied: accounts, ${action}, ${name}`, { decision: refusal(rights, caller, ACCOUNTS_RESOURCE, action, name) });
     },
     find,
     canI(caller, resource, action, object) {

@@ -52,6 +52,8 @@ export interface AuditEvent {
 export interface AuditTrail {
   /** Queues the event for the sink; never blocks, never throws. */
   record(event: AuditEvent): void;
+  /** Events the sink dropped because it could not keep up (svc_audit_events_dropped_total); absent for trails that never drop. */
+  readonly dropped?: () => number;
 }
 
 /** Records nothing: for offline code paths and tests that do not look at the trail. */

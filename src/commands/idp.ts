@@ -14,9 +14,15 @@ import type { ClusterStoreOptions } from '../config/kube/open.js';
 import type { ConfigStore } from '../config/store.js';
 import { rotateAssertionKeys } from '../extensions/assertion-keys.js';
 import { rotateSigningKeys } from '../idp/keys.js';
+import { offlineEvent } from '../audit/offline.js';
+import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
+
+const COMMAND = 'idp rotate-keys';
 
 /** `source`: a config dir, or the cluster's store (`--kube`); the rotation is the same write either way. */
-export async function runRotateKeys(source: string | ClusterStoreOptions, out: Writable, err: Writable, now = new Date()): Promise<number> {
+export async function runRotateKeys(source: string | ClusterStoreOptions, out: Writable, err: Writable, now = new Date(), audit: AuditTrail = NO_AUDIT): Promise<number> {
+  const where = typeof source === 'string' ? { configDir: source } : { store: 'kubernetes' };
+  const failed = (e: unknown) => audit.record(offlineEvent(COMMAND, { category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'failure', reason: e instanceof Error ? e.message : String(e), svc: { ...where, trigger: 'command' } }));
   const log = pino({ level: 'silent' });
   let store: ConfigStore;
   try {
@@ -25,6 +31,7 @@ export async function runRotateKeys(source: string | ClusterStoreOptions, out: W
         ? await openDirStore({ dir: source, log, watch: false })
         : await openKubeStore({ client: await openKubeClient(source), log, backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000 });
   } catch (e: unknown) {
+    failed(e);
     err.write(`svc-server idp rotate-keys: ${e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   }
@@ -39,8 +46,13 @@ export async function runRotateKeys(source: string | ClusterStoreOptions, out: W
     for (const kid of assertion.retired) out.write(`retired identity assertion key ${kid}; it signs until then, and stays published until the assertions it signed expire\n`);
     for (const kid of assertion.pruned) out.write(`removed identity assertion key ${kid}; every assertion it signed has expired\n`);
     out.write(`published identity assertion keys: ${[assertion.added.kid, ...assertion.kept].join(', ')}\n`);
+    audit.record(offlineEvent(COMMAND, { category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'success', svc: {
+      ...where, trigger: 'command', addedKey: report.added.kid, retiredKeys: report.retired, prunedKeys: report.pruned,
+      addedAssertionKey: assertion.added.kid, retiredAssertionKeys: assertion.retired, prunedAssertionKeys: assertion.pruned,
+    } }));
     return 0;
   } catch (e: unknown) {
+    failed(e);
     err.write(`svc-server idp rotate-keys: ${e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   } finally {

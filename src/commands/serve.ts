@@ -10,6 +10,11 @@
  *
  * /metrics, whichever worker takes the scrape, answers with every worker's metrics combined by
  * the primary (main/cluster-metrics.ts), on the public listener and on --metrics-listen alike.
+ *
+ * The audit trail (docs/audit.md): each process that serves opens its own sink, stdout or the
+ * --audit-log file in append mode; every write is whole lines of at most PIPE_BUF bytes, so the
+ * workers' lines never interleave and no line crosses the primary. SIGHUP reopens the file (the
+ * primary passes it on to every worker); without a file, SIGHUP keeps its default (the process ends).
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ensureInitialConfig } from '../config/bootstrap.js';
@@ -18,11 +23,14 @@ import { createMetricsCollector, workerMetrics, type WorkerChannel } from '../ma
 import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
 import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
+import { openAuditSink, type OpenedAuditSink } from '../audit/open-sink.js';
 import { createRestartBudgets, MAX_RESTARTS, RESTART_WINDOW_MS } from './restart-budget.js';
 
 
-export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers'> {
+export interface ServeOptions extends Omit<ServerOptions, 'log' | 'env' | 'verifiers' | 'audit'> {
   readonly workers: number;
+  /** --audit-log (or SVC_AUDIT_LOG): the audit lines' file; stdout when undefined. */
+  readonly auditLog?: string;
 }
 
 type Logger = ReturnType<typeof createLogger>;
@@ -44,16 +52,20 @@ export async function runServe(options: ServeOptions): Promise<void> {
     // Read here once, so that a bad value is warned about once; the workers read them quietly.
     readLoginLimits(process.env, log);
     accessLogLevelFromEnv(process.env, log);
-    runPrimary(options.workers, log);
+    // Opened once here so that a path nobody can write stops the start with its name, not as N worker failures.
+    if (options.auditLog !== undefined) await (await openAuditSink({ file: options.auditLog, fd: 1, log })).sink.close();
+    runPrimary(options.workers, log, options.auditLog !== undefined);
     return;
   }
-  const running = cluster.isWorker ? await startWorker(options, log) : await startServer({ ...options, log });
+  const audit = await openAuditSink({ file: options.auditLog, fd: 1, log });
+  if (audit.file !== undefined) process.on('SIGHUP', () => audit.reopen());
+  const running = cluster.isWorker ? await startWorker(options, log, audit) : await startServer({ ...options, log, audit: audit.sink });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down: finishing in-flight requests');
-    running.close(SHUTDOWN_GRACE_MS).then(
+    running.close(SHUTDOWN_GRACE_MS).then(() => audit.sink.close()).then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');
@@ -66,9 +78,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
 }
 
 /** Tells the primary whether this worker came up; on failure the primary reports the reason once. */
-async function startWorker(options: ServeOptions, log: Logger): Promise<RunningServer> {
+async function startWorker(options: ServeOptions, log: Logger, audit: OpenedAuditSink): Promise<RunningServer> {
   try {
-    const running = await startServer({ ...options, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text, environmentChecked: true });
+    const running = await startServer({ ...options, audit: audit.sink, log: log.child({ worker: cluster.worker?.id }), metricsText: (registry) => workerMetrics(registry, PROCESS_CHANNEL).text, environmentChecked: true });
     await send({ svc: 'ready' });
     return running;
   } catch (err: unknown) {
@@ -95,7 +107,7 @@ function isWorkerMessage(value: unknown): value is WorkerMessage {
   return typeof value === 'object' && value !== null && 'svc' in value && (value.svc === 'ready' || value.svc === 'start-failed');
 }
 
-function runPrimary(workers: number, log: Logger): void {
+function runPrimary(workers: number, log: Logger, auditFile: boolean): void {
   const ready = new Set<number>();
   const reasons = new Map<number, string>();
   /** Worker id -> its slot: a replacement takes the slot, and the restart budget, of the worker it replaces. */
@@ -163,6 +175,10 @@ function runPrimary(workers: number, log: Logger): void {
     }, delay);
   });
   for (let slot = 0; slot < workers; slot++) fork(slot);
+  // logrotate signals the primary (its pid is the one a pid file or a container holds): every worker reopens.
+  if (auditFile) process.on('SIGHUP', () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+  });
   process.once('SIGTERM', () => shutdown(0, 'SIGTERM'));
   process.once('SIGINT', () => shutdown(0, 'SIGINT'));
 }

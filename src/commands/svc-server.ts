@@ -25,6 +25,9 @@ import { runValidate, runValidateCluster } from './validate.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
 import { svcVersion } from '../lib/version.js';
 import { validateState } from './validate-state.js';
+import { AUDIT_LOG_VARIABLE, AuditLogUnwritable, openAuditSink } from '../audit/open-sink.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { createLogger } from '../main/log.js';
 
 export const DEFAULT_CONFIG_DIR = './config';
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -55,7 +58,8 @@ withKubeOptions(withRedisOptions(program.command('serve', { isDefault: true })),
   .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
   .option('--workers <n>', 'worker processes (env SVC_WORKERS; default: the container CPU limit with Redis, else 1)', parseWorkers)
   .option('--metrics-listen <host:port>', 'serve /metrics on this address only, not on --listen (env SVC_METRICS_LISTEN)', env('SVC_METRICS_LISTEN'))
-  .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags) => {
+  .option(...auditLogOption('stdout, beside the operational log'))
+  .action(async (opts: { config: string; listen: string; tlsCert?: string; tlsKey?: string; workers?: number; metricsListen?: string } & RedisFlags & KubeFlags & AuditFlags) => {
     if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) fail('--tls-cert and --tls-key go together');
     // '' is "not given", as for the environment: the state would otherwise be memory (state/index.ts)
     // while the worker count assumed Redis.
@@ -87,6 +91,7 @@ withKubeOptions(withRedisOptions(program.command('serve', { isDefault: true })),
       workers,
       ...(redis !== undefined ? { redis } : {}),
       ...(metricsListen !== undefined ? { metricsListen } : {}),
+      ...(opts.auditLog !== undefined ? { auditLog: opts.auditLog } : {}),
       ...(opts.tlsCert !== undefined && opts.tlsKey !== undefined ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
     };
     await runServe(serve);
@@ -124,26 +129,30 @@ admin
   .command('initial-password')
   .description("print the first start's admin password (Secret svc-initial-admin-secret), as argocd admin initial-password")
   .requiredOption('--config <dir>', 'configuration directory')
-  .action(async (opts: { config: string }) => {
-    process.exitCode = await runInitialPassword(opts.config, process.stdout, process.stderr);
+  .option(...auditLogOption('stderr'))
+  .action(async (opts: { config: string } & AuditFlags) => {
+    process.exitCode = await withAudit(opts, (audit) => runInitialPassword(opts.config, process.stdout, process.stderr, audit));
   });
 
 const loginCommand = program.command('login').description('break-glass for password logins');
 withRedisOptions(loginCommand.command('unlock'))
   .description("forget a name's failed logins and lift its lockout in Redis (anyone can lock admin with a few wrong passwords)")
   .argument('<username>')
-  .action(async (username: string, opts: RedisFlags) => {
-    process.exitCode = await runLoginUnlock(redisTopology(opts), username, process.stdout, process.stderr);
+  .option(...auditLogOption('stderr'))
+  .action(async (username: string, opts: RedisFlags & AuditFlags) => {
+    const topology = redisTopology(opts);
+    process.exitCode = await withAudit(opts, (audit) => runLoginUnlock(topology, username, process.stdout, process.stderr, audit));
   });
 
 const idp = program.command('idp').description('the bundled identity provider');
 withKubeOptions(idp.command('rotate-keys'), 'rotate the keys in the cluster instead', { applications: false })
   .description('add a new signing key, published now and signing in 5 minutes; old keys stay published until their tokens expire')
   .option('--config <dir>', 'configuration directory')
-  .action(async (opts: { config?: string } & KubeFlags) => {
+  .option(...auditLogOption('stderr'))
+  .action(async (opts: { config?: string } & KubeFlags & AuditFlags) => {
     const kube = kubeOptions(opts);
     if (kube === undefined && opts.config === undefined) fail('idp rotate-keys: give --config <dir>, or --kube');
-    process.exitCode = await runRotateKeys(kube ?? (opts.config as string), process.stdout, process.stderr);
+    process.exitCode = await withAudit(opts, (audit) => runRotateKeys(kube ?? (opts.config as string), process.stdout, process.stderr, new Date(), audit));
   });
 
 const account = program.command('account').description('break-glass administration of local accounts, for when no login works (writes the store; running servers follow within 2 s)');
@@ -160,10 +169,11 @@ for (const { name, description } of accountCommands) {
     .argument('<name>', 'the account')
     .option('--config <dir>', 'configuration directory')
     // Refused below without echoing them: a stray argument may be the password itself.
-    .allowExcessArguments(true);
+    .allowExcessArguments(true)
+    .option(...auditLogOption('stderr'));
   if (name === 'set-password') command.option('--password-file <file>', 'read the new password from this file (one line) instead of standard input');
   if (name === 'create') command.requiredOption('--capabilities <list>', 'comma-separated: login, apiKey');
-  command.action(async (accountName: string, opts: { config?: string; passwordFile?: string; capabilities?: string } & KubeFlags, self: Command) => {
+  command.action(async (accountName: string, opts: { config?: string; passwordFile?: string; capabilities?: string } & KubeFlags & AuditFlags, self: Command) => {
     if (self.args.length > 1) fail(`account ${name}: takes one argument, the account name; ${self.args.length} were given${name === 'set-password' ? ' (the password is never one: ps and shell history would show it; give it on standard input or with --password-file)' : ''}`);
     const kube = kubeOptions(opts);
     if (kube === undefined && opts.config === undefined) fail(`account ${name}: give --config <dir>, or --kube`);
@@ -171,8 +181,36 @@ for (const { name, description } of accountCommands) {
       name === 'set-password' ? { command: name, name: accountName, passwordFile: opts.passwordFile }
       : name === 'create' ? { command: name, name: accountName, capabilities: opts.capabilities ?? '' }
       : { command: name, name: accountName };
-    process.exitCode = await runAccountCommand(kube ?? (opts.config as string), request, { out: process.stdout, err: process.stderr, stdin: process.stdin });
+    process.exitCode = await withAudit(opts, (audit) => runAccountCommand(kube ?? (opts.config as string), request, { out: process.stdout, err: process.stderr, stdin: process.stdin, audit }));
   });
+}
+
+interface AuditFlags {
+  readonly auditLog?: string;
+}
+
+/** `--audit-log FILE` (env SVC_AUDIT_LOG), the same for the server and every offline command that records. */
+function auditLogOption(otherwise: string): [string, string, string | undefined] {
+  return ['--audit-log <file>', `append audit events (docs/audit.md) to this file, created 0600 (env ${AUDIT_LOG_VARIABLE}; default: ${otherwise})`, env(AUDIT_LOG_VARIABLE)];
+}
+
+/**
+ * Runs an offline command with its audit sink: the file, else stderr (stdout is the command's
+ * answer, read by scripts). The sink is flushed before the command's exit code is returned.
+ */
+async function withAudit(opts: AuditFlags, run: (audit: AuditTrail) => Promise<number>): Promise<number> {
+  let opened;
+  try {
+    opened = await openAuditSink({ file: opts.auditLog, fd: 2, log: createLogger() });
+  } catch (err: unknown) {
+    if (err instanceof AuditLogUnwritable) return fail(err.message);
+    throw err;
+  }
+  try {
+    return await run(opened.sink);
+  } finally {
+    await opened.sink.close();
+  }
 }
 
 /**

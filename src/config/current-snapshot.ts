@@ -25,6 +25,7 @@ export class CurrentSnapshot {
   #memory: LoadMemory = EMPTY_MEMORY;
   #kept = new Set<string>();
   readonly #listeners = new Set<SnapshotListener>();
+  readonly #loadListeners = new Set<() => void>();
 
   constructor(private readonly options: CurrentSnapshotOptions) {}
 
@@ -47,7 +48,24 @@ export class CurrentSnapshot {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Told after every load, after the change listeners (the audit trail's refused files). */
+  onLoad(listener: () => void): () => void {
+    this.#loadListeners.add(listener);
+    return () => this.#loadListeners.delete(listener);
+  }
+
   apply(result: DocumentsLoad): void {
+    this.#applyChange(result);
+    for (const listener of this.#loadListeners) {
+      try {
+        listener();
+      } catch (err: unknown) {
+        this.options.log.error({ err }, 'a configuration load listener failed');
+      }
+    }
+  }
+
+  #applyChange(result: DocumentsLoad): void {
     this.#logNewProblems(result);
     this.#memory = result.memory;
     this.#problems = result.problems;

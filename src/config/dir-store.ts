@@ -78,6 +78,10 @@ class ManifestDirStore implements DirStore {
     return this.#current.onChange(listener);
   }
 
+  onLoad(listener: () => void): () => void {
+    return this.#current.onLoad(listener);
+  }
+
   /**
    * Resolves only once the write is in force: callers (a token revocation, a password change)
    * report success on it. If the reload rejects the Secret (or its file) for any reason, the

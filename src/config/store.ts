@@ -42,6 +42,8 @@ export interface ConfigStore {
   updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void>;
   /** Files or objects the latest load refused (their last good version stays in force); absent: none can be. */
   problems?(): readonly ConfigProblem[];
+  /** Called after every load, changed or not (a refused file changes nothing but the problems); absent: no such loads. */
+  onLoad?(listener: () => void): () => void;
   /** false while the source cannot be reached and the last good snapshot stays in force; absent: always reachable. */
   connected?(): boolean;
   close(): Promise<void>;

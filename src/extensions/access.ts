@@ -11,6 +11,7 @@ import { ApplicationNotFound, ExtensionNotFound, InvalidRequest, PermissionDenie
 import { printable } from '../lib/printable.js';
 import type { Rights } from '../rbac/rights.js';
 import { extensionAction } from '../rbac/methods.js';
+import { refusal } from '../rbac/refusal.js';
 import type { Principal } from '../principal.js';
 import type { BackendService, ExtensionConfig } from './config.js';
 import { selectBackend } from './select-backend.js';
@@ -60,7 +61,7 @@ export function findExtension(settings: AccessSettings, name: string): Extension
   return index.get(name);
 }
 
-export function routeExtensionRequest(request: ExtensionRequest, settings: AccessSettings, rights: Pick<Rights, 'allows'>): ExtensionRoute {
+export function routeExtensionRequest(request: ExtensionRequest, settings: AccessSettings, rights: Pick<Rights, 'allows'> & Partial<Pick<Rights, 'explain'>>): ExtensionRoute {
   const extension = enabledExtension(settings, request.name);
   const principal = request.principal;
   if (principal === undefined) throw request.authError ?? new Unauthenticated();
@@ -69,7 +70,10 @@ export function routeExtensionRequest(request: ExtensionRequest, settings: Acces
   const object = `${application?.project ?? '*'}/${extension.name}`;
   const action = extensionAction(request.method);
   if (!rights.allows(principal, EXTENSION_RESOURCE, action, object)) {
-    throw new PermissionDenied(`'${principal.username}' may not use extension '${extension.name}' with ${printable(action.toUpperCase())}: no rights rule allows ${EXTENSION_RESOURCE}, *, ${object} nor ${EXTENSION_RESOURCE}, ${printable(action)}, ${object}`);
+    throw new PermissionDenied(
+      `'${principal.username}' may not use extension '${extension.name}' with ${printable(action.toUpperCase())}: no rights rule allows ${EXTENSION_RESOURCE}, *, ${object} nor ${EXTENSION_RESOURCE}, ${printable(action)}, ${object}`,
+      { decision: refusal(rights, principal, EXTENSION_RESOURCE, action, object) },
+    );
   }
   return { extension, principal, application, backend: selectBackend(extension, application, settings.catalog) };
 }

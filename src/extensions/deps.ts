@@ -9,6 +9,7 @@ import type { Rights } from '../rbac/rights.js';
 import type { ExtensionConfig } from './config.js';
 import type { IdentityAssertions } from './identity-assertion.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { RefusalAudit } from '../http/refusal-audit.js';
 
 /** The part of the settings the proxy reads. */
 export interface ProxySettings {
@@ -24,7 +25,9 @@ export interface ProxySettingsSource {
 
 export interface ExtensionProxyDeps {
   readonly settings: ProxySettingsSource;
-  readonly rights: Pick<Rights, 'allows' | 'onUpdate'>;
+  readonly rights: Pick<Rights, 'allows' | 'onUpdate'> & Partial<Pick<Rights, 'explain'>>;
+  /** Where rights refusals are recorded (refusal-audit.ts). */
+  readonly audit?: RefusalAudit;
   readonly log: Logger;
   /** The level of the per-request line (debug unless SVC_ACCESS_LOG=true). */
   readonly accessLogLevel?: AccessLogLevel;

@@ -32,13 +32,15 @@ import { assertionForRoute, type IdentityAssertions } from './identity-assertion
 import type { ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
 import { backendTarget, forwardContextOf } from './target.js';
+import { auditRefusal, type RefusalAudit } from '../http/refusal-audit.js';
 
 /** The route label of every proxied request in svc_http_requests_total. */
 export const GATEWAY_ROUTE = '/api/v1/extensions/:name';
 
 export interface GatewayDeps {
   readonly settings: Pick<ProxySettingsSource, 'current'>;
-  readonly rights: Pick<Rights, 'allows'>;
+  readonly rights: Pick<Rights, 'allows'> & Partial<Pick<Rights, 'explain'>>;
+  readonly audit?: RefusalAudit | undefined;
   readonly readCaller: ReadCaller;
   readonly rateLimiter: RateLimiter;
   readonly sourceOf: ExtensionProxyDeps['sourceOf'];
@@ -173,6 +175,7 @@ class Exchange {
 
   /** The error reply, as the app's error middleware writes it; a response already started is cut instead. */
   fail(err: unknown): void {
+    auditRefusal(this.deps.audit, err, this.req, this.requestId, 'proxy');
     failRequest(this.res, err, this.requestId, this.log, this.request.path, this.req.method);
   }
 

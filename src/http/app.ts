@@ -13,6 +13,7 @@ import type { HttpMetrics } from './metrics.js';
 import { logAccess, type AccessLogLevel } from './entry.js';
 import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
+import type { RefusalAudit } from './refusal-audit.js';
 
 export interface AppDeps {
   readonly log: Logger;
@@ -22,6 +23,8 @@ export interface AppDeps {
   /** Runs before the routers: reads a token when one is sent and sets ctx.state.principal. */
   readonly authenticate: Koa.Middleware<AppState>;
   readonly routers: readonly Router<AppState>[];
+  /** Where rights refusals are recorded. */
+  readonly audit?: RefusalAudit;
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -31,7 +34,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Outside the error middleware, so that a request that failed is counted with the status the
   // client got (401, 404, 500), not the 404 Koa holds while the error is on its way.
   app.use(deps.metrics.middleware);
-  app.use(errorMiddleware(deps.log));
+  app.use(errorMiddleware(deps.log, deps.audit));
   app.use(deps.authenticate);
   for (const router of deps.routers) {
     app.use(router.routes());

@@ -4,6 +4,7 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { RateLimited, SecondFactorRequired, SvcError, TooManyAttempts, type ErrorCode } from '../errors.js';
 import type { AppState } from './state.js';
+import { auditRefusal, type RefusalAudit } from './refusal-audit.js';
 
 export const STATUS = {
   invalid_request: 400,
@@ -65,7 +66,8 @@ export function sendErrorReply(res: ServerResponse, reply: ErrorReply, requestId
   res.end(method === 'HEAD' ? undefined : body);
 }
 
-export function errorMiddleware(log: Logger): Koa.Middleware<AppState> {
+/** `audit`: where rights refusals are recorded (refusal-audit.ts); none in tests of the middleware alone. */
+export function errorMiddleware(log: Logger, audit?: RefusalAudit): Koa.Middleware<AppState> {
   return async function mapErrors(ctx, next) {
     try {
       await next();
@@ -75,6 +77,7 @@ export function errorMiddleware(log: Logger): Koa.Middleware<AppState> {
         ctx.res.destroy();
         return;
       }
+      auditRefusal(audit, err, ctx.req, ctx.state.requestId, 'api');
       const reply = errorReply(err, ctx.state.requestId, log, ctx.path);
       ctx.set(reply.headers);
       ctx.status = reply.status;

@@ -51,7 +51,7 @@ export interface KeyRotationDeps {
   readonly log: Logger;
   readonly registry: Registry;
   readonly checkEveryMs?: number;
-  /** Where an automatic rotation of the identity assertion keys is recorded (docs/audit.md); none by default. */
+  /** Where automatic rotations are recorded (docs/audit.md: signing-keys-rotated, assertion-key-rotated); none by default. */
   readonly audit?: AuditTrail;
 }
 
@@ -95,6 +95,7 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       const report = await rotateSigningKeysIf(store, new Date(now), (stored) => rotationDue(stored, periodMs, now));
       if (report === undefined) return undefined; // another replica rotated first
       rotations.inc();
+      deps.audit?.record({ category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'success', svc: { trigger: 'automatic', period: formatDuration(periodMs), addedKey: report.added.kid, retiredKeys: report.retired, prunedKeys: report.pruned } });
       log.info(
         { added: report.added.kid, signsFrom: report.added.signsFrom, retired: report.retired, pruned: report.pruned, period: formatDuration(periodMs) },
         `identity provider: signing key rotated (idp.keyRotation ${formatDuration(periodMs)}); the new key signs from ${String(report.added.signsFrom)}, the old one stays published until its tokens expire`,
@@ -102,6 +103,7 @@ export function startKeyRotation(deps: KeyRotationDeps): KeyRotation {
       return report;
     } catch (err: unknown) {
       failures.inc();
+      deps.audit?.record({ category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'failure', reason: err instanceof Error ? err.message : String(err), svc: { trigger: 'automatic', period: formatDuration(periodMs) } });
       log.error({ err }, `identity provider: automatic signing key rotation failed; the current keys stay in force, next try in ${formatDuration(checkEveryMs)}`);
       return undefined;
     }

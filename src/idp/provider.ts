@@ -8,6 +8,8 @@
  * Imported lazily (oidc-provider prints a runtime warning on Node 20 at import).
  */
 import { logProviderRefusals } from '../http/provider-refusals.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { auditTokenGrants } from './token-audit.js';
 import Provider, { errors, type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
@@ -55,6 +57,8 @@ export interface ProviderDeps {
   readonly pending?: PendingDeps;
   /** idp.config's staticClients as they are now (./static-clients.ts); none when absent. */
   readonly staticClients?: StaticClientSource;
+  /** client-token-issued and client-token-refused (./token-audit.ts). */
+  readonly audit?: AuditTrail;
 }
 
 
@@ -149,6 +153,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('backchannel.error', (_ctx, err, client) => deps.log.warn({ client: client.clientId, reason: describeFailure(err) }, 'a back-channel logout token could not be delivered to a client; its session there stays until it expires'));
   provider.on('backchannel.success', (_ctx, client) => deps.log.info({ client: client.clientId }, 'back-channel logout token delivered'));
   logProviderRefusals(provider as unknown as Parameters<typeof logProviderRefusals>[0], deps.log);
+  if (deps.audit !== undefined) auditTokenGrants(provider as unknown as Parameters<typeof auditTokenGrants>[0], deps.audit, pending.trustedProxies);
   provider.use(limitRequestSize);
   provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));
   withDeviceXsrf(provider, xsrfKey);

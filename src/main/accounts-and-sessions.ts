@@ -30,7 +30,7 @@ import type { Services } from './services.js';
  */
 export function buildLoginThrottle(services: Services): LoginThrottle {
   const { state, log, now } = services;
-  return createLoginThrottle({ state, limits: services.loginLimits, log, registry: services.metrics.registry, now });
+  return createLoginThrottle({ state, limits: services.loginLimits, log, registry: services.metrics.registry, now, audit: services.audit });
 }
 
 export function buildAccounts(services: Services, authentication: Authentication, throttle: LoginThrottle): Feature {
@@ -63,7 +63,7 @@ export function buildAccounts(services: Services, authentication: Authentication
         secondStep: secondFactor.complete, passkeyLogin: secondFactor.passkeyLogin,
       }),
       sessionListRoutes({ access: createSessionAccess({ registry: authentication.sessions, rights }), trustedProxies: services.trustedProxies }),
-      loginFormRoutes({ login, recordLogin, configuredUrl }),
+      loginFormRoutes({ login, recordLogin, configuredUrl, trustedProxies: services.trustedProxies }),
       // Before the account routes: their GET /:name would take 'second-factor' for an account name.
       secondFactorRoutes({ enrolment: secondFactor.enrolment, passkeys: secondFactor.passkeys, trustedProxies: services.trustedProxies }),
       accountRoutes({
@@ -73,6 +73,8 @@ export function buildAccounts(services: Services, authentication: Authentication
         login,
         recordLogin,
         configuredUrl,
+        audit: services.audit,
+        trustedProxies: services.trustedProxies,
       }),
     ],
     close: () => throttle.close(),

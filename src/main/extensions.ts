@@ -21,6 +21,7 @@ export async function buildExtensions(services: Services, authentication: Authen
   const proxy = createExtensionProxy({
     settings: services.settings,
     rights: services.rights,
+    audit: services,
     log: services.log,
     accessLogLevel: services.accessLogLevel,
     httpMetrics: services.metrics,

@@ -74,16 +74,16 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const idpLog = log.child({ feature: 'idp' });
   // The password form is throttled as svc's own login is (idp/login/password-guard.ts).
   const limits = services.loginLimits;
-  const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle' });
+  const throttle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_login_throttle', audit: services.audit });
   const passwordGuard = createPasswordGuard({
     state, throttle, concurrency: createLoginConcurrency(limits.maxConcurrentLogins), log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, outcomes: services.loginOutcomes,
   });
   // So are the clients' secrets, each client with a count of its own (idp/client-secret-guard.ts).
-  const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle' });
+  const clientThrottle = createLoginThrottle({ state, limits, log: idpLog, registry: services.metrics.registry, now: services.now, metricPrefix: 'svc_idp_client_throttle', audit: services.audit });
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
   const pending = buildPendingBound(services, idpLog);
   const accounts = createAccountStore(state, createSealer(secretKey, 'idp-account', { rememberOpened: REMEMBERED_ACCOUNTS }));
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes,
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes, audit: services.audit,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).

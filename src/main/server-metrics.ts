@@ -6,12 +6,12 @@
  * Each gauge names how workers' values combine when the primary aggregates them (cluster
  * metrics): the most problems any worker sees, the oldest apply any worker holds.
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { createObjectApplies } from '../config/object-applies.js';
 import { svcVersion } from '../lib/version.js';
 import type { Services } from './services.js';
 
-export function registerServerMetrics(registry: Registry, services: Pick<Services, 'settings' | 'store' | 'now'>): void {
+export function registerServerMetrics(registry: Registry, services: Pick<Services, 'settings' | 'store' | 'now' | 'audit'>): void {
   const { settings, store } = services;
   new Gauge({
     name: 'svc_config_problems',
@@ -35,6 +35,16 @@ export function registerServerMetrics(registry: Registry, services: Pick<Service
     collect() {
       this.reset();
       for (const { kind, name, at } of applies.current()) this.labels(kind, name).set(at / 1000);
+    },
+  });
+  const { audit } = services;
+  new Counter({
+    name: 'svc_audit_events_dropped_total',
+    help: 'Audit events dropped because the audit sink could not keep up (a stalled reader or disk); the log warns once a minute while it lasts',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(audit.dropped?.() ?? 0);
     },
   });
   new Gauge({ name: 'svc_build_info', help: 'The svc version and the Node.js runtime it runs on', labelNames: ['version', 'node'], registers: [registry], aggregator: 'first' })

@@ -21,6 +21,7 @@ import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
 import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
 import { createLiveSettings } from '../config/live-settings.js';
+import { auditConfigChanges } from '../config/config-audit.js';
 import { createApp } from '../http/app.js';
 import { authMiddleware } from '../http/auth.js';
 import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address.js';
@@ -124,6 +125,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     localAccountNames: () => settings.current().accounts,
     onReserved: ({ issuer, name, as, reason }) => log.warn({ issuer, name: printable(name), as }, `single sign-on ${as} '${printable(name)}' from ${issuer} is not used for rights: ${reason}; rename it at the provider, or write rules for another of the user's names (docs/rbac.md)`),
   });
+  auditConfigChanges({ store, settingsProblems: () => settings.problems() }, options.audit ?? NO_AUDIT);
   settings.onChange((next, previous) => {
     if (next.policy === previous.policy) return;
     rights.update(next.policy).catch((err: unknown) => log.error({ err }, 'rights policy update failed; the previous policy stays in force'));
@@ -131,7 +133,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
   const envLog = options.environmentChecked === true ? QUIET : log;
   return {
     log, store, settings, state, rights, metrics,
-    loginOutcomes: createLoginOutcomes(metrics.registry),
+    loginOutcomes: createLoginOutcomes(metrics.registry, options.audit ?? NO_AUDIT),
     accessLogLevel: accessLogLevelFromEnv(env, envLog),
     loginLimits: readLoginLimits(env, envLog),
     env,
@@ -200,6 +202,7 @@ function requestListener(services: Services, authentication: Authentication, fea
     metrics,
     accessLogLevel: services.accessLogLevel,
     authenticate: authMiddleware(authentication.readCaller),
+    audit: services,
     routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
   });
   const koa = app.callback();

@@ -23,6 +23,7 @@ import { createIndexedOutcome } from './indexed.js';
 import type { Outcome, SubjectOutcome } from './indexed.js';
 import { GLOB_FUNCTION, newRbacModel } from './model.js';
 import type { Policy, PolicyRule } from './policy.js';
+import { createExplain, type Explain } from './explain.js';
 
 export const DECISION_CACHE_ENTRIES = 100_000;
 /**
@@ -46,6 +47,8 @@ export const DEFAULT_ENGINE: Engine = 'indexed';
 
 export interface RbacEnforcer {
   can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
+  /** After a refusal: the line or default that decided (explain.ts); never asked on an allowed request. */
+  readonly explain?: Explain;
   readonly policy: Policy;
   /** What the decision cache holds now: entries, and bytes as counted by decisionKeyBytes. */
   cached(): { readonly entries: number; readonly bytes: number };
@@ -68,10 +71,11 @@ export async function createEnforcer(policy: Policy, options: EnforcerOptions = 
   // A bad change in force: yes only where the kept lines AND the readable new lines say yes (policy.ts).
   const narrowing = restrictTo === undefined ? undefined : await decider(restrictTo, policy.defaultRole, engine);
   const decide: Decide = narrowing === undefined ? inForce : (subjects, res, act, obj) => inForce(subjects, res, act, obj) && narrowing(subjects, res, act, obj);
+  const explain = createExplain(withHeadFromGet([...BUILTIN_RULES, ...policy.lines]), policy.defaultRole, restrictTo !== undefined);
   const cacheEntries = options.decisionCacheEntries ?? DECISION_CACHE_ENTRIES;
-  if (cacheEntries === 0) return { policy, can: decide, cached: () => ({ entries: 0, bytes: 0 }) };
+  if (cacheEntries === 0) return { policy, can: decide, explain, cached: () => ({ entries: 0, bytes: 0 }) };
   const cache = new BoundedCache<string, boolean>(cacheEntries, { maxWeight: options.decisionCacheBytes ?? DECISION_CACHE_BYTES, weigh: decisionKeyBytes });
-  return { policy, can: cachedDecide(decide, cache), cached: () => ({ entries: cache.size, bytes: cache.weight }) };
+  return { policy, can: cachedDecide(decide, cache), explain, cached: () => ({ entries: cache.size, bytes: cache.weight }) };
 }
 
 /** The operator's lines after the built-in ones, in an engine, combined across subjects. */

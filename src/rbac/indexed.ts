@@ -23,9 +23,20 @@ const EXTENSIONS = 'extensions';
 export type Outcome = 'allow' | 'deny' | 'none';
 export type SubjectOutcome = (subject: string, res: string, act: string, obj: string) => Outcome;
 
-type PRule = Extract<PolicyRule, { kind: 'p' }>;
+export type PRule = Extract<PolicyRule, { kind: 'p' }>;
 
 export function createIndexedOutcome(rules: readonly PolicyRule[], globMatch: GlobMatch): SubjectOutcome {
+  const decisive = createDecisiveRule(rules, globMatch);
+  return function outcome(subject, res, act, obj) {
+    const rule = decisive(subject, res, act, obj);
+    return rule === undefined ? 'none' : rule.eft === 'deny' ? 'deny' : 'allow';
+  };
+}
+
+/** The rule that decides for one subject: the first deny that matches, else the first allow; undefined when none matches. */
+export type DecisiveRule = (subject: string, res: string, act: string, obj: string) => PRule | undefined;
+
+export function createDecisiveRule(rules: readonly PolicyRule[], globMatch: GlobMatch): DecisiveRule {
   const bySubject = new Map<string, PRule[]>();
   const parents = new Map<string, string[]>();
   for (const rule of rules) {
@@ -41,15 +52,15 @@ export function createIndexedOutcome(rules: readonly PolicyRule[], globMatch: Gl
     }
     return found;
   };
-  return function outcome(subject, res, act, obj) {
-    let result: Outcome = 'none';
+  return function decisiveRule(subject, res, act, obj) {
+    let allowing: PRule | undefined;
     for (const rule of rulesFor(subject)) {
       if (!globMatch(res, rule.res) || !globMatch(act, rule.act) || !globMatch(obj, rule.obj)) continue;
       if (res === EXTENSIONS && rule.res !== EXTENSIONS && rule.act !== '*') continue; // model.ts's last clause
-      if (rule.eft === 'deny') return 'deny';
-      result = 'allow';
+      if (rule.eft === 'deny') return rule;
+      allowing ??= rule;
     }
-    return result;
+    return allowing;
   };
 }
 

@@ -24,12 +24,24 @@ export const RESERVED_WARNINGS_REMEMBERED = 10_000;
 export interface Rights {
   /** May this caller do it: its subjects by the naming rule (src/principal.ts), then can(). */
   allows(principal: Principal, resource: string, action: string, object: string): boolean;
+  /**
+   * After allows() said no: the caller's subject and the line or default that decided, for the
+   * audit trail. Never asked on an allowed request.
+   */
+  explain(principal: Principal, resource: string, action: string, object: string): RefusalExplained;
   /** The engine's answer for subjects already decided (tests, `svc-server rbac can`). */
   can(subjects: readonly string[], resource: string, action: string, object: string): boolean;
   readonly policy: Policy;
   update(policy: Policy): Promise<void>;
   /** Called once a new policy answers can(): the enforcer is built asynchronously after a change. */
   onUpdate(listener: () => void): () => void;
+}
+
+export interface RefusalExplained {
+  /** The caller's subjects, as the rules saw them (the user first, then its groups). */
+  readonly subjects: readonly string[];
+  /** The deny line, or the default, that decided. */
+  readonly rule: string;
 }
 
 export type BuildEnforcer = (policy: Policy, options: EnforcerOptions) => Promise<RbacEnforcer>;
@@ -54,15 +66,19 @@ export async function createRights(initialPolicy: Policy, options: EnforcerOptio
   const localAccountNames = deps.localAccountNames ?? (() => NO_ACCOUNTS);
   const warned = new BoundedCache<string, true>(RESERVED_WARNINGS_REMEMBERED);
   const { onReserved } = deps;
+  const subjectsOf = (principal: Principal) => rbacSubjectsOf(principal, localAccountNames(), onReserved === undefined ? undefined : (dropped) => {
+    const key = JSON.stringify([principal.issuer, dropped.as, dropped.name]);
+    if (warned.get(key) !== undefined) return;
+    warned.set(key, true);
+    onReserved({ ...dropped, issuer: principal.issuer });
+  });
   return {
     allows(principal, resource, action, object) {
-      const subjects = rbacSubjectsOf(principal, localAccountNames(), onReserved === undefined ? undefined : (dropped) => {
-        const key = JSON.stringify([principal.issuer, dropped.as, dropped.name]);
-        if (warned.get(key) !== undefined) return;
-        warned.set(key, true);
-        onReserved({ ...dropped, issuer: principal.issuer });
-      });
-      return current.can(subjects, resource, action, object);
+      return current.can(subjectsOf(principal), resource, action, object);
+    },
+    explain(principal, resource, action, object) {
+      const subjects = subjectsOf(principal);
+      return { subjects, rule: current.explain?.(subjects, resource, action, object) ?? 'unknown: this engine does not say' };
     },
     can: (subjects, resource, action, object) => current.can(subjects, resource, action, object),
     get policy() {

@@ -22,6 +22,7 @@ import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests, t
 import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
+import type { AuditSource } from '../audit/trail.js';
 
 export const FAILURE_DELAY_MIN_MS = 500;
 export const FAILURE_DELAY_MAX_MS = 1000;
@@ -61,6 +62,8 @@ export interface LoginRequest {
   /** For the log line of a failure: the request's id and the client's address. */
   readonly requestId?: string;
   readonly client?: string;
+  /** The request's side of the audit event (source address through trusted proxies, user agent, request id). */
+  readonly source?: AuditSource;
 }
 
 export interface LoginResult {
@@ -141,7 +144,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
     const verdict = await verify(request, forLogin, keepFailures);
     if ('passwordHash' in verdict) return verdict.passwordHash;
     deps.log.info({ username: request.username, reason: verdict.reason, ...whereFrom(request) }, forLogin ? 'login failed' : 'password check failed');
-    if (forLogin) outcomes.record('local', '', verdict.counted);
+    if (forLogin) outcomes.record('local', '', verdict.counted, { user: request.username, source: request.source, detail: verdict.reason });
     await delay();
     return undefined;
   }
@@ -165,7 +168,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
       } catch (err: unknown) {
         if (err instanceof TooManyAttempts || err instanceof TooManyRequests) {
           const locked = err instanceof TooManyAttempts;
-          outcomes.record('local', '', locked ? 'locked' : 'busy');
+          outcomes.record('local', '', locked ? 'locked' : 'busy', { user: request.username, source: request.source });
           deps.log.info({ username: request.username, reason: locked ? 'locked after too many failures' : 'too many logins in progress', ...whereFrom(request) }, 'login failed');
         }
         throw err;
@@ -173,10 +176,10 @@ export function createLoginService(deps: LoginDeps): LoginService {
       if (passwordHash === undefined) throw new InvalidCredentials();
       const account = deps.accounts().get(request.username);
       if (account !== undefined && deps.secondStep?.required(account) === true) {
-        outcomes.record('local', '', 'second-step');
+        outcomes.record('local', '', 'second-step', { user: request.username, userId: request.username, source: request.source });
         throw await deps.secondStep.begin(account, deps.signer.passwordBinding(passwordHash));
       }
-      outcomes.record('local', '', 'ok');
+      outcomes.record('local', '', 'ok', { user: request.username, userId: request.username, source: request.source });
       return issueSession(request.username, passwordHash);
     },
   };

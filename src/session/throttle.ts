@@ -29,6 +29,7 @@
  * lock also resets the count's TTL to the window, so count and lock expire together and a
  * lockout neither extends itself nor leaves a count behind.
  */
+import type { AuditTrail } from '../audit/trail.js';
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -71,6 +72,8 @@ export interface LoginThrottle {
 
 export interface ThrottleDeps {
   readonly state: StateBackend;
+  /** lockout-started (docs/audit.md). */
+  readonly audit?: AuditTrail;
   readonly limits: LoginLimits;
   readonly log: Pick<Logger, 'warn' | 'info'>;
   readonly registry: Registry;
@@ -151,6 +154,7 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     async recordFailure(username, attempt) {
       if (await runner.run((state) => failure(state, username, attempt))) {
         log.warn({ username, failures: attempt }, 'login locked after too many failures');
+        deps.audit?.record({ category: 'iam', type: 'change', action: 'lockout-started', outcome: 'success', reason: `${attempt} failed logins`, user: { name: username }, svc: { failures: attempt, throttle: deps.metricPrefix ?? 'svc_login_throttle' } });
       }
     },
 

@@ -104,7 +104,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         throw err;
       }
       await deps.throttle.recordFailure(name, attempt);
-      deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token');
+      deps.outcomes?.record('workload', read.entry.name, err.check === 'replay' ? 'refused' : 'invalid-token', { detail: err.message, source: { ip: clientIp } });
       deps.log.info({ entry: read.entry.name, check: err.check, reason: err.message, sub: shortClaim(read.unverified['sub']), clientIp }, 'workload token exchange refused');
       await delay();
       throw err;
@@ -128,7 +128,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       }
       const issued = await issue(read.entry, verified, who.username, who.groups);
       await markExchanged(read, verified);
-      deps.outcomes?.record('workload', read.entry.name, 'ok');
+      deps.outcomes?.record('workload', read.entry.name, 'ok', { user: who.username, userId: who.username, groups: who.groups, source: { ip: clientIp } });
       deps.log.info({ entry: read.entry.name, username: who.username, groups: who.groups, jti: issued.jti, expiresAt: issued.exp }, 'workload token exchanged');
       return { accessToken: issued.token, issuedTokenType: TOKEN_TYPE_ACCESS_TOKEN, expiresIn: issued.expiresIn, username: who.username, tokenId: issued.jti, expiresAt: issued.exp };
     }, (name) => deps.throttle.recordSuccess(name));

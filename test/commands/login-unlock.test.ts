@@ -8,6 +8,8 @@ import { createRedisState } from '../../src/state/redis.js';
 import type { StateBackend } from '../../src/state/state.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { textSink } from '../helpers/text-sink.js';
+import { collectAudit } from '../helpers/audit.js';
+import { validAuditEvent } from '../helpers/audit-schema.js';
 
 
 describe('login unlock', function () {
@@ -26,7 +28,9 @@ describe('login unlock', function () {
   });
 
   it('lifts a lockout of admin that anyone could set, so the operator logs in at once', async function () {
+    const audit = collectAudit();
     const throttle = createLoginThrottle({
+      audit,
       state: redis,
       limits: { maxFailCount: 2, windowSeconds: 300, maxCacheSize: 100, maxConcurrentLogins: 0 },
       log: pino({ level: 'silent' }),
@@ -38,8 +42,16 @@ describe('login unlock', function () {
       expect(await throttle.admit('admin').catch((e: unknown) => e)).to.include({ code: 'too_many_attempts' });
       const out = textSink();
       const err = textSink();
-      expect(await runLoginUnlock(peer.url, 'admin', out.stream, err.stream)).to.equal(0);
+      expect(await runLoginUnlock(peer.url, 'admin', out.stream, err.stream, audit)).to.equal(0);
       expect(out.text()).to.equal('"admin": lockout lifted; 3 counted attempt(s) forgotten\n');
+      // The lockout's start and its end, each an audit event.
+      const [started, lifted] = [audit.of('lockout-started'), audit.of('lockout-lifted')];
+      expect(started).to.have.length(1);
+      expect(started[0]).to.deep.include({ outcome: 'success', user: { name: 'admin' }, reason: '2 failed logins' });
+      expect(lifted).to.have.length(1);
+      expect(lifted[0]).to.deep.include({ category: 'iam', type: 'change', outcome: 'success', user: { name: 'admin' } });
+      expect(lifted[0]?.svc).to.include({ command: 'login unlock', wasLocked: true, attempts: 3 });
+      for (const e of [...started, ...lifted]) validAuditEvent(e);
       expect(err.text()).to.equal('');
       expect(await throttle.admit('admin')).to.equal(1);
       expect(await redis.hashGet('login-failures-index', 'admin')).to.equal(null);
@@ -66,7 +78,9 @@ describe('login unlock', function () {
 
   it('says what to do without Redis', async function () {
     const err = textSink();
-    expect(await runLoginUnlock(undefined, 'admin', textSink().stream, err.stream)).to.equal(1);
+    const audit = collectAudit();
+    expect(await runLoginUnlock(undefined, 'admin', textSink().stream, err.stream, audit)).to.equal(1);
+    expect(audit.of('lockout-lifted').map((e) => [e.outcome, e.reason])).to.deep.equal([['failure', 'no Redis given']]);
     expect(err.text()).to.equal(
       "svc-server: login unlock needs --redis, --redis-sentinel or --redis-cluster (or SVC_REDIS_URL, SVC_REDIS_SENTINELS, SVC_REDIS_CLUSTER): without Redis the failed logins are counted in the server's memory, and restarting the server clears them\n",
     );

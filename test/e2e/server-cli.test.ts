@@ -50,7 +50,9 @@ describe('svc-server', () => {
   describe('admin initial-password and --help', () => {
     it('says where the Secret was looked for when there is none', async () => {
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
-      const { code, stdout, stderr } = await runTs(CLI, ['admin', 'initial-password', '--config', dir]);
+      // The command's audit event goes to the file, not to the stderr asserted here (audit-offline.test.ts).
+      const auditLog = join(mkdtempSync(join(tmpdir(), 'svc-audit-')), 'audit.log');
+      const { code, stdout, stderr } = await runTs(CLI, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog });
       expect([code, stdout]).to.deep.equal([1, '']);
       expect(stderr).to.equal(`Secret svc-initial-admin-secret not found in ${dir}: it is written by the first start only, and may have been deleted once the password was changed\n`);
     });

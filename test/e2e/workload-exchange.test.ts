@@ -12,6 +12,9 @@ import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startFakeGithubActions, type FakeGithubActions } from '../helpers/fake-github-actions.js';
 import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers/fake-kubernetes-issuer.js';
 import { makeSigningKey, signToken, unsecuredToken } from '../helpers/fake-oidc-keys.js';
+import type { AuditEvent } from '../../src/audit/trail.js';
+import { collectAudit } from '../helpers/audit.js';
+import { validAuditEvent } from '../helpers/audit-schema.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, exchange, GRANT, MAIN, MAIN_SUBJECT, workloadConfigDir, type Answer } from '../helpers/workload-setup.js';
 
@@ -23,6 +26,7 @@ describe('e2e: workload identity token exchange', function () {
   let backend: Backend;
   let server: TestServer;
   let dir: string;
+  const audit = collectAudit();
 
   before(async () => {
     [github, unreachable, kubernetes, backend] = await Promise.all([startFakeGithubActions(), startFakeGithubActions(), startFakeKubernetesIssuer(), echoBackend('echo')]);
@@ -30,7 +34,7 @@ describe('e2e: workload identity token exchange', function () {
       { name: 'down', issuer: unreachable.issuer, rootCA: unreachable.caPem, audiences: [AUDIENCE] },
     ]);
     // Many refusals below share one subject; the throttle's lockout is shown in test/workload/exchange.test.ts.
-    server = await startTestServer(dir, { env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '1000' } });
+    server = await startTestServer(dir, { env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '1000' }, audit });
   });
 
   after(async () => {
@@ -60,6 +64,11 @@ describe('e2e: workload identity token exchange', function () {
     expect(answer.body).to.include({ issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 900 });
     expect(answer.headers.get('cache-control')).to.equal('no-store');
     const token = answer.body['access_token'] as string;
+    // The exchange is a login in the audit trail: method workload, the trust entry, the subject, from where.
+    const login = audit.of('login').at(-1);
+    expect(login).to.deep.include({ outcome: 'success', user: { name: MAIN_SUBJECT, id: MAIN_SUBJECT, groups: ['gh-my-org'] }, source: { ip: '127.0.0.1' } });
+    expect(login?.svc).to.deep.include({ method: 'workload' });
+    validAuditEvent(login as AuditEvent);
 
     const tools = await call('/api/v1/extensions/tools/hello', token);
     expect(tools.status).to.equal(200);
@@ -101,6 +110,9 @@ describe('e2e: workload identity token exchange', function () {
       const answer = await exchange(server.url, token);
       expectRefused(answer, 'claims', token);
       expect(answer.body['error_description']).to.equal("check 'claims' failed: claim 'repository_owner' is not 'my-org'");
+      const refused = audit.of('login').at(-1);
+      expect(refused).to.deep.include({ outcome: 'failure', reason: "invalid-token: check 'claims' failed: claim 'repository_owner' is not 'my-org'" });
+      validAuditEvent(refused as AuditEvent);
     });
 
     it('another branch', async () => {

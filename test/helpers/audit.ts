@@ -1,5 +1,6 @@
 /** An audit trail that keeps every event, for tests that assert what was recorded. */
 import type { AuditEvent, AuditTrail } from '../../src/audit/trail.js';
+import { captureAuditEvent } from '../audit-capture.js';
 
 export interface CollectedAudit extends AuditTrail {
   readonly events: AuditEvent[];
@@ -13,6 +14,8 @@ export function collectAudit(): CollectedAudit {
     events,
     record(event) {
       events.push(event);
+      // Checked with every other test's lines: no secret, the schema (audit-capture.ts).
+      captureAuditEvent(event);
     },
     of(action) {
       return events.filter((e) => e.action === action);

@@ -39,6 +39,7 @@ export async function idpSvcAddress(): Promise<IdpSvcAddress> {
 export interface IdpSvcOptions {
   readonly redisUrl?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The server's audit trail (a collecting one, to assert events). */
   readonly audit?: AuditTrail;
 }
 
@@ -85,6 +86,7 @@ export async function startPasswordIdpSvc(connector: PasswordConnector, options:
   });
   const server = await startTestServer(dir, {
     port: at.port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.env !== undefined ? { env: options.env } : {}),
+    ...(options.audit !== undefined ? { audit: options.audit } : {}),
     idp: { connectors: () => options.source ?? singleConnector('directory', connector) },
   });
   return { ...at, server, dir };

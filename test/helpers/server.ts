@@ -2,6 +2,7 @@
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/main/server.js';
+import { CAPTURE_TRAIL } from '../audit-capture.js';
 
 export interface TestServer extends RunningServer {
   /** Every log line so far, as text (to prove what never appears in logs). */
@@ -17,6 +18,7 @@ export async function startTestServer(configDir: string, options: Partial<Omit<S
     },
   });
   const log: Logger = pino({ level: 'debug' }, sink);
-  const running = await startServer({ configDir, host: '127.0.0.1', port: 0, log, ...options });
+  // Every test server's events are checked for secrets and against the schema (audit-capture.ts), unless the test collects them itself.
+  const running = await startServer({ configDir, host: '127.0.0.1', port: 0, log, audit: CAPTURE_TRAIL, ...options });
   return Object.assign(running, { logs: () => lines.join('') });
 }

@@ -5,6 +5,7 @@
  * test/e2e/idp-key-rotation.test.ts.
  */
 import { expect } from 'chai';
+import type { AuditEvent } from '../../src/audit/trail.js';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Writable } from 'node:stream';
@@ -19,10 +20,11 @@ import { SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { startKeyRotation, rotationDue, type KeyRotation } from '../../src/idp/key-rotation.js';
 import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey } from '../../src/idp/keys.js';
 import { assertionKeysIn, ensureAssertionKeys } from '../../src/extensions/assertion-keys.js';
-import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
+import { validAuditEvent } from '../helpers/audit-schema.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -99,6 +101,10 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
       const counts = await Promise.all([a, b].map(async (r) => (await r.registry.getSingleMetric('svc_idp_key_rotations_total')?.get())?.values[0]?.value ?? 0));
       expect(counts.reduce((x, y) => x + y, 0)).to.equal(3);
       expect(a.logs() + b.logs()).to.include('identity provider: signing key rotated (idp.keyRotation 1h)');
+      // One audit event per rotation, from the replica that rotated, naming the keys by id.
+      const rotated = [...a.audit.of('signing-keys-rotated'), ...b.audit.of('signing-keys-rotated')];
+      expect(rotated.map((e) => e.svc?.['addedKey']).sort()).to.deep.equal(keys.slice(0, 3).map((k) => k.kid).sort());
+      for (const e of rotated) expect(validAuditEvent(e)['svc']).to.deep.include({ trigger: 'automatic', period: '1h' });
     } finally {
       await closeAll([a, b]);
     }
@@ -217,6 +223,9 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
     expect(a.logs()).to.include('identity provider: automatic signing key rotation failed; the current keys stay in force, next try in 1h');
     expect((await a.registry.getSingleMetric('svc_idp_key_rotation_failures_total')?.get())?.values[0]?.value).to.equal(1);
     expect(storedKeys(a.store)).to.deep.equal(before.signing);
+    const [failed] = a.audit.of('signing-keys-rotated');
+    expect(failed).to.deep.include({ outcome: 'failure', svc: { trigger: 'automatic', period: '1h' } });
+    validAuditEvent(failed as AuditEvent);
   });
 
   it('an assertion key rotation that cannot be written is logged, counted and recorded as a failure, the keys in force kept', async () => {

@@ -141,6 +141,10 @@ class ApiStore implements KubeStore {
     return this.#current.onChange(listener);
   }
 
+  onLoad(listener: () => void): () => void {
+    return this.#current.onLoad(listener);
+  }
+
   updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the config store is closed'));
     return this.#writes(async () => {

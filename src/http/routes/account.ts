@@ -16,6 +16,9 @@ import { setSessionCookie } from '../cookies.js';
 import type { RecordLogin } from './record-login.js';
 import { ISSUER } from '../../session/tokens.js';
 import type { AppState } from '../state.js';
+import { NO_AUDIT, type AuditTrail } from '../../audit/trail.js';
+import { auditCaller } from '../audit-caller.js';
+import { parseTrustedProxies, type TrustedProxies } from '../client-address.js';
 
 export interface AccountRouteDeps {
   readonly accounts: Accounts;
@@ -25,10 +28,15 @@ export interface AccountRouteDeps {
   readonly recordLogin: RecordLogin;
   /** svc-cm `url` in force, for the cookie's Secure flag (cookies.ts). */
   readonly configuredUrl: () => string;
+  /** token-created, token-deleted, password-changed (docs/audit.md). */
+  readonly audit?: AuditTrail;
+  readonly trustedProxies?: TrustedProxies;
 }
 
 export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
   const { accounts, apiTokens } = deps;
+  const audit = deps.audit ?? NO_AUDIT;
+  const trusted = deps.trustedProxies ?? parseTrustedProxies(undefined);
   const router = new Router<AppState>({ prefix: '/api/v1/account' });
 
   router.get('/', function listAccounts(ctx) {
@@ -46,11 +54,17 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     const name = optionalString(body, 'name') || caller.username;
-    const changed = await deps.changePassword(caller, {
-      name,
-      currentPassword: requireString(body, 'currentPassword'),
-      newPassword: requireString(body, 'newPassword'),
-    });
+    const request = { name, currentPassword: requireString(body, 'currentPassword'), newPassword: requireString(body, 'newPassword') };
+    const changedEvent = { category: 'iam', type: 'change', action: 'password-changed', ...auditCaller(ctx, caller, trusted) } as const;
+    let changed;
+    try {
+      changed = await deps.changePassword(caller, request);
+    } catch (err: unknown) {
+      // Messages of refusals are written for the client and carry no secret (errors.ts).
+      audit.record({ ...changedEvent, outcome: 'failure', reason: err instanceof Error ? err.message : 'unknown', svc: { account: name } });
+      throw err;
+    }
+    audit.record({ ...changedEvent, outcome: 'success', svc: { account: name } });
     if (!isSelf(caller, name) || caller.kind !== 'session') {
       ctx.body = {};
       return;
@@ -70,7 +84,9 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     const [name] = params(ctx.params, 'name');
     accounts.authorize(requirePrincipal(ctx), 'update', name);
     const body = await readJson(ctx);
-    const { token } = await apiTokens.generate(name, { id: optionalString(body, 'id'), expiresInSeconds: expiresIn(body) });
+    const expiresInSeconds = expiresIn(body);
+    const { token, id } = await apiTokens.generate(name, { id: optionalString(body, 'id'), expiresInSeconds });
+    audit.record({ category: 'iam', type: 'creation', action: 'token-created', outcome: 'success', ...auditCaller(ctx, requirePrincipal(ctx), trusted), svc: { account: name, tokenId: id, ...(expiresInSeconds !== undefined ? { expiresInSeconds } : {}) } });
     ctx.body = { token };
   });
 
@@ -78,6 +94,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     const [name, id] = params(ctx.params, 'name', 'id');
     accounts.authorize(requirePrincipal(ctx), 'update', name);
     await apiTokens.remove(name, id);
+    audit.record({ category: 'iam', type: 'deletion', action: 'token-deleted', outcome: 'success', ...auditCaller(ctx, requirePrincipal(ctx), trusted), svc: { account: name, tokenId: id } });
     ctx.body = {};
   });
 

@@ -22,6 +22,8 @@ import { setSessionCookie } from '../cookies.js';
 import type { RecordLogin } from './record-login.js';
 import { ISSUER } from '../../session/tokens.js';
 import { isOwnOrigin } from '../same-origin.js';
+import { auditSourceOf } from '../audit-source.js';
+import { parseTrustedProxies, type TrustedProxies } from '../client-address.js';
 import type { AppState } from '../state.js';
 
 export interface LoginFormRouteDeps {
@@ -29,6 +31,8 @@ export interface LoginFormRouteDeps {
   readonly recordLogin: RecordLogin;
   /** svc-cm `url` in force: the origin forms are taken from, and the cookie's Secure flag. */
   readonly configuredUrl: () => string;
+  /** Whose X-Forwarded-For names the source address in the audit trail. */
+  readonly trustedProxies?: TrustedProxies;
 }
 
 /** A username, a password, a return URL and a little more: far below this. */
@@ -37,7 +41,7 @@ const MAX_FORM_BYTES = 8 * 1024;
 /** Refusals the login page explains itself (web/src/login.ts); anything else is an error answer. */
 const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request', 'second_factor_required']);
 
-export function loginFormRoutes({ login, recordLogin, configuredUrl }: LoginFormRouteDeps): Router<AppState> {
+export function loginFormRoutes({ login, recordLogin, configuredUrl, trustedProxies = parseTrustedProxies(undefined) }: LoginFormRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
 
   router.post('/login', async function postLoginForm(ctx) {
@@ -56,6 +60,7 @@ export function loginFormRoutes({ login, recordLogin, configuredUrl }: LoginForm
         password: form.get('password') ?? '',
         requestId: ctx.state.requestId,
         client: ctx.req.socket.remoteAddress ?? '',
+        source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies),
       });
       await recordLogin(ctx.req, { id: tokenId, account: username, kind: 'local', issuer: ISSUER, expiresAt }, true);
       setSessionCookie(ctx, token, expiresAt, configuredUrl());

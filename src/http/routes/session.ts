@@ -69,6 +69,7 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
       password: requireString(body, 'password'),
       requestId: ctx.state.requestId,
       client: ctx.req.socket.remoteAddress ?? '',
+      source: auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies),
     });
     await recordLogin(ctx.req, { id: tokenId, account: username, kind: 'local', issuer: ISSUER, expiresAt }, false);
     setSessionCookie(ctx, token, expiresAt, configuredUrl());

@@ -72,7 +72,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       login = openLoginState(deps.login, ctx.cookies.get(LOGIN_STATE_COOKIE));
     } catch (err: unknown) {
       ctx.state.log.info({ reason: (err as Error).message }, 'SSO login failed');
-      deps.outcomes?.record('sso', '', 'expired');
+      deps.outcomes?.record('sso', '', 'expired', { detail: (err as Error).message, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, 'sso_expired', undefined);
     }
@@ -86,14 +86,14 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       // Once, at info, however the answer goes (a page or a JSON error); the request id is in the logger.
       if (err instanceof ReservedSubject) ctx.state.log.warn({ sub: printable(err.sub), issuer: err.issuer, reason: err.reason }, err.message);
       else ctx.state.log.info({ reason: (err as Error).message, issuer: deps.callback.client.provider.issuer }, 'SSO login failed');
-      deps.outcomes?.record('sso', '', err instanceof ReservedSubject ? 'refused' : err instanceof Unauthenticated ? 'invalid-token' : 'other');
+      deps.outcomes?.record('sso', '', err instanceof ReservedSubject ? 'refused' : err instanceof Unauthenticated ? 'invalid-token' : 'other', { detail: (err as Error).message, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
     await deps.recordLogin(ctx.req, { id: done.tokenId, account: done.username, kind: 'sso', issuer: done.issuer, expiresAt: done.expiresAt, ...(done.sid !== undefined ? { sid: done.sid } : {}) }, true);
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
     ctx.state.log.info({ sub: done.username, name: done.displayName, issuer: deps.callback.client.provider.issuer }, 'SSO login');
-    deps.outcomes?.record('sso', '', 'ok');
+    deps.outcomes?.record('sso', '', 'ok', { user: done.displayName ?? done.username, userId: done.username, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
     ctx.redirect(done.returnUrl);
   }
   router.get('/auth/callback', callback);

@@ -200,7 +200,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       if (!sameNonce(txn, parsed.nonce)) return { kind: 'expired' };
       if (txn.uid !== uid || !sameHash(txn.binding, binding)) {
         // Used up all the same: a state that reached another browser ends the login it belongs to.
-        outcomes.record('idp-browser', txn.connectorId, 'foreign-browser');
+        outcomes.record('idp-browser', txn.connectorId, 'foreign-browser', { source: { requestId } });
         deps.log.warn({ connector: txn.connectorId, interaction: txn.uid, requestId }, 'identity provider: a login response came back in a browser that did not start the login; refused');
         return { kind: 'foreign' };
       }
@@ -217,7 +217,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       const sub = await remember(txn, identity);
       const pending: Pending = { sub, binding: txn.binding };
       await deps.state.set(pendingKey(txn.uid), JSON.stringify(pending), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
-      outcomes.record('idp-browser', txn.connectorId, 'ok');
+      outcomes.record('idp-browser', txn.connectorId, 'ok', { user: identity.username, userId: sub, groups: identity.groups, source: { requestId } });
       return { kind: 'ok', uid: txn.uid };
     },
 
@@ -273,10 +273,10 @@ function logCallbackFailure(log: Logger, outcomes: LoginOutcomes, connector: str
   const reason = typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
   const fields = { connector, reason, requestId };
   if (refused) {
-    outcomes.record('idp-browser', connector, 'refused');
+    outcomes.record('idp-browser', connector, 'refused', { detail: reason, source: { requestId } });
     log.info(fields, 'identity provider: the connector refused the login');
   } else {
-    outcomes.record('idp-browser', connector, code === 'unavailable' ? 'unavailable' : 'other');
+    outcomes.record('idp-browser', connector, code === 'unavailable' ? 'unavailable' : 'other', { detail: reason, source: { requestId } });
     log.warn(fields, 'identity provider: a connector failed a login callback');
   }
   log.debug({ err, connector, requestId }, 'identity provider: the callback failure in full');

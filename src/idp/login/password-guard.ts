@@ -89,7 +89,7 @@ type EntryAdmission = { readonly name: string; readonly attempt: number } | { re
 export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
   const outcomes = deps.outcomes ?? NO_LOGIN_OUTCOMES;
   function refused(attempt: PasswordAttempt, reason: string, counted: LoginReason): void {
-    outcomes.record('idp-password', attempt.connectorId, counted);
+    outcomes.record('idp-password', attempt.connectorId, counted, { user: attempt.username, detail: reason, source: { requestId: attempt.requestId } });
     const line = { connector: attempt.connectorId, username: attempt.username, reason, requestId: attempt.requestId };
     if (counted === 'unavailable') deps.log.error(line, 'identity provider: password login failed');
     else deps.log.info(line, 'identity provider: password login failed');
@@ -150,7 +150,7 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
 
   /** The attempt's one log line (and wait) for what it came to. */
   async function report(attempt: PasswordAttempt, outcome: GuardedOutcome): Promise<void> {
-    if (outcome.kind === 'ok') outcomes.record('idp-password', attempt.connectorId, 'ok');
+    if (outcome.kind === 'ok') outcomes.record('idp-password', attempt.connectorId, 'ok', { user: attempt.username, source: { requestId: attempt.requestId } });
     else if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
     else if (outcome.kind === 'unavailable') refused(attempt, outcome.why, 'unavailable');
     else if (outcome.kind === 'locked') await failed(attempt, 'the directory entry is locked after too many failures', 'locked');

@@ -1,0 +1,15 @@
+/** The `user` and `source` of an audit event about a request's caller (a principal already read). */
+import type Koa from 'koa';
+import type { AuditSource, AuditUser } from '../audit/trail.js';
+import type { Principal } from '../principal.js';
+import { auditSourceOf } from './audit-source.js';
+import type { TrustedProxies } from './client-address.js';
+import type { AppState } from './state.js';
+
+export function auditUserOf(principal: Principal): AuditUser {
+  return { name: principal.displayName ?? principal.username, id: principal.username, ...(principal.groups.length > 0 ? { groups: principal.groups } : {}) };
+}
+
+export function auditCaller(ctx: Koa.ParameterizedContext<AppState>, principal: Principal, trusted: TrustedProxies): { readonly user: AuditUser; readonly source: AuditSource } {
+  return { user: auditUserOf(principal), source: auditSourceOf(ctx.req, ctx.state.requestId, trusted) };
+}
