@@ -14,6 +14,7 @@ import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js'
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 interface Source {
   readonly server: TestServer;
@@ -72,6 +73,7 @@ for (const [name, open] of [
   ['kubernetes', kubernetesSource],
 ] as const) {
   describe(`e2e: svc-cm edits on the ${name} store`, function () {
+    cleanUpTempDirs();
     this.timeout(60_000);
     let source: Source;
     before(async () => {

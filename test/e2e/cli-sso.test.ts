@@ -23,6 +23,7 @@ import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -34,6 +35,7 @@ interface StoredUser {
 }
 
 describe('e2e: svc login --sso with the bundled identity provider', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let url: string;
@@ -208,6 +210,7 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
 });
 
 describe('e2e: svc login --sso against a server with a self-signed certificate', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let dir: string;

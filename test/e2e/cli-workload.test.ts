@@ -14,10 +14,12 @@ import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers
 import { runTs, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, MAIN, MAIN_SUBJECT, workloadConfigDir } from '../helpers/workload-setup.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CLI = 'src/cli/main.ts';
 
 describe('e2e: svc login as a workload (GitHub Actions, Kubernetes)', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let github: FakeGithubActions;
   let kubernetes: FakeKubernetesIssuer;

@@ -16,6 +16,7 @@ import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { ROOT, runTs, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CLI = 'src/cli/main.ts';
 const ADMIN_PASSWORD = 'admin-Pa55word';
@@ -25,6 +26,7 @@ const execFileAsync = promisify(execFile);
 const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 
 describe('e2e: the svc CLI against a running server', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let configDir: string;
@@ -229,6 +231,7 @@ describe('e2e: the svc CLI against a running server', function () {
 });
 
 describe('e2e: the svc CLI against a server with a self-signed certificate', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let dir: string;

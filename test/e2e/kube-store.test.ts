@@ -16,6 +16,7 @@ import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const NS = 'svc';
 /** Short retries so that an outage of a few seconds shows the whole cycle (production: 0.5 s to 15 s). */
@@ -31,6 +32,7 @@ function secretValues(kube: FakeKube, name: string): Record<string, string> {
 }
 
 describe('e2e: the Kubernetes API as the store (svc-server --kube)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   const ca = makeTestCa();
   let kube: FakeKube;
@@ -185,6 +187,7 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
 });
 
 describe('e2e: first start of two replicas on an empty cluster namespace', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('creates the initial admin secret once, and its password matches the hash both replicas use', async function () {
@@ -216,6 +219,7 @@ describe('e2e: first start of two replicas on an empty cluster namespace', funct
 });
 
 describe('e2e: first start of two replicas on the Secrets deploy/ ships empty, with a Role that creates nothing', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('fills svc-initial-admin-secret once, by update, and its password matches the hash both replicas use', async function () {

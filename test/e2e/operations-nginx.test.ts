@@ -17,6 +17,7 @@ import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const DOC = new URL('../../docs/operations.md', import.meta.url);
 
@@ -46,6 +47,7 @@ function parseBody(text: string): Record<string, unknown> {
 }
 
 describe('e2e: docs/operations.md nginx example, in front of two replicas on one Redis', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let nginx: Peer;

@@ -13,6 +13,7 @@ import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { ROOT, runTs } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 const PASSWORD = 'node-s3cret';
@@ -26,6 +27,7 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 describe('svc-server on Redis Sentinel and Cluster', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let peer: RedisSentinelPeer;
   let sentinels: string;

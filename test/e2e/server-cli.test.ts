@@ -9,10 +9,12 @@ import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server', () => {
+  cleanUpTempDirs();
   describe('first start', () => {
     it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
       const dir = join(mkdtempSync(join(tmpdir(), 'svc-first-')), 'config');

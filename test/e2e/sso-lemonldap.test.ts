@@ -21,11 +21,13 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SECRET_KEY, userInfo } from '../helpers/sso-setup.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { echoExtension } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 /** Members of LemonLDAP::NG's demo group `timelords` may use the extension `echo`. */
 const POLICY = 'p, role:echo, extensions, *, */echo, allow\ng, timelords, role:echo\n';
 
 describe('e2e: SSO login against LemonLDAP::NG over HTTPS', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ca: TestCa;
   let llng: Llng;

@@ -24,12 +24,14 @@ import { SECRET_KEY, userInfo } from '../helpers/sso-setup.js';
 import { STANDALONE_CLIENT_SECRET, startStandaloneProvider, type StandaloneProvider } from '../helpers/standalone-provider-process.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { echoExtension, SSO_POLICY } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** jose's cool-down between two JWKS fetches (docs/sso.md), and a little more. */
 const JWKS_COOLDOWN_MS = 5_100;
 
 describe('e2e: SSO against a standalone oidc-provider process over HTTPS', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ca: TestCa;
   let provider: StandaloneProvider;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { closeServer, listen, login, storeFiles } from './helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 /** A test CA, a server certificate for backend.test and a client certificate, made with the openssl CLI. */
 function makeCertificates(dir: string): Record<'ca' | 'caKey' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey', string> {
@@ -24,6 +25,7 @@ function makeCertificates(dir: string): Record<'ca' | 'caKey' | 'serverCert' | '
 }
 
 describe('extension proxy (https backends)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let certDir: string;
   let backend: Server;

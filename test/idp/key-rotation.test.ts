@@ -21,6 +21,7 @@ import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey 
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -56,6 +57,7 @@ async function closeAll(list: readonly Replica[]): Promise<void> {
 }
 
 describe('idp/key-rotation (idp.keyRotation)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('rotationDue: once the newest key is a period old; never with 0 or without keys', async () => {

@@ -3,8 +3,10 @@ import { expect } from 'chai';
 import { rm } from 'node:fs/promises';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { startTestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('startServer', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
 
   it('warns once about a bad login limit, however many features read the limits', async function () {
