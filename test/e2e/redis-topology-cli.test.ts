@@ -6,14 +6,14 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+
+
 import { join } from 'node:path';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { ROOT, runTs } from '../helpers/run.js';
-import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 const PASSWORD = 'node-s3cret';
@@ -31,7 +31,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   this.timeout(60_000);
   let peer: RedisSentinelPeer;
   let sentinels: string;
-  const dir = join(mkdtempSync(join(tmpdir(), 'svc-topology-')), 'config');
+  const dir = join(makeTempDir('svc-topology-'), 'config');
 
   before(async function () {
     peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });

@@ -1,15 +1,14 @@
 /** `svc-server` as a process: first start, validate, rbac can. */
 import { expect } from 'chai';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
-import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 
@@ -17,7 +16,7 @@ describe('svc-server', () => {
   cleanUpTempDirs();
   describe('first start', () => {
     it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
-      const dir = join(mkdtempSync(join(tmpdir(), 'svc-first-')), 'config');
+      const dir = join(makeTempDir('svc-first-'), 'config');
       const port = await freePort();
       const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
       let logs = '';

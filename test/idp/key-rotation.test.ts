@@ -8,8 +8,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Writable } from 'node:stream';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDirStore, type DirStore } from '../../src/config/dir-store.js';
 import { openKubeClient } from '../../src/config/kube/kube-client.js';
@@ -21,7 +20,7 @@ import { ensureIdpKeys, parseIdpKeys, PUBLISH_BEFORE_SIGNING_S, type SigningKey 
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
-import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -104,7 +103,7 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
 
   it('with --kube, two replicas rotate once per period: the Secret\'s resourceVersion decides', async () => {
     const kube = await startFakeKube({ tls: makeTestCa() });
-    const work = mkdtempSync(join(tmpdir(), 'svc-key-rotation-kube-'));
+    const work = makeTempDir('svc-key-rotation-kube-');
     const stores: ConfigStore[] = [];
     const rotations: KeyRotation[] = [];
     try {
