@@ -31,9 +31,10 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   this.timeout(60_000);
   let peer: RedisSentinelPeer;
   let sentinels: string;
-  const dir = join(makeTempDir('svc-topology-'), 'config');
+  let dir: string;
 
   before(async function () {
+    dir = join(makeTempDir('svc-topology-'), 'config');
     peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
     sentinels = peer.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   });
