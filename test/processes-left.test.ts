@@ -4,10 +4,10 @@ import { runTs } from './helpers/run.js';
 import { mochaHooks } from './processes-left.js';
 
 describe('test harness: processes a test leaves running', () => {
-  it('kills a process runTs started that is still running when the test ends, and names it', async () => {
+  it('kills a process runTs started that is still running when the test ends, and names it without a URL\'s password', async () => {
     const written: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
-    const forever = runTs('still-running', ['--flag'], process.env, undefined, {}, ['-e', 'setInterval(() => undefined, 1_000)']);
+    const forever = runTs('still-running', ['--redis', 'redis://:pw-in-url@127.0.0.1:1/0'], process.env, undefined, {}, ['-e', 'setInterval(() => undefined, 1_000)']);
     await new Promise((resolve) => setTimeout(resolve, 300));
     process.stderr.write = ((chunk: string) => written.push(chunk) > 0) as typeof process.stderr.write;
     try {
@@ -16,7 +16,7 @@ describe('test harness: processes a test leaves running', () => {
       process.stderr.write = write;
     }
     expect((await forever).code).to.equal(null);
-    expect(written).to.deep.equal(['test harness: killed a process the test left running: still-running --flag\n']);
+    expect(written).to.deep.equal(['test harness: killed a process the test left running: still-running --redis redis://…@127.0.0.1:1/0\n']);
   });
 
   it('leaves nothing to kill after a test that awaited its process', async () => {

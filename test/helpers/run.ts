@@ -43,7 +43,8 @@ export function runTs(
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', ...nodeOptions, entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], ...user });
-    running.set(child, [entry, ...args].join(' '));
+    // Named in a log line: a URL's user and password stay out of it.
+    running.set(child, [entry, ...args].join(' ').replace(/\/\/[^@/\s]*@/g, '//…@'));
     child.on('exit', () => running.delete(child));
     let stdout = '';
     let stderr = '';
