@@ -3,8 +3,10 @@ import { expect } from 'chai';
 import { rm } from 'node:fs/promises';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('accounts/api-tokens', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let dir: string;
   let server: TestServer;

@@ -1,12 +1,12 @@
 /** `svc-server idp rotate-keys --kube`: the identity provider's keys rotated in the cluster's svc-secret, other keys untouched. */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { startFakeKube } from '../helpers/fake-kube-apiserver.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 function sink(): Writable & { text: () => string } {
   let text = '';
@@ -20,11 +20,12 @@ function sink(): Writable & { text: () => string } {
 }
 
 describe('commands/idp rotate-keys --kube', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
 
   it('adds a signing key to svc-secret through the API and keeps the other keys', async () => {
     const kube = await startFakeKube({ tls: makeTestCa() });
-    const work = mkdtempSync(join(tmpdir(), 'svc-idp-kube-'));
+    const work = makeTempDir('svc-idp-kube-');
     try {
       writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
       const b64 = (v: string) => Buffer.from(v).toString('base64');
@@ -44,7 +45,7 @@ describe('commands/idp rotate-keys --kube', function () {
 
   it('rotates the extension identity assertion keys in the same run, with overlap', async () => {
     const kube = await startFakeKube({ tls: makeTestCa() });
-    const work = mkdtempSync(join(tmpdir(), 'svc-idp-kube-'));
+    const work = makeTempDir('svc-idp-kube-');
     try {
       writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
       kube.store.put({ group: '', version: 'v1', plural: 'secrets', kind: 'Secret' }, 'svc', { metadata: { name: 'svc-secret' }, data: { 'server.secretkey': Buffer.from('k'.repeat(32)).toString('base64') } });

@@ -13,6 +13,7 @@ import YAML from 'yaml';
 import { runValidate } from '../../src/commands/validate.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const URL_ = 'https://svc.example.org';
 const KEY = 'validate-messages-secret-key-0123456789';
@@ -187,6 +188,7 @@ function collector(): Writable & { lines: () => string[] } {
 }
 
 describe('svc-server validate and the server: the same text for the same mistake', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
 
   for (const c of CASES) {

@@ -7,8 +7,10 @@ import { openDirStore } from '../../src/config/dir-store.js';
 import { createLiveSettings } from '../../src/config/live-settings.js';
 import { parseSettings } from '../../src/main/settings.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('config/live-settings', () => {
+  cleanUpTempDirs();
   it('logs each configuration problem once, when it appears, not again on every change', async () => {
     const dir = tempConfigDir({
       'cm.yaml': configMap('svc-cm', { 'no.such.key': 'x' }),

@@ -9,6 +9,7 @@ import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
 import { formatProblem } from '../../src/config/problems.js';
 import { parseSettings } from '../../src/main/settings.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 async function problemsOf(svcCm: string): Promise<string[]> {
   const dir = tempConfigDir({ 'svc-cm.yaml': svcCm, 'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'value-origin-test-key' }) });
@@ -30,6 +31,7 @@ data:
 `;
 
 describe('config: the position of a YAML error inside a data value', () => {
+  cleanUpTempDirs();
   it('gives the file line and column of an error in a literal block, and the line inside the value', async () => {
     const text = `${HEADER}  extension.config: |
     extensions:

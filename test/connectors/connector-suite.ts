@@ -25,6 +25,7 @@ import { openWithUpstreamFetches, upstreamFetches, type UpstreamFetches } from '
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import type { SecretLookup } from '../../src/config/secret-ref.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 import { silentServer } from '../helpers/silent-server.js';
 
 export type Who = 'member' | 'outsider';
@@ -146,6 +147,7 @@ const WITHIN_MS = 3_000;
 
 export function connectorSuite(harness: ConnectorHarness): void {
   describe(`connector suite: ${harness.type}`, function () {
+    cleanUpTempDirs();
     this.timeout(30_000);
     const ctx = (timeoutMs = 10_000): LoginContext => ({ callbackUrl: harness.callbackUrl, wantGroups: true, signal: AbortSignal.timeout(timeoutMs) });
 

@@ -5,14 +5,14 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { startFakeKube, type RbacRule } from '../helpers/fake-kube-apiserver.js';
 import { kubectlFor } from '../helpers/kubectl.js';
 import { startTestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const read = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -34,7 +34,7 @@ function grants(rules: readonly RoleRule[]): string[] {
 
 /** `kubectl kustomize deploy/`, as an operator renders it. */
 function kustomize(): string {
-  const home = mkdtempSync(join(tmpdir(), 'svc-kustomize-'));
+  const home = makeTempDir('svc-kustomize-');
   try {
     return execFileSync('kubectl', ['kustomize', new URL('../../deploy/', import.meta.url).pathname], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
   } finally {
@@ -43,6 +43,7 @@ function kustomize(): string {
 }
 
 describe('deploy/', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('the Role grants every verb the Kubernetes store uses, and nothing it does not use', async function () {
@@ -50,7 +51,7 @@ describe('deploy/', function () {
     for (const rule of rules) expect(rule.apiGroups).to.deep.equal(rule.resources.includes('applications') ? ['svc.io'] : ['']);
     const kube = await startFakeKube({ tls: makeTestCa() });
     const kubectl = kubectlFor(kube, 'svc');
-    const work = mkdtempSync(join(tmpdir(), 'svc-deploy-'));
+    const work = makeTempDir('svc-deploy-');
     try {
       await kubectl.apply(['svc-cm', 'svc-rbac-cm', 'svc-secret', 'svc-initial-admin-secret'].map((name) => read(`deploy/base/${name}.yaml`)).join('---\n'));
       kube.rules = rules.map((r): RbacRule => ({ verbs: r.verbs, resources: r.resources, ...(r.resourceNames !== undefined ? { resourceNames: r.resourceNames } : {}) }));

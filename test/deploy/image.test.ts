@@ -5,10 +5,10 @@
  * links, not one written here.
  */
 import { expect } from 'chai';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadWebAssets } from '../../src/web/assets.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const read = (file: string): string => readFileSync(join(root, file), 'utf8');
@@ -38,9 +38,10 @@ function pageAssets(): string[] {
 }
 
 describe('the image (Dockerfile)', () => {
+  cleanUpTempDirs();
   it('holds every file the server serves to its pages and every asset the pages load', () => {
     const stage = runtimeStage();
-    const image = mkdtempSync(join(tmpdir(), 'svc-image-'));
+    const image = makeTempDir('svc-image-');
     try {
       // dist/ comes whole from the build stage, which compiles web/src/*.ts to dist/web/*.js.
       expect(stage).to.include('COPY --from=build /app/dist ./dist');

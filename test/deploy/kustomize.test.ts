@@ -8,11 +8,11 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { SHUTDOWN_GRACE_MS } from '../../src/commands/serve.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 interface K8sObject {
   kind: string;
@@ -62,7 +62,7 @@ interface ServiceSpec {
 const deployDir = new URL('../../deploy/', import.meta.url).pathname;
 
 function render(dir: string): K8sObject[] {
-  const home = mkdtempSync(join(tmpdir(), 'svc-kustomize-'));
+  const home = makeTempDir('svc-kustomize-');
   try {
     const text = execFileSync('kubectl', ['kustomize', join(deployDir, dir)], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
     return YAML.parseAllDocuments(text).map((d) => d.toJS() as K8sObject);
@@ -150,6 +150,7 @@ function checkCommon(objects: readonly K8sObject[]): void {
 }
 
 describe('deploy/ (kubectl kustomize)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
 
   it('deploy/ renders one memory-state replica that never overlaps another, with every object and no CRD', () => {

@@ -5,8 +5,7 @@
  * one code path after the source.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { accountsConfigDir, waitFor } from '../helpers/accounts-fixture.js';
@@ -14,6 +13,7 @@ import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js'
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 interface Source {
   readonly server: TestServer;
@@ -46,7 +46,7 @@ async function kubernetesSource(): Promise<Source> {
   const kubectl: Kubectl = kubectlFor(kube, 'svc');
   const dir = accountsConfigDir();
   await kubectl.run(['apply', '--validate=false', '-f', dir]);
-  const work = mkdtempSync(join(tmpdir(), 'svc-both-'));
+  const work = makeTempDir('svc-both-');
   const kubeconfig = join(work, 'kubeconfig');
   writeFileSync(kubeconfig, kube.kubeconfig('svc'));
   const server = await startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: 'svc' } });
@@ -72,6 +72,7 @@ for (const [name, open] of [
   ['kubernetes', kubernetesSource],
 ] as const) {
   describe(`e2e: svc-cm edits on the ${name} store`, function () {
+    cleanUpTempDirs();
     this.timeout(60_000);
     let source: Source;
     before(async () => {

@@ -7,9 +7,8 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as client from 'openid-client';
@@ -23,6 +22,7 @@ import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -34,6 +34,7 @@ interface StoredUser {
 }
 
 describe('e2e: svc login --sso with the bundled identity provider', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let url: string;
@@ -51,7 +52,7 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
       'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY }),
     });
     server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
-    home = mkdtempSync(join(tmpdir(), 'svc-home-sso-'));
+    home = makeTempDir('svc-home-sso-');
   });
 
   after(async function () {
@@ -208,13 +209,14 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
 });
 
 describe('e2e: svc login --sso against a server with a self-signed certificate', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let dir: string;
   let url: string;
 
   before(async function () {
-    dir = mkdtempSync(join(tmpdir(), 'svc-cli-sso-tls-'));
+    dir = makeTempDir('svc-cli-sso-tls-');
     const certFile = join(dir, 'cert.pem');
     const keyFile = join(dir, 'key.pem');
     await promisify(execFile)('openssl', [

@@ -5,8 +5,7 @@
  * image would have it in its trust store). The stored token then answers `svc account can-i`.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startFakeGithubActions, type FakeGithubActions } from '../helpers/fake-github-actions.js';
@@ -14,10 +13,12 @@ import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers
 import { runTs, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, MAIN, MAIN_SUBJECT, workloadConfigDir } from '../helpers/workload-setup.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/cli/main.ts';
 
 describe('e2e: svc login as a workload (GitHub Actions, Kubernetes)', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let github: FakeGithubActions;
   let kubernetes: FakeKubernetesIssuer;
@@ -31,7 +32,7 @@ describe('e2e: svc login as a workload (GitHub Actions, Kubernetes)', function (
     [github, kubernetes, backend] = await Promise.all([startFakeGithubActions(), startFakeKubernetesIssuer(), echoBackend('echo')]);
     dir = workloadConfigDir(github, kubernetes, backend.url);
     server = await startTestServer(dir, { env: {} });
-    home = mkdtempSync(join(tmpdir(), 'svc-home-workload-'));
+    home = makeTempDir('svc-home-workload-');
     caFile = join(home, 'runner-ca.pem');
     writeFileSync(caFile, github.caPem);
   });

@@ -7,15 +7,15 @@ import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { ROOT, runTs, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/cli/main.ts';
 const ADMIN_PASSWORD = 'admin-Pa55word';
@@ -25,6 +25,7 @@ const execFileAsync = promisify(execFile);
 const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 
 describe('e2e: the svc CLI against a running server', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let configDir: string;
@@ -43,8 +44,8 @@ describe('e2e: the svc CLI against a running server', function () {
         'accounts.alice.passwordMtime': '2024-01-01T00:00:00Z',
       }),
     });
-    adminHome = mkdtempSync(join(tmpdir(), 'svc-home-admin-'));
-    aliceHome = mkdtempSync(join(tmpdir(), 'svc-home-alice-'));
+    adminHome = makeTempDir('svc-home-admin-');
+    aliceHome = makeTempDir('svc-home-alice-');
     server = await startTestServer(configDir, { env: {} });
   });
 
@@ -203,7 +204,7 @@ describe('e2e: the svc CLI against a running server', function () {
     expect(both.code, both.stderr).to.equal(0);
     expect(both.stdout).to.equal(`svc: ${version}\nsvc-server: ${version} (${server.url})\n`);
     expect((await svc(adminHome, ['version', '--client'])).stdout).to.equal(`svc: ${version}\n`);
-    const nowhere = await svc(mkdtempSync(join(tmpdir(), 'svc-home-none-')), ['version']);
+    const nowhere = await svc(makeTempDir('svc-home-none-'), ['version']);
     expect(nowhere.stdout, 'no server known: the client only').to.equal(`svc: ${version}\n`);
   });
 
@@ -229,13 +230,14 @@ describe('e2e: the svc CLI against a running server', function () {
 });
 
 describe('e2e: the svc CLI against a server with a self-signed certificate', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let server: TestServer;
   let dir: string;
   let home: string;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-cli-tls-'));
+    dir = makeTempDir('svc-cli-tls-');
     home = join(dir, 'home');
     const certFile = join(dir, 'cert.pem');
     const keyFile = join(dir, 'key.pem');

@@ -30,6 +30,7 @@ import { startPeer, freePort, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, exchange, MAIN, MAIN_SUBJECT } from '../helpers/workload-setup.js';
 import { closeServer, listen } from '../extensions/helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const CAROL_PASSWORD = 'carol-local-pass-1';
@@ -51,6 +52,7 @@ function sink(): Writable & { text: () => string } {
 }
 
 describe('e2e: Svc-Identity-Assertion, verified by a backend against svc\'s published keys', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let github: FakeGithubActions;

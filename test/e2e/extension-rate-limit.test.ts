@@ -12,6 +12,7 @@ import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { accountsConfigDir, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const RATE = 10;
 const BURST = 5;
@@ -65,6 +66,7 @@ async function refusedOn(replica: Replica): Promise<number> {
 }
 
 describe('extension rate limits on two replicas sharing Redis', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let dir: string;

@@ -5,8 +5,7 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
@@ -15,6 +14,7 @@ import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { secret } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
@@ -33,7 +33,10 @@ async function startSvc(dir: string, port: number): Promise<Running> {
   child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
   const deadline = Date.now() + 20_000;
   while (!logs.includes('svc listening')) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`svc did not start: ${logs}`);
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill('SIGKILL'); // not left running (with its config dir) when the test gives up on it
+      throw new Error(`svc did not start: ${logs}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return { child, logs: () => logs };
@@ -52,6 +55,7 @@ function logLine(logs: string, msg: string): Record<string, unknown> {
 }
 
 describe('e2e: the first start with --listen on another port', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let ldapPort: number;
@@ -61,7 +65,7 @@ describe('e2e: the first start with --listen on another port', function () {
   before(async function () {
     ldapPort = await freePort();
     slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    root = mkdtempSync(join(tmpdir(), 'svc-first-listen-'));
+    root = makeTempDir('svc-first-listen-');
   });
 
   afterEach(async () => stop(running));

@@ -5,8 +5,10 @@ import { spawn } from 'node:child_process';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('graceful shutdown', () => {
+  cleanUpTempDirs();
   it('finishes an in-flight login (failed logins are slowed on purpose) after SIGTERM and exits 0', async () => {
     const dir = tempConfigDir({
       'cm.yaml': configMap('svc-cm', {}),

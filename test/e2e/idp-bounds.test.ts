@@ -24,6 +24,7 @@ import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { idpSvcAddress, startIdpSvc, startPasswordIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-bounds-e2e-secret-key-0123456789';
@@ -98,6 +99,7 @@ function refusal(res: Reply, url: string): string | null {
 }
 
 describe('e2e: the identity provider\'s trusted proxies', function () {
+  cleanUpTempDirs();
   it('refuses to start with a malformed SVC_TRUSTED_PROXIES, naming the entry and why', async function () {
     const connector = fakePasswordConnector({});
     const err = await startPasswordIdpSvc(connector, { secretKey: SECRET_KEY, env: { SVC_TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/33' } }).then((started) => started.server.close(), (e: unknown) => e);

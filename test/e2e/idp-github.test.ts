@@ -14,10 +14,12 @@ import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, githubConfig, USERS } from '../connectors/github/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const POLICY = toolsAndSecretPolicy('acme:Developers', 'acme:Admins');
 
 describe('e2e: the bundled identity provider with the GitHub connector (local GitHub stand-in)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let fake: FakeGithub;
   let server: TestServer;

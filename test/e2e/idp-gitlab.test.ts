@@ -17,11 +17,13 @@ import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
 import { CLIENT_ID, CLIENT_SECRET, gitlabConfig, USERS } from '../connectors/gitlab/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'idp-gitlab-e2e-secret-key-0123456789';
 const POLICY = toolsAndSecretPolicy('acme/ops', 'acme/admins');
 
 describe('e2e: the bundled identity provider with the GitLab connector (local GitLab stand-in)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let fake: FakeGitlab;
   let server: TestServer;

@@ -12,6 +12,7 @@ import { SECRET_KEY } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 /** Writes `request` on a new connection; everything the server sent until it closed (or `ms` passed). */
 function exchange(port: number, request: Buffer, ms = 5_000): Promise<{ text: string; closed: boolean }> {
@@ -33,6 +34,7 @@ function exchange(port: number, request: Buffer, ms = 5_000): Promise<{ text: st
 }
 
 describe('e2e: the identity provider\'s answers to odd requests', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let server: TestServer;
   let port: number;

@@ -17,11 +17,13 @@ import { fakePasswordConnector, singleConnector } from '../helpers/fake-password
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const PLACEHOLDER = [{ type: 'ldap', id: 'directory', name: 'Directory', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }];
 
 describe('e2e: idp.keyRotation on two replicas sharing Redis', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let servers: TestServer[] = [];

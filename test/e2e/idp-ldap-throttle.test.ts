@@ -22,6 +22,7 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-ldap-throttle-e2e-secret-key-0123456789';
@@ -30,6 +31,7 @@ const URL_OF_SVC = 'http://svc.test.invalid';
 const REDIRECT_URI = `${URL_OF_SVC}/auth/callback`;
 
 describe('e2e: the identity provider\'s password form is throttled across replicas (real slapd, Redis)', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let slapd: Peer;
   let ldapPort: number;

@@ -17,12 +17,14 @@ import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-ldap-e2e-secret-key-0123456789';
 const POLICY = toolsAndSecretPolicy('devs', 'admins');
 
 describe('e2e: the bundled identity provider with the LDAP connector (real slapd)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let svc: IdpSvc | undefined;

@@ -18,6 +18,7 @@ import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { idpSvcAddress } from '../helpers/idp-svc.js';
 import { idpConfigDir, secret } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'own-secrets-e2e-server-key-0123456789';
 const INITIAL_PASSWORD = 'own-secrets-e2e-initial-admin-pw';
@@ -70,6 +71,7 @@ function connector(id: string, port: number, bindPW: string): Record<string, unk
 }
 
 describe("e2e: an editor of svc-cm cannot have svc send its own secrets to the editor's LDAP host", function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let listener: Awaited<ReturnType<typeof capturingListener>>;
   let svc: TestServer;

@@ -24,6 +24,7 @@ import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { isLoginAppPath } from '../../src/idp/login/interactions.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev', 'ops'] };
 const SCOPE = 'openid profile email groups offline_access federated:id';
@@ -34,6 +35,7 @@ function sink(): Writable & { text: () => string } {
 }
 
 describe('e2e: the bundled identity provider at /api/idp', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let server: TestServer;
   let dir: string;
@@ -297,6 +299,7 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
 });
 
 describe('e2e: svc without idp.config', function () {
+  cleanUpTempDirs();
   it('serves no identity provider', async function () {
     const dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', {}),

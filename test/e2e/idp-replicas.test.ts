@@ -25,6 +25,7 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-replicas-e2e-secret-key-0123456789';
@@ -51,6 +52,7 @@ async function startBalancer(port: number, replicas: () => Record<Name, Replica>
 }
 
 describe('e2e: the bundled identity provider on two replicas sharing Redis (real slapd)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let redis: RedisPeer;

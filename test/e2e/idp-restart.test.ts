@@ -17,6 +17,7 @@ import { idpConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-restart-e2e-secret-key-0123456789';
@@ -24,6 +25,7 @@ const SCOPE = 'openid profile email groups offline_access';
 const POLICY = ['p, role:dev-tools, extensions, *, */tools, allow', 'g, devs, role:dev-tools'].join('\n');
 
 describe('e2e: the bundled identity provider across restarts (Redis, real slapd)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let redis: RedisPeer;

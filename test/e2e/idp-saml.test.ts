@@ -18,6 +18,7 @@ import { toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'idp-saml-e2e-secret-key-0123456789';
 const POLICY = toolsAndSecretPolicy('devs', 'admins');
@@ -25,6 +26,7 @@ const POLICY = toolsAndSecretPolicy('devs', 'admins');
 interface SamlPost { readonly SAMLResponse: string; readonly RelayState: string }
 
 describe('e2e: the bundled identity provider with the SAML connector (real SimpleSAMLphp)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ssp: Peer;
   let server: TestServer;

@@ -18,6 +18,7 @@ import { waitFor } from '../helpers/accounts-fixture.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'idp-static-clients-replicas-secret-key-0123456789';
 const CONNECTORS = [{ type: 'ldap', id: 'corp', name: 'Corp', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }];
@@ -28,6 +29,7 @@ const CHANGE_MS = 15_000;
 type Outcome = 'login' | 'refused';
 
 describe('e2e: static clients added, changed and removed while two replicas run (Redis)', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let replicas: Replica[];

@@ -22,6 +22,7 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-static-clients-e2e-secret-key-0123456789';
@@ -59,6 +60,7 @@ const navigate: typeof fetch = (input, init) => new Promise((resolve, reject) =>
 const browserOf = (): FormBrowser => new FormBrowser(navigate);
 
 describe('e2e: other applications as static clients of the bundled identity provider (real slapd)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let apache: Peer;

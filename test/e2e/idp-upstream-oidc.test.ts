@@ -13,12 +13,14 @@ import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { LLNG_CLIENT_ID, startLlng, throughLlng, type Llng } from '../helpers/llng-upstream.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'idp-upstream-oidc-e2e-secret-key-0123';
 const CLIENT_SECRET = 'llng-e2e-client-secret';
 const POLICY = ['p, role:admin-tools, extensions, *, */secret, allow', 'g, admins, role:admin-tools'].join('\n');
 
 describe('e2e: the bundled identity provider with an upstream OIDC connector (real LemonLDAP::NG)', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let llng: Llng;
   let server: TestServer;

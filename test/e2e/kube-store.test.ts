@@ -6,8 +6,7 @@
  */
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
@@ -16,6 +15,7 @@ import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const NS = 'svc';
 /** Short retries so that an outage of a few seconds shows the whole cycle (production: 0.5 s to 15 s). */
@@ -31,6 +31,7 @@ function secretValues(kube: FakeKube, name: string): Record<string, string> {
 }
 
 describe('e2e: the Kubernetes API as the store (svc-server --kube)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   const ca = makeTestCa();
   let kube: FakeKube;
@@ -48,7 +49,7 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     kubectl = kubectlFor(kube, NS);
     dir = accountsConfigDir();
     await kubectl.run(['apply', '--validate=false', '-f', dir]);
-    work = mkdtempSync(join(tmpdir(), 'svc-kube-e2e-'));
+    work = makeTempDir('svc-kube-e2e-');
     kubeconfig = join(work, 'kubeconfig');
     writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
     [a, b] = await Promise.all([start(), start()]);
@@ -185,12 +186,13 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
 });
 
 describe('e2e: first start of two replicas on an empty cluster namespace', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('creates the initial admin secret once, and its password matches the hash both replicas use', async function () {
     const kube = await startFakeKube({ tls: makeTestCa() });
     const kubectl = kubectlFor(kube, NS);
-    const work = mkdtempSync(join(tmpdir(), 'svc-kube-first-'));
+    const work = makeTempDir('svc-kube-first-');
     const kubeconfig = join(work, 'kubeconfig');
     writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
     const created: string[] = [];
@@ -216,12 +218,13 @@ describe('e2e: first start of two replicas on an empty cluster namespace', funct
 });
 
 describe('e2e: first start of two replicas on the Secrets deploy/ ships empty, with a Role that creates nothing', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('fills svc-initial-admin-secret once, by update, and its password matches the hash both replicas use', async function () {
     const kube = await startFakeKube({ tls: makeTestCa() });
     const kubectl = kubectlFor(kube, NS);
-    const work = mkdtempSync(join(tmpdir(), 'svc-kube-shipped-'));
+    const work = makeTempDir('svc-kube-shipped-');
     const kubeconfig = join(work, 'kubeconfig');
     writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
     const empty = (name: string) => YAML.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name, labels: { 'app.kubernetes.io/part-of': 'svc' } } });

@@ -18,6 +18,7 @@ import { idpConfigDir, toolsAndSecretPolicy } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'login-log-e2e-secret-key-0123456789';
@@ -25,6 +26,7 @@ const SECRET_KEY = 'login-log-e2e-secret-key-0123456789';
 type Line = Record<string, unknown> & { level: number; msg: string };
 
 describe('e2e: the log lines and counters of failed logins', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let slapd: Peer;
   let ldapPort: number;

@@ -10,6 +10,7 @@ import { rmSync } from 'node:fs';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SCRAPES = 50;
 
@@ -45,6 +46,7 @@ function monotonicSeries(text: string): Map<string, number> {
 
 for (const via of ['the public listener', '--metrics-listen'] as const) {
   describe(`e2e: /metrics with two workers, on ${via}`, function () {
+    cleanUpTempDirs();
     this.timeout(120_000);
     let redis: RedisPeer;
     let dir: string;

@@ -10,6 +10,7 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -19,6 +20,7 @@ function metricValue(text: string, name: string): number | undefined {
 }
 
 describe('e2e: readiness, metrics and version', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let dir: string;
   const servers: TestServer[] = [];

@@ -7,8 +7,7 @@
  * locked-out admin with `svc-server login unlock`.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Agent, fetch } from 'undici';
@@ -17,6 +16,7 @@ import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const DOC = new URL('../../docs/operations.md', import.meta.url);
 
@@ -46,6 +46,7 @@ function parseBody(text: string): Record<string, unknown> {
 }
 
 describe('e2e: docs/operations.md nginx example, in front of two replicas on one Redis', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let nginx: Peer;
@@ -76,7 +77,7 @@ describe('e2e: docs/operations.md nginx example, in front of two replicas on one
     redis = await startRedis();
     const port = await freePort();
     base = `https://127.0.0.1:${String(port)}`;
-    work = mkdtempSync(join(tmpdir(), 'svc-ops-nginx-'));
+    work = makeTempDir('svc-ops-nginx-');
     const ca = makeTestCa();
     agent = new Agent({ connect: { ca: ca.caPem } });
     writeFileSync(join(work, 'svc.crt'), ca.certPem);

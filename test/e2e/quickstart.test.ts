@@ -7,20 +7,22 @@
  * and nothing else:
  * - the values of the port variables of its first block (PORT, HELLO_PORT, IN_CLUSTER_PORT,
  *   PROD_PORT, LDAP_PORT): free ports, as this machine runs other servers;
- * - HOME: a temporary directory, so the CLI's config file is the test's own;
+ * - HOME: a temporary directory, so the CLI's config file is the test's own, and TMPDIR a dir in
+ *   it, so the page's `mktemp -d` (its config with the admin password and keys) goes when HOME
+ *   goes, also when a step fails;
  * - SVC_NO_BROWSER_OPEN=1: the CLI prints the login URL (as it does when no browser opens) and
  *   the test's Chromium opens it.
  * The whole process group is stopped at the end, whatever happened.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { openChromium, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
 import { freePort } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 
 const PORT_VARIABLES = ['PORT', 'HELLO_PORT', 'IN_CLUSTER_PORT', 'PROD_PORT', 'LDAP_PORT'];
 /** The page's directory user (fixtures/ldap/ldap-connector.ldif). */
@@ -64,12 +66,12 @@ describe('e2e: docs/quickstart.md, step by step', function () {
   let chromium: Chromium;
 
   before(async () => {
-    home = mkdtempSync(join(tmpdir(), 'svc-quickstart-home-'));
+    home = makeTempDir('svc-quickstart-home-');
     chromium = await openChromium();
   });
   after(async () => {
     await chromium?.close();
-    rmSync(home, { recursive: true, force: true });
+    removeTempDir(home);
   });
 
   it('runs every bash block in order and every browser step, and each step shows what the page says', async function () {
@@ -83,8 +85,10 @@ describe('e2e: docs/quickstart.md, step by step', function () {
     }
     const port = /^PORT=(\d+)/m.exec(script)?.[1];
     const svcUrl = `http://127.0.0.1:${String(port)}`;
+    const tmp = join(home, 'tmp');
+    mkdirSync(tmp);
     const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
-      cwd: ROOT, env: { ...process.env, HOME: home, SVC_REDIS_URL: '', SVC_NO_BROWSER_OPEN: '1' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT, env: { ...process.env, HOME: home, TMPDIR: tmp, SVC_REDIS_URL: '', SVC_NO_BROWSER_OPEN: '1' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     });
     // One text for both streams, in the order written: the CLI prints its URLs on stderr.
     const output = new Output();

@@ -23,6 +23,7 @@ import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { ask, clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { textSink } from '../helpers/text-sink.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SEQUENCES = Number(process.env['SVC_TEST_FAILOVER_SEQUENCES'] ?? '1');
 /** From the start of the failover to the kill of the new primary, as in the trial that found the stuck workers. */
@@ -128,6 +129,7 @@ async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv,
 }
 
 describe('two svc processes of two workers through repeated Redis failovers', function () {
+  cleanUpTempDirs();
   this.timeout(60_000 + SEQUENCES * 60_000);
 
   it(`on Sentinel: SENTINEL FAILOVER, kill -9 of the new primary ${KILL_AFTER_MS} ms later, ${SEQUENCES} time(s)`, async function () {

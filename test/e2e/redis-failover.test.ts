@@ -24,6 +24,7 @@ import { call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js'
 import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
 import type { Replica } from '../helpers/replica-process.js';
 import { RefreshChain, refreshGrant, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 type Kind = 'login' | 'valid' | 'revoked' | 'logout' | 'refresh' | 'revoked-refresh' | 'sso-login';
 
@@ -256,6 +257,7 @@ async function throughFailovers(name: string, topology: RedisTopology, peer: { a
 }
 
 describe('two svc replicas through Redis failovers', function () {
+  cleanUpTempDirs();
   this.timeout(150_000);
 
   it('on Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary', async function () {

@@ -7,8 +7,10 @@ import { expect } from 'chai';
 import { accountsConfigDir, call, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('logins while Redis goes away', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let redis: RedisPeer;
   let dir: string;

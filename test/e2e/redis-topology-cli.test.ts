@@ -6,13 +6,14 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+
+
 import { join } from 'node:path';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { ROOT, runTs } from '../helpers/run.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 const PASSWORD = 'node-s3cret';
@@ -26,12 +27,14 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 describe('svc-server on Redis Sentinel and Cluster', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let peer: RedisSentinelPeer;
   let sentinels: string;
-  const dir = join(mkdtempSync(join(tmpdir(), 'svc-topology-')), 'config');
+  let dir: string;
 
   before(async function () {
+    dir = join(makeTempDir('svc-topology-'), 'config');
     peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
     sentinels = peer.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   });

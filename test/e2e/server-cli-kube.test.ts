@@ -1,8 +1,7 @@
 /** `svc-server --kube` and `svc-server validate --kube` as real processes, on the stand-in API server through a kubeconfig. */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
@@ -10,10 +9,12 @@ import { configMap, secret } from '../helpers/manifests.js';
 import { freePort, startRedis } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
 import { makeTestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server --kube', function () {
+  cleanUpTempDirs();
   // Real processes through tsx on a shared, loaded host: their start alone can take many seconds.
   this.timeout(90_000);
   let kube: FakeKube;
@@ -25,7 +26,7 @@ describe('svc-server --kube', function () {
   before(async () => {
     kube = await startFakeKube({ tls: makeTestCa() });
     kubectl = kubectlFor(kube, 'elsewhere');
-    work = mkdtempSync(join(tmpdir(), 'svc-cli-kube-'));
+    work = makeTempDir('svc-cli-kube-');
     kubeconfig = join(work, 'kubeconfig');
     // The context's namespace is `elsewhere`; --namespace must win.
     writeFileSync(kubeconfig, kube.kubeconfig('elsewhere'));

@@ -1,21 +1,22 @@
 /** `svc-server` as a process: first start, validate, rbac can. */
 import { expect } from 'chai';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT, runTs } from '../helpers/run.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server', () => {
+  cleanUpTempDirs();
   describe('first start', () => {
     it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
-      const dir = join(mkdtempSync(join(tmpdir(), 'svc-first-')), 'config');
+      const dir = join(makeTempDir('svc-first-'), 'config');
       const port = await freePort();
       const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
       let logs = '';
@@ -51,7 +52,7 @@ describe('svc-server', () => {
     it('says where the Secret was looked for when there is none', async () => {
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
       // The command's audit event goes to the file, not to the stderr asserted here (audit-offline.test.ts).
-      const auditLog = join(mkdtempSync(join(tmpdir(), 'svc-audit-')), 'audit.log');
+      const auditLog = join(makeTempDir('svc-audit-'), 'audit.log');
       const { code, stdout, stderr } = await runTs(CLI, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog });
       expect([code, stdout]).to.deep.equal([1, '']);
       expect(stderr).to.equal(`Secret svc-initial-admin-secret not found in ${dir}: it is written by the first start only, and may have been deleted once the password was changed\n`);

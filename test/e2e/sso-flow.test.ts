@@ -9,8 +9,10 @@ import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { PROVIDER_PUBLIC_CLIENT_ID } from '../helpers/test-provider.js';
 import { setupSso, ssoLogin, userInfo, type SetupOptions, type SsoSetup } from '../helpers/sso-setup.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: SSO login against an existing OIDC provider over HTTPS', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let ca: TestCa;
   let echo: Backend;

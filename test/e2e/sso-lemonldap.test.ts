@@ -7,8 +7,7 @@
  * clearly that this provider has no device login.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import YAML from 'yaml';
@@ -21,11 +20,13 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SECRET_KEY, userInfo } from '../helpers/sso-setup.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { echoExtension } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 /** Members of LemonLDAP::NG's demo group `timelords` may use the extension `echo`. */
 const POLICY = 'p, role:echo, extensions, *, */echo, allow\ng, timelords, role:echo\n';
 
 describe('e2e: SSO login against LemonLDAP::NG over HTTPS', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ca: TestCa;
   let llng: Llng;
@@ -41,7 +42,7 @@ describe('e2e: SSO login against LemonLDAP::NG over HTTPS', function () {
     svcUrl = `http://127.0.0.1:${port}`;
     llng = await startLlng(ca, [`${svcUrl}/auth/callback`]);
     echo = await echoBackend('echo');
-    home = mkdtempSync(join(tmpdir(), 'svc-home-llng-'));
+    home = makeTempDir('svc-home-llng-');
     writeFileSync(join(home, 'ca.pem'), ca.caPem);
   });
   afterEach(async () => {

@@ -19,6 +19,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SECRET_KEY } from '../helpers/sso-setup.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { echoExtension } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const POLICY = [
   'p, role:echo, extensions, *, */echo, allow',
@@ -30,6 +31,7 @@ const POLICY = [
 ].join('\n');
 
 describe('e2e: SSO names that are reserved (LemonLDAP::NG, sub = username)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ca: TestCa;
   let llng: Llng;

@@ -7,9 +7,8 @@
  * (cliClientID): PKCE with the loopback listener, and the device flow the provider announces.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -24,12 +23,14 @@ import { SECRET_KEY, userInfo } from '../helpers/sso-setup.js';
 import { STANDALONE_CLIENT_SECRET, startStandaloneProvider, type StandaloneProvider } from '../helpers/standalone-provider-process.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
 import { echoExtension, SSO_POLICY } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** jose's cool-down between two JWKS fetches (docs/sso.md), and a little more. */
 const JWKS_COOLDOWN_MS = 5_100;
 
 describe('e2e: SSO against a standalone oidc-provider process over HTTPS', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let ca: TestCa;
   let provider: StandaloneProvider;
@@ -52,7 +53,7 @@ describe('e2e: SSO against a standalone oidc-provider process over HTTPS', funct
     provider = await startStandaloneProvider(ca, [`${svcUrl}/auth/callback`, `http://127.0.0.1:${otherPort}/auth/callback`], { alice: ['sso-team'], bob: ['other'] });
     echo = await echoBackend('echo');
     svc = await startSvc(port, 'rootCA');
-    home = mkdtempSync(join(tmpdir(), 'svc-home-standalone-'));
+    home = makeTempDir('svc-home-standalone-');
     writeFileSync(join(home, 'ca.pem'), ca.caPem);
   });
   after(async () => {

@@ -8,11 +8,13 @@ import { Redis } from 'ioredis';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { setupSso, ssoLogin, userInfo, type SsoSetup } from '../helpers/sso-setup.js';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 for (const backend of ['memory', 'redis'] as const) {
   describe(`e2e: SSO groups from userinfo, cached on ${backend}`, function () {
+    cleanUpTempDirs();
     this.timeout(30_000);
     let ca: TestCa;
     let redis: RedisPeer | undefined;

@@ -13,8 +13,10 @@ import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-f
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { mintTestToken, SSO_POLICY } from '../helpers/test-issuer.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('two replicas sharing Redis and a config dir', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let redis: RedisPeer;
   let dir: string;

@@ -11,8 +11,10 @@ import type { Page } from 'playwright-core';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { buildWebScripts, openChromium, type Chromium } from '../helpers/chromium.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: the login form posted by the browser itself, in Chromium', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let dir: string;
   let server: TestServer;

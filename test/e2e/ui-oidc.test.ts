@@ -10,10 +10,12 @@ import { expect } from 'chai';
 import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const OIDC = 'name: Corp SSO\nissuer: https://sso.example.org\nclientID: svc\nclientSecret: $oidc.secret\n';
 
 describe('e2e: the login page with an external OIDC provider, in Chromium', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let server: TestServer;
   let dir: string;

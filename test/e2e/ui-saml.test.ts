@@ -16,8 +16,10 @@ import { buildWebScripts, openChromium, seriousViolations, ssoLoginFromLoginPage
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: SAML login in Chromium, with the cross-site POST back to svc', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let ssp: Peer;
   let server: TestServer;

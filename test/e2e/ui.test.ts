@@ -22,11 +22,13 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const PASSWORDS = { admin: 'admin-ui-pass', alice: 'alice-ui-pass', erin: 'erin-ui-pass', frank: 'frank-ui-pass' } as const;
 
 describe('e2e: the login and account pages in Chromium', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let slapd: Peer;
   let server: TestServer;

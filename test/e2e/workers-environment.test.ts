@@ -5,8 +5,10 @@ import { rmSync } from 'node:fs';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { ROOT } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: environment warnings with two workers', function () {
+  cleanUpTempDirs();
   this.timeout(90_000);
   let redis: RedisPeer;
   let dir: string;

@@ -17,8 +17,10 @@ import { collectAudit } from '../helpers/audit.js';
 import { validAuditEvent } from '../helpers/audit-schema.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, exchange, GRANT, MAIN, MAIN_SUBJECT, workloadConfigDir, type Answer } from '../helpers/workload-setup.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: workload identity token exchange', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let github: FakeGithubActions;
   let kubernetes: FakeKubernetesIssuer;

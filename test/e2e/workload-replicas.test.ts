@@ -11,8 +11,10 @@ import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, exchange, MAIN, workloadConfigDir } from '../helpers/workload-setup.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: workload exchanges on two replicas sharing Redis', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let redis: RedisPeer;
   let github: FakeGithubActions;

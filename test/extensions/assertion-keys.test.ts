@@ -7,12 +7,14 @@ import {
 } from '../../src/extensions/assertion-keys.js';
 import { PUBLISH_BEFORE_SIGNING_S, RETIRED_KEY_GRACE_S } from '../../src/idp/keys.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const log = pino({ level: 'silent' });
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const configDir = () => tempConfigDir({ 'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'k'.repeat(32), 'operator.note': 'keep' }) });
 
 describe('extensions/assertion-keys', function () {
+  cleanUpTempDirs();
   it('makes a P-256 key on first start under assertion.signingKeys, keeps the other keys, and reads the same key back later', async () => {
     const dir = configDir();
     const store = await openDirStore({ dir, log, watch: false });

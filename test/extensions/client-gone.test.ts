@@ -5,8 +5,10 @@ import { request } from 'undici';
 import { tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { login, startBackend, storeFiles, type Backend } from './helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy (clients that leave)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let backend: Backend;
   let server: TestServer;

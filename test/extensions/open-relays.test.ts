@@ -10,12 +10,14 @@ import { call, login } from '../helpers/accounts-fixture.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { closeServer, listen } from './helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const PASSWORD = 'correct horse battery staple';
 const HASH = bcrypt.hashSync(PASSWORD, 4);
 const RULE = 'p, alice, extensions, *, */live, allow';
 
 describe('extension proxy: open WebSockets lose their access with their token, account or rights', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let backend: Server;
   let wss: WebSocketServer;

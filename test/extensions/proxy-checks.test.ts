@@ -2,8 +2,10 @@
 import { expect } from 'chai';
 import type { Echo } from './helpers.js';
 import { call, useProxyFixture } from './proxy-fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy: the checks and the backend per cluster', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   useProxyFixture();
 

@@ -4,8 +4,10 @@ import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { echoBackend, rewriteExtensionConfig, type Echo } from './helpers.js';
 import { ACCOUNTS, call, dir, extensions, metricValues, server, token, useProxyFixture } from './proxy-fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy: the request around the exchange', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   useProxyFixture();
 

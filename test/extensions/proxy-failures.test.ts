@@ -5,8 +5,10 @@ import { request } from 'undici';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { login, rawExchange } from './helpers.js';
 import { call, floodClosed, idleWaiting, metricValues, refusedPort, server, token, useProxyFixture } from './proxy-fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy: backends that fail and clients that misbehave', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   useProxyFixture();
 

@@ -12,6 +12,7 @@ import { request as httpRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { request } from 'undici';
 import { application, clusterSecret, tempConfigDir } from '../helpers/manifests.js';
+import { removeTempDir } from '../helpers/temp-dir.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { echoBackend, login, startBackend, storeFiles, type Backend } from './helpers.js';
@@ -134,6 +135,7 @@ export function useProxyFixture(): void {
     for (const s of idleSockets) s.destroy();
     await server.close();
     await Promise.all([echo, inCluster, prod, idle, reset, leaky, ownId, chunky, flood].map((b) => b.close()));
+    removeTempDir(dir);
   });
 }
 

@@ -4,8 +4,10 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import type { Echo } from './helpers.js';
 import { call, echo, raw, server, token, useProxyFixture } from './proxy-fixture.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy: forwarding and headers', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   useProxyFixture();
 

@@ -6,8 +6,10 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { closeServer, listen, login, storeFiles } from './helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy (shutdown)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let backend: Server;
   let wss: WebSocketServer;

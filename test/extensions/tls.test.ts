@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { closeServer, listen, login, storeFiles } from './helpers.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 /** A test CA, a server certificate for backend.test and a client certificate, made with the openssl CLI. */
 function makeCertificates(dir: string): Record<'ca' | 'caKey' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey', string> {
@@ -24,6 +24,7 @@ function makeCertificates(dir: string): Record<'ca' | 'caKey' | 'serverCert' | '
 }
 
 describe('extension proxy (https backends)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let certDir: string;
   let backend: Server;
@@ -32,7 +33,7 @@ describe('extension proxy (https backends)', function () {
   let hits = 0;
 
   before(async () => {
-    certDir = mkdtempSync(join(tmpdir(), 'svc-certs-'));
+    certDir = makeTempDir('svc-certs-');
     const certs = makeCertificates(certDir);
     backend = createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
       hits++;

@@ -8,8 +8,10 @@ import { application, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { chromiumPath, CHROMIUM_ARGS } from '../helpers/browser.js';
 import { closeServer, listen, login, rawExchange, storeFiles } from './helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('extension proxy (WebSocket and server-sent events)', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let backend: Server;
   let wss: WebSocketServer;

@@ -17,7 +17,7 @@
  * starts (it reads them at start), as `npm run build` does for a real deployment.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,12 +33,24 @@ const LAUNCH_TIMEOUT_MS = 60_000;
 
 let built = false;
 
-/** Compiles web/src/*.ts into dist/web (once per process). */
+/**
+ * Compiles web/src/*.ts into dist/web (once per process). Test files run side by side, and a
+ * server of one reads dist/web while another compiles: tsc writes into a private dir and each
+ * file is renamed into place, so a reader sees a whole old file or a whole new one.
+ */
 export function buildWebScripts(): void {
   if (built) return;
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'web', 'tsconfig.json')], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`compiling web/src failed:\n${result.stdout}${result.stderr}`);
+  const out = join(ROOT, 'dist', 'web');
+  mkdirSync(out, { recursive: true });
+  const staging = mkdtempSync(join(out, '.build-'));
+  try {
+    const result = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'web', 'tsconfig.json'), '--outDir', staging], { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`compiling web/src failed:\n${result.stdout}${result.stderr}`);
+    for (const name of readdirSync(staging)) renameSync(join(staging, name), join(out, name));
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
   built = true;
 }
 

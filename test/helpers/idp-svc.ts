@@ -74,7 +74,7 @@ const PLACEHOLDER_CONNECTORS = [{ type: 'ldap', id: 'directory', name: 'Director
 /**
  * svc with the bundled provider whose one connector, `directory`, is `connector` (a stand-in of
  * test/helpers/fake-password-connector.ts), no extension and an empty policy: for the tests of
- * the provider itself. `dir` is its config dir (left to the temp dir's cleanup, as before).
+ * the provider itself. `dir` is its config dir: the calling describe removes it (cleanUpTempDirs).
  * `source` replaces that one connector with a source of several (a chooser to show).
  */
 export async function startPasswordIdpSvc(connector: PasswordConnector, options: IdpSvcOptions & { readonly secretKey: string; readonly source?: ConnectorSource }): Promise<IdpSvcAddress & { readonly server: TestServer; readonly dir: string }> {

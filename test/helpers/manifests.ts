@@ -1,8 +1,8 @@
 /** Builds manifest YAML for tests: the three stores and other objects, as an operator writes them. */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
+import { makeTempDir } from './temp-dir.js';
 
 export function configMap(name: string, data: Record<string, string>): string {
   return YAML.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
@@ -20,9 +20,12 @@ export function clusterSecret(objectName: string, name: string, server: string):
   return secret(objectName, { name, server }, { 'svc.io/secret-type': 'cluster', 'app.kubernetes.io/part-of': 'svc' });
 }
 
-/** A fresh temp dir holding the given files (name -> YAML text). */
+/**
+ * A fresh temp dir holding the given files (name -> YAML text). The caller removes it (rmSync or
+ * removeTempDir), also when its test fails; the harness fails a file that leaves one.
+ */
 export function tempConfigDir(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  const dir = makeTempDir('svc-config-');
   for (const [name, text] of Object.entries(files)) {
     const path = join(dir, name);
     mkdirSync(join(path, '..'), { recursive: true });

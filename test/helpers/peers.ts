@@ -23,6 +23,20 @@ const MISSING_BINARY = 127;
  * range as well.
  */
 const PORT_RANGE = { from: 10_240, to: 22_767 } as const;
+/**
+ * Test files run side by side in mocha's worker processes (MOCHA_WORKER_ID 0, 1, ...), and a
+ * port is free-checked here but bound later by the peer: each worker draws from its own quarter
+ * of the range, so two workers never hand out the same port. Run serially, the whole range.
+ */
+const SLICES = 4;
+export function portSlice(workerId: string | undefined): { readonly from: number; readonly to: number } {
+  const id = Number(workerId);
+  if (workerId === undefined || workerId === '' || !Number.isInteger(id) || id < 0) return PORT_RANGE;
+  const size = Math.floor((PORT_RANGE.to - PORT_RANGE.from + 1) / SLICES);
+  const from = PORT_RANGE.from + (id % SLICES) * size;
+  return { from, to: from + size - 1 };
+}
+const PORTS = portSlice(process.env['MOCHA_WORKER_ID']);
 /** Given out by this process already (and their bus ports): never given twice. */
 const handedOut = new Set<number>();
 
@@ -38,12 +52,12 @@ function bindable(port: number): Promise<boolean> {
 /** A port that was free a moment ago on 127.0.0.1, outside the ephemeral range, not given out before by this process. */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from + 1));
+    const port = PORTS.from + Math.floor(Math.random() * (PORTS.to - PORTS.from + 1));
     if (handedOut.has(port) || handedOut.has(port + 10_000) || handedOut.has(port - 10_000)) continue;
     handedOut.add(port);
     if (await bindable(port)) return port;
   }
-  throw new Error(`no free port on 127.0.0.1 between ${String(PORT_RANGE.from)} and ${String(PORT_RANGE.to)} after 200 tries`);
+  throw new Error(`no free port on 127.0.0.1 between ${String(PORTS.from)} and ${String(PORTS.to)} after 200 tries`);
 }
 
 export interface Peer {

@@ -1,5 +1,5 @@
 /** Runs one of the project's entry points as a real process, as an operator would. */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -16,6 +16,22 @@ export interface RunResult {
  */
 export const UNPRIVILEGED: { readonly uid?: number; readonly gid?: number } = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
 
+/** runTs's processes still running, with what they run. */
+const running = new Map<ChildProcess, string>();
+
+/**
+ * Kills runTs's processes still running (test/processes-left.ts, after each test) and names
+ * them. A test that mocha timed out goes on without being awaited; its svc-server, whose peers
+ * and config dir the after hooks then remove, would otherwise run on (and write a fresh config
+ * dir with a new admin password where the removed one was).
+ */
+export function killRunTsProcesses(): string[] {
+  const killed = [...running.values()];
+  for (const child of running.keys()) child.kill('SIGKILL');
+  running.clear();
+  return killed;
+}
+
 export function runTs(
   entry: string,
   args: readonly string[],
@@ -27,6 +43,9 @@ export function runTs(
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', ...nodeOptions, entry, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], ...user });
+    // Named in a log line: a URL's user and password stay out of it.
+    running.set(child, [entry, ...args].join(' ').replace(/\/\/[^@/\s]*@/g, '//…@'));
+    child.on('exit', () => running.delete(child));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -6,6 +6,7 @@ import { configMap, secret, tempConfigDir } from './manifests.js';
 import { freePort } from './peers.js';
 import { startTestServer, type TestServer } from './server.js';
 import { SsoBrowser } from './sso-browser.js';
+import { removeTempDir } from './temp-dir.js';
 import type { TestCa } from './test-ca.js';
 import { PROVIDER_CLIENT_SECRET, startTestProvider, type TestProvider } from './test-provider.js';
 import { echoExtension, SSO_POLICY } from './test-issuer.js';
@@ -56,7 +57,14 @@ export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
     'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': SSO_POLICY }),
     'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'admin.password': '', 'oidc.clientSecret': PROVIDER_CLIENT_SECRET }),
   });
-  const svc = await startTestServer(dir, { port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.audit !== undefined ? { audit: options.audit } : {}) });
+  let svc: TestServer;
+  try {
+    svc = await startTestServer(dir, { port, ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}), ...(options.audit !== undefined ? { audit: options.audit } : {}) });
+  } catch (err: unknown) {
+    removeTempDir(dir);
+    await provider.close();
+    throw err;
+  }
   const agent = new Agent({ connect: { ca: options.ca.caPem } });
   const providerFetch = (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
   return {
@@ -67,6 +75,7 @@ export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
       await svc.close(1000);
       await provider.close();
       await agent.close();
+      removeTempDir(dir);
     },
   };
 }

@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'server-key-that-must-never-leak-0123456789';
 const CLIENT_SECRET = 'oidc-client-secret-that-must-never-leak';
 
 describe('HTTP skeleton', () => {
+  cleanUpTempDirs();
   let server: TestServer;
   let dir: string;
 

@@ -6,10 +6,12 @@ import { expect } from 'chai';
 import { STRICT_TRANSPORT_SECURITY, transportSecurityFor } from '../../src/http/security-headers.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const PATHS = ['/login', '/api/v1/settings', '/api/v1/session/userinfo', '/api/v1/no-such-route', '/api/v1/extensions/none/x', '/%zz'];
 
 describe('http/security-headers: HSTS', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let server: TestServer | undefined;
   afterEach(async () => {

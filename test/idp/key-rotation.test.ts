@@ -9,8 +9,7 @@ import type { AuditEvent } from '../../src/audit/trail.js';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Writable } from 'node:stream';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDirStore, type DirStore } from '../../src/config/dir-store.js';
 import { openKubeClient } from '../../src/config/kube/kube-client.js';
@@ -25,6 +24,7 @@ import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { validAuditEvent } from '../helpers/audit-schema.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -62,6 +62,7 @@ async function closeAll(list: readonly Replica[]): Promise<void> {
 }
 
 describe('idp/key-rotation (idp.keyRotation)', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('rotationDue: once the newest key is a period old; never with 0 or without keys', async () => {
@@ -112,7 +113,7 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
 
   it('with --kube, two replicas rotate once per period: the Secret\'s resourceVersion decides', async () => {
     const kube = await startFakeKube({ tls: makeTestCa() });
-    const work = mkdtempSync(join(tmpdir(), 'svc-key-rotation-kube-'));
+    const work = makeTempDir('svc-key-rotation-kube-');
     const stores: ConfigStore[] = [];
     const rotations: KeyRotation[] = [];
     try {

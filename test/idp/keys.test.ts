@@ -10,12 +10,14 @@ import {
 } from '../../src/idp/keys.js';
 import { ID_TOKEN_TTL_S } from '../../src/idp/lifetimes.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const log = pino({ level: 'silent' });
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const configDir = () => tempConfigDir({ 'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'k'.repeat(32), 'operator.note': 'keep' }) });
 
 describe('idp/keys', function () {
+  cleanUpTempDirs();
   it('generates the keys on first start, keeps the other keys of svc-secret, and reads the same keys back later', async function () {
     const dir = configDir();
     const store = await openDirStore({ dir, log, watch: false });

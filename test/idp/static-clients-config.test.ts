@@ -17,6 +17,7 @@ import { parseSettings } from '../../src/main/settings.js';
 import { clientMetadataOf } from '../../src/idp/static-clients.js';
 import type { StaticClient } from '../../src/idp/static-clients-config.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CONNECTORS = [{ type: 'ldap', id: 'corp', name: 'Corp', config: { host: 'ldap.invalid', userSearch: { baseDN: 'ou=people', username: 'uid', idAttr: 'uid' } } }];
 const GOOD = { id: 'wiki', name: 'Wiki', secret: '$wiki.secret', redirectURIs: ['https://wiki.example.org/callback'] };
@@ -62,6 +63,7 @@ async function problemsOf(staticClients: unknown): Promise<{ validate: string[];
 const AT = 'svc-cm: idp.config: staticClients';
 
 describe('idp/static-clients-config: staticClients of idp.config', function () {
+  cleanUpTempDirs();
   it('serves a good confidential and a good public client, with no problem', async function () {
     const { validate, server, served, exit } = await problemsOf([GOOD, { id: 'cli', public: true, redirectURIs: ['http://127.0.0.1/cb', 'com.example.app:/cb'] }]);
     expect({ validate, server, exit }).to.deep.equal({ validate: [], server: [], exit: 0 });

@@ -5,8 +5,10 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startServer, type RunningServer } from '../../src/main/server.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('main: the access log switch (SVC_ACCESS_LOG)', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let dir: string;
   const running: RunningServer[] = [];

@@ -1,9 +1,9 @@
 /** The default worker count from the container's CPU limit, on cgroup files a test writes. */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cgroupCpuLimit, defaultWorkerCount } from '../../src/main/cpu-limit.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const made: string[] = [];
 after(() => {
@@ -11,7 +11,7 @@ after(() => {
 });
 
 function cgroup(files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), 'svc-cgroup-'));
+  const root = makeTempDir('svc-cgroup-');
   made.push(root);
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(join(root, name, '..'), { recursive: true });
@@ -21,6 +21,7 @@ function cgroup(files: Record<string, string>): string {
 }
 
 describe('cpu limit', () => {
+  cleanUpTempDirs();
   it('reads cgroup v2 cpu.max: a quota of 2 CPUs gives 2 workers on a 16-CPU node', () => {
     const root = cgroup({ 'cpu.max': '200000 100000\n' });
     expect(cgroupCpuLimit(root)).to.equal(2);

@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { runValidate } from '../../src/commands/validate.js';
 import { accountsConfigDir, call, editConfigMap, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 function collect(): { stream: Writable; text(): string } {
   let text = '';
@@ -12,6 +13,7 @@ function collect(): { stream: Writable; text(): string } {
 }
 
 describe('readiness: refused disabling switches', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let dir: string;
   let server: TestServer;

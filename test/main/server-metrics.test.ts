@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 /** The value of one series, by its name and labels as written in the exposition (`{kind="ConfigMap",object="svc-cm"}`). */
 function series(text: string, name: string, labels = ''): number | undefined {
@@ -16,6 +17,7 @@ const SVC_CM = '{kind="ConfigMap",object="svc-cm"}';
 const SVC_SECRET = '{kind="Secret",object="svc-secret"}';
 
 describe('server metrics: refused configuration files', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let dir: string;
   let server: TestServer;

@@ -5,8 +5,10 @@ import { connect } from 'node:net';
 import { accountsConfigDir, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis } from '../helpers/peers.js';
 import { startTestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('startServer', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
 
   it('warns once about a bad login limit, however many features read the limits', async function () {

@@ -4,6 +4,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const RESTART = 'oidc.config changed: svc reads it at start; restart svc to apply the change (until then the provider from start stays in force)';
 
@@ -16,6 +17,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
 }
 
 describe('main: a change of the SSO provider while svc runs', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let dir: string;
   let server: TestServer;

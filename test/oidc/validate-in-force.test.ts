@@ -4,9 +4,11 @@ import YAML from 'yaml';
 import { runValidate } from '../../src/commands/validate.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { textSink } from '../helpers/text-sink.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 
 describe('svc-server validate: single sign-on in force', () => {
+  cleanUpTempDirs();
   it('says the external provider is in force when oidc.config and idp.config are both set', async () => {
     const dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', {

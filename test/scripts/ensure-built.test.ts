@@ -6,10 +6,10 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decide, ENTRY } from '../../scripts/ensure-built.mjs';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const script = new URL('../../scripts/ensure-built.mjs', import.meta.url).pathname;
 
@@ -21,7 +21,7 @@ interface Package {
 
 /** A package directory with sources (unless `sources` is false) and, when `built`, a dist/ built at `builtAt`. */
 function packageDir(options: { sources: boolean; built: boolean; sourcesAt?: Date; builtAt?: Date }): Package {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-ensure-built-'));
+  const dir = makeTempDir('svc-ensure-built-');
   mkdirSync(join(dir, 'scripts'));
   copyFileSync(script, join(dir, 'scripts/ensure-built.mjs'));
   if (options.sources) {
@@ -48,6 +48,7 @@ function packageDir(options: { sources: boolean; built: boolean; sourcesAt?: Dat
 }
 
 describe('scripts/ensure-built.mjs without TypeScript', () => {
+  cleanUpTempDirs();
   it('starts a built dist/ that is newer than the sources, saying nothing', () => {
     const pkg = packageDir({ sources: true, built: true });
     try {

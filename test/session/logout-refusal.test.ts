@@ -12,12 +12,14 @@ import { NotReplicated, StateUnavailable } from '../../src/state/state.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { sentinelTopology, startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const NOT_REPLICATED =
   'logout could not be confirmed: Redis took it, but no replica acknowledged the write within the wait, so a failover ' +
   'could lose it. The svc.token cookie is cleared and this replica refuses the token; log out again once a Redis replica is back';
 
 describe('session: logout refusals', function () {
+  cleanUpTempDirs();
   it('tells "not replicated" from "unreachable", logs each with the backend reason, counts each, and passes other errors through', async () => {
     const warnings: { obj: object; msg: string }[] = [];
     const registry = new Registry();

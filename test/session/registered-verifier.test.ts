@@ -11,8 +11,10 @@ import { accountsConfigDir, call } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { createTestVerifier, echoExtension, mintTestToken, SSO_POLICY, TEST_ISSUER } from '../helpers/test-issuer.js';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('session: a registered token verifier, on memory state', function () {
+  cleanUpTempDirs();
   let backend: Backend;
   let dir: string;
   let server: TestServer;

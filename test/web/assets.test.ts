@@ -1,14 +1,15 @@
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadWebAssets, packageRoot } from '../../src/web/assets.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 describe('web: the pages\' files', function () {
+  cleanUpTempDirs();
   let root: string;
 
   beforeEach(function () {
-    root = mkdtempSync(join(tmpdir(), 'svc-web-'));
+    root = makeTempDir('svc-web-');
     writeFileSync(join(root, 'package.json'), '{}');
     mkdirSync(join(root, 'web'));
     writeFileSync(join(root, 'web', 'login.html'), '<p>login</p>');

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import YAML from 'yaml';
@@ -8,6 +7,7 @@ import { runValidate } from '../../src/commands/validate.js';
 import { formatProblem, ProblemSink } from '../../src/config/problems.js';
 import { parseWorkloadConfig, type WorkloadIssuer } from '../../src/workload/config.js';
 import { configMap, secret } from '../helpers/manifests.js';
+import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 
@@ -20,6 +20,7 @@ function parse(value: unknown, previous?: readonly WorkloadIssuer[]): { issuers:
 const github = { name: 'github', issuer: 'https://token.actions.githubusercontent.com', audiences: ['https://svc.example.com'], claims: { repository_owner: 'my-org', ref: ['refs/heads/main', 'refs/tags/v*'] } };
 
 describe('workload.config', () => {
+  cleanUpTempDirs();
   it('parses an entry with its defaults: subject {{sub}}, no groups, tokens of 1h', () => {
     const { issuers, problems } = parse([github]);
     expect(problems).to.deep.equal([]);
@@ -88,7 +89,7 @@ describe('workload.config', () => {
   });
 
   it('is checked by svc-server validate', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-workload-validate-'));
+    const dir = makeTempDir('svc-workload-validate-');
     try {
       writeFileSync(join(dir, 'svc-cm.yaml'), configMap('svc-cm', { 'workload.config': YAML.stringify([{ name: 'ci', issuer: 'https://ci.example' }]) }));
       writeFileSync(join(dir, 'svc-rbac-cm.yaml'), configMap('svc-rbac-cm', {}));

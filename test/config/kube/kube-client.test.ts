@@ -4,8 +4,7 @@
  * service account, whose token the kubelet rotates.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { KubeApiError, openKubeClient } from '../../../src/config/kube/kube-client.js';
@@ -15,8 +14,10 @@ import { startFakeKube, type FakeKube } from '../../helpers/fake-kube-apiserver.
 import { clientCertKubeconfig, makeKubeTls } from '../../helpers/kube-tls.js';
 import { kubeconfigText } from '../../helpers/kubeconfig.js';
 import { kubectlFor } from '../../helpers/kubectl.js';
+import { cleanUpTempDirs, makeTempDir } from '../../helpers/temp-dir.js';
 
 describe('config/kube/kube-client', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   const tls = makeKubeTls('system:serviceaccount:svc:svc');
   const stranger = makeKubeTls('mallory');
@@ -24,7 +25,7 @@ describe('config/kube/kube-client', function () {
   let work: string;
   before(async () => {
     kube = await startFakeKube({ tls });
-    work = mkdtempSync(join(tmpdir(), 'svc-kube-client-'));
+    work = makeTempDir('svc-kube-client-');
   });
   after(async () => {
     await kube.close();
@@ -87,6 +88,7 @@ describe('config/kube/kube-client', function () {
 });
 
 describe('config/kube/kube-client in a pod', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   const tls = makeKubeTls('unused');
   let kube: FakeKube;
@@ -94,7 +96,7 @@ describe('config/kube/kube-client in a pod', function () {
   const saved = { host: process.env['KUBERNETES_SERVICE_HOST'], port: process.env['KUBERNETES_SERVICE_PORT'] };
   before(async () => {
     kube = await startFakeKube({ tls });
-    root = mkdtempSync(join(tmpdir(), 'svc-pod-'));
+    root = makeTempDir('svc-pod-');
     const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'ca.crt'), tls.caPem);

@@ -1,7 +1,6 @@
 /** The Kubernetes store on its own: what it reads, from which namespaces, and the directory's rejection rules. */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { openKubeClient } from '../../../src/config/kube/kube-client.js';
@@ -9,18 +8,20 @@ import { openKubeStore, type KubeStore } from '../../../src/config/kube/kube-sto
 import { formatProblem } from '../../../src/config/problems.js';
 import { startFakeKube, type FakeKube } from '../../helpers/fake-kube-apiserver.js';
 import { makeTestCa } from '../../helpers/test-ca.js';
+import { cleanUpTempDirs, makeTempDir } from '../../helpers/temp-dir.js';
 
 const APP = { group: 'svc.io', version: 'v1alpha1', plural: 'applications', kind: 'Application' } as const;
 const SECRET = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret' } as const;
 
 describe('config/kube/kube-store', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let kube: FakeKube;
   let work: string;
   let store: KubeStore | undefined;
   before(async () => {
     kube = await startFakeKube({ tls: makeTestCa() });
-    work = mkdtempSync(join(tmpdir(), 'svc-kube-store-'));
+    work = makeTempDir('svc-kube-store-');
     writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
     for (const ns of ['team-a', 'team-b', 'team-c']) kube.store.put(APP, ns, { metadata: { name: 'guestbook' }, spec: { project: 'default', destination: { name: 'in-cluster' } } });
     kube.store.put(APP, 'team-a', { metadata: { name: 'broken' }, spec: { destination: {} } });
@@ -57,11 +58,12 @@ describe('config/kube/kube-store', function () {
 });
 
 describe('config/kube/kube-store start', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
 
   it('fails to start, naming the permission, when the Role does not allow a LIST', async () => {
     const kube = await startFakeKube({ tls: makeTestCa() });
-    const work = mkdtempSync(join(tmpdir(), 'svc-kube-start-'));
+    const work = makeTempDir('svc-kube-start-');
     try {
       writeFileSync(join(work, 'kubeconfig'), kube.kubeconfig('svc'));
       kube.rules = [{ verbs: ['list', 'watch'], resources: ['configmaps', 'applications'] }];

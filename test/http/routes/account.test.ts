@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { SETTINGS_SECRET } from '../../../src/config/manifests.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('HTTP /api/v1/account', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let dir: string;
   let server: TestServer;
@@ -189,6 +191,7 @@ describe('HTTP /api/v1/account', function () {
 });
 
 describe('HTTP /api/v1/account: a password change racing logins with the old password', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
 
   it('no session whose login checked the old password survives the change; the fresh one does', async function () {
@@ -227,6 +230,7 @@ describe('HTTP /api/v1/account: a password change racing logins with the old pas
 });
 
 describe('HTTP /api/v1/account: writes the settings would ignore are refused', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   let dir: string;
   let server: TestServer;

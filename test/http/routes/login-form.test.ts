@@ -10,8 +10,10 @@ import { rm } from 'node:fs/promises';
 import { accountsConfigDir, PASSWORDS } from '../../helpers/accounts-fixture.js';
 import { buildWebScripts } from '../../helpers/chromium.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('HTTP POST /login: the login form without its script', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let dir: string;
   let server: TestServer;

@@ -6,8 +6,10 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, SECRET_KEY, waitFor } from '../../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('HTTP /api/v1/session', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let dir: string;
   let server: TestServer;
@@ -199,6 +201,7 @@ describe('HTTP /api/v1/session', function () {
 });
 
 describe('HTTP /api/v1/session behind an ingress that ends TLS', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
 
   it('sets and clears the cookie with Secure when the configured url is https, though svc itself speaks http', async function () {
@@ -218,6 +221,7 @@ describe('HTTP /api/v1/session behind an ingress that ends TLS', function () {
 });
 
 describe('HTTP DELETE /api/v1/session while the state backend is unreachable', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
 
   it('answers 503 saying what happened, and clears the cookie anyway', async function () {
