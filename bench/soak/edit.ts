@@ -1,5 +1,5 @@
 /**
- * The configuration edits of the load: a rights line for alice on a second extension, switched
+ * The configuration edits of the load: a rights line for bob on a second extension, switched
  * on and off in svc-rbac-cm as an operator edits the file. An edit counts as done when both
  * processes answer can-i accordingly (within 10 s). Edits and the "config garbage" fault write the
  * same file, so they take turns.
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PASSWORDS, type Rig } from './rig.js';
 
-const LINE = 'p, alice, extensions, *, */soak2, allow';
+const LINE = 'p, bob, extensions, *, */soak2, allow';
 
 export interface PolicyEdits {
   step(): Promise<string>;
@@ -25,7 +25,7 @@ export function editPolicy(rig: Rig): PolicyEdits {
     return result;
   };
   const canI = async (base: string): Promise<string> => {
-    const login = await fetch(`${base}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: PASSWORDS.alice }) });
+    const login = await fetch(`${base}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: PASSWORDS.bob }) });
     const { token } = (await login.json()) as { token: string };
     const res = await fetch(`${base}/api/v1/account/can-i/extensions/get/${encodeURIComponent('default/soak2')}`, { headers: { authorization: `Bearer ${token}` } });
     return String(((await res.json()) as { value?: string }).value);

@@ -92,10 +92,9 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
     if (reply.status !== status) throw new Error(`${what}: ${reply.status} ${String(reply.body['error'] ?? '')} ${String(reply.body['message'] ?? '')}`.trim());
     return reply;
   };
-  const session = async (): Promise<string> => {
-    const reply = expect(await api(base, 'POST', '/api/v1/session', undefined, { username: 'alice', password: PASSWORDS.alice }), 200, 'login');
-    return String(reply.body['token']);
-  };
+  const login = async (username: string, password: string): Promise<string> =>
+    String(expect(await api(base, 'POST', '/api/v1/session', undefined, { username, password }), 200, 'login').body['token']);
+  const session = (): Promise<string> => login('alice', PASSWORDS.alice);
   const adminToken = async (): Promise<string> => {
     if (admin === undefined) admin = String(expect(await api(base, 'POST', '/api/v1/session', undefined, { username: 'admin', password: PASSWORDS.admin }), 200, 'admin login').body['token']);
     return admin;
@@ -202,7 +201,7 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
   /** One WebSocket held open through the proxy; a message a second must come back; reopened when cut. */
   const holdSocket = async (): Promise<void> => {
     while (running) {
-      const token = await anySession().catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      const token = await login('carol', PASSWORDS.carol).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
       const opened = token instanceof Error ? token : await new Promise<WebSocket | Error>((resolve) => {
         const ws = new WebSocket(`${base.replace('http', 'ws')}/api/v1/extensions/soak/ws`, { headers: { authorization: `Bearer ${token}` } });
         ws.once('open', () => resolve(ws));

@@ -23,7 +23,12 @@ import { startSoakBackend, type SoakBackend } from './backend.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LDIF = join(ROOT, 'fixtures', 'ldap', 'ldap-connector.ldif');
 export const SECRET_KEY = 'soak-secret-key-0123456789abcdef';
-export const PASSWORDS = { admin: 'soak-admin-pass-1', alice: 'soak-alice-pass-1' } as const;
+/**
+ * alice makes the load's logins; bob only checks the rights edits, and carol only holds the
+ * WebSocket: each account keeps at most 50 sessions (the oldest end past it), so the long-lived
+ * session and the edits' logins stay clear of alice's churn.
+ */
+export const PASSWORDS = { admin: 'soak-admin-pass-1', alice: 'soak-alice-pass-1', bob: 'soak-bob-pass-12', carol: 'soak-carol-pass-1' } as const;
 /** A directory user (fixtures/ldap/ldap-connector.ldif) who logs in through the bundled provider. */
 export const SSO_USER = { username: 'erin', password: 'erin123' } as const;
 /** The tmpfs size: the config files are a few kB; the API tokens written over an hour stay well under. */
@@ -126,11 +131,13 @@ function writeConfig(dir: string, url: string, slapdPort: number, backendUrl: st
     url,
     'users.session.duration': '2h',
     'accounts.alice': 'apiKey, login',
+    'accounts.bob': 'login',
+    'accounts.carol': 'login',
     'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(slapdPort) }] }),
     'extension.config': YAML.stringify({ extensions }),
   }));
   writeFileSync(join(dir, 'svc-rbac-cm.yaml'), configMap('svc-rbac-cm', {
-    'policy.csv': ['p, alice, extensions, *, */soak, allow', 'p, erin, extensions, *, */soak, allow', 'p, admin, accounts, *, *, allow'].join('\n'),
+    'policy.csv': ['p, alice, extensions, *, */soak, allow', 'p, carol, extensions, *, */soak, allow', 'p, erin, extensions, *, */soak, allow', 'p, admin, accounts, *, *, allow'].join('\n'),
   }));
   writeFileSync(join(dir, 'svc-secret.yaml'), secret('svc-secret', {
     'server.secretkey': SECRET_KEY,
@@ -138,6 +145,8 @@ function writeConfig(dir: string, url: string, slapdPort: number, backendUrl: st
     'admin.passwordMtime': '2020-01-01T00:00:00.000Z',
     'accounts.alice.password': hash(PASSWORDS.alice),
     'accounts.alice.passwordMtime': '2020-01-01T00:00:00.000Z',
+    'accounts.bob.password': hash(PASSWORDS.bob),
+    'accounts.carol.password': hash(PASSWORDS.carol),
     'ldap.bindPW': 'readerpw',
   }));
 }

@@ -8,8 +8,10 @@ import { accountsConfigDir, editConfigMap, waitFor } from '../helpers/accounts-f
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { validAuditEvent } from '../helpers/audit-schema.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('audit trail: configuration applied or refused', function () {
+  cleanUpTempDirs();
   this.timeout(20_000);
   let server: TestServer;
   let audit: CollectedAudit;

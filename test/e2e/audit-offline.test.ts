@@ -11,6 +11,7 @@ import { registerAuditSecret } from '../audit-capture.js';
 import { validAuditLines } from '../helpers/audit-schema.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
 import { runTs } from '../helpers/run.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
 const INITIAL = 'initial-admin-pass-for-audit';
@@ -24,6 +25,7 @@ function configDir(): string {
 }
 
 describe('audit trail: offline administration commands', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   const logDir = mkdtempSync(join(tmpdir(), 'svc-audit-offline-'));
 

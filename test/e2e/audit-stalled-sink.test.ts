@@ -16,11 +16,13 @@ import { fileWriter } from '../../src/audit/writers.js';
 import { accountsConfigDir, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { closeServer, startBackend, type Backend } from '../extensions/helpers.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const REQUESTS = 400;
 const CONCURRENCY = 8;
 
 describe('audit trail: a stalled sink never slows a request', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let echo: Backend;
   let dir: string;

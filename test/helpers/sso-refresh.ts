@@ -90,6 +90,12 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
 }
 
 /**
+ * The load of the failover test and bench logs alice in hundreds of times: past the default bound
+ * of 50 sessions per account the oldest would end, and with them the tokens the test keeps.
+ */
+const MANY_SESSIONS = { SVC_SESSIONS_PER_ACCOUNT: '100000' } as const;
+
+/**
  * Two replicas on `topology`, sharing a config dir with the accounts fixture and the provider's
  * LDAP connector (startSsoRefresh), for the length of `run`; then stopped, and the dir removed.
  */
@@ -101,12 +107,12 @@ export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas
   /** Replicas started later by `another` (on the same config and state), stopped with the rest. */
   const later: Replica[] = [];
   const another = async (): Promise<Replica> => {
-    const replica = await startReplica(dir, redis);
+    const replica = await startReplica(dir, redis, MANY_SESSIONS);
     later.push(replica);
     return replica;
   };
   try {
-    replicas = await Promise.all([startReplica(dir, redis), startReplica(dir, redis)]);
+    replicas = await Promise.all([startReplica(dir, redis, MANY_SESSIONS), startReplica(dir, redis, MANY_SESSIONS)]);
     sso.use(replicas);
     return await run(replicas, sso, another);
   } finally {

@@ -13,11 +13,13 @@ import { fuzzOptions, heapAfterGc, leaf } from '../helpers/fuzz.js';
 import { expectHandled, rawParameters } from '../helpers/http-fuzz.js';
 import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const GRANTS = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', 'client_credentials', 'password', 'implicit', 'urn:ietf:params:oauth:grant-type:token-exchange', ''];
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 
 describe('identity provider endpoints under fuzzing', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let server: TestServer;
   let url: string;

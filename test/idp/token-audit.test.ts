@@ -14,11 +14,13 @@ import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SECRET_KEY = 'token-audit-test-secret-key-0123456789abcdef';
 const ALICE = { userId: 'u-alice', username: 'Alice Example', preferredUsername: 'alice', email: 'alice@example.com', emailVerified: true, groups: ['dev'] };
 
 describe('idp token audit: logins through a connector, tokens issued and refused', function () {
+  cleanUpTempDirs();
   this.timeout(30_000);
   const audit = collectAudit();
   let server: TestServer;

@@ -294,10 +294,10 @@ describe('HTTP /api/v1/account: writes the settings would ignore are refused', f
   it('deleting a token while passwordMtime is unreadable: 503 naming the key, the token keeps its record', async function () {
     const { session, apiToken } = await aliceWithToken();
     const before = storedTokens();
-    await operatorSets({ 'accounts.alice.passwordMtime': 'yesterday' });
+    await operatorSets({ 'accounts.alice.passwordMtime': 'the-day-before' });
     const refused = await call(base, 'DELETE', '/api/v1/account/alice/token/ci', { token: session });
     expect(refused.status).to.equal(503);
-    expect(refused.body).to.deep.equal(refusal("svc-secret: accounts.alice.passwordMtime: 'yesterday' is not a timestamp"));
+    expect(refused.body).to.deep.equal(refusal("svc-secret: accounts.alice.passwordMtime: 'the-day-before' is not a timestamp"));
     expect(storedTokens()).to.equal(before);
     expect((await call(base, 'GET', '/api/v1/account/alice', { token: apiToken })).status).to.equal(200);
   });

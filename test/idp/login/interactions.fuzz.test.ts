@@ -15,6 +15,7 @@ import { expectHandled, rawParameters } from '../../helpers/http-fuzz.js';
 import { startPasswordIdpSvc } from '../../helpers/idp-svc.js';
 import type { ConnectorSource } from '../../../src/idp/connectors/connector-source.js';
 import type { TestServer } from '../../helpers/server.js';
+import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 const ALICE = { userId: 'alice', username: 'alice', email: 'alice@example.org', emailVerified: true, groups: ['dev'] };
 const VERIFIER = 'fuzz-verifier-0123456789-0123456789-0123456789';
@@ -26,6 +27,7 @@ interface Interaction {
 }
 
 describe('identity provider login pages under fuzzing', function () {
+  cleanUpTempDirs();
   this.timeout(120_000);
   let server: TestServer;
   let url: string;

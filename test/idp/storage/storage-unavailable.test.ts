@@ -14,8 +14,10 @@ import { SECRET_KEY } from '../../helpers/accounts-fixture.js';
 import { fakePasswordConnector } from '../../helpers/fake-password-connector.js';
 import { startPasswordIdpSvc } from '../../helpers/idp-svc.js';
 import { startRedis, type RedisPeer } from '../../helpers/peers.js';
+import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('idp: a state backend that does not answer', function () {
+  cleanUpTempDirs();
   this.timeout(60_000);
   let redis: RedisPeer;
 
