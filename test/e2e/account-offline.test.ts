@@ -92,6 +92,19 @@ function offlineScenarios(store: string, start: () => Promise<Setup>): void {
       expect(data()['mfa.admin.totp']).to.equal(undefined);
       expect(data()['mfa.carol.totp'], "another account's factor").to.equal('hers');
     });
+
+    it('reset-second-factor ends the account\'s sessions within 2 s', async () => {
+      const { server, source } = setup;
+      // bob: the tests above changed alice's password; bob is enabled again by the last of them.
+      const before = await login(server.url, 'bob', PASSWORDS.bob);
+      // sessionsNotBefore is a whole second: a session of the same second as the reset would survive it.
+      await new Promise((r) => setTimeout(r, 1100));
+      await command(source, { command: 'reset-second-factor', name: 'bob' });
+      const started = Date.now();
+      const status = async () => (await call(server.url, 'GET', '/api/v1/account/bob', { token: before })).status;
+      while ((await status()) !== 401 && Date.now() - started < SEEN_WITHIN_MS) await new Promise((r) => setTimeout(r, 25));
+      expect(await status(), 'a session of bob made before the reset').to.equal(401);
+    });
   });
 }
 
