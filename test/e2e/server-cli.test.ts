@@ -140,11 +140,15 @@ describe('svc-server', () => {
   });
 
   describe('rbac can', () => {
-    const dir = tempConfigDir({
-      'rbac.yaml': configMap('svc-rbac-cm', {
-        'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\np, reader, extensions, get, team-a/*, allow\n',
-      }),
-      'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+    // Made in a hook, not while the file is read: the temp dir bookkeeping removes what a describe's run made.
+    let dir: string;
+    before(() => {
+      dir = tempConfigDir({
+        'rbac.yaml': configMap('svc-rbac-cm', {
+          'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\np, reader, extensions, get, team-a/*, allow\n',
+        }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
     });
     const cases: [string, string, string, string, number][] = [
       ['alice', 'extensions', '*', 'team-a/metrics', 0],
@@ -186,7 +190,8 @@ describe('svc-server', () => {
   });
 
   describe('environment', () => {
-    const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+    let dir: string;
+    before(() => (dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) })));
 
     it('takes an empty SVC_REDIS_URL or --redis as none: one worker, and more need Redis', async () => {
       for (const [args, env] of [
