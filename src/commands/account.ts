@@ -9,13 +9,10 @@
  */
 import { stat } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
 import { createOfflineAccountAdmin, type ChangeReport, type OfflineAccountAdmin } from '../accounts/offline-admin.js';
-import { openDirStore } from '../config/dir-store.js';
-import { openKubeClient } from '../config/kube/kube-client.js';
-import { openKubeStore } from '../config/kube/kube-store.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
+import { openOfflineStore } from './offline-store.js';
 import { SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from '../config/manifests.js';
 import { readRegularFile } from '../lib/regular-file.js';
 import { notADirectory } from './load-config.js';
@@ -51,13 +48,9 @@ export async function runAccountCommand(source: string | ClusterStoreOptions, co
     const notDir = notADirectory(source);
     if (notDir !== undefined) return fail(notDir);
   }
-  const log = pino({ level: 'silent' });
   let store;
   try {
-    store =
-      typeof source === 'string'
-        ? await openDirStore({ dir: source, log, watch: false })
-        : await openKubeStore({ client: await openKubeClient(source), log, backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000 });
+    store = await openOfflineStore(source);
   } catch (e: unknown) {
     return fail(e instanceof Error ? e.message : String(e));
   }

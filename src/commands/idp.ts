@@ -6,11 +6,8 @@
  * Running servers pick the change up from the store.
  */
 import type { Writable } from 'node:stream';
-import { pino } from 'pino';
-import { openDirStore } from '../config/dir-store.js';
-import { openKubeClient } from '../config/kube/kube-client.js';
-import { openKubeStore } from '../config/kube/kube-store.js';
 import type { ClusterStoreOptions } from '../config/kube/open.js';
+import { openOfflineStore } from './offline-store.js';
 import type { ConfigStore } from '../config/store.js';
 import { rotateAssertionKeys } from '../extensions/assertion-keys.js';
 import { rotateSigningKeys } from '../idp/keys.js';
@@ -23,13 +20,9 @@ const COMMAND = 'idp rotate-keys';
 export async function runRotateKeys(source: string | ClusterStoreOptions, out: Writable, err: Writable, now = new Date(), audit: AuditTrail = NO_AUDIT): Promise<number> {
   const where = typeof source === 'string' ? { configDir: source } : { store: 'kubernetes' };
   const failed = (e: unknown) => audit.record(offlineEvent(COMMAND, { category: 'configuration', type: 'change', action: 'signing-keys-rotated', outcome: 'failure', reason: e instanceof Error ? e.message : String(e), svc: { ...where, trigger: 'command' } }));
-  const log = pino({ level: 'silent' });
   let store: ConfigStore;
   try {
-    store =
-      typeof source === 'string'
-        ? await openDirStore({ dir: source, log, watch: false })
-        : await openKubeStore({ client: await openKubeClient(source), log, backoff: { initialMs: 200, maxMs: 1000 }, startTimeoutMs: 15_000 });
+    store = await openOfflineStore(source);
   } catch (e: unknown) {
     failed(e);
     err.write(`svc-server idp rotate-keys: ${e instanceof Error ? e.message : String(e)}\n`);
