@@ -3,7 +3,7 @@
  * account queries and writes, and their routers (the JSON API and the login page's form post).
  */
 import { createAccounts } from '../accounts/account-queries.js';
-import { createApiTokens, DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
+import { createApiTokens } from '../accounts/api-tokens.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
@@ -13,7 +13,6 @@ import { sessionRoutes } from '../http/routes/session.js';
 import { sessionListRoutes } from '../http/routes/session-list.js';
 import { createSessionAccess } from '../session/session-access.js';
 import { createLoginConcurrency } from '../session/concurrency.js';
-import { readInt } from '../session/limits.js';
 import { createLoginService } from '../session/login.js';
 import { createLoginThrottle, type LoginThrottle } from '../session/throttle.js';
 import type { Feature } from './feature.js';
@@ -68,7 +67,7 @@ export function buildAccounts(services: Services, authentication: Authentication
       secondFactorRoutes({ enrolment: secondFactor.enrolment, passkeys: secondFactor.passkeys, trustedProxies: services.trustedProxies }),
       accountRoutes({
         accounts,
-        apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: readInt(services.env, log, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1) }),
+        apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: services.maxApiTokensPerAccount }),
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
         recordLogin,

@@ -40,7 +40,8 @@ import { transportSecurityFor } from '../http/security-headers.js';
 import { createUpgradeHandler } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
-import { readLoginLimits } from '../session/limits.js';
+import { readInt, readLoginLimits } from '../session/limits.js';
+import { DEFAULT_MAX_API_TOKENS, MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
 import { createLoginOutcomes } from '../session/login-outcomes.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { openState, type RedisTopology } from '../state/index.js';
@@ -136,6 +137,7 @@ async function buildServices(options: ServerOptions, log: Logger): Promise<Servi
     loginOutcomes: createLoginOutcomes(metrics.registry, options.audit ?? NO_AUDIT),
     accessLogLevel: accessLogLevelFromEnv(env, envLog),
     loginLimits: readLoginLimits(env, envLog),
+    maxApiTokensPerAccount: readInt(env, envLog, MAX_API_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1),
     env,
     audit: options.audit ?? NO_AUDIT,
     trustedProxies,

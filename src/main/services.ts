@@ -25,6 +25,8 @@ export interface Services {
   readonly accessLogLevel: AccessLogLevel;
   /** The login limits, read from `env` once (a bad value warns once, not once per feature that uses them). */
   readonly loginLimits: LoginLimits;
+  /** API tokens an account (local or SSO) may hold, read from `env` once (SVC_MAX_API_TOKENS_PER_ACCOUNT). */
+  readonly maxApiTokensPerAccount: number;
   /** Extra environment read by features (throttle limits); process.env in production. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The audit trail (docs/audit.md): one event per security decision. */

@@ -7,13 +7,11 @@ import type { AuditSource } from '../audit/trail.js';
 import { ssoTokenRoutes } from '../http/routes/sso-tokens.js';
 import { Unavailable } from '../errors.js';
 import { createSealer, type Sealer } from '../lib/sealed.js';
-import { readInt } from '../session/limits.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
-import { DEFAULT_MAX_API_TOKENS } from '../accounts/api-tokens.js';
 import { createPersonalTokens } from '../ssotokens/personal-tokens.js';
 import { createRecheck, type IdentitySource } from '../ssotokens/recheck.js';
 import { createSsoTokenFormat } from '../ssotokens/token-format.js';
-import { createSsoTokenStore, MAX_TOKENS_ENV } from '../ssotokens/token-store.js';
+import { createSsoTokenStore } from '../ssotokens/token-store.js';
 import { createSsoTokenVerifier, TOKENS_ACTION, TOKENS_OBJECT, TOKENS_RESOURCE } from '../ssotokens/verifier.js';
 import type { Principal } from '../principal.js';
 import type { Feature } from './feature.js';
@@ -63,7 +61,7 @@ export function prepareSsoTokens(services: Services, provider: { readonly identi
   const tokens = createPersonalTokens({
     identities: provider?.identities, providerIssuer: provider?.issuer, format, store: tokenStore, recheck, users, sealer: currentSealer, allowed,
     maxLifetimeMs: () => settings.current().ssoTokenLimits.maxLifetimeMs,
-    maxTokens: readInt(services.env, log, MAX_TOKENS_ENV, DEFAULT_MAX_API_TOKENS, 1),
+    maxTokens: services.maxApiTokensPerAccount,
     audit: services.audit, now,
   });
   return { verifier, feature: { name: 'sso-tokens', routers: [ssoTokenRoutes({ tokens, trustedProxies: services.trustedProxies })] } };

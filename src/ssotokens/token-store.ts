@@ -9,10 +9,10 @@ import { SETTINGS_SECRET } from '../config/manifests.js';
 import { ownKeysOnly } from '../config/own-secrets.js';
 import { ProblemSink } from '../config/problems.js';
 import type { ConfigStore } from '../config/store.js';
+import { MAX_API_TOKENS_ENV } from '../accounts/api-tokens.js';
 import { Conflict, NotFound, Unavailable } from '../errors.js';
 import { parseUser, recordKeyOf, serializeUser, type IndexedUser, type SsoTokenRecord, type SsoTokenUser } from './records.js';
 
-export const MAX_TOKENS_ENV = 'SVC_MAX_API_TOKENS_PER_ACCOUNT';
 
 export interface SsoTokenStore {
   /** Adds one token; the user's record is made with `user` when it has none. Conflict past `maxTokens`. */
@@ -40,7 +40,7 @@ export function createSsoTokenStore(store: ConfigStore): SsoTokenStore {
         const existing = stored(current, key);
         const tokens = existing?.tokens ?? [];
         if (tokens.length >= maxTokens) {
-          throw new Conflict(`'${user.name}' already has ${tokens.length} personal API tokens, the most allowed (${MAX_TOKENS_ENV}=${maxTokens}); delete one first (expired ones count until deleted)`);
+          throw new Conflict(`'${user.name}' already has ${tokens.length} personal API tokens, the most allowed (${MAX_API_TOKENS_ENV}=${maxTokens}); delete one first (expired ones count until deleted)`);
         }
         const base = existing ?? { ...user, tokens: [] };
         return { set: { [key]: serializeUser({ ...base, identity: user.identity, connectorId: user.connectorId, tokens: [...tokens, token] }) } };

@@ -23,6 +23,18 @@ describe('startServer', function () {
     }
   });
 
+  it('warns once about a bad API token cap, though local accounts\' and SSO users\' tokens both use it', async function () {
+    const dir = accountsConfigDir();
+    const server = await startTestServer(dir, { env: { SVC_MAX_API_TOKENS_PER_ACCOUNT: 'many' } });
+    try {
+      const warnings = server.logs().split('\n').filter((line) => line.includes("SVC_MAX_API_TOKENS_PER_ACCOUNT='many' is not an integer >= 1; using 100"));
+      expect(warnings).to.have.length(1);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('close(): a slow login in flight on Redis state, and a logout sent behind it on its connection after close() began, get their normal answers: the state closes after them', async function () {
     const redis = await startRedis();
     const dir = accountsConfigDir();
