@@ -20,6 +20,7 @@ import type { AccountStore } from './storage/federated-accounts.js';
 import { answeringUnavailable } from './storage/storage-unavailable.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { asSessionRekey } from './storage/session-rekey.js';
+import { withSessionSidIndex } from './storage/session-sids.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
@@ -70,10 +71,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   const pending = pendingOf(deps, now);
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
-    adapter: withStaticClients(answeringUnavailable(createStateAdapterClass(deps.state, {
+    adapter: withStaticClients(answeringUnavailable(withSessionSidIndex(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
       pending: { bound: pending.bound, sourceOf: () => requestSource(Provider.ctx?.req, pending.trustedProxies) },
-    })), deps.staticClients ?? (() => [])),
+    }), deps.state)), deps.staticClients ?? (() => [])),
     clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: createCookieKeys(deps.keys.cookie), names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
