@@ -35,6 +35,7 @@ import type { Logger } from 'pino';
 import type { PendingDeps } from '../idp/pending-source.js';
 import { readPendingLimits } from '../idp/request-bounds.js';
 import { createPendingBound } from '../idp/storage/pending-bound.js';
+import { createProviderSessionEnd, type ProviderSessionEnd } from '../idp/session-end.js';
 
 export interface IdpOptions {
   /** Replaces the connectors built from idp.config (tests). */
@@ -54,6 +55,8 @@ export interface IdpFeature extends Feature {
   readonly publishedKeys: () => readonly SigningKey[];
   /** Its users' identities and their connectors' fresh view, for personal API tokens (src/ssotokens/). */
   readonly identities: IdentitySource;
+  /** Ends its sessions from svc's side (a svc session ended, an upstream back-channel logout). */
+  readonly sessionEnd: ProviderSessionEnd;
 }
 
 /** setTimeout's longest delay; a later signer change is rescheduled from there. */
@@ -137,6 +140,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     name: 'idp',
     publishedKeys: () => published,
     identities: createIdentitySource(accounts, connectors, `${issuerOf(url)}/callback`),
+    sessionEnd: createProviderSessionEnd({ provider: () => app.provider(), audit: services.audit, log: idpLog, state }),
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;

@@ -5,6 +5,7 @@
  */
 import { Unavailable } from '../errors.js';
 import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
+import { followSvcSessions } from '../idp/follow-svc-sessions.js';
 import { issuerOf } from '../idp/issuer.js';
 import { localKeySet } from '../idp/keys.js';
 import type { JWTVerifyGetKey } from 'jose';
@@ -46,12 +47,12 @@ export function prepareSso(services: Services): SsoStage | undefined {
  * `svc` with its secret derived from server.secretkey, tokens for `svc` or `svc-cli`, and its
  * end-session endpoint as the logout URL. svc reaches it at its own `url`, as a browser does.
  */
-export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'publishedKeys'>): SsoStage | undefined {
+export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'publishedKeys' | 'sessionEnd'>): SsoStage | undefined {
   const { url, serverSecretKey } = services.settings.current();
   if (serverSecretKey === undefined) return undefined;
   const issuer = issuerOf(url);
   // Its ID tokens are verified with the keys it publishes, in process: no HTTP fetch of its JWKS.
-  return prepareSsoFor(services, {
+  const stage = prepareSsoFor(services, {
     issuer,
     clientID: WEB_CLIENT_ID,
     clientSecret: webClientSecret(serverSecretKey),
@@ -64,6 +65,21 @@ export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'pub
     userInfo: undefined,
     tls: { rootCA: undefined, insecureSkipVerify: false },
   }, localKeySet(idp.publishedKeys));
+  return {
+    verifier: stage.verifier,
+    feature(authentication) {
+      const inner = stage.feature(authentication);
+      // A svc session ended ends the provider session it came from (idp/follow-svc-sessions.ts).
+      const stopFollowing = followSvcSessions({ sessions: authentication.sessions, sessionEnd: idp.sessionEnd, issuer, log: services.log });
+      return {
+        ...inner,
+        close: async () => {
+          stopFollowing();
+          await inner.close?.();
+        },
+      };
+    },
+  };
 }
 
 /** `localKeys`: the provider's keys in process, for the bundled provider (else its JWKS is fetched). */
