@@ -54,7 +54,7 @@ export function backchannelLogoutRoutes(deps: BackchannelRouteDeps): Router<AppS
     if (typeof token !== 'string') return refuse(400, 'invalid_request', token.problem);
     try {
       const done = await backchannelLogout(deps.logout, token, source);
-      deps.log.info({ issuer: deps.logout.token.issuer, sub: done.sub, sid: done.sid, ended: done.ended }, 'back-channel logout');
+      deps.log.info({ issuer: done.issuer, sub: done.sub, sid: done.sid, ended: done.ended }, 'back-channel logout');
       ctx.status = 200;
       ctx.body = '';
     } catch (err: unknown) {
