@@ -1,6 +1,6 @@
 /**
  * Ends a session of the bundled provider from svc's side: when the svc session it gave ends
- * (the sessions list, the per-account bound, svc's logout) or when its upstream login ends
+ * (the sessions list, the per-account bound) or when its upstream login ends
  * (an upstream connector's back-channel logout). Done as oidc-provider's end_session does with
  * `logout=yes`, so the clients see the same thing: every client of the session with a
  * `backchannelLogoutUri` gets its logout token from `client.backchannelLogout(sub, sid)` (the
