@@ -11,6 +11,7 @@
  * `svc-server validate` can run it; the factory it returns is called by the registry with the
  * dependencies (fetch with the TLS policy applied, clock, scoped logger).
  */
+import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
 import type { ScopedSink } from '../src/config/problems.js';
 import type { SecretLookup } from '../src/config/secret-ref.js';
@@ -27,6 +28,25 @@ export interface Identity {
   readonly groups: readonly string[];
   /** Opaque state the connector needs to refresh this identity later (an LDAP DN, a refresh token). */
   readonly connectorData?: string;
+  /** The upstream's own session of this login, for its back-channel logout; absent when it names none. */
+  readonly upstreamSession?: UpstreamSession;
+}
+
+/** An OIDC upstream's session: its issuer, the user's `sub` there and its session id `sid` (when it gives one). */
+export interface UpstreamSession {
+  readonly issuer: string;
+  readonly sub: string;
+  readonly sid?: string;
+}
+
+/**
+ * What verifies an upstream's OIDC Back-Channel Logout tokens: its issuer, svc's client id there
+ * (the tokens' audience) and its signing keys (fetched under the connector's TLS policy).
+ */
+export interface LogoutTokenSource {
+  readonly issuer: string;
+  readonly clientId: string;
+  keys(): Promise<JWTVerifyGetKey>;
 }
 
 export interface LoginContext {
@@ -74,6 +94,8 @@ export interface BrowserConnector {
    * (SAML); served at `<url>/api/idp/saml/<id>/metadata`. Absent for connectors without one.
    */
   metadata?(callbackUrl: string): Promise<string>;
+  /** An OIDC upstream's back-channel logout: what verifies its logout tokens. Absent for connectors without one. */
+  readonly logoutTokens?: LogoutTokenSource;
   close?(): Promise<void>;
 }
 

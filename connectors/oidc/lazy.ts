@@ -3,7 +3,7 @@
  * connector's CAs), warns about risky settings once, at start, and loads ./oidc.ts (and with it
  * openid-client) on the first login, so parsing and `svc-server validate` never load it.
  */
-import type { BrowserConnector, BrowserStart, ConnectorDeps, Identity, LoginContext } from '../connector.js';
+import type { BrowserConnector, BrowserStart, ConnectorDeps, Identity, LoginContext, LogoutTokenSource } from '../connector.js';
 import type { OidcConnectorConfig } from './config.js';
 import type { OidcConnector } from './oidc.js';
 
@@ -11,12 +11,15 @@ export class LazyOidcConnector implements BrowserConnector {
   readonly kind = 'browser';
   private loaded: Promise<OidcConnector> | undefined;
   private readonly fetchImpl: typeof globalThis.fetch;
+  /** The upstream's logout tokens: aud is svc's client id there; keys from its discovered JWKS. */
+  readonly logoutTokens: LogoutTokenSource;
 
   constructor(
     private readonly config: OidcConnectorConfig,
     private readonly deps: ConnectorDeps,
   ) {
     this.fetchImpl = deps.upstreamFetch([...(config.rootCA !== undefined ? [config.rootCA] : []), ...(config.rootCAs ?? [])]);
+    this.logoutTokens = { issuer: config.issuer, clientId: config.clientID, keys: async () => (await this.connector()).logoutKeys() };
     warnAtStart(config, deps);
   }
 

@@ -9,6 +9,7 @@
  * TLS policy and its log lines) with the login's signal, so a slow upstream ends the login at
  * the login's deadline. Loaded on the first login (./lazy.ts): parsing never loads openid-client.
  */
+import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose';
 import * as client from 'openid-client';
 import { PermissionDenied } from '../../src/errors.js';
 import { describeFailure } from '../../src/lib/tls-fetch.js';
@@ -33,6 +34,13 @@ interface RefreshData {
   readonly sub: string;
 }
 
+/** How long discovery may take when a logout token needs the upstream's keys. */
+const LOGOUT_DISCOVERY_TIMEOUT_MS = 10_000;
+/** An unknown `kid` in a logout token fetches the upstream's JWKS again at most this often. */
+const LOGOUT_JWKS_COOLDOWN_MS = 5_000;
+/** The longest upstream `sub` or `sid` kept for back-channel logout (as the logout token's own bound). */
+const MAX_SESSION_CLAIM_LENGTH = 512;
+
 const NOT_CONFIRMED = 'the identity provider did not confirm this login; start again from the application';
 
 export class OidcConnector implements BrowserConnector {
@@ -42,6 +50,7 @@ export class OidcConnector implements BrowserConnector {
   /** How the client secret travels: true in the body, false in a Basic header, undefined: Basic until the provider refuses it. */
   private secretInBody: boolean | undefined;
   private readonly asksEmail: boolean;
+  private logoutJwks: JWTVerifyGetKey | undefined;
 
   constructor(
     private readonly config: OidcConnectorConfig,
@@ -95,8 +104,18 @@ export class OidcConnector implements BrowserConnector {
       const idClaims = tokens.claims();
       if (idClaims === undefined) throw new ClaimProblem('the token response has no ID token');
       const claims = await this.withUserInfo(cfg, tokens.access_token, idClaims);
-      return this.identity(claims, tokens.refresh_token, idClaims.sub);
+      const identity = this.identity(claims, tokens.refresh_token, idClaims.sub);
+      const upstreamSession = sessionOf(idClaims);
+      return upstreamSession === undefined ? identity : { ...identity, upstreamSession };
     });
+  }
+
+  /** The keys of the upstream's logout tokens: its discovered JWKS, fetched under the connector's TLS policy. */
+  async logoutKeys(): Promise<JWTVerifyGetKey> {
+    if (this.logoutJwks !== undefined) return this.logoutJwks;
+    const metadata = await this.discovered(AbortSignal.timeout(LOGOUT_DISCOVERY_TIMEOUT_MS));
+    this.logoutJwks = createRemoteJWKSet(new URL(String(metadata.jwks_uri)), { cooldownDuration: LOGOUT_JWKS_COOLDOWN_MS, [customFetch]: this.fetchImpl });
+    return this.logoutJwks;
   }
 
   async refresh(identity: Identity, ctx: LoginContext): Promise<Identity | null> {
@@ -209,6 +228,14 @@ export class OidcConnector implements BrowserConnector {
     log.warn({ code: err.code, reason: err.message, ...(typeof claim === 'string' ? { claim } : {}) }, `oidc: ${action} refused: the provider's answer does not verify`);
     return action === 'refresh' ? new RefreshRefused() : new PermissionDenied(NOT_CONFIRMED, { cause: err });
   }
+}
+
+/** The upstream's session of a login (its ID token's iss, sub and sid), when its claims fit a key. */
+function sessionOf(claims: { readonly iss: string; readonly sub: string; readonly [claim: string]: unknown }): Identity['upstreamSession'] {
+  const { iss, sub, sid } = claims;
+  if (sub === '' || sub.length > MAX_SESSION_CLAIM_LENGTH) return undefined;
+  const usableSid = typeof sid === 'string' && sid !== '' && sid.length <= MAX_SESSION_CLAIM_LENGTH ? sid : undefined;
+  return { issuer: iss, sub, ...(usableSid !== undefined ? { sid: usableSid } : {}) };
 }
 
 /** The token endpoint refused svc's client authentication (401 with a challenge, or invalid_client). */

@@ -47,6 +47,8 @@ export interface IdpApp {
   handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void>;
   /** New keys (rotation): a new provider over the same storage. */
   reload(keys: IdpKeys): void;
+  /** The provider in force (a rotation builds a new one). */
+  provider(): Provider;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -56,7 +58,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
   const host = new URL(deps.url).host;
   // One bound for the provider's records and the login app's transactions, whatever the keys.
   const pending = pendingOf(deps, deps.now ?? Date.now);
-  function build(keys: IdpKeys): { provider: Handler; login: Handler } {
+  function build(keys: IdpKeys): { provider: Handler; login: Handler; instance: Provider } {
     const provider: Provider = createProvider({ ...deps, keys, pending });
     provider.proxy = secure;
     deps.clientSecretGuard?.install(provider);
@@ -82,7 +84,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     app.use(function loginNoRoute(ctx) {
       noRoute(ctx, ctx.path);
     });
-    return { provider: provider.callback(), login: app.callback() };
+    return { provider: provider.callback(), login: app.callback(), instance: provider };
   }
   let handlers = build(deps.keys);
   return {
@@ -99,6 +101,7 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       req.url = query === '' ? rest : `${rest}?${query}`;
       return handlers.provider(req, res);
     },
+    provider: () => handlers.instance,
     reload(keys) {
       handlers = build(keys);
       deps.log.info({ kids: keys.signing.map((k) => k.kid) }, 'identity provider: keys reloaded');

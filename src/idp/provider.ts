@@ -20,6 +20,9 @@ import type { AccountStore } from './storage/federated-accounts.js';
 import { answeringUnavailable } from './storage/storage-unavailable.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { asSessionRekey } from './storage/session-rekey.js';
+import { withSessionSidIndex } from './storage/session-sids.js';
+import type { UpstreamLinks } from './storage/upstream-sessions.js';
+import { linkUpstreamSession } from './upstream-link.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
@@ -59,6 +62,8 @@ export interface ProviderDeps {
   readonly staticClients?: StaticClientSource;
   /** client-token-issued and client-token-refused (./token-audit.ts). */
   readonly audit?: AuditTrail;
+  /** Where logins through an upstream OIDC session are linked to it, for its back-channel logout (./upstream-link.ts). */
+  readonly upstreamLinks?: UpstreamLinks;
 }
 
 
@@ -70,10 +75,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   const pending = pendingOf(deps, now);
   const xsrfKey = deps.keys.cookie[0] ?? '';
   const config: Configuration = {
-    adapter: withStaticClients(answeringUnavailable(createStateAdapterClass(deps.state, {
+    adapter: withStaticClients(answeringUnavailable(withSessionSidIndex(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
       pending: { bound: pending.bound, sourceOf: () => requestSource(Provider.ctx?.req, pending.trustedProxies) },
-    })), deps.staticClients ?? (() => [])),
+    }), deps.state)), deps.staticClients ?? (() => [])),
     clients: ownClients(deps.url, deps.serverSecretKey),
     cookies: { keys: createCookieKeys(deps.keys.cookie), names: { ...PROVIDER_COOKIE_NAMES } },
     jwks: { keys: deps.keys.signing.map((k) => ({ ...k.jwk, alg: 'RS256', use: 'sig' })) },
@@ -162,6 +167,9 @@ export function createProvider(deps: ProviderDeps): Provider {
     if (ctx.method === 'GET' && RESUME_PATH.test(ctx.path)) return asSessionRekey(next);
     await next();
   });
+  if (deps.upstreamLinks !== undefined) {
+    provider.use(linkUpstreamSession(provider, { links: deps.upstreamLinks, log: deps.log }, (ctx) => ctx.method === 'GET' && RESUME_PATH.test(ctx.path)));
+  }
   // offline_access survives oidc-provider's scope check only with prompt=consent (OIDC Core §11,
   // panva/node-oidc-provider#777); Dex issues refresh tokens without it, and svc's CLI relies on
   // that, so the prompt is added here and the consent is implied in interactions.ts.

@@ -35,6 +35,10 @@ import type { Logger } from 'pino';
 import type { PendingDeps } from '../idp/pending-source.js';
 import { readPendingLimits } from '../idp/request-bounds.js';
 import { createPendingBound } from '../idp/storage/pending-bound.js';
+import { createProviderSessionEnd, type ProviderSessionEnd } from '../idp/session-end.js';
+import { createUpstreamLinks } from '../idp/storage/upstream-sessions.js';
+import { upstreamLogoutFor, type UpstreamLogout } from '../idp/upstream-logout.js';
+import type { SessionRegistry } from '../session/registry.js';
 
 export interface IdpOptions {
   /** Replaces the connectors built from idp.config (tests). */
@@ -54,6 +58,10 @@ export interface IdpFeature extends Feature {
   readonly publishedKeys: () => readonly SigningKey[];
   /** Its users' identities and their connectors' fresh view, for personal API tokens (src/ssotokens/). */
   readonly identities: IdentitySource;
+  /** Ends its sessions from svc's side (a svc session ended, an upstream back-channel logout). */
+  readonly sessionEnd: ProviderSessionEnd;
+  /** The upstream `oidc` connector whose logout tokens these are, ending sessions in `sessions` too. */
+  upstreamLogout(sessions: Pick<SessionRegistry, 'endBySid'>): (issuer: string, audiences: readonly string[]) => UpstreamLogout | undefined;
 }
 
 /** setTimeout's longest delay; a later signer change is rescheduled from there. */
@@ -83,7 +91,8 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const clientSecretGuard = createClientSecretGuard({ throttle: clientThrottle, log: idpLog, failureDelay: options.failureDelay ?? randomFailureDelay, exempt: [WEB_CLIENT_ID] });
   const pending = buildPendingBound(services, idpLog);
   const accounts = createAccountStore(state, createSealer(secretKey, 'idp-account', { rememberOpened: REMEMBERED_ACCOUNTS }));
-  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes, audit: services.audit,
+  const upstreamLinks = createUpstreamLinks(state);
+  const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes, audit: services.audit, upstreamLinks,
     staticClients: () => settings.current().idp?.staticClients ?? [],
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
@@ -133,10 +142,13 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
     scheduleSignerChange(now);
   });
 
+  const sessionEnd = createProviderSessionEnd({ provider: () => app.provider(), audit: services.audit, log: idpLog, state });
   return {
     name: 'idp',
     publishedKeys: () => published,
     identities: createIdentitySource(accounts, connectors, `${issuerOf(url)}/callback`),
+    sessionEnd,
+    upstreamLogout: (sessions) => (issuer, audiences) => upstreamLogoutFor({ connectors, links: upstreamLinks, sessionEnd, sessions, svcIssuer: issuerOf(url) }, issuer, audiences),
     // Before Koa: svc's app would add a Koa context and its middleware to every token request.
     handle(req, res, target) {
       if (target.path !== MOUNT_PATH && !target.path.startsWith(`${MOUNT_PATH}/`)) return false;

@@ -5,6 +5,7 @@
  */
 import { Unavailable } from '../errors.js';
 import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
+import { followSvcSessions } from '../idp/follow-svc-sessions.js';
 import { issuerOf } from '../idp/issuer.js';
 import { localKeySet } from '../idp/keys.js';
 import type { JWTVerifyGetKey } from 'jose';
@@ -13,6 +14,7 @@ import { ssoRoutes } from '../http/routes/sso.js';
 import { backchannelLogoutRoutes } from '../http/routes/backchannel-logout.js';
 import { ssoRenewal } from '../http/sso-renewal.js';
 import { loginRecorder } from '../http/routes/record-login.js';
+import type { BackchannelLogoutDeps } from '../oidc/backchannel-logout.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
 import { describeSsoInForce, ssoInForce } from '../oidc/in-force.js';
 import type { LoginStartDeps } from '../oidc/login-start.js';
@@ -46,12 +48,12 @@ export function prepareSso(services: Services): SsoStage | undefined {
  * `svc` with its secret derived from server.secretkey, tokens for `svc` or `svc-cli`, and its
  * end-session endpoint as the logout URL. svc reaches it at its own `url`, as a browser does.
  */
-export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'publishedKeys'>): SsoStage | undefined {
+export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'publishedKeys' | 'sessionEnd' | 'upstreamLogout'>): SsoStage | undefined {
   const { url, serverSecretKey } = services.settings.current();
   if (serverSecretKey === undefined) return undefined;
   const issuer = issuerOf(url);
   // Its ID tokens are verified with the keys it publishes, in process: no HTTP fetch of its JWKS.
-  return prepareSsoFor(services, {
+  const stage = prepareSsoFor(services, {
     issuer,
     clientID: WEB_CLIENT_ID,
     clientSecret: webClientSecret(serverSecretKey),
@@ -63,11 +65,29 @@ export function prepareBundledSso(services: Services, idp: Pick<IdpFeature, 'pub
     logoutURL: `${issuer}/session/end?id_token_hint={{token}}&post_logout_redirect_uri={{logoutRedirectURL}}`,
     userInfo: undefined,
     tls: { rootCA: undefined, insecureSkipVerify: false },
-  }, localKeySet(idp.publishedKeys));
+  }, localKeySet(idp.publishedKeys), (sessions) => idp.upstreamLogout(sessions));
+  return {
+    verifier: stage.verifier,
+    feature(authentication) {
+      const inner = stage.feature(authentication);
+      // A svc session ended ends the provider session it came from (idp/follow-svc-sessions.ts).
+      const stopFollowing = followSvcSessions({ sessions: authentication.sessions, sessionEnd: idp.sessionEnd, issuer, log: services.log });
+      return {
+        ...inner,
+        close: async () => {
+          stopFollowing();
+          await inner.close?.();
+        },
+      };
+    },
+  };
 }
 
-/** `localKeys`: the provider's keys in process, for the bundled provider (else its JWKS is fetched). */
-export function prepareSsoFor(services: Services, provider: SsoProvider, localKeys?: JWTVerifyGetKey): SsoStage {
+/**
+ * `localKeys`: the provider's keys in process, for the bundled provider (else its JWKS is fetched).
+ * `upstream`: the bundled provider's upstream connectors whose logout tokens are taken too.
+ */
+export function prepareSsoFor(services: Services, provider: SsoProvider, localKeys?: JWTVerifyGetKey, upstream?: UpstreamLogouts): SsoStage {
   const { settings, state, log, now } = services;
   const client = createProviderClient(provider);
   const sealers = new Map<SealPurpose, Sealer>();
@@ -94,8 +114,10 @@ export function prepareSsoFor(services: Services, provider: SsoProvider, localKe
     ...(localKeys !== undefined ? { localKeys } : {}),
     now,
   });
-  return { verifier, feature: (authentication) => ssoFeature(services, authentication, client, verifier, userInfo, sealer) };
+  return { verifier, feature: (authentication) => ssoFeature(services, authentication, client, verifier, userInfo, sealer, upstream) };
 }
+
+type UpstreamLogouts = (sessions: Authentication['sessions']) => NonNullable<BackchannelLogoutDeps['upstream']>;
 
 function ssoFeature(
   services: Services,
@@ -104,6 +126,7 @@ function ssoFeature(
   verifier: SsoVerifier,
   userInfo: UserInfoGroups | undefined,
   sealer: (purpose: SealPurpose) => () => Sealer,
+  upstream: UpstreamLogouts | undefined,
 ): Feature {
   const { settings, state, log, now } = services;
   const refresh = createSessionRefresh({
@@ -129,6 +152,7 @@ function ssoFeature(
       logout: {
         token: { issuer: client.provider.issuer, clientId: client.provider.clientID, keys: () => verifier.keySet(), state, now },
         sessions: authentication.sessions,
+        ...(upstream !== undefined ? { upstream: upstream(authentication.sessions) } : {}),
       },
       trustedProxies: services.trustedProxies,
       audit: services.audit,

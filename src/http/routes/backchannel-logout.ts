@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { AuditTrail } from '../../audit/trail.js';
+import { BACKCHANNEL_LOGOUT_PATH } from '../../idp/clients.js';
 import { FormTooLarge, readForm } from '../../idp/login/form-body.js';
 import { backchannelLogout, type BackchannelLogoutDeps } from '../../oidc/backchannel-logout.js';
 import { LogoutTokenRefused } from '../../oidc/logout-token.js';
@@ -17,7 +18,7 @@ import { clientAddressOf, sourceOf, type TrustedProxies } from '../client-addres
 import { createSourceRate } from '../source-rate.js';
 import type { AppState } from '../state.js';
 
-export const BACKCHANNEL_LOGOUT_PATH = '/auth/backchannel-logout';
+export { BACKCHANNEL_LOGOUT_PATH };
 /** A logout token is a few hundred bytes; the form holds nothing else. */
 const MAX_BODY_BYTES = 16 * 1024;
 /** Per source address: a provider sends one per logout; bursts when many users log out at once. */
@@ -53,7 +54,7 @@ export function backchannelLogoutRoutes(deps: BackchannelRouteDeps): Router<AppS
     if (typeof token !== 'string') return refuse(400, 'invalid_request', token.problem);
     try {
       const done = await backchannelLogout(deps.logout, token, source);
-      deps.log.info({ issuer: deps.logout.token.issuer, sub: done.sub, sid: done.sid, ended: done.ended }, 'back-channel logout');
+      deps.log.info({ issuer: done.issuer, sub: done.sub, sid: done.sid, ended: done.ended }, 'back-channel logout');
       ctx.status = 200;
       ctx.body = '';
     } catch (err: unknown) {

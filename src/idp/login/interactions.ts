@@ -36,7 +36,7 @@ import type { Logger } from 'pino';
 import type { Connector } from '../../../connectors/connector.js';
 import type { ConnectorSource } from '../connectors/connector-source.js';
 import { readForm } from './form-body.js';
-import { PendingLoginsRefused, type LoginFlow, type LoginRequest } from './login-flow.js';
+import { PendingLoginsRefused, UPSTREAM_SESSION_RESULT, type LoginFlow, type LoginRequest } from './login-flow.js';
 import { applicationOf, logoOrigin } from './application.js';
 import { autoPostPage, chooserPage, cliConsentPage, errorPage, loopbackConsentPage, passwordPage, type Application } from './pages.js';
 import { interactionConsentPort } from './loopback-consent.js';
@@ -190,10 +190,11 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   router.get('/interaction/:uid/finish', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
-    const sub = await deps.flow.takePending(interaction.uid, ctx.cookies.get(BINDING_COOKIE, { signed: false }));
-    if (sub === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
+    const done = await deps.flow.takePending(interaction.uid, ctx.cookies.get(BINDING_COOKIE, { signed: false }));
+    if (done === undefined) return page(ctx, 400, errorPage('Login expired', EXPIRED));
     setBinding(ctx, interaction.uid, '', new Date(0));
-    await finish(ctx, { login: { accountId: sub } }, false);
+    // The upstream session rides in the login result to the resume, where the provider session is known (../upstream-link.ts).
+    await finish(ctx, { login: { accountId: done.sub, ...(done.upstream !== undefined ? { [UPSTREAM_SESSION_RESULT]: done.upstream } : {}) } }, false);
   });
 
   router.post('/interaction/:uid/consent', async (ctx) => {

@@ -20,7 +20,7 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BrowserStart, Connector, Identity, LoginContext } from '../../../connectors/connector.js';
+import type { BrowserStart, Connector, Identity, LoginContext, UpstreamSession } from '../../../connectors/connector.js';
 import { upstreamReason } from '../../../connectors/errors.js';
 import { secretKeyObject } from '../../lib/secret-key.js';
 import { describeFailure } from '../../lib/tls-fetch.js';
@@ -97,6 +97,17 @@ interface Transaction {
 interface Pending {
   readonly sub: string;
   readonly binding: string;
+  /** The upstream's session of the login (an OIDC provider's), for its back-channel logout. */
+  readonly upstream?: UpstreamSession;
+}
+
+/** The key of the login result that carries the upstream session (oidc-provider keeps unknown keys of `login`). */
+export const UPSTREAM_SESSION_RESULT = 'svcUpstreamSession';
+
+/** What /finish logs in: the provider's `sub`, and the upstream session it came from. */
+export interface FinishedLogin {
+  readonly sub: string;
+  readonly upstream?: UpstreamSession;
 }
 
 /** Time a connector may take for one login step (a directory bind, a token exchange). */
@@ -120,7 +131,7 @@ export interface LoginFlow {
    */
   complete(uid: string, stateParam: string, binding: string | undefined, params: URLSearchParams, connectorOf: (id: string) => Connector | undefined, requestId?: string): Promise<CallbackOutcome>;
   /** The sub a callback logged in for this interaction, once, and only for the browser with its binding. */
-  takePending(uid: string, binding: string | undefined): Promise<string | undefined>;
+  takePending(uid: string, binding: string | undefined): Promise<FinishedLogin | undefined>;
 }
 
 export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
@@ -134,7 +145,9 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
   async function remember(req: Pick<LoginRequest, 'connectorId' | 'scope'>, identity: Identity): Promise<string> {
     const sub = subjectOf(identity.userId, req.connectorId);
     const ttlS = hasScope(req.scope, 'offline_access') ? REFRESH_TOKEN_TTL_S : SESSION_TTL_S;
-    await deps.accounts.save(sub, { connectorId: req.connectorId, identity }, ttlS);
+    // The upstream session belongs to this login, not to the account every login of the user shares.
+    const { upstreamSession: _login, ...kept } = identity;
+    await deps.accounts.save(sub, { connectorId: req.connectorId, identity: kept }, ttlS);
     return sub;
   }
 
@@ -215,7 +228,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
         return message === undefined ? { kind: 'failed' } : { kind: 'failed', message };
       }
       const sub = await remember(txn, identity);
-      const pending: Pending = { sub, binding: txn.binding };
+      const pending: Pending = { sub, binding: txn.binding, ...(identity.upstreamSession !== undefined ? { upstream: identity.upstreamSession } : {}) };
       await deps.state.set(pendingKey(txn.uid), JSON.stringify(pending), { ttlMs: CONNECTOR_TRANSACTION_TTL_S * 1000 });
       outcomes.record('idp-browser', txn.connectorId, 'ok', { user: identity.username, userId: sub, groups: identity.groups, source: { requestId } });
       return { kind: 'ok', uid: txn.uid };
@@ -225,7 +238,8 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
       const text = await deps.state.take(pendingKey(uid));
       if (text === null) return undefined;
       const pending = JSON.parse(text) as Pending;
-      return sameHash(pending.binding, binding) ? pending.sub : undefined;
+      if (!sameHash(pending.binding, binding)) return undefined;
+      return { sub: pending.sub, ...(pending.upstream !== undefined ? { upstream: pending.upstream } : {}) };
     },
   };
 }
