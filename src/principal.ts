@@ -28,6 +28,11 @@ export interface Principal {
   /** `ssoApiKey`: an SSO user's personal API token (src/ssotokens/); its names follow the SSO rule below. */
   readonly kind: 'session' | 'apiKey' | 'sso' | 'ssoApiKey' | 'workload';
   readonly tokenId: string;
+  /**
+   * `sso`: the provider's session id (`sid`) of the ID token, when it has one; recorded with a
+   * session first seen in use (the CLI's), so that ending it reaches the provider session and grant.
+   */
+  readonly sid?: string;
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;
   /**

@@ -3,8 +3,10 @@
  * it along when it ends (the sessions list, "sign out everywhere else", the per-account bound;
  * svc's logout continues at the provider's /session/end instead): otherwise that provider session would log the user in to svc again without a
  * password, and the applications signed in through it would never hear of the end. The link is
- * the `sid` of svc's own client, recorded with the svc session at login (./storage/session-sids.ts).
- * svc's other sessions of the same provider session end with it (`via: provider`).
+ * the `sid` of svc's own clients, recorded with the svc session at login or, for the CLI's token,
+ * at its first use (./storage/session-sids.ts); a CLI's `sid` also revokes the CLI's grant, which
+ * outlives the provider session. svc's other sessions of the same provider session or CLI login
+ * end with it (`via: provider`).
  */
 import type { Logger } from 'pino';
 import type { EndContext, SessionRegistry } from '../session/registry.js';
@@ -26,10 +28,11 @@ export function followSvcSessions(deps: FollowSvcSessionsDeps): () => void {
     // A logout goes on to the provider's /session/end, which asks the user and ends it there
     // (RP-initiated logout); ending it first would skip that page.
     if (context.via === 'backchannel' || context.via === 'provider' || context.via === 'logout') return;
-    const { outcome, svcSid } = await deps.sessionEnd.endBySvcSid(record.sid, record.account);
-    if (outcome !== 'ended' || svcSid === undefined) return;
+    const { sids = [] } = await deps.sessionEnd.endBySvcSid(record.sid, record.account);
     const others: EndContext = { via: 'provider', ...(context.source !== undefined ? { source: context.source } : {}) };
-    const ended = await deps.sessions.endBySid(deps.issuer, svcSid, others);
+    let ended = 0;
+    // The same login's other ID tokens (the CLI refreshes its own) are sessions of the same sid.
+    for (const sid of sids) ended += await deps.sessions.endBySid(deps.issuer, sid, others);
     if (ended > 0) deps.log.info({ account: record.account, ended }, 'sessions: svc sessions of the same provider session ended with it');
   });
 }

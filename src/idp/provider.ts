@@ -26,6 +26,7 @@ import { linkUpstreamSession } from './upstream-link.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
+import { includeSidForCli } from './cli-sid.js';
 import { CLIENT_IDS, ownClients } from './clients.js';
 import type { ConnectorSource } from './connectors/connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
@@ -154,6 +155,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
   };
   const provider = new Provider(issuerOf(deps.url), config);
+  includeSidForCli(provider);
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
   provider.on('backchannel.error', (_ctx, err, client) => deps.log.warn({ client: client.clientId, reason: describeFailure(err) }, 'a back-channel logout token could not be delivered to a client; its session there stays until it expires'));
   provider.on('backchannel.success', (_ctx, client) => deps.log.info({ client: client.clientId }, 'back-channel logout token delivered'));

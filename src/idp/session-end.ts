@@ -5,9 +5,11 @@
  * `logout=yes`, so the clients see the same thing: every client of the session with a
  * `backchannelLogoutUri` gets its logout token from `client.backchannelLogout(sub, sid)` (the
  * very call end_session makes, with that client's `sid`), the grants that do not persist logout
- * are revoked, and the session is destroyed. svc's own `svc` client is not sent a token (svc
- * ends its own sessions of that `sid` in process, main/sso.ts) and its grant is always revoked:
- * an ended svc session must leave nothing that mints svc tokens without a new login.
+ * are revoked, and the session is destroyed. svc's own clients (`svc`, `svc-cli`) are not sent a
+ * token (svc ends its own sessions of their `sid`s in process, main/sso.ts) and their grants are
+ * always revoked: an ended svc session must leave nothing that mints svc tokens without a new
+ * login. The CLI's offline grant outlives the provider session (a logout there keeps it, and it
+ * lives months against the session's day), so a `svc-cli` `sid` also leads to its grant directly.
  *
  * A session is ended only when it is the expected account's: a stale index entry, or an upstream
  * `sid` that names another user's session, must never end someone else's.
@@ -18,16 +20,17 @@ import type { Logger } from 'pino';
 import type { AuditTrail } from '../audit/trail.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
-import { WEB_CLIENT_ID } from './clients.js';
-import { sessionUidOfSid } from './storage/session-sids.js';
+import { CLI_CLIENT_ID, CLIENT_IDS } from './clients.js';
+import { cliGrantOfSid, sessionUidOfSid } from './storage/session-sids.js';
 
 /** Why the provider session ends, for the audit trail's `svc.via`. */
 export type ProviderEndVia = 'svc-session' | 'upstream-backchannel';
 
 export interface ProviderEndOutcome {
-  readonly outcome: 'ended' | 'gone' | 'other-account';
-  /** The `sid` the session's `svc` client had: svc's own sessions of it end with it. */
-  readonly svcSid?: string;
+  /** `grant-revoked`: the provider session was gone, the CLI's grant of that `sid` is revoked. */
+  readonly outcome: 'ended' | 'grant-revoked' | 'gone' | 'other-account';
+  /** The `sid`s svc's own clients had in what ended: svc's own sessions of them end with it. */
+  readonly sids?: readonly string[];
 }
 
 export interface ProviderSessionEndDeps {
@@ -41,7 +44,10 @@ export interface ProviderSessionEndDeps {
 export interface ProviderSessionEnd {
   /** Ends the provider session of `uid` if it is `account`'s: what happened. */
   endByUid(uid: string, account: string, via: ProviderEndVia): Promise<ProviderEndOutcome>;
-  /** Ends the provider session whose `svc` client holds `sid` (./storage/session-sids.ts), if it is `account`'s. */
+  /**
+   * Ends the provider session whose `svc` or `svc-cli` client holds `sid`, and revokes the
+   * `svc-cli` grant of that `sid` (./storage/session-sids.ts), each only if it is `account`'s.
+   */
   endBySvcSid(sid: string, account: string): Promise<ProviderEndOutcome>;
 }
 
@@ -56,7 +62,12 @@ export function createProviderSessionEnd(deps: ProviderSessionEndDeps): Provider
   const end: ProviderSessionEnd = {
     async endBySvcSid(sid, account) {
       const uid = await sessionUidOfSid(deps.state, sid);
-      return uid === null ? { outcome: 'gone' } : end.endByUid(uid, account, 'svc-session');
+      const ended: ProviderEndOutcome = uid === null ? { outcome: 'gone' } : await end.endByUid(uid, account, 'svc-session');
+      if (ended.outcome === 'other-account') return ended;
+      // Also when the session ended: the grant it named may not be the one this sid's refresh tokens use.
+      const revoked = await revokeCliGrantOfSid(deps, sid, account);
+      if (ended.outcome === 'ended' || revoked === 'gone') return ended;
+      return revoked === 'revoked' ? { outcome: 'grant-revoked', sids: [sid] } : { outcome: 'other-account' };
     },
     async endByUid(uid, account, via) {
       const provider = deps.provider();
@@ -73,8 +84,8 @@ export function createProviderSessionEnd(deps: ProviderSessionEndDeps): Provider
       await session.destroy();
       deps.log.info({ account, via, notified }, 'identity provider: session ended from svc');
       deps.audit.record({ category: 'session', type: 'end', action: 'idp-session-ended', outcome: 'success', user: { id: account }, svc: { via, notified } });
-      const svcSid = session.sidFor(WEB_CLIENT_ID);
-      return { outcome: 'ended', ...(svcSid !== undefined ? { svcSid } : {}) };
+      const sids = CLIENT_IDS.map((clientId) => session.sidFor(clientId)).filter((sid): sid is string => sid !== undefined);
+      return { outcome: 'ended', sids };
     },
   };
   return end;
@@ -86,7 +97,7 @@ type Authorizations = readonly (readonly [string, { readonly sid?: string | unde
 async function sendLogoutTokens(provider: Provider, sub: string, authorizations: Authorizations, log: Pick<Logger, 'warn'>): Promise<string[]> {
   const notified: string[] = [];
   await Promise.all(authorizations.map(async ([clientId, { sid }]) => {
-    if (clientId === WEB_CLIENT_ID) return;
+    if (CLIENT_IDS.includes(clientId)) return;
     const client = await findClient(provider, clientId, log);
     if (client?.backchannelLogoutUri === undefined) return;
     try {
@@ -110,16 +121,42 @@ async function findClient(provider: Provider, clientId: string, log: Pick<Logger
   }
 }
 
-/** As end_session's revoke(): every token of the grant, then the grant; svc's own always. */
+/** As end_session's revoke(), the grants of svc's own clients always. */
 async function revokeGrants(provider: Provider, authorizations: Authorizations): Promise<void> {
   await Promise.all(authorizations.map(async ([clientId, { grantId, persistsLogout }]) => {
-    if (grantId === undefined || (persistsLogout === true && clientId !== WEB_CLIENT_ID)) return;
-    await Promise.all([
-      provider.AccessToken.revokeByGrantId(grantId),
-      provider.RefreshToken.revokeByGrantId(grantId),
-      provider.AuthorizationCode.revokeByGrantId(grantId),
-      provider.DeviceCode.revokeByGrantId(grantId),
-      provider.Grant.adapter.destroy(grantId),
-    ]);
+    if (grantId === undefined || (persistsLogout === true && !CLIENT_IDS.includes(clientId))) return;
+    await revokeGrant(provider, grantId);
   }));
+}
+
+/** Every token of the grant, then the grant (end_session's revoke()). */
+async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
+  await Promise.all([
+    provider.AccessToken.revokeByGrantId(grantId),
+    provider.RefreshToken.revokeByGrantId(grantId),
+    provider.AuthorizationCode.revokeByGrantId(grantId),
+    provider.DeviceCode.revokeByGrantId(grantId),
+    provider.Grant.adapter.destroy(grantId),
+  ]);
+}
+
+/**
+ * The `svc-cli` grant whose refresh tokens carry `sid`, revoked if it is `account`'s: `gone` when
+ * none is left (never issued, revoked already, or the provider session's end took it).
+ */
+async function revokeCliGrantOfSid(deps: ProviderSessionEndDeps, sid: string, account: string): Promise<'revoked' | 'gone' | 'other-account'> {
+  const grantId = await cliGrantOfSid(deps.state, sid);
+  if (grantId === null) return 'gone';
+  const provider = deps.provider();
+  const grant = await provider.Grant.find(grantId);
+  if (grant === undefined || grant.clientId !== CLI_CLIENT_ID) return 'gone';
+  if (grant.accountId !== account) {
+    deps.log.warn({ account }, 'identity provider: a session end named a command-line grant of another account; that grant stays');
+    deps.audit.record({ category: 'session', type: 'end', action: 'idp-grant-revoked', outcome: 'failure', reason: 'the grant belongs to another account', user: { id: account }, svc: { client: CLI_CLIENT_ID } });
+    return 'other-account';
+  }
+  await revokeGrant(provider, grantId);
+  deps.log.info({ account, client: CLI_CLIENT_ID }, "identity provider: the command line's grant of an ended svc session revoked");
+  deps.audit.record({ category: 'session', type: 'end', action: 'idp-grant-revoked', outcome: 'success', user: { id: account }, svc: { client: CLI_CLIENT_ID } });
+  return 'revoked';
 }

@@ -45,9 +45,9 @@ export function upstreamLogoutFor(deps: UpstreamLogoutDeps, issuer: string, audi
         : await deps.links.ofSub(source.issuer, request.sub as string);
       let ended = 0;
       for (const { uid, account } of linked) {
-        const { outcome, svcSid } = await deps.sessionEnd.endByUid(uid, account, 'upstream-backchannel');
+        const { outcome, sids = [] } = await deps.sessionEnd.endByUid(uid, account, 'upstream-backchannel');
         if (outcome !== 'other-account') await deps.links.forget(source.issuer, request, uid);
-        if (svcSid !== undefined) ended += await deps.sessions.endBySid(deps.svcIssuer, svcSid, context);
+        for (const sid of sids) ended += await deps.sessions.endBySid(deps.svcIssuer, sid, context);
       }
       return ended;
     },

@@ -58,6 +58,7 @@ export function createSessionUsage(deps: SessionUsageDeps): SessionUse {
     const first = last === undefined
       ? deps.registry.recordIfAbsent({
         id, account, kind, expiresAt, issuer: principal.issuer,
+        ...(principal.sid !== undefined ? { sid: principal.sid } : {}),
         client: clientOf(request.headers['user-agent'], via === 'cookie'),
         address: clientAddressOf(request.socket?.remoteAddress, request.headers['x-forwarded-for'], deps.trustedProxies),
       })

@@ -101,6 +101,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
       const fromToken = groupsOf(claims.payload, deps.groupClaims());
       const extra = deps.groupSource === undefined ? undefined : await deps.groupSource(claims, token);
       const displayName = readableNameOf(claims.payload);
+      const sid = claims.payload['sid'];
       const principal: Principal = {
         username: claims.sub,
         ...(displayName !== undefined ? { displayName } : {}),
@@ -108,6 +109,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
         issuer: provider.issuer,
         kind: 'sso',
         tokenId: claims.tokenId,
+        ...(typeof sid === 'string' && sid !== '' ? { sid } : {}),
         expiresAt: claims.exp,
       };
       // Kept until the token expires, or until the userinfo groups are due again.

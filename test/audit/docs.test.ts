@@ -7,7 +7,7 @@ const DOC = readFileSync(new URL('../../docs/audit.md', import.meta.url), 'utf8'
 const ACTIONS = [
   'login', 'lockout-started', 'lockout-lifted', 'token-created', 'token-deleted', 'password-changed', 'session-ended', 'rights-refused',
   'config-applied', 'config-refused', 'signing-keys-rotated', 'initial-password-read', 'client-token-issued', 'client-token-refused',
-  'backchannel-logout', 'idp-session-ended', 'second-factor-enrolled', 'second-factor-removed', 'recovery-code-used', 'recovery-codes-replaced',
+  'backchannel-logout', 'idp-session-ended', 'idp-grant-revoked', 'second-factor-enrolled', 'second-factor-removed', 'recovery-code-used', 'recovery-codes-replaced',
   'account-created', 'account-password-set', 'account-disabled', 'account-enabled', 'second-factor-reset',
   'assertion-key-rotated', 'sso-identity-refused',
 ];

@@ -3,7 +3,8 @@
  * provider itself (in process, memory state, a test double of a redirect connector): the `svc`
  * client's `sid` leads to the session (src/idp/storage/session-sids.ts); a session is ended only
  * for its own account, and once ended it logs nobody in again without the connector, nor does
- * svc's refresh token of it work.
+ * svc's refresh token of it work. The command line's client `svc-cli` gets `sid` too, and its
+ * `sid` revokes its offline grant, with the provider session or after it.
  */
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
@@ -19,14 +20,16 @@ import { createAccountStore } from '../../src/idp/storage/federated-accounts.js'
 import { createSealer } from '../../src/lib/sealed.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
-import { svcWebClient } from '../helpers/authorization.js';
-import { FormBrowser } from '../helpers/form-browser.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
+import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { testPasswordGuard } from '../helpers/password-guard.js';
 import { freePort } from '../helpers/peers.js';
 
 const log = pino({ level: 'silent' });
 const SECRET_KEY = 'session-end-test-secret-key-0123456789';
 const UPSTREAM = 'https://upstream.test.invalid';
+/** The CLI's loopback redirect (RFC 8252: any port); never visited here. */
+const CLI_REDIRECT = 'http://127.0.0.1:9/auth/callback';
 const BOB: Identity = { userId: 'u-bob', username: 'Bob', emailVerified: false, groups: ['qa'] };
 
 const upstream: BrowserConnector = {
@@ -48,6 +51,7 @@ describe('idp/session-end: a provider session ended from svc', function () {
   let url: string;
   let app: IdpApp;
   let rp: client.Configuration;
+  let cliRp: client.Configuration;
   let ender: ProviderSessionEnd;
   let audit: CollectedAudit;
   const connectors: ConnectorSource = { list: () => [{ id: 'gh', name: 'GitHub', type: 'github' }], get: () => upstream };
@@ -61,6 +65,7 @@ describe('idp/session-end: a provider session ended from svc', function () {
     server = createServer((req, res) => void app.handle(req, res, requestTarget(req) as RequestTarget));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     rp = await svcWebClient(url, SECRET_KEY);
+    cliRp = await client.discovery(new URL(`${url}/api/idp`), 'svc-cli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
     audit = collectAudit();
     ender = createProviderSessionEnd({ provider: () => app.provider(), audit, log, state });
   });
@@ -102,6 +107,27 @@ describe('idp/session-end: a provider session ended from svc', function () {
     return client.authorizationCodeGrant(rp, back, { pkceCodeVerifier: verifier, expectedState: 's1' });
   }
 
+  /** `svc login --sso` as the CLI does it, in a browser new to the provider: through the upstream. */
+  async function cliLogin(browser: FormBrowser) {
+    const { href, verifier, state } = await authorizationRequest(cliRp, CLI_REDIRECT, 'openid offline_access');
+    const to = await follow(browser, href);
+    expect(to.origin, 'the upstream is asked').to.equal(UPSTREAM);
+    const asked = await browser.go(`${url}/api/idp/callback?state=${to.searchParams.get('state') as string}&code=good`, CLI_REDIRECT);
+    if (!isPage(asked)) throw new Error(`expected the page that asks before the CLI gets its tokens, got ${asked.href}`);
+    const back = await browser.submit(asked, { decision: 'allow' }, CLI_REDIRECT);
+    if (isPage(back)) throw new Error(`expected the redirect to the CLI, got ${back.status}`);
+    return client.authorizationCodeGrant(cliRp, back, { pkceCodeVerifier: verifier, expectedState: state });
+  }
+
+  async function refreshError(config: client.Configuration, refreshToken: string): Promise<string | undefined> {
+    try {
+      await client.refreshTokenGrant(config, refreshToken);
+      return undefined;
+    } catch (err: unknown) {
+      return (err as { error?: string }).error;
+    }
+  }
+
   it('puts sid in svc\'s own ID tokens; another account\'s sid ends nothing', async function () {
     const browser = new FormBrowser();
     const tokens = await login(browser);
@@ -123,7 +149,7 @@ describe('idp/session-end: a provider session ended from svc', function () {
     expect(tokens.refresh_token).to.be.a('string');
     const before = audit.events.length;
 
-    expect(await ender.endBySvcSid(sid, sub)).to.deep.equal({ outcome: 'ended', svcSid: sid });
+    expect(await ender.endBySvcSid(sid, sub)).to.deep.equal({ outcome: 'ended', sids: [sid] });
     expect(audit.events.slice(before).map((e) => [e.action, e.outcome, e.user?.id, e.svc?.['via']])).to.deep.equal([['idp-session-ended', 'success', sub, 'svc-session']]);
 
     expect((await authorize(browser)).to.origin, 'the upstream is asked again').to.equal(UPSTREAM);
@@ -134,6 +160,50 @@ describe('idp/session-end: a provider session ended from svc', function () {
       refused = err;
     }
     expect((refused as { error?: string } | undefined)?.error).to.equal('invalid_grant');
+    expect(await ender.endBySvcSid(sid, sub), 'once').to.deep.equal({ outcome: 'gone' });
+  });
+
+  it('puts sid in the CLI\'s ID tokens, refreshed ones too; its sid ends the provider session and the CLI\'s grant', async function () {
+    const browser = new FormBrowser();
+    const tokens = await cliLogin(browser);
+    const sid = tokens.claims()?.['sid'] as string;
+    const sub = tokens.claims()?.sub as string;
+    expect(sid).to.be.a('string').and.not.equal('');
+    const refreshed = await client.refreshTokenGrant(cliRp, tokens.refresh_token as string);
+    expect(refreshed.claims()?.['sid'], 'the refreshed ID token keeps it').to.equal(sid);
+
+    expect(await ender.endBySvcSid(sid, 'someone-else')).to.deep.equal({ outcome: 'other-account' });
+    expect(await refreshError(cliRp, refreshed.refresh_token as string), 'another account\'s sid revokes nothing').to.equal(undefined);
+
+    const before = audit.events.length;
+    const ended = await ender.endBySvcSid(sid, sub);
+    expect(ended).to.deep.equal({ outcome: 'ended', sids: [sid] });
+    expect(audit.events.slice(before).map((e) => [e.action, e.outcome])).to.deep.equal([['idp-session-ended', 'success']]);
+    const latest = (await client.refreshTokenGrant(cliRp, refreshed.refresh_token as string).catch(() => undefined));
+    expect(latest, 'the CLI\'s offline grant went with the session').to.equal(undefined);
+    expect((await authorize(browser)).to.origin, 'the upstream is asked again').to.equal(UPSTREAM);
+  });
+
+  it('revokes the CLI\'s grant by its sid when the provider session is gone already (a logout there keeps offline grants)', async function () {
+    const browser = new FormBrowser();
+    const tokens = await cliLogin(browser);
+    const sid = tokens.claims()?.['sid'] as string;
+    const sub = tokens.claims()?.sub as string;
+    // The user logs out at the provider: oidc-provider keeps the CLI's offline_access grant.
+    const endSession = await browser.go(`${url}/api/idp/session/end?client_id=svc-cli`, 'about:');
+    if (!isPage(endSession)) throw new Error('expected the logout page');
+    await browser.submit(endSession, { logout: 'yes' }, 'about:');
+    expect((await authorize(browser)).to.origin, 'logged out at the provider').to.equal(UPSTREAM);
+    const kept = await client.refreshTokenGrant(cliRp, tokens.refresh_token as string);
+
+    const other = await ender.endBySvcSid(sid, 'someone-else');
+    expect(other).to.deep.equal({ outcome: 'other-account' });
+    expect(audit.of('idp-grant-revoked').slice(-1).map((e) => [e.outcome, e.reason])).to.deep.equal([['failure', 'the grant belongs to another account']]);
+
+    const before = audit.events.length;
+    expect(await ender.endBySvcSid(sid, sub)).to.deep.equal({ outcome: 'grant-revoked', sids: [sid] });
+    expect(audit.events.slice(before).map((e) => [e.action, e.outcome, e.user?.id, e.svc?.['client']])).to.deep.equal([['idp-grant-revoked', 'success', sub, 'svc-cli']]);
+    expect(await refreshError(cliRp, kept.refresh_token as string)).to.equal('invalid_grant');
     expect(await ender.endBySvcSid(sid, sub), 'once').to.deep.equal({ outcome: 'gone' });
   });
 });

@@ -49,7 +49,7 @@ describe('back-channel logout from an upstream oidc connector', function () {
     const sessionEnd = {
       async endByUid(uid: string, account: string, via: string): Promise<ProviderEndOutcome> {
         providerEnds.push([uid, account, via]);
-        return { outcome: 'ended', svcSid: `svc-sid-of-${uid}` };
+        return { outcome: 'ended', sids: [`svc-sid-of-${uid}`] };
       },
     };
     const sessions = {

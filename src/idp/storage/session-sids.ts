@@ -1,44 +1,71 @@
 /**
- * Which provider session svc's own `svc` client's `sid` belongs to. svc's SSO session records
- * the `sid` of the ID token it logged in with (src/oidc/callback.ts); to end the provider session
- * behind it (../session-end.ts) that `sid` must lead back to the session, which oidc-provider
- * finds only by its cookie id or its `uid`. So every save of a Session that holds an
- * authorization of the `svc` client writes `idp:sid-session:<sha256 of the sid>` -> the
- * session's `uid`, with the session's TTL, before the session itself: a `sid` svc can hold
- * always leads to its session. The `uid` grants nothing by itself (the session cookie holds
- * the session's id, never its uid); the `sid` is digested so that it cannot shape the key.
+ * Which provider session, and which grant of the command line, a `sid` of svc's own clients
+ * belongs to. svc's SSO sessions record the `sid` of the ID token they logged in with
+ * (src/oidc/callback.ts for `svc`, the first use of a CLI's token for `svc-cli`); to end what is
+ * behind one (../session-end.ts) that `sid` must lead back to it:
+ * - every save of a Session that holds an authorization of `svc` or `svc-cli` writes
+ *   `idp:sid-session:<sha256 of the sid>` -> the session's `uid`, with the session's TTL,
+ *   before the session itself: oidc-provider finds a session only by its cookie id or `uid`;
+ * - every save of a `svc-cli` RefreshToken writes `idp:sid-grant:<sha256 of the sid>` -> its
+ *   grant id, with the refresh token's TTL: the CLI's offline grant outlives the session (24 h
+ *   against months), and a logout at the provider keeps it, so the session cannot lead to it.
+ * Neither value grants anything by itself (the session cookie holds the session's id, never its
+ * uid; a grant id is no token); the `sid` is digested so that it cannot shape the key.
  *
- * A stale entry (the session destroyed, or another session of the same uid) is harmless: the
- * look-up ends at findByUid, and the caller checks the account.
+ * A stale entry (the session destroyed, the grant revoked, another session of the same uid) is
+ * harmless: the look-up ends at findByUid or Grant.find, and the caller checks the account.
  */
 import { createHash } from 'node:crypto';
 import type { AdapterConstructor, AdapterPayload } from 'oidc-provider';
-import { WEB_CLIENT_ID } from '../clients.js';
+import { CLI_CLIENT_ID, CLIENT_IDS } from '../clients.js';
 import type { StateBackend } from '../../state/state.js';
 import { ttlMsFor } from './adapter-payload.js';
 
-const sidSessionKey = (sid: string): string => `idp:sid-session:${createHash('sha256').update(sid).digest('base64url')}`;
+const digest = (sid: string): string => createHash('sha256').update(sid).digest('base64url');
+const sidSessionKey = (sid: string): string => `idp:sid-session:${digest(sid)}`;
+const sidGrantKey = (sid: string): string => `idp:sid-grant:${digest(sid)}`;
 
-/** The `uid` of the provider session whose `svc` client holds `sid`; null when none is known. */
+/** The `uid` of the provider session whose `svc` or `svc-cli` client holds `sid`; null when none is known. */
 export function sessionUidOfSid(state: Pick<StateBackend, 'get'>, sid: string): Promise<string | null> {
   return state.get(sidSessionKey(sid));
 }
 
-/** `Base` with each Session save indexing the `svc` client's `sid` first. */
+/** The grant of the `svc-cli` refresh tokens issued with `sid`; null when none is known. */
+export function cliGrantOfSid(state: Pick<StateBackend, 'get'>, sid: string): Promise<string | null> {
+  return state.get(sidGrantKey(sid));
+}
+
+const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value !== '';
+
+/** The index entries a save of `payload` in `model` writes first: key -> value. */
+function entriesOf(model: string, payload: AdapterPayload): [string, string][] {
+  if (model === 'Session' && nonEmpty(payload.uid)) {
+    const uid = payload.uid;
+    return CLIENT_IDS.map((clientId) => payload.authorizations?.[clientId]?.sid)
+      .filter(nonEmpty)
+      .map((sid) => [sidSessionKey(sid), uid]);
+  }
+  if (model === 'RefreshToken' && payload.clientId === CLI_CLIENT_ID && nonEmpty(payload.sid) && nonEmpty(payload.grantId)) {
+    return [[sidGrantKey(payload.sid), payload.grantId]];
+  }
+  return [];
+}
+
+/** `Base` with each Session and `svc-cli` RefreshToken save indexing its `sid` first. */
 export function withSessionSidIndex(Base: AdapterConstructor, state: Pick<StateBackend, 'set'>): AdapterConstructor {
   return class SessionSidIndexAdapter extends Base {
-    readonly #sessions: boolean;
+    readonly #model: string;
 
     constructor(name: string) {
       super(name);
-      this.#sessions = name === 'Session';
+      this.#model = name;
     }
 
     override async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
-      const sid = this.#sessions ? payload.authorizations?.[WEB_CLIENT_ID]?.sid : undefined;
-      if (typeof sid === 'string' && sid !== '' && typeof payload.uid === 'string') {
+      const entries = entriesOf(this.#model, payload);
+      if (entries.length > 0) {
         const ttlMs = ttlMsFor(expiresIn);
-        await state.set(sidSessionKey(sid), payload.uid, ttlMs === undefined ? {} : { ttlMs });
+        for (const [key, value] of entries) await state.set(key, value, ttlMs === undefined ? {} : { ttlMs });
       }
       return super.upsert(id, payload, expiresIn);
     }
