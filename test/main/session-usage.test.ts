@@ -51,4 +51,13 @@ describe('session usage', function () {
     await settle();
     expect(recorded.map((r) => [r.id, r.kind, r.client])).to.deep.equal([['s1', 'sso', 'browser'], ['w1', 'workload', 'api']]);
   });
+
+  it('records an SSO token\'s provider sid with its session (ending it then reaches the provider\'s grant)', async function () {
+    const { use, recorded } = setUp();
+    use(principal({ kind: 'sso', tokenId: 's1', issuer: 'https://idp', sid: 'sid-1' }), { headers: { 'user-agent': 'svc/1.0.0' } }, 'bearer');
+    use(principal({ kind: 'sso', tokenId: 's2', issuer: 'https://idp' }), { headers: { 'user-agent': 'svc/1.0.0' } }, 'bearer');
+    await settle();
+    expect(recorded.map((r) => [r.id, r.client, r.sid])).to.deep.equal([['s1', 'cli', 'sid-1'], ['s2', 'cli', undefined]]);
+    expect(recorded[1]).to.not.have.property('sid');
+  });
 });

@@ -77,6 +77,14 @@ describe('SSO token verifier', () => {
     return createSsoVerifier({ client: fakeClient(p, k, fetches), groupClaims: () => ['groups'], jwksCooldownMs: cooldownMs, now: Date.now });
   }
 
+  it('carries the token\'s provider session id (sid) when it has one, a non-empty string only', async () => {
+    const v = verifier();
+    expect((await v.verify(await k.sign(claims({ sid: 'sid-1' })))).sid).to.equal('sid-1');
+    expect(await v.verify(await k.sign(claims({ sid: '' })))).to.not.have.property('sid');
+    expect(await v.verify(await k.sign(claims({ sid: 7 })))).to.not.have.property('sid');
+    expect(await v.verify(await k.sign(claims()))).to.not.have.property('sid');
+  });
+
   describe('audience', () => {
     const rule = { audiences: ['svc', 'svc-cli'], skipAudienceCheckWhenTokenHasNoAudience: false };
     const cases: [string, unknown, boolean, boolean][] = [
