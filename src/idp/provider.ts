@@ -26,8 +26,8 @@ import { linkUpstreamSession } from './upstream-link.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import { PROVIDER_COOKIE_NAMES } from './cookie-names.js';
 import { claimsOf, CLAIMS_BY_SCOPE, SCOPES } from './claims.js';
-import { includeSidForCli } from './cli-sid.js';
-import { CLIENT_IDS, ownClients } from './clients.js';
+import { includeSidForCli, isSidlessCliRefresh } from './cli-sid.js';
+import { CLI_CLIENT_ID, CLIENT_IDS, ownClients } from './clients.js';
 import type { ConnectorSource } from './connectors/connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import { withStaticClients, type StaticClientSource } from './static-clients.js';
@@ -194,6 +194,10 @@ function deviceErrorOf(err: Error): 'wrong_code' | 'aborted' | 'failed' {
 
 function findAccount(deps: ProviderDeps): FindAccount {
   return async (_ctx, sub, token) => {
+    if (isSidlessCliRefresh(token)) {
+      deps.log.info({ client: CLI_CLIENT_ID }, 'identity provider: a command-line refresh token without sid (from before svc-cli carried one) refused; the user logs in again with svc login --sso');
+      return undefined;   // invalid_grant: svc could not end what it would mint (./cli-sid.ts)
+    }
     const account = await deps.accounts.find(sub);
     if (account === undefined) return undefined;
     let identity = account.identity;

@@ -206,4 +206,21 @@ describe('idp/session-end: a provider session ended from svc', function () {
     expect(await refreshError(cliRp, kept.refresh_token as string)).to.equal('invalid_grant');
     expect(await ender.endBySvcSid(sid, sub), 'once').to.deep.equal({ outcome: 'gone' });
   });
+
+  it('refuses a CLI refresh token without sid (from before svc-cli carried one): nothing could end what it mints', async function () {
+    const tokens = await cliLogin(new FormBrowser());
+    const provider = app.provider();
+    const current = await provider.RefreshToken.find(tokens.refresh_token as string);
+    if (current === undefined) throw new Error('no refresh token');
+    expect(current.sid).to.be.a('string');
+    const cli = await provider.Client.find('svc-cli');
+    if (cli === undefined) throw new Error('no svc-cli client');
+    const legacy = new provider.RefreshToken({
+      accountId: current.accountId, client: cli, grantId: current.grantId as string,
+      scope: current.scope as string, authTime: current.authTime as number, gty: current.gty as string, iiat: current.iiat as number,
+    });
+    const legacyValue = await legacy.save();
+    expect(await refreshError(cliRp, legacyValue)).to.equal('invalid_grant');
+    expect(await refreshError(cliRp, tokens.refresh_token as string), 'one with sid refreshes').to.equal(undefined);
+  });
 });
