@@ -21,7 +21,7 @@ import type { AuditTrail } from '../audit/trail.js';
 import { describeFailure } from '../lib/tls-fetch.js';
 import type { StateBackend } from '../state/state.js';
 import { CLI_CLIENT_ID, CLIENT_IDS } from './clients.js';
-import { cliGrantOfSid, sessionUidOfSid } from './storage/session-sids.js';
+import { cliGrantsOfSid, forgetCliGrants, sessionUidOfSid } from './storage/session-sids.js';
 
 /** Why the provider session ends, for the audit trail's `svc.via`. */
 export type ProviderEndVia = 'svc-session' | 'upstream-backchannel';
@@ -38,7 +38,7 @@ export interface ProviderSessionEndDeps {
   readonly provider: () => Provider;
   readonly audit: AuditTrail;
   readonly log: Pick<Logger, 'info' | 'warn'>;
-  readonly state: Pick<StateBackend, 'get'>;
+  readonly state: Pick<StateBackend, 'get' | 'hashGetAll' | 'hashDelete'>;
 }
 
 export interface ProviderSessionEnd {
@@ -46,7 +46,7 @@ export interface ProviderSessionEnd {
   endByUid(uid: string, account: string, via: ProviderEndVia): Promise<ProviderEndOutcome>;
   /**
    * Ends the provider session whose `svc` or `svc-cli` client holds `sid`, and revokes the
-   * `svc-cli` grant of that `sid` (./storage/session-sids.ts), each only if it is `account`'s.
+   * `svc-cli` grants of that `sid` (./storage/session-sids.ts), each only if it is `account`'s.
    */
   endBySvcSid(sid: string, account: string): Promise<ProviderEndOutcome>;
 }
@@ -64,8 +64,8 @@ export function createProviderSessionEnd(deps: ProviderSessionEndDeps): Provider
       const uid = await sessionUidOfSid(deps.state, sid);
       const ended: ProviderEndOutcome = uid === null ? { outcome: 'gone' } : await end.endByUid(uid, account, 'svc-session');
       if (ended.outcome === 'other-account') return ended;
-      // Also when the session ended: the grant it named may not be the one this sid's refresh tokens use.
-      const revoked = await revokeCliGrantOfSid(deps, sid, account);
+      // Also when the session ended: it names only the latest CLI login's grant, each login has its own.
+      const revoked = await revokeCliGrantsOfSid(deps, sid, account);
       if (ended.outcome === 'ended' || revoked === 'gone') return ended;
       return revoked === 'revoked' ? { outcome: 'grant-revoked', sids: [sid] } : { outcome: 'other-account' };
     },
@@ -141,22 +141,22 @@ async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
 }
 
 /**
- * The `svc-cli` grant whose refresh tokens carry `sid`, revoked if it is `account`'s: `gone` when
- * none is left (never issued, revoked already, or the provider session's end took it).
+ * The `svc-cli` grants whose refresh tokens carry `sid`, revoked if they are `account`'s: `gone`
+ * when none is left (never issued, revoked already, or the provider session's end took them).
  */
-async function revokeCliGrantOfSid(deps: ProviderSessionEndDeps, sid: string, account: string): Promise<'revoked' | 'gone' | 'other-account'> {
-  const grantId = await cliGrantOfSid(deps.state, sid);
-  if (grantId === null) return 'gone';
+async function revokeCliGrantsOfSid(deps: ProviderSessionEndDeps, sid: string, account: string): Promise<'revoked' | 'gone' | 'other-account'> {
   const provider = deps.provider();
-  const grant = await provider.Grant.find(grantId);
-  if (grant === undefined || grant.clientId !== CLI_CLIENT_ID) return 'gone';
-  if (grant.accountId !== account) {
-    deps.log.warn({ account }, 'identity provider: a session end named a command-line grant of another account; that grant stays');
+  const found = await Promise.all((await cliGrantsOfSid(deps.state, sid)).map(async (id) => ({ id, grant: await provider.Grant.find(id) })));
+  const live = found.filter(({ grant }) => grant?.clientId === CLI_CLIENT_ID);
+  if (live.some(({ grant }) => grant?.accountId !== account)) {
+    deps.log.warn({ account }, 'identity provider: a session end named a command-line grant of another account; those grants stay');
     deps.audit.record({ category: 'session', type: 'end', action: 'idp-grant-revoked', outcome: 'failure', reason: 'the grant belongs to another account', user: { id: account }, svc: { client: CLI_CLIENT_ID } });
     return 'other-account';
   }
-  await revokeGrant(provider, grantId);
-  deps.log.info({ account, client: CLI_CLIENT_ID }, "identity provider: the command line's grant of an ended svc session revoked");
-  deps.audit.record({ category: 'session', type: 'end', action: 'idp-grant-revoked', outcome: 'success', user: { id: account }, svc: { client: CLI_CLIENT_ID } });
+  await Promise.all(live.map(({ id }) => revokeGrant(provider, id)));
+  await forgetCliGrants(deps.state, sid, found.map(({ id }) => id));
+  if (live.length === 0) return 'gone';
+  deps.log.info({ account, client: CLI_CLIENT_ID, grants: live.length }, "identity provider: the command line's grants of an ended svc session revoked");
+  deps.audit.record({ category: 'session', type: 'end', action: 'idp-grant-revoked', outcome: 'success', user: { id: account }, svc: { client: CLI_CLIENT_ID, grants: live.length } });
   return 'revoked';
 }

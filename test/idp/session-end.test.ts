@@ -184,6 +184,26 @@ describe('idp/session-end: a provider session ended from svc', function () {
     expect((await authorize(browser)).to.origin, 'the upstream is asked again').to.equal(UPSTREAM);
   });
 
+  it('revokes every CLI login\'s grant of one provider session: each login has a grant of its own under the same sid', async function () {
+    const browser = new FormBrowser();
+    const first = await cliLogin(browser);
+    // The second login finds the provider session: only the page that asks before the CLI gets its tokens.
+    const { href, verifier, state } = await authorizationRequest(cliRp, CLI_REDIRECT, 'openid offline_access');
+    const asked = await browser.go(href, CLI_REDIRECT);
+    if (!isPage(asked)) throw new Error(`expected the page that asks, got ${asked.href}`);
+    const back = await browser.submit(asked, { decision: 'allow' }, CLI_REDIRECT);
+    if (isPage(back)) throw new Error(`expected the redirect to the CLI, got ${back.status}`);
+    const second = await client.authorizationCodeGrant(cliRp, back, { pkceCodeVerifier: verifier, expectedState: state });
+    const sid = first.claims()?.['sid'] as string;
+    expect(second.claims()?.['sid'], 'one sid per client and provider session').to.equal(sid);
+
+    const before = audit.events.length;
+    expect(await ender.endBySvcSid(sid, first.claims()?.sub as string)).to.deep.equal({ outcome: 'ended', sids: [sid] });
+    expect(audit.events.slice(before).map((e) => [e.action, e.outcome, e.svc?.['grants']])).to.deep.equal([['idp-session-ended', 'success', undefined], ['idp-grant-revoked', 'success', 1]]);
+    expect(await refreshError(cliRp, first.refresh_token as string), 'the first login\'s grant').to.equal('invalid_grant');
+    expect(await refreshError(cliRp, second.refresh_token as string), 'the second login\'s grant').to.equal('invalid_grant');
+  });
+
   it('revokes the CLI\'s grant by its sid when the provider session is gone already (a logout there keeps offline grants)', async function () {
     const browser = new FormBrowser();
     const tokens = await cliLogin(browser);
