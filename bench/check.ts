@@ -44,7 +44,7 @@ function run(command: string, args: readonly string[], env: Record<string, strin
 const published = parsePublished(JSON.parse(await readFile(join(ROOT, 'bench', 'published.json'), 'utf8')));
 const dir = await mkdtemp(join(tmpdir(), 'bench-check-'));
 try {
-  const rounds: { ssoLogins?: number | undefined; refreshGrants?: number | undefined; proxy?: number | undefined }[] = [];
+  const rounds: Partial<Record<'ssoLogins' | 'refreshGrants' | 'proxy' | 'identityAssertion' | 'rateLimit', number | undefined>>[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const summaryFile = join(dir, `sso-${round}.json`);
     console.error(`bench:check round ${round}/${ROUNDS}: SSO bench, ${opts.duration} s per phase`);
@@ -52,9 +52,16 @@ try {
     const sso = JSON.parse(await readFile(summaryFile, 'utf8').catch(() => '{}')) as Partial<SsoSummary>;
     console.error(`bench:check round ${round}/${ROUNDS}: proxy bench, ${opts['proxy-duration']} per target`);
     const proxyOut = await run('bash', ['bench/proxy.sh', opts['proxy-duration'], '64'], { PACED_DELAY_MS: '0' });
-    const proxyRatio = /svc\/node floor ([0-9.]+)/.exec(proxyOut)?.[1];
+    const ratioOf = (pattern: RegExp): number | undefined => {
+      const found = pattern.exec(proxyOut)?.[1];
+      return found === undefined ? undefined : Number(found);
+    };
     console.log(`--- round ${round}\n${ssoOut.trim()}\n${proxyOut.trim()}`);
-    rounds.push({ ssoLogins: sso.loginsRatio, refreshGrants: sso.refreshRatio, proxy: proxyRatio === undefined ? undefined : Number(proxyRatio) });
+    rounds.push({
+      ssoLogins: sso.loginsRatio, refreshGrants: sso.refreshRatio, proxy: ratioOf(/svc\/node floor ([0-9.]+)/),
+      // Each against plain svc, measured in alternation with it (bench/proxy.sh, paired()).
+      identityAssertion: ratioOf(/identity assertion on\/off ([0-9.]+)/), rateLimit: ratioOf(/rate limit far above the load: ([0-9.]+) x svc/),
+    });
   }
 
   console.log(`\nbench:check ${new Date().toISOString()}, ${ROUNDS} round(s), median ratio of the rounds, load average ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);

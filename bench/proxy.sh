@@ -2,16 +2,18 @@
 # Extension proxy throughput, in one run: a trivial backend, nginx with a plain proxy_pass
 # (scripts/peers/start-nginx.sh) and svc (svc-server --workers N --redis, an extension with a
 # bearer token of a non-admin account and a real rights rule). wrk -c64 for DURATION against
-# each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct. svc-assert is
-# svc again, to an extension with backend.identityAssertion (a signed Svc-Identity-Assertion on
-# every request, reused per caller for part of its life): its ratio to svc is the cost of signing.
-# Targets (issue 4): svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
+# each; prints req/s and p99 per target and the ratios svc/nginx and svc/direct. Two variants of
+# svc are each measured in alternation with plain svc (PAIRS pairs, the median ratio printed):
+# svc-assert, an extension with backend.identityAssertion (a signed Svc-Identity-Assertion on
+# every request, reused per caller for part of its life), and svc-ratelimit, an extension whose
+# backend.rateLimit is far above the load; each ratio is that feature's cost.
+# Targets: svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
 # Then the same targets paced (bench/paced.lua: each connection waits a random PACED_DELAY_MS
 # on average between requests, about 10k req/s in all): the p50 and p99 a proxy adds when it is
 # not saturated, where a saturated run's p99 mostly measures its queue (see docs/benchmarks.md).
 # Usage: bench/proxy.sh [duration=10s] [connections=64]
-# Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), PACED_DELAY_MS (default 6; 0 skips
-#      the paced runs), KOA_PROXIES=1 also measures a
+# Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), PAIRS (default 3), PACED_DELAY_MS
+#      (default 6; 0 skips the paced runs), KOA_PROXIES=1 also measures a
 #      Koa + koa-proxies 0.12.4 gateway (devDependency; used once for docs/benchmarks.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -112,7 +114,6 @@ RESULTS+=("$(run direct "http://127.0.0.1:$BACKEND_PORT/")")
 RESULTS+=("$(run nginx "http://127.0.0.1:$NGINX_PORT/")")
 RESULTS+=("$(run svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")")
 RESULTS+=("$(run node-floor "http://127.0.0.1:$FLOOR_PORT/")")
-RESULTS+=("$(run svc-assert "$SIGNED_URL" -H "Authorization: Bearer $TOKEN")")
 [ -n "$EXTRA_PID" ] && RESULTS+=("$(run koa-proxies "http://127.0.0.1:$KOA_PORT/ext/")")
 [ "${SVC_HEALTHZ:-0}" = 1 ] && RESULTS+=("$(run svc-healthz "http://127.0.0.1:$SVC_PORT/healthz")")
 printf '%-12s %12s %10s\n' target 'req/s' 'p99 ms'
@@ -121,15 +122,29 @@ read -r _ DQ DP <<<"${RESULTS[0]}"; read -r _ NQ NP <<<"${RESULTS[1]}"; read -r 
 awk -v d="$DQ" -v n="$NQ" -v s="$SQ" -v f="$FQ" -v dp="$DP" -v sp="$SP" -v fp="$FP" 'BEGIN {
   printf "svc/nginx  %.2f  (target >= 0.60)\nsvc/direct %.2f\nadded p99  %.2f ms (target <= 2 ms)\n", s/n, s/d, sp-dp
   printf "node floor/nginx %.2f, svc/node floor %.2f, node floor added p99 %.2f ms\n", f/n, s/f, fp-dp }'
-read -r _ AQ AP <<<"${RESULTS[4]}"
-awk -v s="$SQ" -v a="$AQ" -v sp="$SP" -v ap="$AP" 'BEGIN {
-  printf "identity assertion on/off %.2f (target >= 0.90), p99 on %.2f ms, off %.2f ms\n", a/s, ap, sp }'
+# paired <label> <url>: the variant against plain svc in alternation (svc, variant, svc, variant,
+# ... PAIRS pairs, default 3), each pair measured back to back; prints each pair's ratio and their
+# median. A variant measured minutes after plain svc moves with the host's load more than with
+# its own cost; a pair shares its minute.
+paired() {
+  local label=$1 url=$2 ratios=() base variant bq bp vq vp
+  for _ in $(seq 1 "${PAIRS:-3}"); do
+    base=$(run svc "$SVC_URL" -H "Authorization: Bearer $TOKEN")
+    variant=$(run "$label" "$url" -H "Authorization: Bearer $TOKEN")
+    read -r _ bq bp <<<"$base"; read -r _ vq vp <<<"$variant"
+    ratios+=("$(awk -v v="$vq" -v b="$bq" 'BEGIN { printf "%.2f", v/b }')")
+    printf '  pair: svc %.0f req/s, p99 %.2f ms; %s %.0f req/s, p99 %.2f ms\n' "$bq" "$bp" "$label" "$vq" "$vp" >&2
+  done
+  echo "$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') ${ratios[*]}"
+}
+
+# Identity assertion (see the top): signing on every request, reused per caller.
+read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-assert "$SIGNED_URL")"
+echo "identity assertion on/off $MEDIAN (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
 
 # Rate-limit variant (see above): the cost of backend.rateLimit beside plain svc.
-LIMITED=$(run svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/" -H "Authorization: Bearer $TOKEN")
-read -r _ LQ LP <<<"$LIMITED"
-awk -v l="$LQ" -v lp="$LP" -v s="$SQ" -v sp="$SP" 'BEGIN {
-  printf "svc with a rate limit far above the load: %.0f req/s, p99 %.2f ms; %.2f x svc (target >= 0.90), p99 %+.2f ms\n", l, lp, l/s, lp-sp }'
+read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/")"
+echo "svc with a rate limit far above the load: $MEDIAN x svc (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
 
 # Audit variant (see above): the same flood of refused requests against two single-process svc of
 # the same build, one without an audit sink and one writing its events to a file; the ratio is
