@@ -190,7 +190,10 @@ async function main(): Promise<number> {
       const span = samples.at(-1)!.at - samples[0]!.at;
       if (span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: RSS does not grow (slope ≤ ${MAX_SLOPE_MB_PER_HOUR} MB/h)`, held: slope <= MAX_SLOPE_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min` });
     }
-    const errors = rig.svc.flatMap((s) => [...s.errors].map(([msg, n]) => `${s.name}: ${msg} (${n})`));
+    const errors = rig.svc.flatMap((s) => [...s.errors].map(([msg, n]) => {
+      const samples = (s.errorSamples.get(msg) ?? []).map((x) => `  - at ${Math.round((x.at - started) / 1000)} s: ${x.line}`);
+      return [`${s.name}: ${msg} (${n})`, ...samples].join('\n');
+    }));
     process.stdout.write(`# svc soak: ${values.duration}, ${new Date(started).toISOString()}, ${rig.tmpfs ? 'config dir on a tmpfs' : 'no tmpfs: disk-full skipped'}\n\n`);
     process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);

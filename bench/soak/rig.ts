@@ -34,11 +34,16 @@ export const SSO_USER = { username: 'erin', password: 'erin123' } as const;
 /** The tmpfs size: the config files are a few kB; the API tokens written over an hour stay well under. */
 const TMPFS_SIZE = '8m';
 
+/** Whole lines kept per error message. */
+const ERROR_SAMPLES = 3;
+
 /** One `svc-server` process on a fixed port, restartable on it (the balancer knows the port). */
 export class SvcProcess {
   child: ChildProcessWithoutNullStreams | undefined;
   /** Errors it logged (level error and worse), by message, over every life of the process. */
   readonly errors = new Map<string, number>();
+  /** The first lines of each error message, whole (time, error, stack), so that a failure can be told apart from another. */
+  readonly errorSamples = new Map<string, { readonly at: number; readonly line: string }[]>();
   tail = '';
 
   constructor(readonly name: string, readonly port: number, private readonly configDir: string, private readonly env: NodeJS.ProcessEnv) {}
@@ -63,8 +68,13 @@ export class SvcProcess {
       for (const line of lines) {
         if (!line.startsWith('{')) continue;
         try {
-          const entry = JSON.parse(line) as { level?: number; msg?: string };
-          if ((entry.level ?? 0) >= 50) this.errors.set(entry.msg ?? '', (this.errors.get(entry.msg ?? '') ?? 0) + 1);
+          const entry = JSON.parse(line) as { level?: number; msg?: string; time?: number | string };
+          if ((entry.level ?? 0) < 50) continue;
+          const msg = entry.msg ?? '';
+          this.errors.set(msg, (this.errors.get(msg) ?? 0) + 1);
+          const samples = this.errorSamples.get(msg) ?? [];
+          if (samples.length < ERROR_SAMPLES) samples.push({ at: typeof entry.time === 'number' ? entry.time : typeof entry.time === 'string' ? Date.parse(entry.time) : Date.now(), line: line.slice(0, 2_000) });
+          this.errorSamples.set(msg, samples);
         } catch {
           // not a log line
         }
