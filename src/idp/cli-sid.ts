@@ -14,7 +14,6 @@
 import type Provider from 'oidc-provider';
 import { CLI_CLIENT_ID } from './clients.js';
 
-/** client.includeSid is oidc-provider's (lib/models/client.js) but not in its published types. */
 /** What findAccount is given of the token it is asked for (oidc-provider's model instance). */
 export interface AccountToken {
   readonly kind?: string;
@@ -27,6 +26,7 @@ export function isSidlessCliRefresh(token: AccountToken | undefined): boolean {
   return token?.kind === 'RefreshToken' && token.clientId === CLI_CLIENT_ID && (typeof token.sid !== 'string' || token.sid === '');
 }
 
+/** client.includeSid is oidc-provider's (lib/models/client.js) but not in its published types. */
 interface SidDecision {
   readonly clientId: string;
   includeSid(): boolean;
