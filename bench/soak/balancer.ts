@@ -3,9 +3,11 @@
  * request and WebSocket upgrade goes to the next process in turn; a process that refuses the
  * connection (killed, restarting) is skipped and the request sent to the other, as a balancer
  * with health checks would. Only a refused connection is retried: a request that reached a
- * process that then died is not (it may have done its work), and fails as a client would see it.
+ * process that then died is not (it may have done its work), and fails as a client would see it;
+ * nor is anything else, but for a request on a reused connection that the process closed as the
+ * request was sent (reset before any answer), which goes again, as Node's documentation advises.
  */
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -21,6 +23,18 @@ function refused(err: NodeJS.ErrnoException): boolean {
   return err.code === 'ECONNREFUSED';
 }
 
+/**
+ * Idle connections to a process are closed after 2 s, before svc closes them (5 s): a balancer's
+ * upstream keep-alive is set shorter than the server's, or a request sent on a connection the
+ * server is closing at that moment is reset.
+ */
+const agent = new Agent({ keepAlive: true, timeout: 2_000 });
+
+/** A reused connection reset before any answer: the server closed it as the request left (Node's documented keep-alive race). */
+function closedUnderfoot(err: NodeJS.ErrnoException, reused: boolean): boolean {
+  return reused && err.code === 'ECONNRESET';
+}
+
 export async function startBalancer(port: number, upstreams: () => readonly string[]): Promise<Balancer> {
   let turn = 0;
   const order = (): string[] => {
@@ -33,12 +47,17 @@ export async function startBalancer(port: number, upstreams: () => readonly stri
     const to = targets.shift();
     if (to === undefined) return void res.writeHead(502).end();
     const { hostname, port: upstreamPort } = new URL(to);
-    const out = request({ host: hostname, port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (up) => {
+    const out = request({ host: hostname, port: upstreamPort, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
       up.on('error', () => res.destroy());
     });
-    out.on('error', (err: NodeJS.ErrnoException) => (refused(err) && !res.headersSent ? forward(req, res, body, targets) : res.destroy()));
+    out.on('error', (err: NodeJS.ErrnoException) => {
+      if (res.headersSent) return void res.destroy();
+      if (refused(err)) return forward(req, res, body, targets);
+      if (closedUnderfoot(err, out.reusedSocket)) return forward(req, res, body, [to, ...targets]);
+      res.destroy();
+    });
     out.end(body);
   }
 
@@ -75,6 +94,7 @@ export async function startBalancer(port: number, upstreams: () => readonly stri
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
+        agent.destroy();
         server.close(() => resolve());
       }),
   };
