@@ -11,28 +11,24 @@ describe('startServer', function () {
   cleanUpTempDirs();
   this.timeout(20_000);
 
-  it('warns once about a bad login limit, however many features read the limits', async function () {
+  /** The log lines of a server started with `env` that hold `warning`. */
+  async function warningsOf(env: Record<string, string>, warning: string): Promise<string[]> {
     const dir = accountsConfigDir();
-    const server = await startTestServer(dir, { env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: 'five' } });
+    const server = await startTestServer(dir, { env });
     try {
-      const warnings = server.logs().split('\n').filter((line) => line.includes("SVC_SESSION_FAILURE_MAX_FAIL_COUNT='five' is not an integer >= 1; using 5"));
-      expect(warnings).to.have.length(1);
+      return server.logs().split('\n').filter((line) => line.includes(warning));
     } finally {
       await server.close();
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  it('warns once about a bad login limit, however many features read the limits', async function () {
+    expect(await warningsOf({ SVC_SESSION_FAILURE_MAX_FAIL_COUNT: 'five' }, "SVC_SESSION_FAILURE_MAX_FAIL_COUNT='five' is not an integer >= 1; using 5")).to.have.length(1);
   });
 
   it('warns once about a bad API token cap, though local accounts\' and SSO users\' tokens both use it', async function () {
-    const dir = accountsConfigDir();
-    const server = await startTestServer(dir, { env: { SVC_MAX_API_TOKENS_PER_ACCOUNT: 'many' } });
-    try {
-      const warnings = server.logs().split('\n').filter((line) => line.includes("SVC_MAX_API_TOKENS_PER_ACCOUNT='many' is not an integer >= 1; using 100"));
-      expect(warnings).to.have.length(1);
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    expect(await warningsOf({ SVC_MAX_API_TOKENS_PER_ACCOUNT: 'many' }, "SVC_MAX_API_TOKENS_PER_ACCOUNT='many' is not an integer >= 1; using 100")).to.have.length(1);
   });
 
   it('close(): a slow login in flight on Redis state, and a logout sent behind it on its connection after close() began, get their normal answers: the state closes after them', async function () {
