@@ -140,7 +140,7 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
       const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-      if (res.status !== 200 || typeof body['refresh_token'] !== 'string') throw new Error(`refresh: ${res.status} ${String(body['error'] ?? '')}`);
+      if (res.status !== 200 || typeof body['refresh_token'] !== 'string') throw new Error(`refresh: ${res.status} ${String(body['error'] ?? '')} ${String(body['error_description'] ?? '')}`.trim());
       chains.push(body['refresh_token']);
       return '200';
     },
