@@ -10,7 +10,7 @@
 import { logProviderRefusals } from '../http/provider-refusals.js';
 import type { AuditTrail } from '../audit/trail.js';
 import { auditTokenGrants } from './token-audit.js';
-import Provider, { errors, type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
 import { refusesUser, upstreamReason } from '../../connectors/errors.js';
@@ -20,6 +20,7 @@ import type { AccountStore } from './storage/federated-accounts.js';
 import { answeringUnavailable } from './storage/storage-unavailable.js';
 import { createStateAdapterClass } from './storage/adapter.js';
 import { asSessionRekey } from './storage/session-rekey.js';
+import { temporarilyUnavailable } from './unavailable.js';
 import { withSessionSidIndex } from './storage/session-sids.js';
 import type { UpstreamLinks } from './storage/upstream-sessions.js';
 import { linkUpstreamSession } from './upstream-link.js';
@@ -204,7 +205,7 @@ function findAccount(deps: ProviderDeps): FindAccount {
     if (token?.kind === 'RefreshToken') {
       const fresh = await refreshed(deps, account.connectorId, identity);
       if (fresh === null) return undefined;   // invalid_grant: the upstream no longer vouches for the user
-      if (fresh === UPSTREAM_DOWN) throw new errors.TemporarilyUnavailable('the source of this login cannot be reached now; try again later');
+      if (fresh === UPSTREAM_DOWN) throw temporarilyUnavailable('the source of this login cannot be reached now; try again later');
       identity = fresh;
       await deps.accounts.update(sub, account, { connectorId: account.connectorId, identity }, REFRESH_TOKEN_TTL_S);
     }

@@ -148,7 +148,11 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
     connector.refresh = () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.1:636'));
     try {
       const down = await client.refreshTokenGrant(rp, tokens.refresh_token as string).catch((e: unknown) => e);
-      expect(down).to.have.property('error', 'temporarily_unavailable');
+      // 503, not 400: the request was fine, the directory is down; so a client (svc's CLI, openid-client) reads it as "try again", not as the end of the login.
+      expect(down, 'a 503, which openid-client does not read as a refusal').to.be.instanceOf(client.ClientError);
+      const answer = (down as client.ClientError).cause as Response;
+      expect(answer.status).to.equal(503);
+      expect(await answer.json()).to.have.property('error', 'temporarily_unavailable');
       connector.refresh = refresh;
       const again = await client.refreshTokenGrant(rp, tokens.refresh_token as string);
       expect(again.claims(), 'the same refresh token still works').to.include({ sub: subjectOf('u-alice', 'directory') });

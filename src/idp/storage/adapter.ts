@@ -25,6 +25,7 @@
  */
 import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
 import { createSealer } from '../../lib/sealed.js';
+import { temporarilyUnavailable } from '../unavailable.js';
 import type { StateBackend } from '../../state/state.js';
 import {
   consumedKey, createIdRefs, formerConsumedKey, type IdRef, grantMember, isModelName, parseGrantMember, recordKey, uidKey, userCodeKey,
@@ -78,9 +79,7 @@ const BOUNDED_MODELS: ReadonlySet<string> = new Set<PendingKind>(['Interaction',
 const UNTIMED_CHARGE_MS = 24 * 3600 * 1000;
 
 function pendingRefused(model: string): Error {
-  const err = new errors.TemporarilyUnavailable(`too many ${model === 'DeviceCode' ? 'device logins' : 'logins'} are pending; try again in a few minutes`);
-  Object.assign(err, { status: 503, statusCode: 503 });
-  return err;
+  return temporarilyUnavailable(`too many ${model === 'DeviceCode' ? 'device logins' : 'logins'} are pending; try again in a few minutes`);
 }
 
 /** The class for oidc-provider's `adapter` option: `new Adapter('AccessToken')`. */

@@ -1,21 +1,20 @@
 /**
  * The adapter's answer when the state backend does not answer (Redis down, a command timed
- * out): oidc-provider's `temporarily_unavailable`, 503, instead of the 500 `server_error` it
- * gives any other error an adapter throws. Nothing is granted either way; the status tells the
+ * out): `temporarily_unavailable`, 503 (../unavailable.ts), instead of the 500 `server_error`
+ * oidc-provider gives any other error an adapter throws. Nothing is granted either way; the status tells the
  * client to come back, and tells an operator's 5xx alerts that it is the state backend (its
  * own log lines say which), not a bug in svc.
  */
-import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
+import type { Adapter, AdapterConstructor, AdapterPayload } from 'oidc-provider';
 import { StateUnavailable } from '../../state/state.js';
+import { temporarilyUnavailable } from '../unavailable.js';
 
 export const STORAGE_UNAVAILABLE = 'the login service cannot reach its storage right now; try again in a moment';
 
 /** `err` as the provider should see it: a StateUnavailable becomes a 503 temporarily_unavailable. */
 export function asProviderError(err: unknown): unknown {
   if (!isStateUnavailable(err)) return err;
-  const refused = new errors.TemporarilyUnavailable(STORAGE_UNAVAILABLE);
-  Object.assign(refused, { status: 503, statusCode: 503, cause: err });
-  return refused;
+  return temporarilyUnavailable(STORAGE_UNAVAILABLE, err);
 }
 
 /**
