@@ -12,7 +12,7 @@ import { codeFlowLogin } from '../../src/cli/sso/code-flow.js';
 import { deviceFlowLogin } from '../../src/cli/sso/device-flow.js';
 import { ssoProvider, type SsoProvider } from '../../src/cli/sso/discovery.js';
 import { listenForCallback } from '../../src/cli/sso/loopback.js';
-import { needsRefresh, REFRESH_MARGIN_S } from '../../src/cli/sso/refresh.js';
+import { needsRefresh, REFRESH_MARGIN_S, refreshFailure } from '../../src/cli/sso/refresh.js';
 import { freePort } from '../helpers/peers.js';
 import { scriptedFetch } from './fake-io.js';
 
@@ -122,6 +122,16 @@ describe('cli/sso: when the ID token is renewed', function () {
     expect(needsRefresh(token(now / 1000 + REFRESH_MARGIN_S - 1), now)).to.equal(true);
     expect(needsRefresh(token(now / 1000 + REFRESH_MARGIN_S + 1), now)).to.equal(false);
     expect(needsRefresh('opaque-token', now)).to.equal(false);
+  });
+
+  it('says the login has ended only on invalid_grant; temporarily_unavailable (400 or 503) is a failure to try again', async function () {
+    const refreshing = (status: number, error: string) => failure(oidc.refreshTokenGrant(providerConfig({}, () => ({ status, body: { error, error_description: 'the directory is down' } })), 'rt'));
+    const ended = refreshFailure(await refreshing(400, 'invalid_grant'), 'https://svc.example', ISSUER);
+    expect(ended.message).to.equal('the SSO session has ended (invalid_grant); log in again: svc login https://svc.example --sso');
+    const later = refreshFailure(await refreshing(400, 'temporarily_unavailable'), 'https://svc.example', ISSUER);
+    expect(later.message).to.equal(`cannot renew the SSO login at ${ISSUER} now: temporarily_unavailable (the directory is down); try again later`);
+    const down = refreshFailure(await refreshing(503, 'temporarily_unavailable'), 'https://svc.example', ISSUER);
+    expect(down.message).to.equal(`cannot renew the SSO login at ${ISSUER} now: unexpected HTTP response status code: HTTP 503; try again later`);
   });
 });
 

@@ -60,7 +60,8 @@ export function providerReason(err: unknown): string {
   if (err instanceof oidc.ResponseBodyError || err instanceof oidc.AuthorizationResponseError) {
     return err.error_description !== undefined ? `${err.error} (${err.error_description})` : err.error;
   }
-  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  // openid-client's "unexpected HTTP response status code" carries the answer itself.
+  const cause = !(err instanceof Error) ? '' : err.cause instanceof Error ? `: ${err.cause.message}` : err.cause instanceof Response ? `: HTTP ${err.cause.status}` : '';
   return `${err instanceof Error ? err.message : String(err)}${cause}`;
 }
 

@@ -71,13 +71,22 @@ async function refresh(login: StoredLogin & { refreshToken: string }, deps: Refr
   try {
     tokens = await oidc.refreshTokenGrant(config, login.refreshToken);
   } catch (err: unknown) {
-    if (err instanceof oidc.ResponseBodyError) {
-      throw new CliError(`the SSO session has ended (${err.error}); log in again: svc login ${login.server} --sso`, { cause: err });
-    }
-    throw new CliError(`cannot renew the SSO login at ${provider.issuer}: ${providerReason(err)}`, { cause: err });
+    throw refreshFailure(err, login.server, provider.issuer);
   }
   if (tokens.id_token === undefined) {
     throw new CliError(`the identity provider renewed the login without an ID token; log in again: svc login ${login.server} --sso`);
   }
   return { idToken: tokens.id_token, refreshToken: tokens.refresh_token ?? login.refreshToken };
+}
+
+/**
+ * Only `invalid_grant` ends the login (the refresh token used, revoked or expired, the user
+ * refused upstream); any other answer (`temporarily_unavailable`, a 5xx, the network) is a
+ * failure to try again later, with the stored login kept.
+ */
+export function refreshFailure(err: unknown, server: string, issuer: string): CliError {
+  if (err instanceof oidc.ResponseBodyError && err.error === 'invalid_grant') {
+    return new CliError(`the SSO session has ended (${err.error}); log in again: svc login ${server} --sso`, { cause: err });
+  }
+  return new CliError(`cannot renew the SSO login at ${issuer} now: ${providerReason(err)}; try again later`, { cause: err });
 }
