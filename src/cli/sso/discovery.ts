@@ -60,9 +60,11 @@ export function providerReason(err: unknown): string {
   if (err instanceof oidc.ResponseBodyError || err instanceof oidc.AuthorizationResponseError) {
     return err.error_description !== undefined ? `${err.error} (${err.error_description})` : err.error;
   }
+  if (!(err instanceof Error)) return String(err);
+  if (err.cause instanceof Error) return `${err.message}: ${err.cause.message}`;
   // openid-client's "unexpected HTTP response status code" carries the answer itself.
-  const cause = !(err instanceof Error) ? '' : err.cause instanceof Error ? `: ${err.cause.message}` : err.cause instanceof Response ? `: HTTP ${err.cause.status}` : '';
-  return `${err instanceof Error ? err.message : String(err)}${cause}`;
+  if (err.cause instanceof Response) return `${err.message}: HTTP ${err.cause.status}`;
+  return err.message;
 }
 
 function externalScope(scopes: unknown): string {

@@ -1,9 +1,9 @@
 /**
  * The adapter's answer when the state backend does not answer (Redis down, a command timed
  * out): `temporarily_unavailable`, 503 (../unavailable.ts), instead of the 500 `server_error`
- * oidc-provider gives any other error an adapter throws. Nothing is granted either way; the status tells the
- * client to come back, and tells an operator's 5xx alerts that it is the state backend (its
- * own log lines say which), not a bug in svc.
+ * oidc-provider gives any other error an adapter throws. Nothing is granted either way; the
+ * status tells the client to come back, and tells an operator's 5xx alerts that it is the state
+ * backend (its own log lines say which), not a bug in svc.
  */
 import type { Adapter, AdapterConstructor, AdapterPayload } from 'oidc-provider';
 import { StateUnavailable } from '../../state/state.js';
