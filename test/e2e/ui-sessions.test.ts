@@ -9,12 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { run } from '../../src/cli/program.js';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
-import { fakeIo } from '../cli/fake-io.js';
+import { runCli } from '../cli/run-cli.js';
 
 describe('e2e: the sessions list with two browsers, the CLI and two replicas', function () {
   this.timeout(120_000);
@@ -41,11 +40,7 @@ describe('e2e: the sessions list with two browsers, the CLI and two replicas', f
     rmSync(home, { recursive: true, force: true });
   });
 
-  async function svc(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    const io = fakeIo({ HOME: home });
-    const code = await run(args, io.io);
-    return { code, out: io.stdout(), err: io.stderr() };
-  }
+  const svc = (...args: string[]) => runCli(home, args);
 
   async function browserLogin(): Promise<{ page: Page; token: string }> {
     const page = await chromium.page();

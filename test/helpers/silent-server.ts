@@ -1,5 +1,6 @@
 /** A TCP server on loopback that accepts and counts connections and never answers (a blackhole); after close(), a port where nothing listens. */
 import { createServer, type Server, type Socket } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 export interface SilentServer {
   readonly port: number;
@@ -21,11 +22,9 @@ export async function silentServer(): Promise<SilentServer> {
     // Read and drop: a socket nobody reads never sees the peer's FIN, so never closes.
     socket.resume();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  const port = await listenOnLoopback(server);
   return {
-    port: address.port,
+    port,
     connections: () => count,
     open: () => sockets.size,
     close: () => new Promise<void>((resolve) => {

@@ -4,11 +4,10 @@ import { decodeJwt } from 'jose';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run } from '../../../src/cli/program.js';
 import { svcVersion } from '../../../src/lib/version.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../../helpers/accounts-fixture.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { fakeIo } from '../fake-io.js';
+import { runCli } from '../run-cli.js';
 
 describe('svc session', function () {
   this.timeout(20_000);
@@ -27,11 +26,7 @@ describe('svc session', function () {
     rmSync(home, { recursive: true, force: true });
   });
 
-  async function svc(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    const io = fakeIo({ HOME: home });
-    const code = await run(args, io.io);
-    return { code, out: io.stdout(), err: io.stderr() };
-  }
+  const svc = (...args: string[]) => runCli(home, args);
 
   it('lists the CLI\'s own login as a cli session (User-Agent svc/<version>), marked current', async function () {
     const browser = await login(server.url, 'bob', PASSWORDS.bob);

@@ -18,7 +18,9 @@ import { DirectoryFailure } from '../../../connectors/ldap/connection.js';
 import { ProblemSink, formatProblem } from '../../../src/config/problems.js';
 import { asDirectoryAdmin } from './directory-admin.js';
 import { writesTo } from './socket-writes.js';
+import { listenOnLoopback } from '../../helpers/loopback.js';
 import { freePort, startPeer, type Peer } from '../../helpers/peers.js';
+import { silentServer } from '../../helpers/silent-server.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../fixtures/', import.meta.url));
 const QUICK = { connectMs: 2_000, operationMs: 2_000, sessionMs: 5_000 };
@@ -66,11 +68,9 @@ async function relay(): Promise<Relay> {
       else client.write(chunk);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  const port = await listenOnLoopback(server);
   return {
-    port: address.port,
+    port,
     connections: () => count,
     open: () => pairs.size,
     dropAll: () => {
@@ -274,11 +274,8 @@ describe('ldap connector: connection reuse', function () {
 
   it('past maxWaiting waiting logins the next one fails at once; a waiting one leaves the queue when its caller gives up', async () => {
     // A directory that accepts connections and never answers: the first login holds the one connection.
-    const accepted = new Set<Socket>();
-    const mute = createServer((socket) => void accepted.add(socket));
-    await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
-    const port = (mute.address() as { port: number }).port;
-    connector = connectorVia(port, { maxOpen: 1, maxWaiting: 1 }, { connectMs: 2_000, operationMs: 2_000, sessionMs: 1_500 });
+    const mute = await silentServer();
+    connector = connectorVia(mute.port, { maxOpen: 1, maxWaiting: 1 }, { connectMs: 2_000, operationMs: 2_000, sessionMs: 1_500 });
     const attempt = (signal = new AbortController().signal) =>
       (connector as LdapConnector).login('bob', 'bob123', { ...ctx(), signal }).then(() => 'answered', (err: unknown) => err);
     try {
@@ -300,9 +297,7 @@ describe('ldap connector: connection reuse', function () {
       expect(((await holding) as Error).cause).to.be.instanceOf(DirectoryFailure).and.to.have.property('stage', 'timeout');
       expect(((await next) as Error).cause).to.be.instanceOf(DirectoryFailure).and.to.have.property('stage', 'timeout');
     } finally {
-      // Nothing reads them, so they never see the client's end: closed here.
-      for (const socket of accepted) socket.destroy();
-      await new Promise<void>((resolve) => mute.close(() => resolve()));
+      await mute.close();
     }
   });
 });

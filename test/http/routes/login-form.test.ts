@@ -6,40 +6,29 @@
  * post it (login CSRF).
  */
 import { expect } from 'chai';
-import { rm } from 'node:fs/promises';
-import { accountsConfigDir, PASSWORDS } from '../../helpers/accounts-fixture.js';
+import { PASSWORDS } from '../../helpers/accounts-fixture.js';
+import { accountsServer } from '../../helpers/accounts-server.js';
 import { buildWebScripts } from '../../helpers/chromium.js';
-import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('HTTP POST /login: the login form without its script', function () {
   cleanUpTempDirs();
   this.timeout(20_000);
-  let dir: string;
-  let server: TestServer;
-  let base: string;
-
-  before(async function () {
+  before(function () {
     buildWebScripts();
-    dir = accountsConfigDir();
-    server = await startTestServer(dir);
-    base = server.url;
   });
-  after(async function () {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const svc = accountsServer();
 
   /** Posts `fields` as a browser posts a form, from svc's origin or `from` (null: no Origin header). */
   function post(fields: Record<string, string>, from?: string | null): Promise<Response> {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    const origin = from === undefined ? base : from;
+    const origin = from === undefined ? svc.base : from;
     if (origin !== null) headers['origin'] = origin;
-    return fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(fields).toString() });
+    return fetch(`${svc.base}/login`, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(fields).toString() });
   }
 
   it("serves the page's password form with method post, action /login and a referrer policy that keeps Origin", async function () {
-    const html = await (await fetch(`${base}/login`)).text();
+    const html = await (await fetch(`${svc.base}/login`)).text();
     const form = /<form id="local-login"[^>]*>/.exec(html)?.[0];
     expect(form).to.equal('<form id="local-login" method="post" action="/login" hidden>');
     expect(html).to.contain('<meta name="referrer" content="same-origin">');
@@ -53,7 +42,7 @@ describe('HTTP POST /login: the login form without its script', function () {
     expect(res.headers.get('cache-control')).to.equal('no-store');
     const cookie = /^svc\.token=[^;]+/.exec(res.headers.get('set-cookie') ?? '')?.[0];
     expect(cookie, 'the session cookie').to.be.a('string');
-    const info = await (await fetch(`${base}/api/v1/session/userinfo`, { headers: { cookie: cookie ?? '' } })).json() as Record<string, unknown>;
+    const info = await (await fetch(`${svc.base}/api/v1/session/userinfo`, { headers: { cookie: cookie ?? '' } })).json() as Record<string, unknown>;
     expect(info).to.deep.include({ loggedIn: true, username: 'alice' });
   });
 
@@ -62,7 +51,7 @@ describe('HTTP POST /login: the login form without its script', function () {
     expect(res.status).to.equal(303);
     expect(res.headers.get('location')).to.equal('/login?error=invalid_credentials&return_url=%2Fapps');
     expect(res.headers.get('set-cookie')).to.equal(null);
-    expect(server.logs()).not.to.contain('wrong-password-xyz');
+    expect(svc.server.logs()).not.to.contain('wrong-password-xyz');
   });
 
   it('goes back to / for a return_url off svc, as every login does', async function () {
@@ -80,7 +69,7 @@ describe('HTTP POST /login: the login form without its script', function () {
   });
 
   it('refuses a body that is not a form, naming the type it takes', async function () {
-    const res = await fetch(`${base}/login`, { method: 'POST', headers: { origin: base, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: PASSWORDS.alice }) });
+    const res = await fetch(`${svc.base}/login`, { method: 'POST', headers: { origin: svc.base, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: PASSWORDS.alice }) });
     expect(res.status).to.equal(400);
     expect(await res.json()).to.deep.equal({ error: 'invalid_request', message: 'the login form must be posted as application/x-www-form-urlencoded' });
   });
