@@ -1,7 +1,7 @@
 /**
- * The load balancer in front of the soak's two svc processes, at the `url` both serve: each
+ * The load balancer in front of the soak's svc processes, at the `url` they all serve: each
  * request and WebSocket upgrade goes to the next process in turn; a process that refuses the
- * connection (killed, restarting) is skipped and the request sent to the other, as a balancer
+ * connection (killed, restarting) is skipped and the request sent to the next, as a balancer
  * with health checks would. Only a refused connection is retried: a request that reached a
  * process that then died is not (it may have done its work), and fails as a client would see it;
  * nor is anything else, but for a request on a reused connection that the process closed as the

@@ -1,7 +1,7 @@
 /**
  * The configuration edits of the load: a rights line for bob on a second extension, switched
- * on and off in svc-rbac-cm as an operator edits the file. An edit counts as done when both
- * processes answer can-i accordingly (within 10 s). Edits and the "config garbage" fault write the
+ * on and off in svc-rbac-cm as an operator edits the file. An edit counts as done when every
+ * process answers can-i accordingly (within 10 s). Edits and the "config garbage" fault write the
  * same file, so they take turns.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -43,8 +43,8 @@ export function editPolicy(rig: Rig): PolicyEdits {
         const want = on ? 'yes' : 'no';
         const deadline = Date.now() + 10_000;
         for (;;) {
-          const answers = await Promise.all(rig.svc.map((s) => canI(s.url).catch((err: unknown) => String(err))));
-          if (answers.every((a) => a === want)) return `applied on both (${want})`;
+          const answers = await Promise.all(rig.all.map((s) => canI(s.url).catch((err: unknown) => String(err))));
+          if (answers.every((a) => a === want)) return `applied on every process (${want})`;
           if (Date.now() > deadline) throw new Error(`policy edit not applied within 10 s: ${answers.join(', ')}`);
           await sleep(250);
         }

@@ -68,15 +68,15 @@ async function tokenInvariants(rig: Rig, ledger: Ledger): Promise<Invariant[]> {
   const missing = [...ledger.liveTokens.keys()].filter((id) => !stored.has(id));
   const notWorking: string[] = [];
   const notRefused: string[] = [];
-  for (const svc of rig.svc) {
+  for (const svc of rig.all) {
     for (const [id, token] of ledger.liveTokens) if ((await status(svc.url, token)) !== 200) notWorking.push(`${id} on ${svc.name}`);
     for (const [id, token] of ledger.deletedTokens) if ((await status(svc.url, token)) !== 401) notRefused.push(`token ${id} on ${svc.name}`);
     for (const [i, token] of ledger.loggedOut.entries()) if ((await status(svc.url, token)) !== 401) notRefused.push(`logged-out session #${i} on ${svc.name}`);
   }
   return [
     { name: 'every API token answered as created is in svc-secret', held: missing.length === 0, detail: `${ledger.liveTokens.size} live tokens; missing: ${missing.join(', ') || 'none'}` },
-    { name: 'every API token answered as created works on both processes', held: notWorking.length === 0, detail: notWorking.slice(0, 10).join(', ') || 'all work' },
-    { name: 'every deleted token and logged-out session is refused on both processes', held: notRefused.length === 0, detail: `${ledger.deletedTokens.size} deleted, ${ledger.loggedOut.length} logged out; accepted: ${notRefused.slice(0, 10).join(', ') || 'none'}` },
+    { name: 'every API token answered as created works on every process', held: notWorking.length === 0, detail: notWorking.slice(0, 10).join(', ') || 'all work' },
+    { name: 'every deleted token and logged-out session is refused on every process', held: notRefused.length === 0, detail: `${ledger.deletedTokens.size} deleted, ${ledger.loggedOut.length} logged out; accepted: ${notRefused.slice(0, 10).join(', ') || 'none'}` },
   ];
 }
 
@@ -133,14 +133,14 @@ async function main(): Promise<number> {
   const windows: Window[] = [];
   let load: ReturnType<typeof startLoad> | undefined;
   try {
-    const idle = new Map<string, Descriptors | undefined>(rig.svc.map((s) => [s.name, s.pid === undefined ? undefined : descriptors(s.pid)]));
+    const idle = new Map<string, Descriptors | undefined>(rig.all.map((s) => [s.name, s.pid === undefined ? undefined : descriptors(s.pid)]));
     // Sentinel's replica must be caught up first: writes that wait for a replica fail until it is.
     await rig.redis.awaitReplicated(60_000);
     const keysBefore = await persistentKeys(rig.redis);
     const edits = editPolicy(rig);
     load = startLoad(rig, edits.step);
     const sampler = setInterval(() => {
-      for (const s of rig.svc) {
+      for (const s of rig.all) {
         const mb = s.pid === undefined ? undefined : rssMb(s.pid);
         if (mb !== undefined) rss.push({ at: Date.now(), process: `${s.name} pid ${String(s.pid)}`, mb });
       }
@@ -170,7 +170,7 @@ async function main(): Promise<number> {
       ...(await tokenInvariants(rig, load.ledger)),
       { name: 'no request failed outside a fault\'s window', held: outside.length === 0, detail: outsideReport(outside, started) || `${outcomes.length} requests` },
     ];
-    for (const s of rig.svc) {
+    for (const s of rig.all) {
       const before = idle.get(s.name);
       const after = s.pid === undefined ? undefined : descriptors(s.pid);
       const held = before !== undefined && after !== undefined && after.fds <= before.fds + DESCRIPTOR_SLACK && after.sockets <= before.sockets + DESCRIPTOR_SLACK;
@@ -190,7 +190,7 @@ async function main(): Promise<number> {
       const span = samples.at(-1)!.at - samples[0]!.at;
       if (span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: RSS does not grow (slope ≤ ${MAX_SLOPE_MB_PER_HOUR} MB/h)`, held: slope <= MAX_SLOPE_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min` });
     }
-    const errors = rig.svc.flatMap((s) => [...s.errors].map(([msg, n]) => {
+    const errors = rig.all.flatMap((s) => [...s.errors].map(([msg, n]) => {
       const samples = (s.errorSamples.get(msg) ?? []).map((x) => `  - at ${Math.round((x.at - started) / 1000)} s: ${x.line}`);
       return [`${s.name}: ${msg} (${n})`, ...samples].join('\n');
     }));

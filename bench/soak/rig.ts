@@ -1,8 +1,9 @@
 /**
- * What the soak runs against, as an operator would run it: two `svc-server` processes (one
- * worker each) on Redis Sentinel (primary, replica, three sentinels), sharing a config dir, with
- * the bundled identity provider in front of a real slapd, an extension backend, and a balancer
- * at the `url` both serve. The config dir lives on a small tmpfs where this machine can mount one,
+ * What the soak runs against, as an operator would run it: `svc-server` processes (one worker
+ * each) on Redis Sentinel (primary, replica, three sentinels), sharing a config dir, with the
+ * bundled identity provider in front of a real slapd, an extension backend, and a balancer at the
+ * `url` they all serve. Two of them take the process faults; a third is never touched by one, so
+ * that one life lasts the whole run and its RSS slope can be judged (a leak shows there). The config dir lives on a small tmpfs where this machine can mount one,
  * so the "disk full" fault fills a real file system; elsewhere a file-size limit stands in for it.
  */
 import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -114,7 +115,12 @@ export class SvcProcess {
 export interface Rig {
   readonly url: string;
   readonly configDir: string;
+  /** The two processes the faults kill and restart. */
   readonly svc: readonly [SvcProcess, SvcProcess];
+  /** The process no fault touches: it lives the whole run. */
+  readonly steady: SvcProcess;
+  /** Every process, as the balancer, the invariants and the samplers see them. */
+  readonly all: readonly SvcProcess[];
   readonly redis: RedisSentinelPeer;
   readonly backend: SoakBackend;
   /** Whether the config dir is on a tmpfs of its own (else: a file-size limit stands in for a full disk). */
@@ -169,7 +175,7 @@ export async function startRig(): Promise<Rig> {
   const startSlapd = () => startPeer('start-slapd.sh', [String(slapdPort), '0'], { USERS_LDIF: LDIF });
   const slapd = await startSlapd();
   const backend = await startSoakBackend();
-  const [lbPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
+  const [lbPort, portA, portB, portC] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const url = `http://127.0.0.1:${lbPort}`;
   writeConfig(configDir, url, slapdPort, backend.url);
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_LOG_LEVEL: 'warn' };
@@ -177,14 +183,17 @@ export async function startRig(): Promise<Rig> {
   env['SVC_REDIS_SENTINELS'] = redis.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   env['SVC_REDIS_SENTINEL_MASTER'] = redis.masterName;
   const svc: [SvcProcess, SvcProcess] = [new SvcProcess('svc-a', portA, configDir, env), new SvcProcess('svc-b', portB, configDir, env)];
-  // The first start writes the stores' missing parts: one process first, then the other.
-  await svc[0].start();
-  await svc[1].start();
-  const balancer: Balancer = await startBalancer(lbPort, () => svc.map((s) => s.url));
+  const steady = new SvcProcess('svc-c', portC, configDir, env);
+  const all = [...svc, steady];
+  // The first start writes the stores' missing parts: one process after the other.
+  for (const process of all) await process.start();
+  const balancer: Balancer = await startBalancer(lbPort, () => all.map((s) => s.url));
   const rig: Rig = {
     url,
     configDir,
     svc,
+    steady,
+    all,
     redis,
     backend,
     tmpfs,
@@ -194,7 +203,7 @@ export async function startRig(): Promise<Rig> {
       rig.slapd = await startSlapd();
     },
     async stop() {
-      await Promise.all(svc.map((s) => s.terminate()));
+      await Promise.all(all.map((s) => s.terminate()));
       await balancer.close();
       await backend.close();
       await rig.slapd.stop();
