@@ -23,7 +23,7 @@ const POLICY = [
 
 describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, real slapd)', function () {
   this.timeout(90_000);
-  let svc: LdapIdpSvc | undefined;
+  let svc: LdapIdpSvc;
   let ldapPort: number;
   let url: string;
   let audit: CollectedAudit;
@@ -93,7 +93,7 @@ describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, rea
     const made = await fetch(`${url}/api/v1/session/tokens`, { method: 'POST', headers: { authorization: `Bearer ${bob.token()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'blip', expiresIn: '1h' }) });
     const { token } = await made.json() as { token: string };
     expect(made.status).to.equal(200);
-    await slapd.stop();
+    await svc.stopDirectory();
     await new Promise((r) => setTimeout(r, RECHECK_MS + 200));
     expect(await tools(bob), 'the session').to.equal(200);
     const viaToken = await fetch(`${url}/api/v1/extensions/tools/x`, { headers: { authorization: `Bearer ${token}` } });

@@ -11,7 +11,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { startCli } from '../helpers/cli-process.js';
-import { llngBrowse, type Llng } from '../helpers/llng.js';
+import { LLNG_CLIENT_ID, LLNG_CLIENT_SECRET, llngBrowse, type Llng } from '../helpers/llng.js';
 import { startLlngSvc, type LlngSvc } from '../helpers/llng-svc.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { userInfo } from '../helpers/sso-setup.js';

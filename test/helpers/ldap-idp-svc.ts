@@ -20,6 +20,8 @@ export interface LdapIdpConfig {
 export interface LdapIdpSvc extends IdpSvc {
   /** slapd's port, to change the directory as its admin (connectors/ldap/directory-admin.ts). */
   readonly ldapPort: number;
+  /** Stops slapd while svc runs (a directory outage); close() does not mind. */
+  stopDirectory(): Promise<void>;
 }
 
 /** close() stops svc, its backend and config dir, then slapd; a failed start stops slapd too. */
@@ -34,6 +36,7 @@ export async function startLdapIdpSvc(config: LdapIdpConfig, options: IdpSvcOpti
     return {
       ...svc,
       ldapPort: directory.port,
+      stopDirectory: () => directory.stop(),
       async close() {
         await svc.close();
         await directory.stop();
