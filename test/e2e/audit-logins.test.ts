@@ -11,6 +11,7 @@ import type { AuditEvent } from '../../src/audit/trail.js';
 import { createTlsFetch, type TlsFetch } from '../../src/lib/tls-fetch.js';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { validAuditEvent } from '../helpers/audit-schema.js';
+import { devicePasswordForm } from '../helpers/device-flow.js';
 import { startFakeGithub, type FakeGithub } from '../helpers/fake-github.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
@@ -96,11 +97,7 @@ describe('audit logins: the device flow at the bundled provider', function () {
 
   it('a wrong password then the right one on the device page: login events of method idp-password naming the connector', async () => {
     const device = await client.initiateDeviceAuthorization(cli, { scope: 'openid groups' });
-    const browser = new FormBrowser();
-    const input = (await browser.go(String(device.verification_uri), 'about:')) as Page;
-    const confirm = (await browser.submit(input, { user_code: device.user_code }, 'about:')) as Page;
-    expect(confirm.html).to.include('Confirm the device');
-    const form = (await browser.submit(confirm, {}, 'about:')) as Page;
+    const { browser, form } = await devicePasswordForm(String(device.verification_uri), device.user_code);
 
     let mark = audit.events.length;
     const again = await browser.submit(form, { username: 'alice', password: 'not-her-device-password' }, 'about:');

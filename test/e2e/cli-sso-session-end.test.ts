@@ -6,10 +6,8 @@
  * of the same user (or by an admin with `?account=`) on the other, and then the CLI's refresh at
  * the provider is refused (invalid_grant) and its ID token is refused (401) on both replicas.
  */
-import { rm } from 'node:fs/promises';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
@@ -17,18 +15,11 @@ import YAML from 'yaml';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { startCli } from '../helpers/cli-process.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
-import { startForwarder, type Forwarder } from '../helpers/forwarder.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
-import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { startLdapReplicas, type LdapReplicas, type ReplicaName as Name } from '../helpers/ldap-replicas.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'cli-sso-session-end-e2e-secret-key-0123456789';
 const CLI_AGENT = { 'user-agent': 'svc/0.0.0-test' };
-
-type Name = 'a' | 'b';
 
 interface SessionItem {
   readonly id: string;
@@ -39,41 +30,22 @@ interface SessionItem {
 describe('e2e: a CLI SSO session ended from svc ends its refresh token too (two replicas, real slapd)', function () {
   cleanUpTempDirs();
   this.timeout(90_000);
-  let slapd: Peer;
-  let redis: RedisPeer;
-  let replicas: Record<Name, Replica>;
-  let lb: Forwarder;
-  let target: Name = 'a';
-  let dir: string;
+  let lb: LdapReplicas;
   let url: string;
 
   before(async function () {
-    const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    redis = await startRedis();
-    lb = await startForwarder(await freePort(), () => replicas[target].url);
+    // bob (group qa) administers accounts: he ends alice's sessions with ?account=.
+    lb = await startLdapReplicas({ secretKey: SECRET_KEY, policy: 'p, qa, accounts, update, *, allow\n' });
     url = lb.url;
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }] }) }),
-      // bob (group qa) administers accounts: he ends alice's sessions with ?account=.
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'p, qa, accounts, update, *, allow\n' }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }),
-    });
-    const [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
-    replicas = { a, b };
   });
 
   after(async function () {
-    await Promise.all([stopReplica(replicas?.a), stopReplica(replicas?.b)]);
     await lb?.close();
-    await redis?.stop();
-    await slapd?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   /** Runs `step` with every request through the forwarder sent to replica `name`. */
   async function on<T>(name: Name, step: () => Promise<T>): Promise<T> {
-    target = name;
+    lb.to(name);
     return step();
   }
 
@@ -85,7 +57,7 @@ describe('e2e: a CLI SSO session ended from svc ends its refresh token too (two 
   /** `svc login --sso` as its own process, the login's browser played on replica a: the tokens it stored. */
   async function cliLogin(username: string, password: string): Promise<{ idToken: string; refreshToken: string }> {
     const home = makeTempDir('svc-home-cli-end-');
-    target = 'a';
+    lb.to('a');
     const cli = startCli(home, ['login', url, '--sso', '--sso-port', '0']);
     const [visit] = await cli.waitFor(/^http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+$/m);
     const redirectUri = new URL(visit).searchParams.get('redirect_uri') as string;

@@ -11,22 +11,19 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { MAX_AUTHORIZATION_REQUEST_BYTES } from '../../src/idp/request-bounds.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
-import { idpSvcAddress, startIdpSvc, startPasswordIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
+import { startLdapIdpSvc, type LdapIdpSvc } from '../helpers/ldap-idp-svc.js';
 import { toolsAndSecretPolicy } from '../helpers/manifests.js';
-import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
+import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-bounds-e2e-secret-key-0123456789';
 const ONE_ADDRESS_FLOOD = 5_000;
 /** The operator's bound in all for this server: small, so that many addresses reach it quickly. */
@@ -111,35 +108,27 @@ describe('e2e: the identity provider\'s trusted proxies', function () {
 for (const [backend, via] of [['memory', 'address'], ['redis', 'proxy']] as const) {
   describe(`e2e: anonymous requests cannot grow the identity provider's state without bound, nor shut its logins for everyone (${backend}, flood ${via === 'address' ? 'from another address' : 'through a trusted proxy'})`, function () {
     this.timeout(300_000);
-    let slapd: Peer;
     let redis: RedisPeer | undefined;
-    let svc: IdpSvc | undefined;
+    let svc: LdapIdpSvc | undefined;
     let url: string;
     let keys: Redis | undefined;
 
     before(async function () {
-      const ldapPort = await freePort();
-      slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
       if (backend === 'redis') {
         redis = await startRedis();
         keys = new Redis(redis.url);
       }
-      const at = await idpSvcAddress();
-      url = at.url;
-      svc = await startIdpSvc(at, {
-        connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }], extensions: ['tools'], policy: toolsAndSecretPolicy('devs', 'admins'),
-        secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
-      }, {
+      svc = await startLdapIdpSvc({ secretKey: SECRET_KEY, extensions: ['tools'], policy: toolsAndSecretPolicy('devs', 'admins') }, {
         ...(redis !== undefined ? { redisUrl: redis.url } : {}),
         env: { SVC_IDP_PENDING_BYTES: String(TOTAL_BYTES), ...(via === 'proxy' ? { SVC_TRUSTED_PROXIES: '127.0.0.1' } : {}) },
       });
+      url = svc.url;
     });
 
     after(async function () {
       await svc?.close();
       keys?.disconnect();
       await redis?.stop();
-      await slapd?.stop();
     });
 
     /** A person logging in through svc's SSO (/auth/login → the provider's form → svc.token), from 127.0.0.1. */

@@ -7,46 +7,32 @@
  * And svc's own SSO client side: /auth/login → the provider → the form → /auth/callback → the
  * svc.token cookie, which the same rules judge.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { toolsAndSecretPolicy } from '../helpers/manifests.js';
-import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { startLdapIdpSvc, type LdapIdpSvc } from '../helpers/ldap-idp-svc.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-ldap-e2e-secret-key-0123456789';
 const POLICY = toolsAndSecretPolicy('devs', 'admins');
 
 describe('e2e: the bundled identity provider with the LDAP connector (real slapd)', function () {
   cleanUpTempDirs();
   this.timeout(60_000);
-  let slapd: Peer;
-  let svc: IdpSvc | undefined;
+  let svc: LdapIdpSvc | undefined;
   let url: string;
   let rp: client.Configuration;
 
   before(async function () {
-    const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    const at = await idpSvcAddress();
-    url = at.url;
-    const ldap = ldapConnectorConfig(ldapPort);
-    svc = await startIdpSvc(at, {
-      connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }], extensions: ['tools', 'secret'], policy: POLICY,
-      secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
-    });
+    svc = await startLdapIdpSvc({ secretKey: SECRET_KEY, extensions: ['tools', 'secret'], policy: POLICY });
+    url = svc.url;
     rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
     await svc?.close();
-    await slapd?.stop();
   });
 
   async function logIn(username: string, password: string) {

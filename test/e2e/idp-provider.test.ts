@@ -16,6 +16,7 @@ import { subjectOf } from '../../src/idp/claims.js';
 import { webClientSecret } from '../../src/idp/clients.js';
 import { PUBLISH_BEFORE_SIGNING_S } from '../../src/idp/keys.js';
 import { SECRET_KEY, waitFor } from '../helpers/accounts-fixture.js';
+import { devicePasswordForm } from '../helpers/device-flow.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
 import { authorizationRequest } from '../helpers/authorization.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
@@ -251,11 +252,7 @@ describe('e2e: the bundled identity provider at /api/idp', function () {
 
   it('runs the device flow: the user approves the code on the device page', async function () {
     const device = await client.initiateDeviceAuthorization(cli, { scope: 'openid groups' });
-    const browser = new FormBrowser();
-    const input = (await browser.go(String(device.verification_uri), 'about:')) as Page;
-    const confirm = (await browser.submit(input, { user_code: device.user_code }, 'about:')) as Page;
-    expect(confirm.html).to.include('Confirm the device');
-    const form = (await browser.submit(confirm, {}, 'about:')) as Page;
+    const { browser, form } = await devicePasswordForm(String(device.verification_uri), device.user_code);
     const done = (await browser.submit(form, { username: 'alice', password: 'alice-pw' }, 'about:')) as Page;
     expect(done.html).to.include('You are logged in on your device');
     const tokens = await client.pollDeviceAuthorizationGrant(cli, device);

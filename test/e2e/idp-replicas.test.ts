@@ -8,85 +8,40 @@
  * The config dir starts without identity provider keys: the replicas start together and must
  * agree on the ones they generate.
  */
-import { rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
-import YAML from 'yaml';
 import { runRotateKeys } from '../../src/commands/idp.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { startForwarder, type Forwarder } from '../helpers/forwarder.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
-import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { startLdapReplicas, type LdapReplicas, type ReplicaName as Name } from '../helpers/ldap-replicas.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'idp-replicas-e2e-secret-key-0123456789';
 const SCOPE = 'openid profile email groups offline_access';
-
-type Name = 'a' | 'b';
-
-/** The forwarder, sending every request to the replica named last, with a record of who served what. */
-interface Balancer extends Forwarder {
-  /** Sends every request from now on to this replica. */
-  to(name: Name): void;
-  /** `<replica> <method> <path without query>` for every request served, in order. */
-  readonly served: string[];
-}
-
-async function startBalancer(port: number, replicas: () => Record<Name, Replica>): Promise<Balancer> {
-  let target: Name = 'a';
-  const served: string[] = [];
-  const forwarder = await startForwarder(port, (req) => {
-    served.push(`${target} ${String(req.method)} ${String(req.url).split('?')[0]}`);
-    return replicas()[target].url;
-  });
-  return { ...forwarder, to: (name) => { target = name; }, served };
-}
 
 describe('e2e: the bundled identity provider on two replicas sharing Redis (real slapd)', function () {
   cleanUpTempDirs();
   this.timeout(60_000);
-  let slapd: Peer;
-  let redis: RedisPeer;
-  let replicas: Record<Name, Replica>;
-  let lb: Balancer;
+  /** The replicas behind the forwarder, which records who served what. */
+  let lb: LdapReplicas;
+  let replicas: LdapReplicas['replicas'];
   let dir: string;
   let url: string;
   let redirectUri: string;
   let rp: client.Configuration;
 
   before(async function () {
-    const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    redis = await startRedis();
-    lb = await startBalancer(await freePort(), () => replicas);
-    url = lb.url;
+    lb = await startLdapReplicas({ secretKey: SECRET_KEY, policy: '' });
+    ({ url, dir, replicas } = lb);
     redirectUri = `${url}/auth/callback`;
-    const ldap = ldapConnectorConfig(ldapPort);
-    dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }) }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }),
-    });
-    const [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
-    replicas = { a, b };
     rp = await svcWebClient(url, SECRET_KEY);
   });
 
   after(async function () {
-    await Promise.all([stopReplica(replicas?.a), stopReplica(replicas?.b)]);
     await lb?.close();
-    await redis?.stop();
-    await slapd?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   const authorization = (scope = SCOPE) => authorizationRequest(rp, redirectUri, scope);

@@ -8,27 +8,17 @@
  * (its token refused), while the same user's login through another upstream session stays.
  */
 import { expect } from 'chai';
-import { Agent, fetch as undiciFetch } from 'undici';
 import YAML from 'yaml';
 import { collectAudit } from '../helpers/audit.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { SsoBrowser } from '../helpers/sso-browser.js';
+import type { SsoBrowser } from '../helpers/sso-browser.js';
 import { makeTestCa } from '../helpers/test-ca.js';
-import { PROVIDER_CLIENT_ID, PROVIDER_CLIENT_SECRET, startTestProvider, type TestProvider } from '../helpers/test-provider.js';
+import {
+  logOutAtProvider, PROVIDER_CLIENT_ID, PROVIDER_CLIENT_SECRET, providerBrowsers, startTestProvider, type ProviderBrowsers, type TestProvider,
+} from '../helpers/test-provider.js';
 import { removeTempDir } from '../helpers/temp-dir.js';
-
-/** Ends the browser's session at the upstream: its logout page, then the confirmation form (`logout=yes`). */
-async function logOutAtUpstream(browser: SsoBrowser, issuer: string): Promise<void> {
-  const page = await browser.request(`${issuer}/session/end`);
-  const html = await page.text();
-  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
-  const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
-  if (xsrf === undefined || action === undefined) throw new Error(`no logout form at the upstream (${page.status}): ${html.slice(0, 300)}`);
-  const done = await browser.request(new URL(action, issuer).href, { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
-  await done.body?.cancel();
-}
 
 describe('e2e: back-channel logout from an upstream oidc connector of the bundled provider', function () {
   this.timeout(60_000);
@@ -36,7 +26,7 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
   const audit = collectAudit();
   let upstream: TestProvider;
   let server: TestServer;
-  let agent: Agent;
+  let browsers: ProviderBrowsers;
   let dir: string;
   let url: string;
 
@@ -55,16 +45,16 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
       'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'idp-upstream-backchannel-secret-key-0123', 'corp.clientSecret': PROVIDER_CLIENT_SECRET }),
     });
     server = await startTestServer(dir, { port, audit });
-    agent = new Agent({ connect: { ca: ca.caPem } });
+    browsers = providerBrowsers(ca, upstream.issuer);
   });
   after(async function () {
     await server?.close(1000);
     await upstream?.close();
-    await agent?.close();
+    await browsers?.close();
     if (dir !== undefined) removeTempDir(dir);
   });
 
-  const browser = () => new SsoBrowser((u, init) => undiciFetch(u, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>, upstream.issuer);
+  const browser = (): SsoBrowser => browsers.browser();
   async function login(b: SsoBrowser): Promise<string> {
     const { url: landed } = await b.browse(`${url}/auth/login?return_url=/apps`, 'alice');
     const token = b.cookie(url, 'svc.token');
@@ -79,7 +69,7 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
     const stays = await login(browser());
     expect(await listStatus(ended)).to.equal(200);
 
-    await logOutAtUpstream(first, upstream.issuer);
+    await logOutAtProvider(first, upstream.issuer);
 
     expect(await listStatus(ended), 'the ended login\'s token').to.equal(401);
     expect(await listStatus(stays), 'the other upstream session\'s login').to.equal(200);

@@ -6,60 +6,37 @@
  */
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import YAML from 'yaml';
-import { accountsConfigDir, call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
-import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js';
-import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
+import { call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
+import type { FakeKube } from '../helpers/fake-kube-apiserver.js';
+import { KUBE_NS as NS, startKubeSvc, type KubeSvc } from '../helpers/kube-svc.js';
+import type { Kubectl } from '../helpers/kubectl.js';
 import { configMap } from '../helpers/manifests.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { makeTestCa } from '../helpers/test-ca.js';
-import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
+import type { TestServer } from '../helpers/server.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
-const NS = 'svc';
-/** Short retries so that an outage of a few seconds shows the whole cycle (production: 0.5 s to 15 s). */
-const BACKOFF = { initialMs: 100, maxMs: 400 };
 /** The outage "Done when" asks for; the suite pays it once. */
 const OUTAGE_MS = 30_000;
 /** After the restart: the longest backoff (0.4 s), a LIST or resumed WATCH and a reload, with room for a loaded machine. */
 const RECOVERY_MS = 2000;
 
-function secretValues(kube: FakeKube, name: string): Record<string, string> {
-  const data = (kube.store.get('secrets', NS, name)?.['data'] ?? {}) as Record<string, string>;
-  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-}
-
 describe('e2e: the Kubernetes API as the store (svc-server --kube)', function () {
   cleanUpTempDirs();
   this.timeout(60_000);
-  const ca = makeTestCa();
+  let cluster: KubeSvc;
   let kube: FakeKube;
   let kubectl: Kubectl;
-  let dir: string;
-  let work: string;
-  let kubeconfig: string;
   let a: TestServer;
   let b: TestServer;
 
-  const start = (): Promise<TestServer> => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } });
-
   before(async function () {
-    kube = await startFakeKube({ tls: ca, bookmarkMs: 200 });
-    kubectl = kubectlFor(kube, NS);
-    dir = accountsConfigDir();
-    await kubectl.run(['apply', '--validate=false', '-f', dir]);
-    work = makeTempDir('svc-kube-e2e-');
-    kubeconfig = join(work, 'kubeconfig');
-    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
-    [a, b] = await Promise.all([start(), start()]);
+    cluster = await startKubeSvc({ workPrefix: 'svc-kube-e2e-', bookmarkMs: 200, accounts: true });
+    ({ kube, kubectl } = cluster);
+    [a, b] = await Promise.all([cluster.startServer(), cluster.startServer()]);
   });
   after(async function () {
     await Promise.all([a?.close(), b?.close()]);
-    kubectl?.close();
-    await kube?.close();
-    rmSync(dir, { recursive: true, force: true });
-    rmSync(work, { recursive: true, force: true });
+    await cluster?.close();
   });
 
   it('kubectl apply and kubectl edit of svc-cm reach the running servers within 2 s', async function () {
@@ -92,13 +69,13 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     expect(stored.map((t) => t.id).sort()).to.deep.equal(ids);
     // The two servers did compete: some writes met a newer resourceVersion and were re-applied.
     expect(kube.refusals.get(409) ?? 0).to.be.above(conflictsBefore);
-    expect(secretValues(kube, 'svc-secret')['operator.note']).to.equal('keep me'); // another writer's key untouched
+    expect(cluster.secretValues('svc-secret')['operator.note']).to.equal('keep me'); // another writer's key untouched
     // Delete t0 by hand with kubectl edit: the editor replaces the list's base64 value with one without t0.
     const t0 = String(replies[0]?.body['token']);
     expect((await call(b.url, 'GET', '/api/v1/account/alice', { token: t0 })).status).to.equal(200);
     const kept = Buffer.from(JSON.stringify(stored.filter((t) => t.id !== 't0'))).toString('base64');
     await kubectl.edit('secret/svc-secret', `s#^\\(  accounts.alice.tokens: \\).*#\\1${kept}#`);
-    expect(secretValues(kube, 'svc-secret')['accounts.alice.tokens']).to.not.include('"t0"');
+    expect(cluster.secretValues('svc-secret')['accounts.alice.tokens']).to.not.include('"t0"');
     await waitFor(async () => (await call(b.url, 'GET', '/api/v1/account/alice', { token: t0 })).status === 401, 't0 refused', 2000);
     expect((await call(a.url, 'GET', '/api/v1/account/alice', { token: t0 })).status).to.equal(401);
   });
@@ -163,7 +140,7 @@ describe('e2e: the Kubernetes API as the store (svc-server --kube)', function ()
     expect(b.logs()).to.include('the Kubernetes API answers again');
     // The refused write left nothing behind.
     expect(kube.store.get('secrets', NS, 'svc-secret')?.metadata['resourceVersion']).to.equal(secretBefore);
-    expect(secretValues(kube, 'svc-secret')['accounts.alice.tokens']).to.not.include('during-outage');
+    expect(cluster.secretValues('svc-secret')['accounts.alice.tokens']).to.not.include('during-outage');
     console.log(`      (down ${Math.round((restarted - stopped) / 1000)} s; the change arrived ${arrived} ms after the restart)`);
   });
 
@@ -190,29 +167,24 @@ describe('e2e: first start of two replicas on an empty cluster namespace', funct
   this.timeout(60_000);
 
   it('creates the initial admin secret once, and its password matches the hash both replicas use', async function () {
-    const kube = await startFakeKube({ tls: makeTestCa() });
-    const kubectl = kubectlFor(kube, NS);
-    const work = makeTempDir('svc-kube-first-');
-    const kubeconfig = join(work, 'kubeconfig');
-    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
+    const cluster = await startKubeSvc({ workPrefix: 'svc-kube-first-' });
+    const { kube } = cluster;
     const created: string[] = [];
     const unsubscribe = kube.store.subscribe((e) => {
       if (e.plural === 'secrets' && e.object.metadata['name'] === 'svc-initial-admin-secret') created.push(e.type);
     });
-    const servers = await Promise.all([0, 1].map(() => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } })));
+    const servers = await Promise.all([0, 1].map(() => cluster.startServer()));
     try {
       expect(created).to.deep.equal(['ADDED']);
-      const password = secretValues(kube, 'svc-initial-admin-secret')['password'] ?? '';
-      const secret = secretValues(kube, 'svc-secret');
+      const password = cluster.secretValues('svc-initial-admin-secret')['password'] ?? '';
+      const secret = cluster.secretValues('svc-secret');
       expect(bcrypt.compareSync(password, secret['admin.password'] ?? '')).to.equal(true);
       expect(secret['server.secretkey']).to.have.length.above(30);
       for (const server of servers) expect((await call(server.url, 'POST', '/api/v1/session', { body: { username: 'admin', password } })).status).to.equal(200);
     } finally {
       unsubscribe();
       await Promise.all(servers.map((s) => s.close()));
-      kubectl.close();
-      await kube.close();
-      rmSync(work, { recursive: true, force: true });
+      await cluster.close();
     }
   });
 });
@@ -222,11 +194,8 @@ describe('e2e: first start of two replicas on the Secrets deploy/ ships empty, w
   this.timeout(60_000);
 
   it('fills svc-initial-admin-secret once, by update, and its password matches the hash both replicas use', async function () {
-    const kube = await startFakeKube({ tls: makeTestCa() });
-    const kubectl = kubectlFor(kube, NS);
-    const work = makeTempDir('svc-kube-shipped-');
-    const kubeconfig = join(work, 'kubeconfig');
-    writeFileSync(kubeconfig, kube.kubeconfig(NS), { mode: 0o600 });
+    const cluster = await startKubeSvc({ workPrefix: 'svc-kube-shipped-' });
+    const { kube, kubectl } = cluster;
     const empty = (name: string) => YAML.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name, labels: { 'app.kubernetes.io/part-of': 'svc' } } });
     await kubectl.apply(`${empty('svc-secret')}---\n${empty('svc-initial-admin-secret')}`);
     // deploy/base/role.yaml's grants: no create anywhere.
@@ -238,21 +207,19 @@ describe('e2e: first start of two replicas on the Secrets deploy/ ships empty, w
     const unsubscribe = kube.store.subscribe((e) => {
       if (e.plural === 'secrets') events.push(`${e.type} ${String(e.object.metadata['name'])}`);
     });
-    const servers = await Promise.all([0, 1].map(() => startTestServer(join(work, 'unused'), { kube: { kubeconfig, namespace: NS, backoff: BACKOFF } })));
+    const servers = await Promise.all([0, 1].map(() => cluster.startServer()));
     try {
       expect(events.filter((e) => e.endsWith('svc-initial-admin-secret')), 'written once, never created').to.deep.equal(['MODIFIED svc-initial-admin-secret']);
       expect(events.filter((e) => e.startsWith('ADDED'))).to.deep.equal([]);
       expect(kube.refusals.get(403) ?? 0, 'requests the Role refused').to.equal(0);
-      const password = secretValues(kube, 'svc-initial-admin-secret')['password'] ?? '';
-      const secret = secretValues(kube, 'svc-secret');
+      const password = cluster.secretValues('svc-initial-admin-secret')['password'] ?? '';
+      const secret = cluster.secretValues('svc-secret');
       expect(bcrypt.compareSync(password, secret['admin.password'] ?? '')).to.equal(true);
       for (const server of servers) expect((await call(server.url, 'POST', '/api/v1/session', { body: { username: 'admin', password } })).status).to.equal(200);
     } finally {
       unsubscribe();
       await Promise.all(servers.map((s) => s.close()));
-      kubectl.close();
-      await kube.close();
-      rmSync(work, { recursive: true, force: true });
+      await cluster.close();
     }
   });
 });

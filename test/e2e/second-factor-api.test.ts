@@ -6,39 +6,31 @@
  * be computed.
  */
 import { expect } from 'chai';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
-import { challengeOf, enrolTotp, loginWithCode, passwordStep, secondStep, type Enrolled } from '../helpers/second-factor.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
+import type { CollectedAudit } from '../helpers/audit.js';
+import { challengeOf, enrolTotp, loginWithCode, passwordStep, secondStep, startSecondFactorSvc, STEP_MS, type Enrolled, type SecondFactorSvc } from '../helpers/second-factor.js';
+import type { TestServer } from '../helpers/server.js';
 import { codeAt } from '../../src/second-factor/totp.js';
-
-const STEP_MS = 30_000;
 
 describe('second factor over the API', function () {
   this.timeout(30_000);
+  let svc: SecondFactorSvc;
   let dir: string;
   let server: TestServer;
   let base: string;
   let audit: CollectedAudit;
-  let offset = 0;
-  const now = () => Date.now() + offset;
-  /** Moves the server's clock four TOTP steps on: every code accepted so far is out of the window. */
-  const nextSteps = () => {
-    offset += 4 * STEP_MS;
-  };
+  const now = (): number => svc.now();
+  const nextSteps = (): void => svc.nextSteps();
   let alice: Enrolled;
 
   before(async function () {
-    dir = accountsConfigDir();
-    audit = collectAudit();
-    server = await startTestServer(dir, { env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '5' }, audit, now });
-    base = server.url;
+    svc = await startSecondFactorSvc({ maxFailCount: 5 });
+    ({ dir, server, base, audit } = svc);
   });
   after(async function () {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
+    await svc.close();
   });
 
   it('enrols TOTP for the own session: an otpauth URI, counted only once confirmed, ten recovery codes shown once', async function () {

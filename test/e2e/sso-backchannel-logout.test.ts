@@ -9,18 +9,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { setupSso, ssoLogin, userInfo, type SsoSetup } from '../helpers/sso-setup.js';
 import { makeTestCa } from '../helpers/test-ca.js';
-import type { SsoBrowser } from '../helpers/sso-browser.js';
-
-/** Ends the browser's session at the provider: its logout page, then the confirmation form (`logout=yes`). */
-async function logOutAtProvider(browser: SsoBrowser, issuer: string): Promise<void> {
-  const page = await browser.request(`${issuer}/session/end`);
-  const html = await page.text();
-  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
-  const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
-  if (xsrf === undefined || action === undefined) throw new Error(`no logout form at the provider (${page.status}): ${html.slice(0, 300)}`);
-  const done = await browser.request(new URL(action, issuer).href, { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
-  await done.body?.cancel();
-}
+import { logOutAtProvider } from '../helpers/test-provider.js';
 
 describe('e2e: back-channel logout from the SSO provider', function () {
   this.timeout(30_000);

@@ -6,18 +6,12 @@
  * that is down ends nothing (sessions and personal API tokens keep the groups of their last
  * check, within the grace) and the log says why.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Attribute, Change } from 'ldapts';
-import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
-import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { ssoFormLogin, startLdapIdpSvc, type LdapIdpSvc, type SvcTokenBrowser } from '../helpers/ldap-idp-svc.js';
 import { asDirectoryAdmin } from '../connectors/ldap/directory-admin.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const RECHECK_MS = 2000;
 const WITHIN_MS = RECHECK_MS + 3000;
 const POLICY = [
@@ -27,53 +21,34 @@ const POLICY = [
   'g, qa, role:dev-tools',
 ].join('\n');
 
-class Browser extends FormBrowser {
-  token(): string {
-    return /(?:^|; )svc\.token=([^;]+)/.exec(this.cookieHeader())?.[1] ?? '';
-  }
-}
-
 describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, real slapd)', function () {
   this.timeout(90_000);
-  let slapd: Peer;
+  let svc: LdapIdpSvc;
   let ldapPort: number;
-  let svc: IdpSvc | undefined;
   let url: string;
   let audit: CollectedAudit;
 
   before(async function () {
-    ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    const at = await idpSvcAddress();
-    url = at.url;
     audit = collectAudit();
-    svc = await startIdpSvc(at, {
-      connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }], extensions: ['tools'], policy: POLICY,
-      secrets: { 'server.secretkey': 'sso-groups-recheck-secret-key-0123456789', 'ldap.bindPW': 'readerpw' },
+    svc = await startLdapIdpSvc({
+      secretKey: 'sso-groups-recheck-secret-key-0123456789', extensions: ['tools'], policy: POLICY,
       cm: { 'users.sso.groupsRecheck': `${RECHECK_MS / 1000}s` },
     }, { audit });
+    ({ url, ldapPort } = svc);
   });
 
   after(async function () {
     await svc?.close();
-    await slapd?.stop();
   });
 
-  async function session(username: string, password: string): Promise<Browser> {
-    const browser = new Browser();
-    const form = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
-    if (!isPage(form)) throw new Error('expected the password form');
-    const landed = await browser.submit(form, { username, password }, `${url}/apps`);
-    if (isPage(landed)) throw new Error(`login of ${username} failed`);
-    return browser;
-  }
+  const session = (username: string, password: string): Promise<SvcTokenBrowser> => ssoFormLogin(url, username, password);
 
-  const tools = async (browser: Browser) => {
+  const tools = async (browser: SvcTokenBrowser) => {
     const res = await browser.request(`${url}/api/v1/extensions/tools/x`);
     await res.arrayBuffer();
     return res.status;
   };
-  const loggedIn = async (browser: Browser) => ((await (await browser.request(`${url}/api/v1/session/userinfo`)).json()) as { loggedIn: boolean }).loggedIn;
+  const loggedIn = async (browser: SvcTokenBrowser) => ((await (await browser.request(`${url}/api/v1/session/userinfo`)).json()) as { loggedIn: boolean }).loggedIn;
 
   async function within(withinMs: number, want: unknown, probe: () => Promise<unknown>): Promise<void> {
     const start = Date.now();
@@ -118,7 +93,7 @@ describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, rea
     const made = await fetch(`${url}/api/v1/session/tokens`, { method: 'POST', headers: { authorization: `Bearer ${bob.token()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'blip', expiresIn: '1h' }) });
     const { token } = await made.json() as { token: string };
     expect(made.status).to.equal(200);
-    await slapd.stop();
+    await svc.stopDirectory();
     await new Promise((r) => setTimeout(r, RECHECK_MS + 200));
     expect(await tools(bob), 'the session').to.equal(200);
     const viaToken = await fetch(`${url}/api/v1/extensions/tools/x`, { headers: { authorization: `Bearer ${token}` } });

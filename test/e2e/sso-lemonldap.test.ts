@@ -10,16 +10,11 @@ import { expect } from 'chai';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import YAML from 'yaml';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startCli } from '../helpers/cli-process.js';
-import { LLNG_CLIENT_ID, LLNG_CLIENT_SECRET, llngBrowse, startLlng, type Llng } from '../helpers/llng.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
+import { LLNG_CLIENT_ID, LLNG_CLIENT_SECRET, llngBrowse, type Llng } from '../helpers/llng.js';
+import { startLlngSvc, type LlngSvc } from '../helpers/llng-svc.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { SECRET_KEY, userInfo } from '../helpers/sso-setup.js';
-import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
-import { echoExtension } from '../helpers/test-issuer.js';
+import { userInfo } from '../helpers/sso-setup.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 /** Members of LemonLDAP::NG's demo group `timelords` may use the extension `echo`. */
@@ -28,50 +23,30 @@ const POLICY = 'p, role:echo, extensions, *, */echo, allow\ng, timelords, role:e
 describe('e2e: SSO login against LemonLDAP::NG over HTTPS', function () {
   cleanUpTempDirs();
   this.timeout(60_000);
-  let ca: TestCa;
+  let setup: LlngSvc;
   let llng: Llng;
-  let echo: Backend;
   let svcUrl: string;
-  let port: number;
   let svc: TestServer | undefined;
   let home: string;
 
   before(async () => {
-    ca = makeTestCa();
-    port = await freePort();
-    svcUrl = `http://127.0.0.1:${port}`;
-    llng = await startLlng(ca, [`${svcUrl}/auth/callback`]);
-    echo = await echoBackend('echo');
+    setup = await startLlngSvc();
+    ({ llng, svcUrl } = setup);
     home = makeTempDir('svc-home-llng-');
-    writeFileSync(join(home, 'ca.pem'), ca.caPem);
+    writeFileSync(join(home, 'ca.pem'), setup.ca.caPem);
   });
   afterEach(async () => {
     await svc?.close(1000);
     svc = undefined;
   });
   after(async () => {
-    await llng?.stop();
-    await echo?.close();
+    await setup?.close();
     if (home !== undefined) rmSync(home, { recursive: true, force: true });
   });
 
   async function startSvc(tls: 'rootCA' | 'none' | 'skip'): Promise<TestServer> {
-    const oidc = {
-      name: 'LemonLDAP::NG', issuer: llng.issuer, clientID: LLNG_CLIENT_ID, clientSecret: '$oidc.clientSecret',
-      enableUserInfoGroups: true, userInfoPath: '/oauth2/userinfo',
-      ...(tls === 'rootCA' ? { rootCA: ca.caPem } : {}),
-    };
-    const dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', {
-        url: svcUrl,
-        'oidc.config': YAML.stringify(oidc),
-        'extension.config': echoExtension(echo.url),
-        ...(tls === 'skip' ? { 'oidc.tls.insecure.skip.verify': 'true' } : {}),
-      }),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'admin.password': '', 'oidc.clientSecret': LLNG_CLIENT_SECRET }),
-    });
-    svc = await startTestServer(dir, { port });
+    const cm = setup.svcCm(tls === 'skip' ? { 'oidc.tls.insecure.skip.verify': 'true' } : {}, { rootCA: tls === 'rootCA' });
+    svc = await startTestServer(setup.configDir(cm, POLICY), { port: setup.port });
     return svc;
   }
 

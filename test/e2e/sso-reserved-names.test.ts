@@ -10,15 +10,9 @@
 import { expect } from 'chai';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import YAML from 'yaml';
-import { echoBackend, type Backend } from '../extensions/helpers.js';
-import { LLNG_CLIENT_ID, LLNG_CLIENT_SECRET, llngBrowse, startLlng, type Llng } from '../helpers/llng.js';
-import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort } from '../helpers/peers.js';
+import { llngBrowse, type Llng } from '../helpers/llng.js';
+import { startLlngSvc, type LlngSvc } from '../helpers/llng-svc.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { SECRET_KEY } from '../helpers/sso-setup.js';
-import { makeTestCa, type TestCa } from '../helpers/test-ca.js';
-import { echoExtension } from '../helpers/test-issuer.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const POLICY = [
@@ -33,41 +27,23 @@ const POLICY = [
 describe('e2e: SSO names that are reserved (LemonLDAP::NG, sub = username)', function () {
   cleanUpTempDirs();
   this.timeout(60_000);
-  let ca: TestCa;
+  let setup: LlngSvc;
   let llng: Llng;
-  let echo: Backend;
   let svcUrl: string;
   let svc: TestServer;
   let dir: string;
 
-  const svcCm = (accounts: Record<string, string>) => configMap('svc-cm', {
-    url: svcUrl,
-    'oidc.config': YAML.stringify({
-      name: 'LemonLDAP::NG', issuer: llng.issuer, clientID: LLNG_CLIENT_ID, clientSecret: '$oidc.clientSecret',
-      enableUserInfoGroups: true, userInfoPath: '/oauth2/userinfo', rootCA: ca.caPem,
-    }),
-    'extension.config': echoExtension(echo.url),
-    'accounts.earthlings': 'apiKey',
-    ...accounts,
-  });
+  const svcCm = (accounts: Record<string, string>) => setup.svcCm({ 'accounts.earthlings': 'apiKey', ...accounts });
 
   before(async () => {
-    ca = makeTestCa();
-    const port = await freePort();
-    svcUrl = `http://127.0.0.1:${port}`;
-    llng = await startLlng(ca, [`${svcUrl}/auth/callback`]);
-    echo = await echoBackend('echo');
-    dir = tempConfigDir({
-      'svc-cm.yaml': svcCm({}),
-      'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': POLICY }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': SECRET_KEY, 'admin.password': '', 'oidc.clientSecret': LLNG_CLIENT_SECRET }),
-    });
-    svc = await startTestServer(dir, { port });
+    setup = await startLlngSvc();
+    ({ llng, svcUrl } = setup);
+    dir = setup.configDir(svcCm({}), POLICY);
+    svc = await startTestServer(dir, { port: setup.port });
   });
   after(async () => {
     await svc?.close(1000);
-    await llng?.stop();
-    await echo?.close();
+    await setup?.close();
   });
 
   async function login(user: string): Promise<{ landed: string; status: number; body: string; request: (path: string) => Promise<Response> }> {

@@ -6,46 +6,28 @@
  * the memory state backend, where the provider's own login record is gone: the identity its
  * connector rechecks is in the record.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { FormBrowser, isPage } from '../helpers/form-browser.js';
-import { freePort, startPeer, startRedis, type Peer, type RedisPeer } from '../helpers/peers.js';
-import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
+import { ssoFormLogin, startLdapIdpSvc, type LdapIdpSvc } from '../helpers/ldap-idp-svc.js';
+import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const POLICY = ['p, role:token-makers, tokens, create, self, allow', 'g, devs, role:token-makers', 'p, role:dev-tools, extensions, *, */tools, allow', 'g, qa, role:dev-tools'].join('\n');
-
-class Browser extends FormBrowser {
-  token(): string {
-    return /(?:^|; )svc\.token=([^;]+)/.exec(this.cookieHeader())?.[1] ?? '';
-  }
-}
 
 describe('e2e: personal API tokens of SSO users on two replicas and after restarts', function () {
   this.timeout(90_000);
-  let slapd: Peer;
   let redis: RedisPeer;
-  let first: IdpSvc | undefined;
+  let first: LdapIdpSvc | undefined;
   const others: TestServer[] = [];
 
   before(async function () {
-    const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
     redis = await startRedis();
-    first = await startIdpSvc(await idpSvcAddress(), {
-      connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }], extensions: ['tools'], policy: POLICY,
-      secrets: { 'server.secretkey': 'sso-tokens-replicas-secret-key-0123456789', 'ldap.bindPW': 'readerpw' },
-    }, { redisUrl: redis.url });
+    first = await startLdapIdpSvc({ secretKey: 'sso-tokens-replicas-secret-key-0123456789', extensions: ['tools'], policy: POLICY }, { redisUrl: redis.url });
   });
 
   after(async function () {
     for (const server of others) await server.close(1000);
     await first?.close();
     await redis?.stop();
-    await slapd?.stop();
   });
 
   /** Another replica on the same config dir: on the same Redis, or (redisUrl undefined) on memory. */
@@ -57,10 +39,7 @@ describe('e2e: personal API tokens of SSO users on two replicas and after restar
 
   async function makeToken(): Promise<{ id: string; token: string }> {
     const url = first?.url ?? '';
-    const browser = new Browser();
-    const form = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
-    if (!isPage(form)) throw new Error('expected the password form');
-    await browser.submit(form, { username: 'bob', password: 'bob123' }, `${url}/apps`);
+    const browser = await ssoFormLogin(url, 'bob', 'bob123');
     const res = await fetch(`${url}/api/v1/session/tokens`, { method: 'POST', headers: { authorization: `Bearer ${browser.token()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ci', expiresIn: '1h' }) });
     expect(res.status).to.equal(200);
     return await res.json() as { id: string; token: string };

@@ -8,18 +8,13 @@
  */
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Attribute, Change } from 'ldapts';
-import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
 import { configMap } from '../helpers/manifests.js';
-import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
-import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { ssoFormLogin, startLdapIdpSvc, type LdapIdpSvc } from '../helpers/ldap-idp-svc.js';
 import { asDirectoryAdmin } from '../connectors/ldap/directory-admin.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const SECRET_KEY = 'sso-tokens-e2e-secret-key-0123456789';
 const RECHECK_MS = 2000;
 /** The recheck interval, plus the time a check and the store's watch take on a loaded machine. */
@@ -33,49 +28,31 @@ const POLICY = [
   'g, admins, role:admin-tools',
 ].join('\n');
 
-/** The password form's browser, which can also read the svc.token cookie it holds. */
-class Browser extends FormBrowser {
-  token(): string {
-    const found = /(?:^|; )svc\.token=([^;]+)/.exec(this.cookieHeader())?.[1];
-    if (found === undefined) throw new Error('no svc.token cookie');
-    return found;
-  }
-}
-
 describe('e2e: personal API tokens of SSO users (bundled provider, LDAP, real slapd)', function () {
   this.timeout(90_000);
-  let slapd: Peer;
+  let svc: LdapIdpSvc | undefined;
   let ldapPort: number;
-  let svc: IdpSvc | undefined;
   let url: string;
   let audit: CollectedAudit;
 
   before(async function () {
-    ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort)], { LDAPS: '0', USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif') });
-    const at = await idpSvcAddress();
-    url = at.url;
     audit = collectAudit();
-    svc = await startIdpSvc(at, {
-      connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldapConnectorConfig(ldapPort) }], extensions: ['tools', 'secret'], policy: POLICY,
-      secrets: { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' },
+    svc = await startLdapIdpSvc({
+      secretKey: SECRET_KEY, extensions: ['tools', 'secret'], policy: POLICY,
       cm: { 'users.sso.groupsRecheck': `${RECHECK_MS / 1000}s`, 'users.ssoTokens.maxLifetime': '24h' },
     }, { env: { SVC_MAX_API_TOKENS_PER_ACCOUNT: '2' }, audit });
+    ({ url, ldapPort } = svc);
   });
 
   after(async function () {
     await svc?.close();
-    await slapd?.stop();
   });
 
   /** An SSO session through /auth/login and the password form: its token (the provider's ID token). */
   async function logIn(username: string, password: string): Promise<string> {
-    const browser = new Browser();
-    const form = await browser.go(`${url}/auth/login?return_url=/apps`, `${url}/apps`);
-    if (!isPage(form)) throw new Error(`expected the password form, got a redirect to ${form.href}`);
-    const landed = await browser.submit(form, { username, password }, `${url}/apps`);
-    if (isPage(landed)) throw new Error(`login of ${username} failed: ${landed.html.slice(0, 300)}`);
-    return browser.token();
+    const token = (await ssoFormLogin(url, username, password)).token();
+    if (token === '') throw new Error('no svc.token cookie');
+    return token;
   }
 
   const call = (token: string, method: string, path: string, body?: unknown) => fetch(`${url}${path}`, {

@@ -5,31 +5,27 @@
  * in (POST /login), never in a URL. And the page, with its script, says why a posted form was
  * refused.
  */
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { buildWebScripts, openChromium, type Chromium } from '../helpers/chromium.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Chromium } from '../helpers/chromium.js';
+import type { TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { startUiSvc, type UiSvc } from '../helpers/ui-svc.js';
 
 describe('e2e: the login form posted by the browser itself, in Chromium', function () {
   cleanUpTempDirs();
   this.timeout(120_000);
-  let dir: string;
+  let ui: UiSvc | undefined;
   let server: TestServer;
   let chromium: Chromium;
 
   before(async function () {
-    buildWebScripts();
-    dir = accountsConfigDir();
-    server = await startTestServer(dir);
-    chromium = await openChromium();
+    ui = await startUiSvc(accountsConfigDir());
+    ({ server, chromium } = ui);
   });
   after(async function () {
-    await chromium?.close();
-    await server?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await ui?.close();
   });
 
   /** The login page without its script, the form shown as the script would have; every request's method and URL. */

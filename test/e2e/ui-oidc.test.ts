@@ -4,37 +4,36 @@
  * possible (the admin disabled, no other account with `login`). The provider itself is not
  * needed to draw the page: its name comes from /api/v1/settings.
  */
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
+import { seriousViolations, type Chromium } from '../helpers/chromium.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { startUiSvc, type UiSvc } from '../helpers/ui-svc.js';
 
 const OIDC = 'name: Corp SSO\nissuer: https://sso.example.org\nclientID: svc\nclientSecret: $oidc.secret\n';
 
 describe('e2e: the login page with an external OIDC provider, in Chromium', function () {
   cleanUpTempDirs();
   this.timeout(120_000);
+  let ui: UiSvc | undefined;
   let server: TestServer;
   let dir: string;
   let chromium: Chromium;
 
   before(async function () {
-    buildWebScripts();
     dir = tempConfigDir({
       'cm.yaml': configMap('svc-cm', { url: 'http://127.0.0.1', 'oidc.config': OIDC }),
       'secret.yaml': secret('svc-secret', { 'server.secretkey': 'ui-oidc-e2e-secret-key-0123456789', 'oidc.secret': 's', 'admin.password': '$2a$04$abcdefghijklmnopqrstuv' }),
     });
-    server = await startTestServer(dir);
-    chromium = await openChromium();
+    ui = await startUiSvc(dir);
+    ({ server, chromium } = ui);
   });
 
   after(async function () {
-    await chromium?.close();
-    await server?.close(1000);
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await ui?.close();
   });
 
   it('offers "Log in via Corp SSO" beside the local form, keeping return_url', async function () {

@@ -8,27 +8,25 @@
  * provider's interaction cookie, svc's login-state cookie). A cookie that needed a same-site
  * POST would break this login, not the one in idp-saml.test.ts, which has no browser rules.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import YAML from 'yaml';
-import { buildWebScripts, openChromium, seriousViolations, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
+import { seriousViolations, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { startUiSvc, type UiSvc } from '../helpers/ui-svc.js';
 
 describe('e2e: SAML login in Chromium, with the cross-site POST back to svc', function () {
   cleanUpTempDirs();
   this.timeout(120_000);
   let ssp: Peer;
-  let server: TestServer;
-  let dir: string;
+  let ui: UiSvc | undefined;
   let url: string;
   let chromium: Chromium;
 
   before(async function () {
-    buildWebScripts();
     const port = await freePort();
     url = `http://localhost:${port}`;
     const acs = `${url}/api/idp/callback`;
@@ -39,7 +37,7 @@ describe('e2e: SAML login in Chromium, with the cross-site POST back to svc', fu
       ssoURL: `${idp}/saml2/idp/SSOService.php`, ssoIssuer: `${idp}/saml2/idp/metadata.php`, ca: await readFile(join(ssp.dir, 'cert', 'idp.crt'), 'utf8'),
       usernameAttr: 'uid', emailAttr: 'mail', groupsAttr: 'groups', nameIDPolicyFormat: 'unspecified',
     };
-    dir = tempConfigDir({
+    const dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', {
         url,
         'idp.config': YAML.stringify({ connectors: [{ type: 'saml', id: 'corp', name: 'Corp SAML', config: saml }] }),
@@ -47,15 +45,13 @@ describe('e2e: SAML login in Chromium, with the cross-site POST back to svc', fu
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
       'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'ui-saml-e2e-secret-key-0123456789' }),
     });
-    server = await startTestServer(dir, { port });
-    chromium = await openChromium();
+    ui = await startUiSvc(dir, { port });
+    ({ chromium } = ui);
   });
 
   after(async function () {
-    await chromium?.close();
-    await server?.close(1000);
+    await ui?.close();
     await ssp?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   it('logs bob in from the login page through SimpleSAMLphp, back to return_url with his SAML groups', async function () {

@@ -9,46 +9,33 @@
  * pages are opened there.
  */
 import { expect } from 'chai';
-import { rm } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { codeAt } from '../../src/second-factor/totp.js';
-import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { collectAudit, type CollectedAudit } from '../helpers/audit.js';
+import { PASSWORDS } from '../helpers/accounts-fixture.js';
+import type { CollectedAudit } from '../helpers/audit.js';
 import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
-import { freePort } from '../helpers/peers.js';
-import { enrolTotp } from '../helpers/second-factor.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-
-const STEP_MS = 30_000;
+import { enrolTotp, startSecondFactorSvc, STEP_MS, type SecondFactorSvc } from '../helpers/second-factor.js';
 
 describe('e2e: the second factor on the login and account pages, in Chromium', function () {
   this.timeout(120_000);
-  let dir: string;
-  let server: TestServer;
+  let svc: SecondFactorSvc;
   let chromium: Chromium;
   let base: string;
   let audit: CollectedAudit;
-  let offset = 0;
-  const now = () => Date.now() + offset;
-  const nextSteps = () => {
-    offset += 4 * STEP_MS;
-  };
+  const now = (): number => svc.now();
+  const nextSteps = (): void => svc.nextSteps();
   let aliceSecret = '';
   let aliceCodes: string[] = [];
 
   before(async function () {
     buildWebScripts();
-    const port = await freePort();
-    base = `http://localhost:${port}`;
-    dir = accountsConfigDir({ cm: { url: base } });
-    audit = collectAudit();
-    server = await startTestServer(dir, { port, now, audit, env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '3' } });
+    svc = await startSecondFactorSvc({ maxFailCount: 3, localhost: true });
+    ({ base, audit } = svc);
     chromium = await openChromium();
   });
   after(async function () {
     await chromium?.close();
-    await server?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await svc?.close();
   });
 
   async function passwordStep(page: Page, username: string, password: string): Promise<void> {

@@ -9,42 +9,36 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import YAML from 'yaml';
 import { subjectOf } from '../../src/idp/claims.js';
-import { buildWebScripts, openChromium, seriousViolations, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
+import { seriousViolations, ssoLoginFromLoginPage, type Chromium } from '../helpers/chromium.js';
+import { LDAP_BIND_SECRETS, startLdapDirectory, type LdapDirectory } from '../helpers/ldap-directory.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { freePort } from '../helpers/peers.js';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { startUiSvc, type UiSvc } from '../helpers/ui-svc.js';
 
-const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const PASSWORDS = { admin: 'admin-ui-pass', alice: 'alice-ui-pass', erin: 'erin-ui-pass', frank: 'frank-ui-pass' } as const;
 
 describe('e2e: the login and account pages in Chromium', function () {
   cleanUpTempDirs();
   this.timeout(120_000);
-  let slapd: Peer;
-  let server: TestServer;
-  let dir: string;
+  let slapd: LdapDirectory | undefined;
+  let ui: UiSvc | undefined;
   let url: string;
   let chromium: Chromium;
 
   before(async function () {
-    buildWebScripts();
-    const ldapPort = await freePort();
-    slapd = await startPeer('start-slapd.sh', [String(ldapPort), '0'], { USERS_LDIF: join(FIXTURES, 'ldap', 'ldap-connector.ldif'), LDAPS: '0' });
+    slapd = await startLdapDirectory();
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    const ldap = ldapConnectorConfig(ldapPort);
+    const ldap = ldapConnectorConfig(slapd.port);
     const hash = (p: string) => bcrypt.hashSync(p, 4);
-    dir = tempConfigDir({
+    const dir = tempConfigDir({
       'svc-cm.yaml': configMap('svc-cm', {
         url,
         'idp.config': YAML.stringify({ connectors: [
@@ -61,21 +55,19 @@ describe('e2e: the login and account pages in Chromium', function () {
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
       'svc-secret.yaml': secret('svc-secret', {
         'server.secretkey': 'ui-e2e-secret-key-0123456789abcdef',
-        'ldap.bindPW': 'readerpw',
+        ...LDAP_BIND_SECRETS,
         'admin.password': hash(PASSWORDS.admin),
         ...Object.fromEntries((['alice', 'erin', 'frank'] as const).map((n) => [`accounts.${n}.password`, hash(PASSWORDS[n])])),
       }),
     });
     // Two failures lock a name out, so the lockout test needs three tries, not six.
-    server = await startTestServer(dir, { port, env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '2' } });
-    chromium = await openChromium();
+    ui = await startUiSvc(dir, { port, env: { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '2' } });
+    ({ chromium } = ui);
   });
 
   after(async function () {
-    await chromium?.close();
-    await server?.close(1000);
+    await ui?.close();
     await slapd?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   async function noSeriousViolations(page: Page, what: string): Promise<void> {

@@ -1,14 +1,13 @@
 /** svc with oidc.config pointing at a test provider on HTTPS (test-provider.ts), and a login through it. */
 import YAML from 'yaml';
 import type { AuditTrail } from '../../src/audit/trail.js';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { configMap, secret, tempConfigDir } from './manifests.js';
 import { freePort } from './peers.js';
 import { startTestServer, type TestServer } from './server.js';
-import { SsoBrowser } from './sso-browser.js';
+import type { SsoBrowser } from './sso-browser.js';
 import { removeTempDir } from './temp-dir.js';
 import type { TestCa } from './test-ca.js';
-import { PROVIDER_CLIENT_SECRET, startTestProvider, type TestProvider } from './test-provider.js';
+import { PROVIDER_CLIENT_SECRET, providerBrowsers, startTestProvider, type TestProvider } from './test-provider.js';
 import { echoExtension, SSO_POLICY } from './test-issuer.js';
 
 export const SECRET_KEY = 'sso-test-secret-key-0123456789abcdef';
@@ -65,16 +64,15 @@ export async function setupSso(options: SetupOptions): Promise<SsoSetup> {
     await provider.close();
     throw err;
   }
-  const agent = new Agent({ connect: { ca: options.ca.caPem } });
-  const providerFetch = (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
+  const browsers = providerBrowsers(options.ca, provider.issuer);
   return {
     provider,
     svc,
-    browser: () => new SsoBrowser(providerFetch, provider.issuer),
+    browser: browsers.browser,
     async close() {
       await svc.close(1000);
       await provider.close();
-      await agent.close();
+      await browsers.close();
       removeTempDir(dir);
     },
   };

@@ -3,13 +3,16 @@
  * certificate of a test CA: a static confidential client `svc` and a public one `svc-pkce`, the dev interactions as its
  * login page, groups in the ID token and (possibly others) from userinfo at /me, refresh tokens
  * for every client allowed them. Tests can rotate its signing key, take userinfo down, and see
- * the requests it got (the `claims` parameter, JWKS fetches).
+ * the requests it got (the `claims` parameter, JWKS fetches). And the browser's side of it: a
+ * browser that trusts the test CA for the provider, and a logout at the provider.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import Provider, { type Configuration } from 'oidc-provider';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { SsoBrowser } from './sso-browser.js';
 import type { TestCa } from './test-ca.js';
 
 export const PROVIDER_CLIENT_ID = 'svc';
@@ -123,4 +126,31 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       server.close(() => resolve());
     }),
   };
+}
+
+export interface ProviderBrowsers {
+  /** A fresh browser (its own cookies) whose requests to the provider trust the test CA. */
+  readonly browser: () => SsoBrowser;
+  /** Closes the connections to the provider. */
+  readonly close: () => Promise<void>;
+}
+
+export function providerBrowsers(ca: TestCa, issuer: string): ProviderBrowsers {
+  const agent = new Agent({ connect: { ca: ca.caPem } });
+  const providerFetch = (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
+  return {
+    browser: () => new SsoBrowser(providerFetch, issuer),
+    close: () => agent.close(),
+  };
+}
+
+/** Ends the browser's session at the provider: its logout page, then the confirmation form (`logout=yes`). */
+export async function logOutAtProvider(browser: SsoBrowser, issuer: string): Promise<void> {
+  const page = await browser.request(`${issuer}/session/end`);
+  const html = await page.text();
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
+  const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+  if (xsrf === undefined || action === undefined) throw new Error(`no logout form at the provider ${issuer} (${page.status}): ${html.slice(0, 300)}`);
+  const done = await browser.request(new URL(action, issuer).href, { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
+  await done.body?.cancel();
 }
