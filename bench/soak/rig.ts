@@ -3,8 +3,9 @@
  * each) on Redis Sentinel (primary, replica, three sentinels), sharing a config dir, with the
  * bundled identity provider in front of a real slapd, an extension backend, and a balancer at the
  * `url` they all serve. Two of them take the process faults; a third is never touched by one, so
- * that one life lasts the whole run and its RSS slope can be judged (a leak shows there). The config dir lives on a small tmpfs where this machine can mount one,
- * so the "disk full" fault fills a real file system; elsewhere a file-size limit stands in for it.
+ * that one life lasts the whole run and its RSS slope can be judged (a leak shows there). The
+ * config dir lives on a small tmpfs where this machine can mount one, so the "disk full" fault
+ * fills a real file system; elsewhere a file-size limit stands in for it.
  */
 import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,9 +118,7 @@ export interface Rig {
   readonly configDir: string;
   /** The two processes the faults kill and restart. */
   readonly svc: readonly [SvcProcess, SvcProcess];
-  /** The process no fault touches: it lives the whole run. */
-  readonly steady: SvcProcess;
-  /** Every process, as the balancer, the invariants and the samplers see them. */
+  /** Every process, as the balancer, the invariants and the samplers see them: `svc`, then one no fault touches (it lives the whole run). */
   readonly all: readonly SvcProcess[];
   readonly redis: RedisSentinelPeer;
   readonly backend: SoakBackend;
@@ -183,16 +182,14 @@ export async function startRig(): Promise<Rig> {
   env['SVC_REDIS_SENTINELS'] = redis.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   env['SVC_REDIS_SENTINEL_MASTER'] = redis.masterName;
   const svc: [SvcProcess, SvcProcess] = [new SvcProcess('svc-a', portA, configDir, env), new SvcProcess('svc-b', portB, configDir, env)];
-  const steady = new SvcProcess('svc-c', portC, configDir, env);
-  const all = [...svc, steady];
+  const all = [...svc, new SvcProcess('svc-c', portC, configDir, env)];
   // The first start writes the stores' missing parts: one process after the other.
-  for (const process of all) await process.start();
+  for (const each of all) await each.start();
   const balancer: Balancer = await startBalancer(lbPort, () => all.map((s) => s.url));
   const rig: Rig = {
     url,
     configDir,
     svc,
-    steady,
     all,
     redis,
     backend,
