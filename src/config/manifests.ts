@@ -2,6 +2,7 @@
  * The Kubernetes objects svc reads from its store, reduced to what it uses. Parsing a manifest
  * never throws: a malformed object is a problem with its file and key path, and is left out.
  */
+import { detachedString } from '../lib/detached-string.js';
 import type { ProblemSink } from './problems.js';
 import { dataOrigins, type ValueOrigin } from './value-origin.js';
 
@@ -75,7 +76,8 @@ function stringMap(
   const out: Record<string, string> = {};
   let ok = true;
   for (const [key, v] of Object.entries(value)) {
-    if (typeof v === 'string') out[key] = v;
+    // Detached, so that a value kept in a cache does not keep the file's whole text (detached-string.ts).
+    if (typeof v === 'string') out[key] = detachedString(v);
     else if (typeof v === 'number' || typeof v === 'boolean') out[key] = String(v);
     else {
       sink.add(file, [path, key], 'must be a string');

@@ -5,7 +5,8 @@ import { expect } from 'chai';
 import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
 import { formatProblem } from '../../src/config/problems.js';
 import { MAX_MANIFEST_FILE_BYTES } from '../../src/lib/regular-file.js';
-import { clusterSecret, configMap } from '../helpers/manifests.js';
+import { heapAfterGc } from '../helpers/heap.js';
+import { clusterSecret, configMap, secret } from '../helpers/manifests.js';
 import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
@@ -79,5 +80,24 @@ describe('config/load-dir', () => {
     ]);
     expect(rejectedFiles).to.deep.equal(['fifo.yaml', 'huge.yaml', 'zero.yaml'].map((f) => path.join(dir, f)));
     expect([...snapshot.configMaps.keys()]).to.deep.equal(['svc-cm']);
+  });
+
+  it('keeps no version of a file alive through a value read from it', async function () {
+    // A value cut from a file's text used to keep the whole text: a cache holding
+    // server.secretkey kept one version of svc-secret per entry, each rewrite another.
+    this.timeout(60_000);
+    const versions = 40;
+    const padding = `# ${'p'.repeat(256 * 1024)}\n`;
+    const kept: string[] = [];
+    const before = heapAfterGc();
+    for (let i = 0; i < versions; i++) {
+      await writeFile(path.join(dir, 'svc-secret.yaml'), padding + secret('svc-secret', { 'server.secretkey': `key-of-version-${i}-0123456789abcdef` }));
+      const value = (await loadDirectory(dir, EMPTY_MEMORY)).snapshot.secrets.get('svc-secret')?.data['server.secretkey'];
+      expect(value).to.equal(`key-of-version-${i}-0123456789abcdef`);
+      kept.push(value!);
+    }
+    const grown = heapAfterGc() - before;
+    // Each version's text is 256 kB: kept alive, the 40 would hold 10 MB.
+    expect(grown, `the heap grew ${Math.round(grown / 1024)} kB while ${kept.length} values were kept`).to.be.below(2 * 1024 * 1024);
   });
 });

@@ -6,8 +6,6 @@
  * failure) replay one failing case; FUZZ_RUNS multiplies the case counts for a longer run by hand.
  */
 import fc from 'fast-check';
-import { runInNewContext } from 'node:vm';
-import { setFlagsFromString } from 'node:v8';
 
 /** fast-check's options for a property: `runs` cases from `seed`, unless the environment asks for a replay. */
 export function fuzzOptions(seed: number, runs: number): fc.Parameters<unknown> {
@@ -67,15 +65,3 @@ export function mutated(value: unknown): fc.Arbitrary<unknown> {
   return fc.oneof({ weight: 6, arbitrary: fc.constant(value) }, { weight: 1, arbitrary: leaf });
 }
 
-let gc: (() => void) | undefined;
-
-/** The heap in use after a full collection, in bytes: for "no unbounded memory" over a fuzz run. */
-export function heapAfterGc(): number {
-  if (gc === undefined) {
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-  }
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}

@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { heapAfterGc, leaf } from './fuzz.js';
+import { leaf } from './fuzz.js';
+import { heapAfterGc } from './heap.js';
 
 /** Raw query or form text: parameter names from `names`, values from short text to percent-encoding garbage. */
 export function rawParameters(names: readonly string[]): fc.Arbitrary<string> {
