@@ -11,13 +11,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { MAX_AUTHORIZATION_REQUEST_BYTES } from '../../src/idp/request-bounds.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { fakePasswordConnector } from '../helpers/fake-password-connector.js';
+import { collectGarbage } from '../helpers/heap.js';
 import { startPasswordIdpSvc } from '../helpers/idp-svc.js';
 import { startLdapIdpSvc, type LdapIdpSvc } from '../helpers/ldap-idp-svc.js';
 import { toolsAndSecretPolicy } from '../helpers/manifests.js';
@@ -38,12 +37,8 @@ const MAX_RETAINED_GROWTH_MB = 40;
  * not yet collected, which follows the collector's timing and whatever ran before in the same
  * process, so a bound on it fails at random on a loaded machine.
  */
-const collect: () => void = (() => {
-  v8.setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
-})();
 function retainedMb(): number {
-  collect();
+  collectGarbage();
   const usage = process.memoryUsage();
   return (usage.heapUsed + usage.external) / 1024 / 1024;
 }
