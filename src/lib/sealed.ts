@@ -47,7 +47,7 @@ export function createSealer(secretKey: string, purpose: SealPurpose, options: S
   const aad = (context: string | undefined): Buffer => (context === undefined ? bare : Buffer.from(`${purpose}\0${context}`, 'utf8'));
   const ivs = Buffer.alloc(IV_BYTES * IVS_PER_DRAW);
   let nextIv = ivs.length;
-  const memo = options.rememberOpened === undefined ? undefined : new BoundedCache<string, string>(options.rememberOpened, { maxWeight: MEMO_MAX_WEIGHT, weigh: (k) => 2 * k.length });
+  const memo = options.rememberOpened === undefined ? undefined : new BoundedCache<string, string>(options.rememberOpened, { weight: { maxWeight: MEMO_MAX_WEIGHT, weigh: (k) => 2 * k.length } });
 
   function decrypt(raw: Buffer, context: string | undefined): string | undefined {
     try {

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
-import { BoundedCache } from '../lib/bounded-cache.js';
+import { BoundedCache, UNUSED_TOKEN_MS } from '../lib/bounded-cache.js';
 import { readableNameOf, type Principal } from '../principal.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { checkAudience } from './audience.js';
@@ -58,7 +58,7 @@ export function tokenIdOf(token: string, payload: JWTPayload): string {
 export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
   const { provider } = deps.client;
   let jwks: JWTVerifyGetKey | undefined = deps.localKeys;
-  const seen = new BoundedCache<string, Known>(10_000);
+  const seen = new BoundedCache<string, Known>(10_000, { idle: { maxIdleMs: UNUSED_TOKEN_MS, now: deps.now } });
 
   async function keys(): Promise<JWTVerifyGetKey> {
     if (jwks !== undefined) return jwks;

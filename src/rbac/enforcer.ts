@@ -74,7 +74,7 @@ export async function createEnforcer(policy: Policy, options: EnforcerOptions = 
   const explain = createExplain(withHeadFromGet([...BUILTIN_RULES, ...policy.lines]), policy.defaultRole, restrictTo !== undefined);
   const cacheEntries = options.decisionCacheEntries ?? DECISION_CACHE_ENTRIES;
   if (cacheEntries === 0) return { policy, can: decide, explain, cached: () => ({ entries: 0, bytes: 0 }) };
-  const cache = new BoundedCache<string, boolean>(cacheEntries, { maxWeight: options.decisionCacheBytes ?? DECISION_CACHE_BYTES, weigh: decisionKeyBytes });
+  const cache = new BoundedCache<string, boolean>(cacheEntries, { weight: { maxWeight: options.decisionCacheBytes ?? DECISION_CACHE_BYTES, weigh: decisionKeyBytes } });
   return { policy, can: cachedDecide(decide, cache), explain, cached: () => ({ entries: cache.size, bytes: cache.weight }) };
 }
 

@@ -8,7 +8,7 @@
 import { createHmac } from 'node:crypto';
 import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
-import { BoundedCache } from '../lib/bounded-cache.js';
+import { BoundedCache, UNUSED_TOKEN_MS } from '../lib/bounded-cache.js';
 
 /**
  * Tokens whose signature was already checked, by token text and key. Signature checking was
@@ -60,7 +60,7 @@ export interface TokenSignerDeps {
 }
 
 export function createTokenSigner({ secretKey, now }: TokenSignerDeps): TokenSigner {
-  const verified = new BoundedCache<string, { readonly key: string; readonly claims: TokenClaims }>(VERIFIED_CACHE_ENTRIES);
+  const verified = new BoundedCache<string, { readonly key: string; readonly claims: TokenClaims }>(VERIFIED_CACHE_ENTRIES, { idle: { maxIdleMs: UNUSED_TOKEN_MS, now } });
   /**
    * Checked on every request with a session token, so cached by hash, with the key it was made
    * under (a rotated key recomputes). Keyed by the hash alone: the account's hash string is the

@@ -11,7 +11,7 @@
 import { createHmac } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
-import { BoundedCache } from '../lib/bounded-cache.js';
+import { BoundedCache, UNUSED_TOKEN_MS } from '../lib/bounded-cache.js';
 
 export const SSO_TOKEN_ISSUER = 'svc:sso-token';
 const VERIFIED_CACHE_ENTRIES = 10_000;
@@ -42,7 +42,7 @@ export function ssoTokenKey(secretKey: string): Uint8Array {
 }
 
 export function createSsoTokenFormat({ secretKey, now }: SsoTokenFormatDeps): SsoTokenFormat {
-  const verified = new BoundedCache<string, { readonly key: string; readonly claims: SsoTokenClaims }>(VERIFIED_CACHE_ENTRIES);
+  const verified = new BoundedCache<string, { readonly key: string; readonly claims: SsoTokenClaims }>(VERIFIED_CACHE_ENTRIES, { idle: { maxIdleMs: UNUSED_TOKEN_MS, now } });
   const keyText = (): string => {
     const text = secretKey();
     if (text === undefined || text === '') throw new Unavailable('server.secretkey is missing from svc-secret: personal API tokens cannot be issued or checked');

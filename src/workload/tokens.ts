@@ -9,7 +9,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { Unauthenticated, Unavailable } from '../errors.js';
-import { BoundedCache } from '../lib/bounded-cache.js';
+import { BoundedCache, UNUSED_TOKEN_MS } from '../lib/bounded-cache.js';
 import { WORKLOAD_PREFIX } from './identify.js';
 
 export const WORKLOAD_TOKEN_ISSUER = 'svc:workload';
@@ -40,7 +40,7 @@ export interface WorkloadTokensDeps {
 }
 
 export function createWorkloadTokens(deps: WorkloadTokensDeps): WorkloadTokens {
-  const verified = new BoundedCache<string, { readonly secret: string; readonly claims: WorkloadTokenClaims }>(VERIFIED_CACHE_ENTRIES);
+  const verified = new BoundedCache<string, { readonly secret: string; readonly claims: WorkloadTokenClaims }>(VERIFIED_CACHE_ENTRIES, { idle: { maxIdleMs: UNUSED_TOKEN_MS, now: deps.now } });
   let derivedFor: string | undefined;
   let derived: Uint8Array | undefined;
 

@@ -104,6 +104,21 @@ describe('session/tokens', () => {
     expect(await signer.verify(apiToken)).to.deep.equal(forever);
   });
 
+  it('forgets a verified token nobody presented for ten minutes while other tokens arrive, and checks its signature again', async () => {
+    const clock = { now: start };
+    const signer = signerAt(clock, { value: KEY });
+    const hour: TokenClaims = { ...claims, exp: claims.iat + 3600 };
+    const token = await signer.sign(hour);
+    await signer.verify(token);
+    for (let minute = 1; minute <= 11; minute++) {
+      clock.now = start + minute * 60_000;
+      await signer.verify(await signer.sign({ ...hour, jti: `other-${minute}` }));
+    }
+    expect(signer.knownClaims(token)).to.equal(undefined);
+    expect(await signer.verify(token)).to.deep.equal(hour);
+    expect(signer.knownClaims(token)).to.deep.equal(hour);
+  });
+
   it('says why on the first verification: expired, or not valid yet by its nbf', async () => {
     const clock = { now: start };
     const signer = signerAt(clock, { value: KEY });
