@@ -177,7 +177,7 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
   };
 
   const record = (kind: Kind, ok: boolean, detail: string): void => {
-    ledger.outcomes.push({ at: Date.now(), kind, ok, detail: detail.slice(0, 160) });
+    ledger.outcomes.push({ at: Date.now(), kind, ok, detail: detail.slice(0, 240) });
   };
 
   const loop = async (kind: Exclude<Kind, 'websocket'>): Promise<void> => {
@@ -192,7 +192,7 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
       } catch (err: unknown) {
         // A token that failed (say, the admin's session after a restart of its process's state) is made again.
         if (kind === 'token-create' || kind === 'token-delete') admin = undefined;
-        record(kind, false, err instanceof Error ? err.message : String(err));
+        record(kind, false, describeError(err));
       }
       if (next < Date.now() - interval) next = Date.now();
     }
@@ -244,4 +244,19 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
       await Promise.all(loops);
     },
   };
+}
+
+/** The message with its causes: fetch says only "fetch failed" and keeps the socket's reason in `cause`. */
+function describeError(err: unknown): string {
+  const parts: string[] = [];
+  for (let at: unknown = err, depth = 0; at !== undefined && at !== null && depth < 4; depth++) {
+    if (!(at instanceof Error)) {
+      parts.push(String(at));
+      break;
+    }
+    const code = (at as { code?: unknown }).code;
+    parts.push(typeof code === 'string' && !at.message.includes(code) ? `${at.message} (${code})` : at.message);
+    at = at.cause;
+  }
+  return parts.join(': ');
 }
