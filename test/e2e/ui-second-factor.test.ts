@@ -38,6 +38,11 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await svc?.close();
   });
 
+  /** The later tests log alice in with what the first one enrolled: say so, rather than time out on a second step that never comes. */
+  function aliceEnrolled(): void {
+    if (aliceSecret === '' || aliceCodes.length === 0) throw new Error('alice has no second factor: the first test, which enrols it, failed');
+  }
+
   async function passwordStep(page: Page, username: string, password: string): Promise<void> {
     await page.goto(`${base}/login`);
     await page.fill('#username', username);
@@ -50,6 +55,9 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await passwordStep(page, 'alice', PASSWORDS.alice);
     await page.waitForURL(`${base}/`);
     await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    // The click only starts the page's POST …/totp: the secret and its link are filled in when
+    // that answers, and the setup shown after them. Read before then, the field is still empty.
+    await page.waitForSelector('#totp-setup:not([hidden])');
     const secret = await page.inputValue('#totp-secret');
     expect(secret).to.match(/^[A-Z2-7]{32}$/);
     expect(await page.getAttribute('#totp-uri', 'href')).to.match(/^otpauth:\/\/totp\//);
@@ -58,6 +66,8 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await page.waitForSelector('#recovery:not([hidden])');
     aliceCodes = await page.locator('#recovery-codes li').allTextContents();
     expect(aliceCodes).to.have.length(10);
+    // The status is asked again (GET …/second-factor) only after the codes are shown.
+    await pageSays(page, "document.getElementById('second-factor-status').textContent.startsWith('On:')");
     expect(await page.textContent('#second-factor-status')).to.equal('On: an authenticator app; 10 recovery codes left.');
     await chromium.screenshot(page, 'account-second-factor', { fullPage: true });
     aliceSecret = secret;
@@ -90,6 +100,7 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
   });
 
   it('logs in with a recovery code once', async function () {
+    aliceEnrolled();
     const code = aliceCodes[0] ?? '';
     const first = await chromium.page();
     await passwordStep(first, 'alice', PASSWORDS.alice);
@@ -108,6 +119,7 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
   });
 
   it('takes the second step by keyboard alone, and the step is axe-clean', async function () {
+    aliceEnrolled();
     nextSteps();
     const page = await chromium.page();
     await page.goto(`${base}/login`);
@@ -128,6 +140,7 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
   });
 
   it('registers a passkey with Chromium\'s virtual authenticator on the account page and logs in with it', async function () {
+    aliceEnrolled();
     const page = await chromium.page();
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('WebAuthn.enable');
@@ -143,6 +156,8 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await page.fill('#passkey-name', 'laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await pageSays(page, "document.getElementById('message').textContent === 'Passkey laptop added.'");
+    // The message comes before the list is asked again (GET …/second-factor).
+    await pageSays(page, "document.querySelectorAll('#passkey-list li').length > 0");
     expect(await page.locator('#passkey-list li').allTextContents()).to.deep.equal(['laptop Remove']);
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(`${base}/login`);
