@@ -137,16 +137,14 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
     const env = cleanRedisEnv({ SVC_REDIS_SENTINELS: peer.sentinels.map((s) => `${s.host}:${s.port}`).join(','), SVC_REDIS_SENTINEL_MASTER: peer.masterName });
     try {
       await throughSequences(sentinelTopology(peer), env, async () => {
+        await replicaCandidate(peer);
         const started = Date.now();
         const promoted = await peer.failover();
         await sleep(Math.max(0, started + KILL_AFTER_MS - Date.now()));
         await peer.kill(promoted);
         await peer.awaitPrimaryOtherThan(promoted);
         await peer.start(promoted);
-      }, async () => {
-        await peer.awaitReplicated();
-        await replicaCandidate(peer);
-      });
+      }, () => peer.awaitReplicated());
     } finally {
       await peer.stop();
     }
@@ -179,18 +177,31 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
 
 
 /**
- * Waits until every sentinel sees a replica it could promote (flags just "slave", link up): a
- * node started again answers and syncs before the sentinels stop counting it down, and a
- * SENTINEL FAILOVER asked meanwhile is accepted and then given up without a new primary.
+ * Waits, before a SENTINEL FAILOVER, until every sentinel sees a replica it could promote (flags
+ * just "slave", link up): a node started again answers and syncs before the sentinels stop
+ * counting it down, and a SENTINEL FAILOVER asked meanwhile is accepted and then given up
+ * without a new primary.
+ *
+ * Asked right before the failover that needs it, not at the end of the sequence before, which
+ * needs no such view: after the restart a sentinel can show the node as a replica with its
+ * link down for up to an INFO period (10 s; one that still held the INFO it took while the node
+ * was the primary said so), longer on a loaded machine, and a sentinel in TILT after a stall of
+ * its timer clears no down flag for 30 s. The checks after a sequence now run meanwhile, and
+ * after the last sequence (the only one, by default) nothing waits for it.
  */
 async function replicaCandidate(peer: RedisSentinelPeer): Promise<void> {
-  await until(async () => {
-    const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, undefined, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
-    return views.every((replicas) => replicas.some((flat) => {
-      const field = (name: string) => flat[flat.indexOf(name) + 1];
-      return field('flags') === 'slave' && field('master-link-status') === 'ok';
-    }));
-  }, 'every sentinel seeing a replica it could promote');
+  let seen: string[] = [];
+  try {
+    await until(async () => {
+      const views = await Promise.all(peer.sentinels.map((s) => ask(s.port, undefined, (r) => r.call('SENTINEL', 'REPLICAS', peer.masterName) as Promise<string[][]>).catch(() => [])));
+      const fields = views.map((replicas) => replicas.map((flat) => (name: string) => flat[flat.indexOf(name) + 1]));
+      seen = fields.map((replicas, i) => `${peer.sentinels[i]?.port}: ${replicas.map((field) => `${field('port')} ${field('flags')} link ${field('master-link-status')} role ${field('role-reported')} info ${field('info-refresh')} ms ago`).join(', ') || 'none'}`);
+      return fields.every((replicas) => replicas.some((field) => field('flags') === 'slave' && field('master-link-status') === 'ok'));
+    }, 'every sentinel seeing a replica it could promote');
+  } catch (err: unknown) {
+    const tilt = await Promise.all(peer.sentinels.map((s) => ask(s.port, undefined, (r) => r.info('sentinel')).then((info) => /^sentinel_tilt:(\d)/m.exec(info)?.[1] ?? '?', () => '?')));
+    throw new Error(`${(err as Error).message}; the sentinels' replicas: ${seen.join('; ')}; in TILT: ${tilt.join(', ')}`, { cause: err });
+  }
 }
 
 /** The port of the (first) replica of the primary at `port`. */
