@@ -116,15 +116,15 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
     },
     'api-request': async () => String(expect(await api(base, 'GET', '/api/v1/account/alice', await anySession()), 200, 'account').status),
     'sso-login': async () => {
-      rp ??= await svcWebClient(base, SECRET_KEY);
+      const relyingParty = (rp ??= await stage('discovery', () => svcWebClient(base, SECRET_KEY)));
       const redirectUri = `${base}/auth/callback`;
-      const login = await authorizationRequest(rp, redirectUri, 'openid offline_access');
+      const login = await authorizationRequest(relyingParty, redirectUri, 'openid offline_access');
       const browser = new FormBrowser();
-      const form = await browser.go(login.href, redirectUri);
+      const form = await stage('authorization request to the password form', () => browser.go(login.href, redirectUri));
       if (!isPage(form)) throw new Error('no password form');
-      const done = await browser.submit(form, { ...SSO_USER }, redirectUri);
+      const done = await stage('password form to the callback', () => browser.submit(form, { ...SSO_USER }, redirectUri));
       if (isPage(done)) throw new Error(`password form answered ${done.status}`);
-      const tokens = await client.authorizationCodeGrant(rp, done, { pkceCodeVerifier: login.verifier, expectedState: login.state });
+      const tokens = await stage('code grant', () => client.authorizationCodeGrant(relyingParty, done, { pkceCodeVerifier: login.verifier, expectedState: login.state }));
       if (tokens.refresh_token === undefined) throw new Error('no refresh token');
       chains.push(tokens.refresh_token);
       if (chains.length > 8) chains.shift();
@@ -244,6 +244,15 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
       await Promise.all(loops);
     },
   };
+}
+
+/** `work`, its failure prefixed with the stage of a multi-request step it failed in. */
+async function stage<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err: unknown) {
+    throw new Error(name, { cause: err });
+  }
 }
 
 /** The message with its causes: fetch says only "fetch failed" and keeps the socket's reason in `cause`. */
