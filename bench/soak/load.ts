@@ -9,6 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as client from 'openid-client';
 import { WebSocket } from 'ws';
 import { webClientSecret } from '../../src/idp/clients.js';
+import { innermostCause } from '../../src/lib/error-cause.js';
+import { describeFailure } from '../../src/lib/tls-fetch.js';
 import { authorizationRequest, svcWebClient } from '../../test/helpers/authorization.js';
 import { FormBrowser, isPage } from '../../test/helpers/form-browser.js';
 import { PASSWORDS, SECRET_KEY, SSO_USER, type Rig } from './rig.js';
@@ -255,17 +257,10 @@ async function stage<T>(name: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The message with its causes: fetch says only "fetch failed" and keeps the socket's reason in `cause`. */
+/**
+ * The message and what really failed beneath it: fetch says only "fetch failed" and keeps the
+ * socket's reason in its causes, which `describeFailure` reads as svc's own callers do.
+ */
 function describeError(err: unknown): string {
-  const parts: string[] = [];
-  for (let at: unknown = err, depth = 0; at !== undefined && at !== null && depth < 4; depth++) {
-    if (!(at instanceof Error)) {
-      parts.push(String(at));
-      break;
-    }
-    const code = (at as { code?: unknown }).code;
-    parts.push(typeof code === 'string' && !at.message.includes(code) ? `${at.message} (${code})` : at.message);
-    at = at.cause;
-  }
-  return parts.join(': ');
+  return err instanceof Error && innermostCause(err) !== err ? `${err.message}: ${describeFailure(err)}` : describeFailure(err);
 }

@@ -191,7 +191,8 @@ async function main(): Promise<number> {
     const rssRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'max MB', 'slope MB/h after 5 min', 'slope MB/h after 15 min (judged)']];
     for (const [name, all] of lives) {
       const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
-      const early = after(RSS_EARLY_WARMUP_MS).length >= 2 ? after(RSS_EARLY_WARMUP_MS) : all;
+      const afterEarly = after(RSS_EARLY_WARMUP_MS);
+      const early = afterEarly.length >= 2 ? afterEarly : all;
       const judged = after(RSS_WARMUP_MS);
       const slope = judged.length >= 2 ? slopeMbPerHour(judged) : undefined;
       rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), slope?.toFixed(1) ?? '-']);

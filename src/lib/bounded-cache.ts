@@ -1,25 +1,4 @@
 /**
- * A Map with a size bound that keeps what is used: two generations, as quick-lru does. Reads
- * hit the young generation with one Map look-up (the token and decision caches are read on every
- * proxied request, and an exact LRU's delete + set per hit was 2 % of the proxy's CPU); an entry
- * found in the old generation moves to the young one. When the young generation is full it
- * becomes the old one and the previous old one is dropped, so at most 2 x half the bound is held
- * and an entry used since the last turn-over always survives it. Used for compiled globs,
- * decisions and verified tokens: all must stay bounded whatever the policy or the request mix,
- * so that a client sending distinct values cannot grow memory without limit.
- *
- * A count of entries alone does not bound memory when a client chooses the keys' length (the
- * decision cache once held 325 MB in 20,000 entries of 16 KB keys): `maxWeight` with `weigh`
- * also turns the young generation over once its entries weigh half the bound, so at most
- * `maxWeight` (plus one entry) is held, whatever the mix of long and short keys.
- *
- * A bound of entries is reached only when enough distinct keys arrive, and until then an entry
- * nobody reads again (a token whose session ended) is held as long as the process lives. With
- * `idle`, the young generation also turns over once it is `maxIdleMs / 2` old: an entry is
- * dropped at the second turn-over after its last use, so while entries keep being added a cache
- * keyed by tokens holds about what was used in the last `maxIdleMs`, not its whole bound.
- */
-/**
  * How long a cache keyed by tokens keeps one nobody presents any more (a session ended, a token
  * expired): a token presented again after that costs one signature check.
  */
@@ -43,6 +22,27 @@ export interface IdleBound {
   readonly now: () => number;
 }
 
+/**
+ * A Map with a size bound that keeps what is used: two generations, as quick-lru does. Reads
+ * hit the young generation with one Map look-up (the token and decision caches are read on every
+ * proxied request, and an exact LRU's delete + set per hit was 2 % of the proxy's CPU); an entry
+ * found in the old generation moves to the young one. When the young generation is full it
+ * becomes the old one and the previous old one is dropped, so at most 2 x half the bound is held
+ * and an entry used since the last turn-over always survives it. Used for compiled globs,
+ * decisions and verified tokens: all must stay bounded whatever the policy or the request mix,
+ * so that a client sending distinct values cannot grow memory without limit.
+ *
+ * A count of entries alone does not bound memory when a client chooses the keys' length (the
+ * decision cache once held 325 MB in 20,000 entries of 16 KB keys): `maxWeight` with `weigh`
+ * also turns the young generation over once its entries weigh half the bound, so at most
+ * `maxWeight` (plus one entry) is held, whatever the mix of long and short keys.
+ *
+ * A bound of entries is reached only when enough distinct keys arrive, and until then an entry
+ * nobody reads again (a token whose session ended) is held as long as the process lives. With
+ * `idle`, the young generation also turns over once it is `maxIdleMs / 2` old: an entry is
+ * dropped at the second turn-over after its last use, so while entries keep being added a cache
+ * keyed by tokens holds about what was used in the last `maxIdleMs`, not its whole bound.
+ */
 export class BoundedCache<K, V> {
   private young = new Map<K, V>();
   private old = new Map<K, V>();
