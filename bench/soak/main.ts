@@ -13,6 +13,7 @@ import YAML from 'yaml';
 import { FAULTS, runFault, type Window } from './faults.js';
 import { RATES, startLoad, type Kind, type Ledger, type Outcome } from './load.js';
 import { descriptors, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type RssSample } from './measure.js';
+import type { ClientConnections } from './balancer.js';
 import { secretText, startRig, type Rig } from './rig.js';
 import { editPolicy } from './edit.js';
 
@@ -134,6 +135,15 @@ function outsideReport(outside: readonly Outcome[], started: number): string {
   return [...byKind].map(([kind, list]) => `${kind} ${list.length}: ${list.slice(0, 3).map((o) => `at ${Math.round((o.at - started) / 1000)} s ${o.detail}`).join('; ')}`).join(' | ');
 }
 
+/** How the balancer's client connections ended; its cuts near a failure outside the windows say which side reset it. */
+function connectionReport(connections: ClientConnections, started: number): string {
+  const cuts = connections.cuts.map((c) => `  - at ${Math.round((c.at - started) / 1000)} s: ${c.reason}`);
+  return [
+    `closed by the client first: ${connections.byClient}; by the balancer, idle or at shutdown: ${connections.idleClosed}; cut: ${connections.cut}`,
+    ...cuts,
+  ].join('\n');
+}
+
 async function main(): Promise<number> {
   const rig = await startRig();
   const rss: RssSample[] = [];
@@ -207,9 +217,10 @@ async function main(): Promise<number> {
     process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## RSS\n\n${table(rssRows)}\n\n`);
+    process.stdout.write(`## The balancer's client connections\n\n${connectionReport(rig.balancer.clientConnections, started)}\n\n`);
     process.stdout.write(`## Errors the processes logged\n\n${errors.join('\n') || 'none'}\n\n`);
     process.stdout.write(`## Invariants\n\n${invariants.map((i) => `- ${i.held ? 'held' : 'BROKEN'}: ${i.name} (${i.detail})`).join('\n')}\n`);
-    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows }, null, 2));
+    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows, clientConnections: rig.balancer.clientConnections }, null, 2));
     const broken = invariants.filter((i) => !i.held);
     if (broken.length > 0) process.stderr.write(`\nsoak: ${broken.length} invariant(s) broken: ${broken.map((i) => i.name).join('; ')}\n`);
     return broken.length === 0 ? 0 : 1;

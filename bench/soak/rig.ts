@@ -122,6 +122,7 @@ export interface Rig {
   readonly all: readonly SvcProcess[];
   readonly redis: RedisSentinelPeer;
   readonly backend: SoakBackend;
+  readonly balancer: Balancer;
   /** Whether the config dir is on a tmpfs of its own (else: a file-size limit stands in for a full disk). */
   readonly tmpfs: boolean;
   slapdPort: number;
@@ -193,6 +194,7 @@ export async function startRig(): Promise<Rig> {
     all,
     redis,
     backend,
+    balancer,
     tmpfs,
     slapdPort,
     slapd,
