@@ -179,7 +179,8 @@ export function startLoad(rig: Rig, configEdit: () => Promise<string>): Load {
   };
 
   const record = (kind: Kind, ok: boolean, detail: string): void => {
-    ledger.outcomes.push({ at: Date.now(), kind, ok, detail: detail.slice(0, 240) });
+    // One line each: a detail may quote an HTML page, which would break the report's tables.
+    ledger.outcomes.push({ at: Date.now(), kind, ok, detail: detail.replace(/\s+/g, ' ').slice(0, 240) });
   };
 
   const loop = async (kind: Exclude<Kind, 'websocket'>): Promise<void> => {

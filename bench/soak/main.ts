@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { FAULTS, runFault, type Window } from './faults.js';
 import { RATES, startLoad, type Kind, type Ledger, type Outcome } from './load.js';
-import { descriptors, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type RssSample } from './measure.js';
+import { descriptors, heapMb, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type Heap, type RssSample } from './measure.js';
 import type { ClientConnections } from './balancer.js';
 import { secretText, startRig, type Rig } from './rig.js';
 import { editPolicy } from './edit.js';
@@ -42,6 +42,8 @@ const MAX_SLOPE_MB_PER_HOUR = 30;
  */
 const RSS_WARMUP_MS = 15 * 60_000;
 const RSS_EARLY_WARMUP_MS = 5 * 60_000;
+/** The JS heap is read from /metrics once a minute: often enough for a slope, too seldom to weigh on what it measures. */
+const HEAP_EVERY_MS = 60_000;
 /**
  * Keys without expiry that svc keeps by design: the shared lists every replica loads whole
  * (docs/state.md): revoked tokens, accounts seen disabled; and the provider's key material.
@@ -144,9 +146,30 @@ function connectionReport(connections: ClientConnections, started: number): stri
   ].join('\n');
 }
 
+interface HeapSample {
+  readonly at: number;
+  readonly process: string;
+  readonly heap: Heap;
+}
+
+/** Each life's JS heap: used and total (what V8 holds for it), first and last, and their slopes after the warm-up. Not judged: it says what a growing RSS is made of. */
+function heapReport(samples: readonly HeapSample[]): string {
+  const lives = new Map<string, HeapSample[]>();
+  for (const sample of samples) lives.set(sample.process, [...(lives.get(sample.process) ?? []), sample]);
+  const rows: string[][] = [['process', 'samples', 'used MB', 'used MB/h after 15 min', 'total MB', 'total MB/h after 15 min', 'external MB']];
+  for (const [name, all] of lives) {
+    const judged = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS);
+    const slope = (part: 'used' | 'total'): string => (judged.length >= 2 ? slopeMbPerHour(judged.map((x) => ({ at: x.at, process: name, mb: x.heap[part] }))).toFixed(1) : '-');
+    const span = (part: keyof Heap): string => `${all[0]!.heap[part].toFixed(0)} → ${all.at(-1)!.heap[part].toFixed(0)}`;
+    rows.push([name, String(all.length), span('used'), slope('used'), span('total'), slope('total'), span('external')]);
+  }
+  return table(rows);
+}
+
 async function main(): Promise<number> {
   const rig = await startRig();
   const rss: RssSample[] = [];
+  const heaps: HeapSample[] = [];
   const windows: Window[] = [];
   let load: ReturnType<typeof startLoad> | undefined;
   try {
@@ -162,6 +185,12 @@ async function main(): Promise<number> {
         if (mb !== undefined) rss.push({ at: Date.now(), process: `${s.name} pid ${String(s.pid)}`, mb });
       }
     }, 5_000);
+    const heapSampler = setInterval(() => {
+      for (const s of rig.all) {
+        const pid = s.pid;
+        if (pid !== undefined) void heapMb(s.url).then((heap) => heap !== undefined && heaps.push({ at: Date.now(), process: `${s.name} pid ${String(pid)}`, heap }));
+      }
+    }, HEAP_EVERY_MS);
     const started = Date.now();
     await sleep(WARMUP_MS);
     const cycles = Math.max(1, Math.floor(DURATION_MS / CYCLE_MS));
@@ -179,6 +208,7 @@ async function main(): Promise<number> {
     await sleep(Math.max(0, started + DURATION_MS - Date.now()));
     await load.stop();
     clearInterval(sampler);
+    clearInterval(heapSampler);
     // Keep-alive connections close after 5 s idle; the state connections settle.
     await sleep(8_000);
     const outcomes = load.ledger.outcomes.sort((a, b) => a.at - b.at);
@@ -217,6 +247,7 @@ async function main(): Promise<number> {
     process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## RSS\n\n${table(rssRows)}\n\n`);
+    process.stdout.write(`## JS heap (from each process's /metrics, once a minute; not judged)\n\n${heaps.length === 0 ? 'no sample' : heapReport(heaps.sort((a, b) => a.at - b.at))}\n\n`);
     process.stdout.write(`## The balancer's client connections\n\n${connectionReport(rig.balancer.clientConnections, started)}\n\n`);
     process.stdout.write(`## Errors the processes logged\n\n${errors.join('\n') || 'none'}\n\n`);
     process.stdout.write(`## Invariants\n\n${invariants.map((i) => `- ${i.held ? 'held' : 'BROKEN'}: ${i.name} (${i.detail})`).join('\n')}\n`);

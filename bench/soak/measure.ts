@@ -1,7 +1,8 @@
 /**
  * What the soak samples while it runs and checks after: each process's RSS over time (and its
- * slope: a leak shows as one), its open file descriptors and sockets, and the Redis keys that
- * never expire.
+ * slope: a leak shows as one), its JS heap as its /metrics reports it (so that a growing RSS can
+ * be told apart as live objects or memory around them), its open file descriptors and sockets,
+ * and the Redis keys that never expire.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { RedisSentinelPeer } from '../../test/helpers/redis-topology.js';
@@ -17,6 +18,30 @@ export function rssMb(pid: number): number | undefined {
   try {
     const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     return kb === undefined ? undefined : Number(kb) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The JS heap of a process, in MB, as prom-client's default metrics on its /metrics say. */
+export interface Heap {
+  readonly used: number;
+  readonly total: number;
+  readonly external: number;
+}
+
+const HEAP_METRICS = { used: 'nodejs_heap_size_used_bytes', total: 'nodejs_heap_size_total_bytes', external: 'nodejs_external_memory_bytes' } as const;
+
+export async function heapMb(url: string): Promise<Heap | undefined> {
+  try {
+    const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    const text = await res.text();
+    const value = (name: string): number | undefined => {
+      const match = new RegExp(`^${name} ([0-9.e+]+)$`, 'm').exec(text)?.[1];
+      return match === undefined ? undefined : Number(match) / (1 << 20);
+    };
+    const [used, total, external] = [value(HEAP_METRICS.used), value(HEAP_METRICS.total), value(HEAP_METRICS.external)];
+    return used === undefined || total === undefined || external === undefined ? undefined : { used, total, external };
   } catch {
     return undefined;
   }
