@@ -146,6 +146,17 @@ function connectionReport(connections: ClientConnections, started: number): stri
   ].join('\n');
 }
 
+/** Samples grouped by process life (`name pid N`), each group in the order sampled. */
+function byLife<T extends { readonly process: string }>(samples: readonly T[]): Map<string, T[]> {
+  const lives = new Map<string, T[]>();
+  for (const sample of samples) {
+    const life = lives.get(sample.process);
+    if (life === undefined) lives.set(sample.process, [sample]);
+    else life.push(sample);
+  }
+  return lives;
+}
+
 interface HeapSample {
   readonly at: number;
   readonly process: string;
@@ -154,8 +165,7 @@ interface HeapSample {
 
 /** Each life's JS heap: used and total (what V8 holds for it), first and last, and their slopes after the warm-up. Not judged: it says what a growing RSS is made of. */
 function heapReport(samples: readonly HeapSample[]): string {
-  const lives = new Map<string, HeapSample[]>();
-  for (const sample of samples) lives.set(sample.process, [...(lives.get(sample.process) ?? []), sample]);
+  const lives = byLife(samples);
   const rows: string[][] = [['process', 'samples', 'used MB', 'used MB/h after 15 min', 'total MB', 'total MB/h after 15 min', 'external MB']];
   for (const [name, all] of lives) {
     const judged = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS);
@@ -226,8 +236,7 @@ async function main(): Promise<number> {
     const keysAfter = await persistentKeys(rig.redis);
     const grown = [...keysAfter].filter((k) => !keysBefore.has(k) && !PERSISTENT_BY_DESIGN.some((p) => p.test(k)));
     invariants.push({ name: 'no Redis key without expiry left by the load', held: grown.length === 0, detail: `${keysBefore.size} before, ${keysAfter.size} after; new: ${grown.slice(0, 10).join(', ') || 'none'}` });
-    const lives = new Map<string, RssSample[]>();
-    for (const sample of rss) lives.set(sample.process, [...(lives.get(sample.process) ?? []), sample]);
+    const lives = byLife(rss);
     const rssRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'max MB', 'slope MB/h after 5 min', 'slope MB/h after 15 min (judged)']];
     for (const [name, all] of lives) {
       const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
