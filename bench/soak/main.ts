@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { FAULTS, runFault, type Window } from './faults.js';
 import { RATES, startLoad, type Kind, type Ledger, type Outcome } from './load.js';
+import { liveHeapMb } from './live-heap.js';
 import { descriptors, heapMb, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type Heap, type RssSample } from './measure.js';
 import type { ClientConnections } from './balancer.js';
 import { secretText, startRig, type Rig } from './rig.js';
@@ -44,6 +45,14 @@ const RSS_WARMUP_MS = 15 * 60_000;
 const RSS_EARLY_WARMUP_MS = 5 * 60_000;
 /** The JS heap is read from /metrics once a minute: often enough for a slope, too seldom to weigh on what it measures. */
 const HEAP_EVERY_MS = 60_000;
+/** The live heap (after a full collection) of the process no fault touches, every 3 minutes: 15 samples after its warm-up in an hour. */
+const LIVE_HEAP_EVERY_MS = 3 * 60_000;
+/**
+ * What the live heap may grow after the warm-up: the revoked-token list grows by design until its
+ * first entries expire (users.session.duration, 2 h here; about 0.5 MB an hour at the soak's
+ * rate), and the leak the sixth run found grew about 30 MB/h. A third of that is judged a leak.
+ */
+const MAX_LIVE_HEAP_MB_PER_HOUR = 10;
 /**
  * Keys without expiry that svc keeps by design: the shared lists every replica loads whole
  * (docs/state.md): revoked tokens, accounts seen disabled; and the provider's key material.
@@ -201,6 +210,13 @@ async function main(): Promise<number> {
         if (pid !== undefined) void heapMb(s.url).then((heap) => heap !== undefined && heaps.push({ at: Date.now(), process: `${s.name} pid ${String(pid)}`, heap }));
       }
     }, HEAP_EVERY_MS);
+    const liveHeaps: RssSample[] = [];
+    const liveHeapSampler = setInterval(() => {
+      for (const s of rig.all) {
+        const pid = s.pid;
+        if (pid !== undefined && s.inspectPort !== undefined) void liveHeapMb(s.inspectPort).then((mb) => mb !== undefined && liveHeaps.push({ at: Date.now(), process: `${s.name} pid ${String(pid)}`, mb }));
+      }
+    }, LIVE_HEAP_EVERY_MS);
     const started = Date.now();
     await sleep(WARMUP_MS);
     const cycles = Math.max(1, Math.floor(DURATION_MS / CYCLE_MS));
@@ -219,6 +235,7 @@ async function main(): Promise<number> {
     await load.stop();
     clearInterval(sampler);
     clearInterval(heapSampler);
+    clearInterval(liveHeapSampler);
     // Keep-alive connections close after 5 s idle; the state connections settle.
     await sleep(8_000);
     const outcomes = load.ledger.outcomes.sort((a, b) => a.at - b.at);
@@ -248,6 +265,14 @@ async function main(): Promise<number> {
       const span = judged.length >= 2 ? judged.at(-1)!.at - judged[0]!.at : 0;
       if (slope !== undefined && span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: RSS does not grow (slope ≤ ${MAX_SLOPE_MB_PER_HOUR} MB/h after its first ${RSS_WARMUP_MS / 60_000} min)`, held: slope <= MAX_SLOPE_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min, ${judged[0]!.mb.toFixed(0)} → ${judged.at(-1)!.mb.toFixed(0)} MB` });
     }
+    const liveRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'MB/h after 15 min (judged)']];
+    for (const [name, all] of byLife(liveHeaps.sort((a, b) => a.at - b.at))) {
+      const judged = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS);
+      const slope = judged.length >= 2 ? slopeMbPerHour(judged) : undefined;
+      liveRows.push([name, String(all.length), all[0]!.mb.toFixed(1), all.at(-1)!.mb.toFixed(1), slope?.toFixed(1) ?? '-']);
+      const span = judged.length >= 2 ? judged.at(-1)!.at - judged[0]!.at : 0;
+      if (slope !== undefined && span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: live JS heap does not grow (after a full collection, slope ≤ ${MAX_LIVE_HEAP_MB_PER_HOUR} MB/h after its first ${RSS_WARMUP_MS / 60_000} min)`, held: slope <= MAX_LIVE_HEAP_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min, ${judged[0]!.mb.toFixed(1)} → ${judged.at(-1)!.mb.toFixed(1)} MB` });
+    }
     const errors = rig.all.flatMap((s) => [...s.errors].map(([msg, n]) => {
       const samples = (s.errorSamples.get(msg) ?? []).map((x) => `  - at ${Math.round((x.at - started) / 1000)} s: ${x.line}`);
       return [`${s.name}: ${msg} (${n})`, ...samples].join('\n');
@@ -257,10 +282,11 @@ async function main(): Promise<number> {
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## RSS\n\n${table(rssRows)}\n\n`);
     process.stdout.write(`## JS heap (from each process's /metrics, once a minute; not judged)\n\n${heaps.length === 0 ? 'no sample' : heapReport(heaps.sort((a, b) => a.at - b.at))}\n\n`);
+    process.stdout.write(`## Live JS heap (after a full collection, every ${LIVE_HEAP_EVERY_MS / 60_000} minutes)\n\n${liveRows.length === 1 ? 'no sample' : table(liveRows)}\n\n`);
     process.stdout.write(`## The balancer's client connections\n\n${connectionReport(rig.balancer.clientConnections, started)}\n\n`);
     process.stdout.write(`## Errors the processes logged\n\n${errors.join('\n') || 'none'}\n\n`);
     process.stdout.write(`## Invariants\n\n${invariants.map((i) => `- ${i.held ? 'held' : 'BROKEN'}: ${i.name} (${i.detail})`).join('\n')}\n`);
-    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows, clientConnections: rig.balancer.clientConnections }, null, 2));
+    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows, liveHeap: liveRows, clientConnections: rig.balancer.clientConnections }, null, 2));
     const broken = invariants.filter((i) => !i.held);
     if (broken.length > 0) process.stderr.write(`\nsoak: ${broken.length} invariant(s) broken: ${broken.map((i) => i.name).join('; ')}\n`);
     return broken.length === 0 ? 0 : 1;

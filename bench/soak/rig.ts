@@ -24,6 +24,8 @@ import { startSoakBackend, type SoakBackend } from './backend.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LDIF = join(ROOT, 'fixtures', 'ldap', 'ldap-connector.ldif');
+/** The compiled server, as `npm start` runs it (not the sources through tsx, whose loader and source maps would be measured with it). */
+const SERVER = 'dist/src/commands/svc-server.js';
 export const SECRET_KEY = 'soak-secret-key-0123456789abcdef';
 /**
  * alice makes the load's logins; bob only checks the rights edits, and carol only holds the
@@ -48,7 +50,8 @@ export class SvcProcess {
   readonly errorSamples = new Map<string, { readonly at: number; readonly line: string }[]>();
   tail = '';
 
-  constructor(readonly name: string, readonly port: number, private readonly configDir: string, private readonly env: NodeJS.ProcessEnv) {}
+  /** `inspectPort`: the process listens for the inspector there (127.0.0.1 only), so that its live heap can be read. */
+  constructor(readonly name: string, readonly port: number, private readonly configDir: string, private readonly env: NodeJS.ProcessEnv, readonly inspectPort?: number) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -59,7 +62,8 @@ export class SvcProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/commands/svc-server.ts', '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'], { cwd: ROOT, env: this.env });
+    const inspect = this.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${this.inspectPort}`];
+    const child = spawn(process.execPath, [...inspect, SERVER, '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'], { cwd: ROOT, env: this.env });
     this.child = child;
     let partial = '';
     const keep = (d: Buffer): void => {
@@ -168,6 +172,8 @@ function writeConfig(dir: string, url: string, slapdPort: number, backendUrl: st
 }
 
 export async function startRig(): Promise<Rig> {
+  // dist/ rebuilt first when a source is newer, as `npm start` does.
+  execFileSync(process.execPath, ['scripts/ensure-built.mjs'], { cwd: ROOT, stdio: 'inherit' });
   const configDir = mkdtempSync(join(tmpdir(), 'svc-soak-config-'));
   const tmpfs = tryMountTmpfs(configDir);
   const redis = await startRedisSentinel();
@@ -175,7 +181,7 @@ export async function startRig(): Promise<Rig> {
   const startSlapd = () => startPeer('start-slapd.sh', [String(slapdPort), '0'], { USERS_LDIF: LDIF });
   const slapd = await startSlapd();
   const backend = await startSoakBackend();
-  const [lbPort, portA, portB, portC] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [lbPort, portA, portB, portC, inspectC] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const url = `http://127.0.0.1:${lbPort}`;
   writeConfig(configDir, url, slapdPort, backend.url);
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_LOG_LEVEL: 'warn' };
@@ -183,7 +189,7 @@ export async function startRig(): Promise<Rig> {
   env['SVC_REDIS_SENTINELS'] = redis.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   env['SVC_REDIS_SENTINEL_MASTER'] = redis.masterName;
   const svc: [SvcProcess, SvcProcess] = [new SvcProcess('svc-a', portA, configDir, env), new SvcProcess('svc-b', portB, configDir, env)];
-  const all = [...svc, new SvcProcess('svc-c', portC, configDir, env)];
+  const all = [...svc, new SvcProcess('svc-c', portC, configDir, env, inspectC)];
   // The first start writes the stores' missing parts: one process after the other.
   for (const each of all) await each.start();
   const balancer: Balancer = await startBalancer(lbPort, () => all.map((s) => s.url));
