@@ -166,6 +166,48 @@ function byLife<T extends { readonly process: string }>(samples: readonly T[]): 
   return lives;
 }
 
+/**
+ * The slope of one life's samples after its warm-up, and the invariant on it once the life lasts
+ * long enough after the warm-up for a slope to mean anything.
+ */
+function judgeSlope(life: string, what: string, all: readonly RssSample[], limit: number, digits: number): { slope?: number; invariant?: Invariant } {
+  const judged = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS);
+  if (judged.length < 2) return {};
+  const slope = slopeMbPerHour(judged);
+  const span = judged.at(-1)!.at - judged[0]!.at;
+  if (span < SLOPE_JUDGED_FROM_MS) return { slope };
+  return {
+    slope,
+    invariant: {
+      name: `${life}: ${what} does not grow (slope ≤ ${limit} MB/h after its first ${RSS_WARMUP_MS / 60_000} min)`,
+      held: slope <= limit,
+      detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min, ${judged[0]!.mb.toFixed(digits)} → ${judged.at(-1)!.mb.toFixed(digits)} MB`,
+    },
+  };
+}
+
+/** Each life's RSS and svc-c's live heap, with their slopes, and the invariants on them. */
+function memoryReport(rss: readonly RssSample[], liveHeaps: readonly RssSample[], started: number): { rssRows: string[][]; liveRows: string[][]; invariants: Invariant[] } {
+  const invariants: Invariant[] = [];
+  const rssRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'max MB', 'slope MB/h after 5 min', 'slope MB/h after 15 min (judged)']];
+  for (const [name, all] of byLife(rss)) {
+    const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
+    const afterEarly = after(RSS_EARLY_WARMUP_MS);
+    const early = afterEarly.length >= 2 ? afterEarly : all;
+    const { slope, invariant } = judgeSlope(name, 'RSS', all, MAX_SLOPE_MB_PER_HOUR, 0);
+    rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), slope?.toFixed(1) ?? '-']);
+    if (invariant !== undefined) invariants.push(invariant);
+  }
+  const liveRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'MB/h after 15 min (judged)', 'MB at each sample, by minute of the run']];
+  for (const [name, all] of byLife([...liveHeaps].sort((a, b) => a.at - b.at))) {
+    const { slope, invariant } = judgeSlope(name, 'live JS heap (after a full collection)', all, MAX_LIVE_HEAP_MB_PER_HOUR, 1);
+    const each = all.map((x) => `${Math.round((x.at - started) / 60_000)}: ${x.mb.toFixed(1)}`).join(', ');
+    liveRows.push([name, String(all.length), all[0]!.mb.toFixed(1), all.at(-1)!.mb.toFixed(1), slope?.toFixed(1) ?? '-', each]);
+    if (invariant !== undefined) invariants.push(invariant);
+  }
+  return { rssRows, liveRows, invariants };
+}
+
 interface HeapSample {
   readonly at: number;
   readonly process: string;
@@ -253,26 +295,8 @@ async function main(): Promise<number> {
     const keysAfter = await persistentKeys(rig.redis);
     const grown = [...keysAfter].filter((k) => !keysBefore.has(k) && !PERSISTENT_BY_DESIGN.some((p) => p.test(k)));
     invariants.push({ name: 'no Redis key without expiry left by the load', held: grown.length === 0, detail: `${keysBefore.size} before, ${keysAfter.size} after; new: ${grown.slice(0, 10).join(', ') || 'none'}` });
-    const lives = byLife(rss);
-    const rssRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'max MB', 'slope MB/h after 5 min', 'slope MB/h after 15 min (judged)']];
-    for (const [name, all] of lives) {
-      const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
-      const afterEarly = after(RSS_EARLY_WARMUP_MS);
-      const early = afterEarly.length >= 2 ? afterEarly : all;
-      const judged = after(RSS_WARMUP_MS);
-      const slope = judged.length >= 2 ? slopeMbPerHour(judged) : undefined;
-      rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), slope?.toFixed(1) ?? '-']);
-      const span = judged.length >= 2 ? judged.at(-1)!.at - judged[0]!.at : 0;
-      if (slope !== undefined && span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: RSS does not grow (slope ≤ ${MAX_SLOPE_MB_PER_HOUR} MB/h after its first ${RSS_WARMUP_MS / 60_000} min)`, held: slope <= MAX_SLOPE_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min, ${judged[0]!.mb.toFixed(0)} → ${judged.at(-1)!.mb.toFixed(0)} MB` });
-    }
-    const liveRows: string[][] = [['process', 'samples', 'first MB', 'last MB', 'MB/h after 15 min (judged)']];
-    for (const [name, all] of byLife(liveHeaps.sort((a, b) => a.at - b.at))) {
-      const judged = all.filter((x) => x.at >= all[0]!.at + RSS_WARMUP_MS);
-      const slope = judged.length >= 2 ? slopeMbPerHour(judged) : undefined;
-      liveRows.push([name, String(all.length), all[0]!.mb.toFixed(1), all.at(-1)!.mb.toFixed(1), slope?.toFixed(1) ?? '-']);
-      const span = judged.length >= 2 ? judged.at(-1)!.at - judged[0]!.at : 0;
-      if (slope !== undefined && span >= SLOPE_JUDGED_FROM_MS) invariants.push({ name: `${name}: live JS heap does not grow (after a full collection, slope ≤ ${MAX_LIVE_HEAP_MB_PER_HOUR} MB/h after its first ${RSS_WARMUP_MS / 60_000} min)`, held: slope <= MAX_LIVE_HEAP_MB_PER_HOUR, detail: `${slope.toFixed(1)} MB/h over ${Math.round(span / 60_000)} min, ${judged[0]!.mb.toFixed(1)} → ${judged.at(-1)!.mb.toFixed(1)} MB` });
-    }
+    const memory = memoryReport(rss, liveHeaps, started);
+    invariants.push(...memory.invariants);
     const errors = rig.all.flatMap((s) => [...s.errors].map(([msg, n]) => {
       const samples = (s.errorSamples.get(msg) ?? []).map((x) => `  - at ${Math.round((x.at - started) / 1000)} s: ${x.line}`);
       return [`${s.name}: ${msg} (${n})`, ...samples].join('\n');
@@ -280,13 +304,13 @@ async function main(): Promise<number> {
     process.stdout.write(`# svc soak: ${values.duration}, ${new Date(started).toISOString()}, ${rig.tmpfs ? 'config dir on a tmpfs' : 'no tmpfs: disk-full skipped'}\n\n`);
     process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
-    process.stdout.write(`## RSS\n\n${table(rssRows)}\n\n`);
+    process.stdout.write(`## RSS\n\n${table(memory.rssRows)}\n\n`);
     process.stdout.write(`## JS heap (from each process's /metrics, once a minute; not judged)\n\n${heaps.length === 0 ? 'no sample' : heapReport(heaps.sort((a, b) => a.at - b.at))}\n\n`);
-    process.stdout.write(`## Live JS heap (after a full collection, every ${LIVE_HEAP_EVERY_MS / 60_000} minutes)\n\n${liveRows.length === 1 ? 'no sample' : table(liveRows)}\n\n`);
+    process.stdout.write(`## Live JS heap (after a full collection, every ${LIVE_HEAP_EVERY_MS / 60_000} minutes)\n\n${memory.liveRows.length === 1 ? 'no sample' : table(memory.liveRows)}\n\n`);
     process.stdout.write(`## The balancer's client connections\n\n${connectionReport(rig.balancer.clientConnections, started)}\n\n`);
     process.stdout.write(`## Errors the processes logged\n\n${errors.join('\n') || 'none'}\n\n`);
     process.stdout.write(`## Invariants\n\n${invariants.map((i) => `- ${i.held ? 'held' : 'BROKEN'}: ${i.name} (${i.detail})`).join('\n')}\n`);
-    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: rssRows, liveHeap: liveRows, clientConnections: rig.balancer.clientConnections }, null, 2));
+    if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ duration: values.duration, started, windows, invariants, outcomes: outcomes.length, rss: memory.rssRows, liveHeap: memory.liveRows, clientConnections: rig.balancer.clientConnections }, null, 2));
     const broken = invariants.filter((i) => !i.held);
     if (broken.length > 0) process.stderr.write(`\nsoak: ${broken.length} invariant(s) broken: ${broken.map((i) => i.name).join('; ')}\n`);
     return broken.length === 0 ? 0 : 1;
