@@ -1,9 +1,10 @@
 /**
  * The live JS heap of the process no fault touches: a full collection through its inspector
  * (DevTools protocol over a WebSocket on 127.0.0.1 only), then the heap in use. RSS and the heap
- * /metrics reports also count garbage not yet collected and pages V8 and the C allocator keep
- * around live objects; what survives a full collection is what a leak grows. One collection every
- * few minutes weighs nothing beside the ones the load itself causes.
+ * /metrics reports also count garbage not yet collected and the pages V8 keeps for its heap to
+ * grow into; what survives a full collection is what a leak grows. The collection is one that
+ * reduces memory: V8 gives its spare pages back, so the RSS read after it is the floor a leak
+ * would raise (and the RSS between two of them regrows to V8's heap size).
  */
 
 const TIMEOUT_MS = 10_000;
