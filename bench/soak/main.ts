@@ -13,12 +13,13 @@ import YAML from 'yaml';
 import { FAULTS, runFault, type Window } from './faults.js';
 import { RATES, startLoad, type Kind, type Ledger, type Outcome } from './load.js';
 import { liveHeapMb } from './live-heap.js';
+import type { MemoryLimit } from './memory-limit.js';
 import { descriptors, heapMb, persistentKeys, rssMb, slopeMbPerHour, type Descriptors, type Heap, type RssSample } from './measure.js';
 import type { ClientConnections } from './balancer.js';
 import { secretText, startRig, type Rig, type SvcProcess } from './rig.js';
 import { editPolicy } from './edit.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10m' }, json: { type: 'string' } } });
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10m' }, json: { type: 'string' }, 'svc-c-memory': { type: 'string' } } });
 
 function parseDuration(text: string): number {
   const match = /^(\d+)(s|m|h)$/.exec(text);
@@ -27,6 +28,15 @@ function parseDuration(text: string): number {
 }
 
 const DURATION_MS = parseDuration(values.duration ?? '10m');
+/** `--svc-c-memory MiB`: svc-c runs under that memory limit, as in a container (not set: no limit). */
+const SVC_C_MEMORY_MB = parseMiB(values['svc-c-memory']);
+
+function parseMiB(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const mb = Number(text);
+  if (!Number.isInteger(mb) || mb < 64) throw new Error(`--svc-c-memory: '${text}' is not a number of MiB of 64 or more`);
+  return mb;
+}
 const WARMUP_MS = 15_000;
 const COOLDOWN_MS = 20_000;
 const CYCLE_MS = 10 * 60_000;
@@ -195,6 +205,13 @@ function judgeSlope(life: string, what: string, all: readonly RssSample[], bornA
   };
 }
 
+/** A process run under a memory limit was never killed for memory (a kill also ends its life early, which the other invariants see). */
+function memoryLimitInvariant(name: string, limit: MemoryLimit): Invariant {
+  const kills = limit.oomKills();
+  const peak = limit.peakMb();
+  return { name: `${name}: never killed for memory under its ${limit.limitMb} MiB limit`, held: kills === 0, detail: `out-of-memory kills: ${kills ?? 'unknown'}; most held: ${peak === undefined ? 'unknown' : `${peak.toFixed(0)} MB`}` };
+}
+
 /** What each full collection of the process that takes the inspector left: its live heap, and its RSS a second later (the floor under V8's heap sizing). */
 interface Collected {
   readonly liveHeaps: RssSample[];
@@ -265,7 +282,7 @@ function heapReport(samples: readonly HeapSample[]): string {
 }
 
 async function main(): Promise<number> {
-  const rig = await startRig();
+  const rig = await startRig({ svcCMemoryMb: SVC_C_MEMORY_MB });
   const rss: RssSample[] = [];
   const heaps: HeapSample[] = [];
   const windows: Window[] = [];
@@ -328,6 +345,7 @@ async function main(): Promise<number> {
     }
     const keysAfter = await persistentKeys(rig.redis);
     const grown = [...keysAfter].filter((k) => !keysBefore.has(k) && !PERSISTENT_BY_DESIGN.some((p) => p.test(k)));
+    for (const s of rig.all) if (s.memoryLimit !== undefined) invariants.push(memoryLimitInvariant(s.name, s.memoryLimit));
     invariants.push({ name: 'no Redis key without expiry left by the load', held: grown.length === 0, detail: `${keysBefore.size} before, ${keysAfter.size} after; new: ${grown.slice(0, 10).join(', ') || 'none'}` });
     const memory = memoryReport(rss, collected, started);
     invariants.push(...memory.invariants);
@@ -335,7 +353,7 @@ async function main(): Promise<number> {
       const samples = (s.errorSamples.get(msg) ?? []).map((x) => `  - at ${Math.round((x.at - started) / 1000)} s: ${x.line}`);
       return [`${s.name}: ${msg} (${n})`, ...samples].join('\n');
     }));
-    process.stdout.write(`# svc soak: ${values.duration}, ${new Date(started).toISOString()}, ${rig.tmpfs ? 'config dir on a tmpfs' : 'no tmpfs: disk-full skipped'}\n\n`);
+    process.stdout.write(`# svc soak: ${values.duration}, ${new Date(started).toISOString()}, ${rig.tmpfs ? 'config dir on a tmpfs' : 'no tmpfs: disk-full skipped'}${SVC_C_MEMORY_MB === undefined ? '' : `, svc-c limited to ${SVC_C_MEMORY_MB} MiB`}\n\n`);
     process.stdout.write(`## Requests per phase and kind (ok, or ok / failed)\n\n${phaseReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## Faults\n\n${faultReport(outcomes, windows)}\n\n`);
     process.stdout.write(`## RSS\n\n${table(memory.rssRows)}\n\n`);

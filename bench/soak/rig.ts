@@ -21,6 +21,7 @@ import { freePort, startPeer, type Peer } from '../../test/helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../../test/helpers/redis-topology.js';
 import { startBalancer, type Balancer } from './balancer.js';
 import { startSoakBackend, type SoakBackend } from './backend.js';
+import { createMemoryLimit, type MemoryLimit } from './memory-limit.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LDIF = join(ROOT, 'fixtures', 'ldap', 'ldap-connector.ldif');
@@ -50,8 +51,11 @@ export class SvcProcess {
   readonly errorSamples = new Map<string, { readonly at: number; readonly line: string }[]>();
   tail = '';
 
-  /** `inspectPort`: the process listens for the inspector there (127.0.0.1 only), so that its live heap can be read. */
-  constructor(readonly name: string, readonly port: number, private readonly configDir: string, private readonly env: NodeJS.ProcessEnv, readonly inspectPort?: number) {}
+  /**
+   * `inspectPort`: the process listens for the inspector there (127.0.0.1 only), so that its live
+   * heap can be read; `memoryLimit`: it runs in a cgroup of its own with that limit.
+   */
+  constructor(readonly name: string, readonly port: number, private readonly configDir: string, private readonly env: NodeJS.ProcessEnv, readonly inspectPort?: number, readonly memoryLimit?: MemoryLimit) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -63,7 +67,9 @@ export class SvcProcess {
 
   async start(): Promise<void> {
     const inspect = this.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${this.inspectPort}`];
-    const child = spawn(process.execPath, [...inspect, SERVER, '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'], { cwd: ROOT, env: this.env });
+    const argv = [process.execPath, ...inspect, SERVER, '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'];
+    const [command, ...args] = this.memoryLimit?.wrap(argv) ?? argv;
+    const child = spawn(command!, args, { cwd: ROOT, env: this.env });
     this.child = child;
     let partial = '';
     const keep = (d: Buffer): void => {
@@ -171,7 +177,12 @@ function writeConfig(dir: string, url: string, slapdPort: number, backendUrl: st
   }));
 }
 
-export async function startRig(): Promise<Rig> {
+export interface RigOptions {
+  /** A memory limit in MiB for svc-c, as a container's (bench/soak/memory-limit.ts). */
+  readonly svcCMemoryMb?: number | undefined;
+}
+
+export async function startRig(options: RigOptions = {}): Promise<Rig> {
   // dist/ rebuilt first when a source is newer, as `npm start` does.
   execFileSync(process.execPath, ['scripts/ensure-built.mjs'], { cwd: ROOT, stdio: 'inherit' });
   const configDir = mkdtempSync(join(tmpdir(), 'svc-soak-config-'));
@@ -189,7 +200,7 @@ export async function startRig(): Promise<Rig> {
   env['SVC_REDIS_SENTINELS'] = redis.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   env['SVC_REDIS_SENTINEL_MASTER'] = redis.masterName;
   const svc: [SvcProcess, SvcProcess] = [new SvcProcess('svc-a', portA, configDir, env), new SvcProcess('svc-b', portB, configDir, env)];
-  const all = [...svc, new SvcProcess('svc-c', portC, configDir, env, inspectC)];
+  const all = [...svc, new SvcProcess('svc-c', portC, configDir, env, inspectC, options.svcCMemoryMb === undefined ? undefined : createMemoryLimit('svc-c', options.svcCMemoryMb))];
   // The first start writes the stores' missing parts: one process after the other.
   for (const each of all) await each.start();
   const balancer: Balancer = await startBalancer(lbPort, () => all.map((s) => s.url));
@@ -209,6 +220,7 @@ export async function startRig(): Promise<Rig> {
     },
     async stop() {
       await Promise.all(all.map((s) => s.terminate()));
+      for (const s of all) s.memoryLimit?.remove();
       await balancer.close();
       await backend.close();
       await rig.slapd.stop();
