@@ -224,11 +224,11 @@ async function collect(svc: SvcProcess, inspectPort: number, into: Collected): P
   if (pid === undefined) return;
   const live = await liveHeapMb(inspectPort);
   if (live === undefined) return;
-  const process = `${svc.name} pid ${String(pid)}`;
-  into.liveHeaps.push({ at: Date.now(), process, mb: live });
+  const life = `${svc.name} pid ${String(pid)}`;
+  into.liveHeaps.push({ at: Date.now(), process: life, mb: live });
   await sleep(FLOOR_SETTLE_MS);
   const floor = rssMb(pid);
-  if (floor !== undefined) into.floors.push({ at: Date.now(), process, mb: floor });
+  if (floor !== undefined) into.floors.push({ at: Date.now(), process: life, mb: floor });
 }
 
 /**
