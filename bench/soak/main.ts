@@ -51,7 +51,7 @@ const SLOPE_JUDGED_FROM_MS = 30 * 60_000;
  * slope over an hour ran from 13 to 43 MB/h on the same svc. What a collection leaves is the
  * floor a leak raises, JS or native.
  */
-const MAX_SLOPE_MB_PER_HOUR = 30;
+const MAX_FLOOR_MB_PER_HOUR = 30;
 /** The collection gives freed pages back on a background thread: RSS is read this long after. */
 const FLOOR_SETTLE_MS = 1_000;
 /**
@@ -242,13 +242,13 @@ function memoryReport(rss: readonly RssSample[], collected: Collected, started: 
     const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
     const afterEarly = after(RSS_EARLY_WARMUP_MS);
     const early = afterEarly.length >= 2 ? afterEarly : all;
-    const { slope } = judgeSlope(name, 'RSS', all, all[0]!.at, MAX_SLOPE_MB_PER_HOUR, 0);
+    const { slope } = judgeSlope(name, 'RSS', all, all[0]!.at, MAX_FLOOR_MB_PER_HOUR, 0);
     rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), slope?.toFixed(1) ?? '-']);
   }
   const liveRows: string[][] = [['process', 'what', 'samples', 'first MB', 'last MB', 'MB/h after 15 min (judged)', 'MB at each sample, by minute of the run']];
   const series = [
     { what: 'live JS heap (after a full collection)', samples: collected.liveHeaps, limit: MAX_LIVE_HEAP_MB_PER_HOUR },
-    { what: 'RSS after a full collection', samples: collected.floors, limit: MAX_SLOPE_MB_PER_HOUR },
+    { what: 'RSS after a full collection', samples: collected.floors, limit: MAX_FLOOR_MB_PER_HOUR },
   ];
   for (const { what, samples, limit } of series) {
     for (const [name, all] of byLife([...samples].sort((a, b) => a.at - b.at))) {
