@@ -242,8 +242,8 @@ function memoryReport(rss: readonly RssSample[], collected: Collected, started: 
     const after = (ms: number): RssSample[] => all.filter((x) => x.at >= all[0]!.at + ms);
     const afterEarly = after(RSS_EARLY_WARMUP_MS);
     const early = afterEarly.length >= 2 ? afterEarly : all;
-    const { slope } = judgeSlope(name, 'RSS', all, all[0]!.at, MAX_FLOOR_MB_PER_HOUR, 0);
-    rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), slope?.toFixed(1) ?? '-']);
+    const settled = after(RSS_WARMUP_MS);
+    rssRows.push([name, String(all.length), all[0]!.mb.toFixed(0), all.at(-1)!.mb.toFixed(0), Math.max(...all.map((s) => s.mb)).toFixed(0), slopeMbPerHour(early).toFixed(1), settled.length >= 2 ? slopeMbPerHour(settled).toFixed(1) : '-']);
   }
   const liveRows: string[][] = [['process', 'what', 'samples', 'first MB', 'last MB', 'MB/h after 15 min (judged)', 'MB at each sample, by minute of the run']];
   const series = [

@@ -22,11 +22,10 @@ import { startRedisSentinel, type RedisSentinelPeer } from '../../test/helpers/r
 import { startBalancer, type Balancer } from './balancer.js';
 import { startSoakBackend, type SoakBackend } from './backend.js';
 import { createMemoryLimit, type MemoryLimit } from './memory-limit.js';
+import { ENTRY } from '../../scripts/ensure-built.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LDIF = join(ROOT, 'fixtures', 'ldap', 'ldap-connector.ldif');
-/** The compiled server, as `npm start` runs it (not the sources through tsx, whose loader and source maps would be measured with it). */
-const SERVER = 'dist/src/commands/svc-server.js';
 export const SECRET_KEY = 'soak-secret-key-0123456789abcdef';
 /**
  * alice makes the load's logins; bob only checks the rights edits, and carol only holds the
@@ -67,7 +66,8 @@ export class SvcProcess {
 
   async start(): Promise<void> {
     const inspect = this.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${this.inspectPort}`];
-    const argv = [process.execPath, ...inspect, SERVER, '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'];
+    // The compiled server, as `npm start` runs it (not the sources through tsx, whose loader and source maps would be measured with it).
+    const argv = [process.execPath, ...inspect, ENTRY, '--config', this.configDir, '--listen', `127.0.0.1:${this.port}`, '--workers', '1'];
     const [command, ...args] = this.memoryLimit?.wrap(argv) ?? argv;
     const child = spawn(command!, args, { cwd: ROOT, env: this.env });
     this.child = child;
