@@ -19,6 +19,11 @@ export interface ServerProcess {
   logTail(): string;
   /** Each distinct error the process and its workers logged (level error or worse: message and cause), with its count. */
   errors(): ReadonlyMap<string, number>;
+  /**
+   * The last lines logged at warn level or worse, and the login throttle's own lines (its switch
+   * to memory and back, at warn and info), as written: what to show when a check after a fault fails.
+   */
+  warnings(): readonly string[];
   stop(): Promise<void>;
 }
 
@@ -35,6 +40,8 @@ export function cleanRedisEnv(extra: Readonly<Record<string, string>>): NodeJS.P
 }
 
 const LOG_TAIL_CHARS = 12_000;
+/** Warning lines kept for warnings(): the audit lines of a login stream push them out of logTail(). */
+const WARNINGS_KEPT = 40;
 
 /** Starts the server and resolves once /healthz answers 200 (within 60 s). */
 export async function startServerProcess(configDir: string, workers: number, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
@@ -44,6 +51,7 @@ export async function startServerProcess(configDir: string, workers: number, env
   let tail = '';
   let partial = '';
   const errors = new Map<string, number>();
+  const warnings: string[] = [];
   const keep = (d: Buffer) => {
     const text = d.toString();
     tail = (tail + text).slice(-LOG_TAIL_CHARS);
@@ -52,6 +60,7 @@ export async function startServerProcess(configDir: string, workers: number, env
     for (const line of lines) {
       const error = loggedError(line);
       if (error !== undefined) errors.set(error, (errors.get(error) ?? 0) + 1);
+      if (isWarning(line)) warnings.splice(0, warnings.push(line.slice(0, 1_000)) - WARNINGS_KEPT);
     }
   };
   child.stdout.on('data', keep);
@@ -61,6 +70,7 @@ export async function startServerProcess(configDir: string, workers: number, env
     child,
     logTail: () => tail,
     errors: () => errors,
+    warnings: () => warnings,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -79,6 +89,10 @@ export async function startServerProcess(configDir: string, workers: number, env
 }
 
 /** A JSON log line of level error (50) or worse, as `msg: err.message`; undefined for any other line. */
+function isWarning(line: string): boolean {
+  return /^\{"level":(4|5|6)\d\b/.test(line) || (line.startsWith('{"level":') && line.includes('"msg":"login throttle: '));
+}
+
 function loggedError(line: string): string | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
