@@ -4,7 +4,10 @@
  * altogether, #4148). The switch is logged once per outage and shown in /metrics
  * (`svc_login_throttle_fallback` 1 while degraded, `svc_login_throttle_fallback_total`).
  * After a failure the backend is left alone for RETRY_AFTER_MS, so a login during an outage
- * does not wait for several failing Redis calls in a row.
+ * does not wait for several failing Redis calls in a row. When the backend answers again, what
+ * memory counted meanwhile is carried to it (`carryOver`) before the call that found it back
+ * returns, so an outage gives no attempts back once it ends; should the carrying fail, the
+ * backend counts as unreachable again and the next call that reaches it carries what is left.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -29,9 +32,14 @@ export interface FallbackDeps {
    * lines, so that two throttles (local logins, the identity provider's form) report apart.
    */
   readonly metricPrefix?: string;
+  /**
+   * Adds what `memory` counted while the backend was away to `backend`, and forgets it in
+   * `memory`, name by name (a name carried twice after a failure half-way is counted more, never less).
+   */
+  readonly carryOver?: (memory: StateBackend, backend: StateBackend) => Promise<void>;
 }
 
-export function createFallbackRunner({ state, log, registry, now, metricPrefix = 'svc_login_throttle' }: FallbackDeps): FallbackRunner {
+export function createFallbackRunner({ state, log, registry, now, metricPrefix = 'svc_login_throttle', carryOver }: FallbackDeps): FallbackRunner {
   const gauge = new Gauge({
     name: `${metricPrefix}_fallback`,
     help: '1 while login throttling counts in this replica\'s memory because the state backend is unreachable',
@@ -56,11 +64,20 @@ export function createFallbackRunner({ state, log, registry, now, metricPrefix =
     log.warn({ err, throttle: metricPrefix }, 'login throttle: state backend unreachable; counting failed logins in this replica\'s memory');
   }
 
-  function recovered(): void {
+  /** Back on the backend: memory's counts carried to it first (only once, by the first call that finds it back). */
+  async function recovered(): Promise<void> {
     if (!degraded) return;
     degraded = false;
     gauge.set(0);
     log.info({ throttle: metricPrefix }, 'login throttle: state backend reachable again; counting failed logins there');
+    if (carryOver === undefined) return;
+    try {
+      await carryOver(memory, state);
+    } catch (err: unknown) {
+      if (err instanceof StateUnavailable) return fellBack(err);
+      // Not the backend: a fault of svc's. The call that found the backend back still answers.
+      log.warn({ err, throttle: metricPrefix }, 'login throttle: what memory counted during the outage could not be carried to the state backend; those counts stay in this replica\'s memory');
+    }
   }
 
   return {
@@ -72,7 +89,7 @@ export function createFallbackRunner({ state, log, registry, now, metricPrefix =
       }
       try {
         const result = await op(state);
-        recovered();
+        await recovered();
         return result;
       } catch (err: unknown) {
         if (!(err instanceof StateUnavailable)) throw err;

@@ -39,7 +39,7 @@ import type { StateBackend, TtlOptions } from '../state/state.js';
 import type { LoginLimits } from './limits.js';
 import { createFailureIndex } from './failure-index.js';
 import { createFallbackRunner } from './throttle-fallback.js';
-import { COUNT_PREFIX, LOCK_PREFIX } from './throttle-keys.js';
+import { COUNT_PREFIX, INDEX_KEY, LOCK_PREFIX } from './throttle-keys.js';
 
 /** Retry-After for a lockout that never expires (window 0): a day, re-announced on each try. */
 export const PERMANENT_RETRY_AFTER_SECONDS = 86_400;
@@ -96,7 +96,7 @@ export class LockedUntilCleared extends TooManyAttempts {
 
 export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
   const { limits, log, now } = deps;
-  const runner = createFallbackRunner(deps);
+  const runner = createFallbackRunner({ ...deps, carryOver });
   const windowMs = limits.windowSeconds * 1000;
   const ttl: TtlOptions = windowMs > 0 ? { ttlMs: windowMs } : {};
   const index = createFailureIndex({ limits, now });
@@ -142,6 +142,28 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     if (lockedNow && windowMs > 0) await state.set(COUNT_PREFIX + username, String(attempt), ttl);
     await index.track(state, username, attempt);
     return lockedNow;
+  }
+
+  /**
+   * What this replica counted in memory while the backend was away, added to the backend's counts
+   * (throttle-fallback.ts): a name locked in memory, or whose failures in memory and in the
+   * backend together reach the limit, is locked there too, as one replica's failure would have
+   * locked it. Names with failures are the failure index's; a name is forgotten in memory once
+   * it is carried. Attempts since forgiven by a success in memory are not there to carry.
+   */
+  async function carryOver(memory: StateBackend, backend: StateBackend): Promise<void> {
+    const names = Object.keys(await memory.hashGetAll(INDEX_KEY));
+    for (const username of names) {
+      const [counted, lock] = await Promise.all([memory.get(COUNT_PREFIX + username), memory.get(LOCK_PREFIX + username)]);
+      // Bounded: memory admits no attempt past the limit while the name is not locked.
+      const attempts = Math.min(Number(counted ?? 0) || 0, limits.maxFailCount);
+      const totals = await Promise.all(Array.from({ length: attempts }, () => backend.incr(COUNT_PREFIX + username, ttl)));
+      const total = Math.max(0, ...totals);
+      if (lock !== null || total >= limits.maxFailCount) await failure(backend, username, Math.max(total, limits.maxFailCount));
+      else if (total > 0) await index.track(backend, username, total);
+      await Promise.all([memory.delete(COUNT_PREFIX + username), memory.delete(LOCK_PREFIX + username), index.forget(memory, username)]);
+    }
+    if (names.length > 0) log.info({ throttle: deps.metricPrefix ?? 'svc_login_throttle', names: names.length }, 'login throttle: failed logins counted in memory during the outage carried to the state backend');
   }
 
   return {

@@ -1,9 +1,14 @@
-/** Redis goes away under the throttle: counting moves to memory, is logged and shows in metrics. */
+/**
+ * Redis goes away under the throttle: counting moves to memory, is logged and shows in metrics;
+ * when Redis returns, what memory counted is carried to it, so another replica sees it.
+ */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { TooManyAttempts } from '../../src/errors.js';
 import { createRedisState } from '../../src/state/redis.js';
-import type { StateBackend } from '../../src/state/state.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { createMemoryState } from '../../src/state/memory.js';
+import { RETRY_AFTER_MS } from '../../src/session/throttle-fallback.js';
 import { createLoginThrottle, type LoginThrottle } from '../../src/session/throttle.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 
@@ -13,14 +18,15 @@ describe('login throttle when Redis is unreachable', function () {
   let throttle: LoginThrottle;
   const registry = new Registry();
   const warnings: string[] = [];
-  const log = { info: () => undefined, warn: (_o: unknown, msg?: string) => void warnings.push(String(msg ?? _o)) };
+  const infos: string[] = [];
+  const log = { info: (_o: unknown, msg?: string) => void infos.push(String(msg ?? _o)), warn: (_o: unknown, msg?: string) => void warnings.push(String(msg ?? _o)) };
+  const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
 
   before(async function () {
     this.timeout(30_000);
     peer = await startRedis();
     redis = createRedisState({ url: peer.url, log: { info: () => undefined, warn: () => undefined } });
     await redis.ping();
-    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
     throttle = createLoginThrottle({ state: redis, limits, log, registry, now: Date.now });
   });
   after(async function () {
@@ -63,5 +69,92 @@ describe('login throttle when Redis is unreachable', function () {
     }
     expect(throttle.degraded).to.equal(false);
     expect(await gauge()).to.equal(0);
+  });
+
+  it('carries what memory counted during the outage to Redis when it returns, so another replica locks the name', async function () {
+    this.timeout(30_000);
+    const other = createLoginThrottle({ state: redis, limits, log, registry: new Registry(), now: Date.now });
+    const fail = async (on: LoginThrottle, name: string) => on.recordFailure(name, await on.admit(name));
+    try {
+      await peer.stop();
+      await fail(throttle, 'june');
+      await fail(throttle, 'june');   // two of three, in this replica's memory
+      for (let i = 0; i < 3; i++) await fail(throttle, 'kay');   // locked, in memory
+      expect(throttle.degraded).to.equal(true);
+      await peer.restart();
+      await redis.ping().catch(() => undefined);
+      for (let i = 0; i < 40 && throttle.degraded; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        await throttle.admit('someone-else').catch(() => undefined);
+      }
+      expect(throttle.degraded).to.equal(false);
+
+      // The other replica counts on Redis alone: without the carrying it would see neither name.
+      let refused: unknown;
+      await other.admit('kay').catch((e: unknown) => (refused = e));
+      expect(refused, 'kay, locked in memory during the outage').to.be.instanceOf(TooManyAttempts);
+      expect(await other.admit('june'), 'june\'s third attempt').to.equal(3);
+      await other.recordFailure('june', 3);
+      refused = undefined;
+      await throttle.admit('june').catch((e: unknown) => (refused = e));
+      expect(refused, 'june after three failures over two replicas').to.be.instanceOf(TooManyAttempts);
+      expect(infos).to.include('login throttle: failed logins counted in memory during the outage carried to the state backend');
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('login throttle: carrying memory\'s counts when the backend fails again half-way', function () {
+  /**
+   * A backend that answers `answers` more calls, then fails every call as Redis does when away
+   * (StateUnavailable): memory state standing for Redis, to cut the carrying at a chosen call.
+   */
+  function flakyBackend(): { readonly state: StateBackend; answers: number } {
+    const inner = createMemoryState();
+    const control = { answers: Infinity, state: inner };
+    control.state = new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === 'kind') return 'redis';
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (control.answers <= 0) return Promise.reject(new StateUnavailable('redis unreachable (test)'));
+          control.answers--;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return control;
+  }
+
+  it('counts the backend unreachable again, and the next call that reaches it carries what is left', async function () {
+    let now = 1_000_000;
+    const backend = flakyBackend();
+    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+    const log = { info: () => undefined, warn: () => undefined };
+    const throttle = createLoginThrottle({ state: backend.state, limits, log, registry: new Registry(), now: () => now });
+    const other = createLoginThrottle({ state: backend.state, limits, log, registry: new Registry(), now: () => now });
+    try {
+      backend.answers = 0;
+      for (let i = 0; i < 3; i++) await throttle.recordFailure('kay', await throttle.admit('kay'));
+      expect(throttle.degraded).to.equal(true);
+
+      // Back for the two calls of one admit (the lock read and the count), away again for the carrying.
+      now += RETRY_AFTER_MS;
+      backend.answers = 2;
+      expect(await throttle.admit('someone-else')).to.equal(1);
+      expect(throttle.degraded, 'unreachable again: the carrying failed').to.equal(true);
+
+      backend.answers = Infinity;
+      now += RETRY_AFTER_MS;
+      await throttle.admit('someone-else');
+      expect(throttle.degraded).to.equal(false);
+      let refused: unknown;
+      await other.admit('kay').catch((e: unknown) => (refused = e));
+      expect(refused, 'kay, locked in memory, carried at the second return').to.be.instanceOf(TooManyAttempts);
+    } finally {
+      await Promise.all([throttle.close(), other.close()]);
+    }
   });
 });
