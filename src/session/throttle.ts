@@ -144,6 +144,11 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     return lockedNow;
   }
 
+  function lockoutStarted(username: string, failures: number): void {
+    log.warn({ username, failures }, 'login locked after too many failures');
+    deps.audit?.record({ category: 'iam', type: 'change', action: 'lockout-started', outcome: 'success', reason: `${failures} failed logins`, user: { name: username }, svc: { failures, throttle: deps.metricPrefix ?? 'svc_login_throttle' } });
+  }
+
   /**
    * What this replica counted in memory while the backend was away, added to the backend's counts
    * (throttle-fallback.ts): a name locked in memory, or whose failures in memory and in the
@@ -159,8 +164,11 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
       const attempts = Math.min(Number(counted ?? 0) || 0, limits.maxFailCount);
       const totals = await Promise.all(Array.from({ length: attempts }, () => backend.incr(COUNT_PREFIX + username, ttl)));
       const total = Math.max(0, ...totals);
-      if (lock !== null || total >= limits.maxFailCount) await failure(backend, username, Math.max(total, limits.maxFailCount));
-      else if (total > 0) await index.track(backend, username, total);
+      // A lock made in memory was announced then; one that memory's and the backend's failures make together is new.
+      if (lock !== null) await failure(backend, username, Math.max(total, limits.maxFailCount));
+      else if (total >= limits.maxFailCount) {
+        if (await failure(backend, username, total)) lockoutStarted(username, total);
+      } else if (total > 0) await index.track(backend, username, total);
       await Promise.all([memory.delete(COUNT_PREFIX + username), memory.delete(LOCK_PREFIX + username), index.forget(memory, username)]);
     }
     if (names.length > 0) log.info({ throttle: deps.metricPrefix ?? 'svc_login_throttle', names: names.length }, 'login throttle: failed logins counted in memory during the outage carried to the state backend');
@@ -174,10 +182,7 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     },
 
     async recordFailure(username, attempt) {
-      if (await runner.run((state) => failure(state, username, attempt))) {
-        log.warn({ username, failures: attempt }, 'login locked after too many failures');
-        deps.audit?.record({ category: 'iam', type: 'change', action: 'lockout-started', outcome: 'success', reason: `${attempt} failed logins`, user: { name: username }, svc: { failures: attempt, throttle: deps.metricPrefix ?? 'svc_login_throttle' } });
-      }
+      if (await runner.run((state) => failure(state, username, attempt))) lockoutStarted(username, attempt);
     },
 
     async recordSuccess(username) {

@@ -157,4 +157,32 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
       await Promise.all([throttle.close(), other.close()]);
     }
   });
+
+  it('locks, and announces, a name whose failures in memory and in the backend together reach the limit', async function () {
+    let now = 1_000_000;
+    const backend = flakyBackend();
+    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+    const warned: string[] = [];
+    const log = { info: () => undefined, warn: (o: unknown, msg?: string) => void warned.push(`${msg ?? ''} ${JSON.stringify(o)}`) };
+    const audited: string[] = [];
+    const audit = { record: (e: { action: string; user?: { name?: string } }) => void audited.push(`${e.action} ${e.user?.name ?? ''}`) };
+    const throttle = createLoginThrottle({ state: backend.state, limits, log, audit, registry: new Registry(), now: () => now });
+    try {
+      await throttle.recordFailure('lee', await throttle.admit('lee'));   // one on the backend
+      backend.answers = 0;
+      for (let i = 0; i < 2; i++) await throttle.recordFailure('lee', await throttle.admit('lee'));   // two in memory
+      expect(audited, 'memory alone has not reached the limit').to.deep.equal([]);
+      backend.answers = Infinity;
+      now += RETRY_AFTER_MS;
+      await throttle.admit('someone-else');
+      expect(throttle.degraded).to.equal(false);
+      let refused: unknown;
+      await throttle.admit('lee').catch((e: unknown) => (refused = e));
+      expect(refused, 'lee after one failure on the backend and two in memory').to.be.instanceOf(TooManyAttempts);
+      expect(audited).to.deep.equal(['lockout-started lee']);
+      expect(warned.filter((w) => w.startsWith('login locked after too many failures'))).to.have.length(1);
+    } finally {
+      await throttle.close();
+    }
+  });
 });
