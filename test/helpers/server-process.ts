@@ -60,7 +60,10 @@ export async function startServerProcess(configDir: string, workers: number, env
     for (const line of lines) {
       const error = loggedError(line);
       if (error !== undefined) errors.set(error, (errors.get(error) ?? 0) + 1);
-      if (isWarning(line)) warnings.splice(0, warnings.push(line.slice(0, 1_000)) - WARNINGS_KEPT);
+      if (isWarning(line)) {
+        warnings.push(line.slice(0, 1_000));
+        if (warnings.length > WARNINGS_KEPT) warnings.shift();
+      }
     }
   };
   child.stdout.on('data', keep);
@@ -88,11 +91,12 @@ export async function startServerProcess(configDir: string, workers: number, env
   throw new Error(`svc-server did not answer /healthz within 60 s: ${tail}`);
 }
 
-/** A JSON log line of level error (50) or worse, as `msg: err.message`; undefined for any other line. */
+/** A JSON log line of level warn (40) or worse, or one of the login throttle's. */
 function isWarning(line: string): boolean {
   return /^\{"level":(4|5|6)\d\b/.test(line) || (line.startsWith('{"level":') && line.includes('"msg":"login throttle: '));
 }
 
+/** A JSON log line of level error (50) or worse, as `msg: err.message`; undefined for any other line. */
 function loggedError(line: string): string | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
