@@ -3,8 +3,9 @@
  * a stream of logins, through the same failover sequence again and again: a failover to the
  * replica, then `kill -9` of the new primary 5.7 s after the failover began (the killed node is
  * started again, empty, as its supervisor would). After each sequence, by themselves:
- *   - every worker is ready again (/readyz 200 and `svc_state_backend_connected 1` on requests
- *     spread over the workers, each on a connection of its own);
+ *   - every worker is ready again (/readyz 200, `svc_state_backend_connected 1` and
+ *     `svc_login_throttle_fallback 0` on requests spread over the workers, each on a connection
+ *     of its own);
  *   - the lockout works again across workers (six wrong passwords, then the right one is
  *     refused), so login throttling is back on the shared state and not on a worker's memory;
  *   - `svc-server login unlock` sees the lock, and the right password works after it.
@@ -37,8 +38,6 @@ const READY_WITHIN_MS = 30_000;
  * machine as real ones do, which widens the moment a reconnect waits for the sentinels.
  */
 const STREAM_PASSWORD_COST = 10;
-/** Longer than the throttle's pause after a failed Redis call (throttle-fallback.ts RETRY_AFTER_MS). */
-const THROTTLE_BACK_MS = 1_500;
 
 /** One short-lived connection for a question to a node. */
 
@@ -64,7 +63,10 @@ function loginStream(servers: readonly ServerProcess[]) {
   };
 }
 
-/** Waits until PROBES fresh /readyz and /metrics requests to `server` all say ready and connected. */
+/**
+ * Waits until PROBES fresh /readyz and /metrics requests to `server` all say ready, connected,
+ * and no worker's login throttle counting in its own memory (the lockout across workers holds only then).
+ */
 async function everyWorkerReady(server: ServerProcess, sequence: number): Promise<void> {
   const deadline = Date.now() + READY_WITHIN_MS;
   let last: string[] = [];
@@ -76,7 +78,10 @@ async function everyWorkerReady(server: ServerProcess, sequence: number): Promis
       }
       const reply = await fresh(server.url, 'GET', '/metrics').catch((err: unknown) => ({ status: 0, body: String(err) }));
       const connected = /^svc_state_backend_connected (\S+)$/m.exec(reply.body)?.[1];
-      return connected === '1' ? 'ok' : `svc_state_backend_connected ${String(connected)}`;
+      if (connected !== '1') return `svc_state_backend_connected ${String(connected)}`;
+      // Summed over the process's workers: 0 when every one counts failed logins on Redis again.
+      const fallback = /^svc_login_throttle_fallback (\S+)$/m.exec(reply.body)?.[1];
+      return fallback === '0' ? 'ok' : `svc_login_throttle_fallback ${String(fallback)}`;
     }));
     last = probes.filter((p) => p !== 'ok');
     if (last.length === 0) return;
@@ -121,7 +126,6 @@ async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv,
       await sequence(n);
       await settled();
       for (const server of servers) await everyWorkerReady(server, n);
-      await sleep(THROTTLE_BACK_MS);
       await lockoutHolds(servers, topology, n);
       console.log(`      sequence ${n}: every worker ready and the lockout held, ${Date.now() - started} ms`);
     }
