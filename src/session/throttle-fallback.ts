@@ -64,9 +64,8 @@ export function createFallbackRunner({ state, log, registry, now, metricPrefix =
     log.warn({ err, throttle: metricPrefix }, 'login throttle: state backend unreachable; counting failed logins in this replica\'s memory');
   }
 
-  /** Back on the backend: memory's counts carried to it first (only once, by the first call that finds it back). */
+  /** Back on the backend (called while degraded): memory's counts carried to it first, by the first call that finds it back only. */
   async function recovered(): Promise<void> {
-    if (!degraded) return;
     degraded = false;
     gauge.set(0);
     log.info({ throttle: metricPrefix }, 'login throttle: state backend reachable again; counting failed logins there');
@@ -89,7 +88,7 @@ export function createFallbackRunner({ state, log, registry, now, metricPrefix =
       }
       try {
         const result = await op(state);
-        await recovered();
+        if (degraded) await recovered();
         return result;
       } catch (err: unknown) {
         if (!(err instanceof StateUnavailable)) throw err;

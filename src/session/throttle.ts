@@ -97,6 +97,8 @@ export class LockedUntilCleared extends TooManyAttempts {
 export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
   const { limits, log, now } = deps;
   const runner = createFallbackRunner({ ...deps, carryOver });
+  /** Which throttle a log line or audit event is about: its metrics' prefix. */
+  const throttleName = deps.metricPrefix ?? 'svc_login_throttle';
   const windowMs = limits.windowSeconds * 1000;
   const ttl: TtlOptions = windowMs > 0 ? { ttlMs: windowMs } : {};
   const index = createFailureIndex({ limits, now });
@@ -146,7 +148,7 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
 
   function lockoutStarted(username: string, failures: number): void {
     log.warn({ username, failures }, 'login locked after too many failures');
-    deps.audit?.record({ category: 'iam', type: 'change', action: 'lockout-started', outcome: 'success', reason: `${failures} failed logins`, user: { name: username }, svc: { failures, throttle: deps.metricPrefix ?? 'svc_login_throttle' } });
+    deps.audit?.record({ category: 'iam', type: 'change', action: 'lockout-started', outcome: 'success', reason: `${failures} failed logins`, user: { name: username }, svc: { failures, throttle: throttleName } });
   }
 
   /**
@@ -171,7 +173,7 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
       } else if (total > 0) await index.track(backend, username, total);
       await Promise.all([memory.delete(COUNT_PREFIX + username), memory.delete(LOCK_PREFIX + username), index.forget(memory, username)]);
     }
-    if (names.length > 0) log.info({ throttle: deps.metricPrefix ?? 'svc_login_throttle', names: names.length }, 'login throttle: failed logins counted in memory during the outage carried to the state backend');
+    if (names.length > 0) log.info({ throttle: throttleName, names: names.length }, 'login throttle: failed logins counted in memory during the outage carried to the state backend');
   }
 
   return {
