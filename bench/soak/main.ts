@@ -27,16 +27,16 @@ function parseDuration(text: string): number {
   return Number(match[1]) * { s: 1_000, m: 60_000, h: 3_600_000 }[match[2] as 's' | 'm' | 'h'];
 }
 
-const DURATION_MS = parseDuration(values.duration ?? '10m');
-/** `--svc-c-memory MiB`: svc-c runs under that memory limit, as in a container (not set: no limit). */
-const SVC_C_MEMORY_MB = parseMiB(values['svc-c-memory']);
-
 function parseMiB(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const mb = Number(text);
   if (!Number.isInteger(mb) || mb < 64) throw new Error(`--svc-c-memory: '${text}' is not a number of MiB of 64 or more`);
   return mb;
 }
+
+const DURATION_MS = parseDuration(values.duration ?? '10m');
+/** `--svc-c-memory MiB`: svc-c runs under that memory limit, as in a container (not set: no limit). */
+const SVC_C_MEMORY_MB = parseMiB(values['svc-c-memory']);
 const WARMUP_MS = 15_000;
 const COOLDOWN_MS = 20_000;
 const CYCLE_MS = 10 * 60_000;

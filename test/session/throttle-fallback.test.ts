@@ -12,6 +12,18 @@ import { RETRY_AFTER_MS } from '../../src/session/throttle-fallback.js';
 import { createLoginThrottle, type LoginThrottle } from '../../src/session/throttle.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 
+const LIMITS = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
+
+/** One attempt of `name` on `on` that failed its password. */
+async function fail(on: LoginThrottle, name: string): Promise<void> {
+  await on.recordFailure(name, await on.admit(name));
+}
+
+/** What `attempt` was refused with, or undefined when it was admitted. */
+async function refusal(attempt: Promise<unknown>): Promise<unknown> {
+  return attempt.then(() => undefined, (err: unknown) => err);
+}
+
 describe('login throttle when Redis is unreachable', function () {
   let peer: RedisPeer;
   let redis: StateBackend;
@@ -20,20 +32,30 @@ describe('login throttle when Redis is unreachable', function () {
   const warnings: string[] = [];
   const infos: string[] = [];
   const log = { info: (_o: unknown, msg?: string) => void infos.push(String(msg ?? _o)), warn: (_o: unknown, msg?: string) => void warnings.push(String(msg ?? _o)) };
-  const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
 
   before(async function () {
     this.timeout(30_000);
     peer = await startRedis();
     redis = createRedisState({ url: peer.url, log: { info: () => undefined, warn: () => undefined } });
     await redis.ping();
-    throttle = createLoginThrottle({ state: redis, limits, log, registry, now: Date.now });
+    throttle = createLoginThrottle({ state: redis, limits: LIMITS, log, registry, now: Date.now });
   });
   after(async function () {
     await throttle.close();
     await redis.close();
     await peer.stop();
   });
+
+  /** Redis back, and the throttle on it again: its calls keep coming, as logins would, until one finds Redis. */
+  async function restartRedis(): Promise<void> {
+    await peer.restart();
+    await redis.ping().catch(() => undefined);
+    for (let i = 0; i < 40 && throttle.degraded; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      await throttle.admit('someone-else').catch(() => undefined);
+    }
+    expect(throttle.degraded).to.equal(false);
+  }
 
   async function gauge(): Promise<number | undefined> {
     const metric = await registry.getSingleMetric('svc_login_throttle_fallback')?.get();
@@ -42,17 +64,14 @@ describe('login throttle when Redis is unreachable', function () {
 
   it('keeps counting in memory, warns once, sets the metric, and goes back when Redis returns', async function () {
     this.timeout(30_000);
-    const fail = async (name: string) => throttle.recordFailure(name, await throttle.admit(name));
-    await fail('ivy');
+    await fail(throttle, 'ivy');
     expect(await gauge()).to.equal(0);
     await peer.stop();
     expect(await throttle.admit('ivy')).to.equal(1); // works: memory knows nothing, so not locked
     await throttle.recordFailure('ivy', 1);
-    await fail('ivy');
-    await fail('ivy');
-    let err: unknown;
-    await throttle.admit('ivy').catch((e: unknown) => (err = e));
-    expect(err).to.be.instanceOf(TooManyAttempts);
+    await fail(throttle, 'ivy');
+    await fail(throttle, 'ivy');
+    expect(await refusal(throttle.admit('ivy'))).to.be.instanceOf(TooManyAttempts);
     expect(throttle.degraded).to.equal(true);
     expect(await gauge()).to.equal(1);
     const total = await registry.getSingleMetric('svc_login_throttle_fallback_total')?.get();
@@ -61,43 +80,26 @@ describe('login throttle when Redis is unreachable', function () {
       "login throttle: state backend unreachable; counting failed logins in this replica's memory",
     ]);
 
-    await peer.restart();
-    await redis.ping().catch(() => undefined);
-    for (let i = 0; i < 40 && throttle.degraded; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      await throttle.admit('someone-else').catch(() => undefined);
-    }
-    expect(throttle.degraded).to.equal(false);
+    await restartRedis();
     expect(await gauge()).to.equal(0);
   });
 
   it('carries what memory counted during the outage to Redis when it returns, so another replica locks the name', async function () {
     this.timeout(30_000);
-    const other = createLoginThrottle({ state: redis, limits, log, registry: new Registry(), now: Date.now });
-    const fail = async (on: LoginThrottle, name: string) => on.recordFailure(name, await on.admit(name));
+    const other = createLoginThrottle({ state: redis, limits: LIMITS, log, registry: new Registry(), now: Date.now });
     try {
       await peer.stop();
       await fail(throttle, 'june');
       await fail(throttle, 'june');   // two of three, in this replica's memory
       for (let i = 0; i < 3; i++) await fail(throttle, 'kay');   // locked, in memory
       expect(throttle.degraded).to.equal(true);
-      await peer.restart();
-      await redis.ping().catch(() => undefined);
-      for (let i = 0; i < 40 && throttle.degraded; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        await throttle.admit('someone-else').catch(() => undefined);
-      }
-      expect(throttle.degraded).to.equal(false);
+      await restartRedis();
 
       // The other replica counts on Redis alone: without the carrying it would see neither name.
-      let refused: unknown;
-      await other.admit('kay').catch((e: unknown) => (refused = e));
-      expect(refused, 'kay, locked in memory during the outage').to.be.instanceOf(TooManyAttempts);
+      expect(await refusal(other.admit('kay')), 'kay, locked in memory during the outage').to.be.instanceOf(TooManyAttempts);
       expect(await other.admit('june'), 'june\'s third attempt').to.equal(3);
       await other.recordFailure('june', 3);
-      refused = undefined;
-      await throttle.admit('june').catch((e: unknown) => (refused = e));
-      expect(refused, 'june after three failures over two replicas').to.be.instanceOf(TooManyAttempts);
+      expect(await refusal(throttle.admit('june')), 'june after three failures over two replicas').to.be.instanceOf(TooManyAttempts);
       expect(infos).to.include('login throttle: failed logins counted in memory during the outage carried to the state backend');
     } finally {
       await other.close();
@@ -131,13 +133,12 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
   it('counts the backend unreachable again, and the next call that reaches it carries what is left', async function () {
     let now = 1_000_000;
     const backend = flakyBackend();
-    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
     const log = { info: () => undefined, warn: () => undefined };
-    const throttle = createLoginThrottle({ state: backend.state, limits, log, registry: new Registry(), now: () => now });
-    const other = createLoginThrottle({ state: backend.state, limits, log, registry: new Registry(), now: () => now });
+    const throttle = createLoginThrottle({ state: backend.state, limits: LIMITS, log, registry: new Registry(), now: () => now });
+    const other = createLoginThrottle({ state: backend.state, limits: LIMITS, log, registry: new Registry(), now: () => now });
     try {
       backend.answers = 0;
-      for (let i = 0; i < 3; i++) await throttle.recordFailure('kay', await throttle.admit('kay'));
+      for (let i = 0; i < 3; i++) await fail(throttle, 'kay');
       expect(throttle.degraded).to.equal(true);
 
       // Back for the two calls of one admit (the lock read and the count), away again for the carrying.
@@ -150,9 +151,7 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
       now += RETRY_AFTER_MS;
       await throttle.admit('someone-else');
       expect(throttle.degraded).to.equal(false);
-      let refused: unknown;
-      await other.admit('kay').catch((e: unknown) => (refused = e));
-      expect(refused, 'kay, locked in memory, carried at the second return').to.be.instanceOf(TooManyAttempts);
+      expect(await refusal(other.admit('kay')), 'kay, locked in memory, carried at the second return').to.be.instanceOf(TooManyAttempts);
     } finally {
       await Promise.all([throttle.close(), other.close()]);
     }
@@ -161,24 +160,21 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
   it('locks, and announces, a name whose failures in memory and in the backend together reach the limit', async function () {
     let now = 1_000_000;
     const backend = flakyBackend();
-    const limits = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
     const warned: string[] = [];
     const log = { info: () => undefined, warn: (o: unknown, msg?: string) => void warned.push(`${msg ?? ''} ${JSON.stringify(o)}`) };
     const audited: string[] = [];
     const audit = { record: (e: { action: string; user?: { name?: string } }) => void audited.push(`${e.action} ${e.user?.name ?? ''}`) };
-    const throttle = createLoginThrottle({ state: backend.state, limits, log, audit, registry: new Registry(), now: () => now });
+    const throttle = createLoginThrottle({ state: backend.state, limits: LIMITS, log, audit, registry: new Registry(), now: () => now });
     try {
-      await throttle.recordFailure('lee', await throttle.admit('lee'));   // one on the backend
+      await fail(throttle, 'lee');   // one on the backend
       backend.answers = 0;
-      for (let i = 0; i < 2; i++) await throttle.recordFailure('lee', await throttle.admit('lee'));   // two in memory
+      for (let i = 0; i < 2; i++) await fail(throttle, 'lee');   // two in memory
       expect(audited, 'memory alone has not reached the limit').to.deep.equal([]);
       backend.answers = Infinity;
       now += RETRY_AFTER_MS;
       await throttle.admit('someone-else');
       expect(throttle.degraded).to.equal(false);
-      let refused: unknown;
-      await throttle.admit('lee').catch((e: unknown) => (refused = e));
-      expect(refused, 'lee after one failure on the backend and two in memory').to.be.instanceOf(TooManyAttempts);
+      expect(await refusal(throttle.admit('lee')), 'lee after one failure on the backend and two in memory').to.be.instanceOf(TooManyAttempts);
       expect(audited).to.deep.equal(['lockout-started lee']);
       expect(warned.filter((w) => w.startsWith('login locked after too many failures'))).to.have.length(1);
     } finally {
