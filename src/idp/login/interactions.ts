@@ -100,8 +100,10 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   }
 
   async function finish(ctx: Koa.Context, result: Parameters<Provider['interactionFinished']>[2], merge: boolean): Promise<void> {
-    ctx.respond = false;
     await deps.provider().interactionFinished(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
+    // The provider answered on the raw response (it writes only after its last await). Set only
+    // now: one that fails first (its storage unreachable) is answered by the error page, not left hanging.
+    ctx.respond = false;
   }
 
   function requestOf(ctx: Koa.Context, interaction: Interaction, connectorId: string): LoginRequest {
