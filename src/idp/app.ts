@@ -19,15 +19,12 @@ import type { LoginOutcomes } from '../session/login-outcomes.js';
 import Koa from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
-import type { Logger } from 'pino';
 import type { RequestTarget } from '../http/request-target.js';
 import { interactionRoutes, isLoginAppPath } from './login/interactions.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login/login-flow.js';
-import { FormTooLarge } from './login/form-body.js';
-import { errorPage } from './login/pages.js';
-import { setPageHeaders } from '../http/security-headers.js';
+import { pageErrors } from './login/page-errors.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import type { PasswordGuard } from './login/password-guard.js';
 import type { ClientSecretGuard } from './client-secret-guard.js';
@@ -117,29 +114,4 @@ function noRoute(ctx: Koa.Context, path: string): void {
   if (ctx.status !== 404 || (ctx.body !== undefined && ctx.body !== null)) return;
   ctx.status = 404;
   ctx.body = { error: 'not_found', message: `no route for ${ctx.method} ${path}` };
-}
-
-/** The login pages' own failures: a page for the person, the details in the log. */
-function pageErrors(log: Logger): Koa.Middleware {
-  return async function loginPageErrors(ctx, next) {
-    try {
-      await next();
-    } catch (err: unknown) {
-      if (err instanceof FormTooLarge) {
-        // The unread rest of the body (and anything pipelined behind it) is not a request: close.
-        log.info({ path: ctx.path, reason: err.message }, 'identity provider: a form over the size limit was refused');
-        ctx.status = 413;
-        ctx.set('Connection', 'close');
-        ctx.type = 'html';
-        setPageHeaders(ctx, 'idp');
-        ctx.body = errorPage('Login failed', 'The form sent was too large. Go back to the application and try again.');
-        return;
-      }
-      log.error({ err, path: ctx.path }, 'identity provider: a login page failed');
-      ctx.status = 500;
-      ctx.type = 'html';
-      setPageHeaders(ctx, 'idp');
-      ctx.body = errorPage('Login failed', 'Something went wrong on our side. Go back to the application and try again.');
-    }
-  };
 }
