@@ -366,7 +366,12 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
   return loginsPass !== false && refreshPass !== false;
 }
 
-/** What bench/check.ts reads: the two ratios (undefined when not measured or with errors on svc's side), rates and svc's CPU. */
+/**
+ * What bench/check.ts reads: the two ratios, rates and svc's CPU. A ratio is left out when svc
+ * had any error in its phase, or the reference (LemonLDAP::NG, the provider alone) failed more
+ * than 1 % of its operations: one stray error of the reference's among hundreds moves its rate
+ * by less than a run's noise, and is not svc's regression.
+ */
 export interface SsoSummary {
   readonly loginsRatio?: number;
   readonly refreshRatio?: number;
@@ -378,9 +383,10 @@ export interface SsoSummary {
 
 function summary({ svcLogins, llngLogins, refreshes, bareRefreshes }: Results): SsoSummary {
   const clean = (t: Tally | undefined): t is Tally => t !== undefined && t.errors === 0 && t.ok > 0;
+  const usableReference = (t: Tally | undefined): t is Tally => t !== undefined && t.ok > 0 && t.errors <= t.ok / 100;
   return {
-    ...(clean(svcLogins) && clean(llngLogins) ? { loginsRatio: rate(svcLogins) / rate(llngLogins) } : {}),
-    ...(clean(refreshes) && clean(bareRefreshes) ? { refreshRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
+    ...(clean(svcLogins) && usableReference(llngLogins) ? { loginsRatio: rate(svcLogins) / rate(llngLogins) } : {}),
+    ...(clean(refreshes) && usableReference(bareRefreshes) ? { refreshRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
     ...(clean(svcLogins) ? { svcLoginsPerS: rate(svcLogins), svcCpuMsPerLogin: cpuMsPer(svcLogins, 'svc') } : {}),
     ...(clean(refreshes) ? { refreshGrantsPerS: rate(refreshes), svcCpuMsPerGrant: cpuMsPer(refreshes, 'svc') } : {}),
   };
