@@ -13,7 +13,7 @@ import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { secret } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { ROOT } from '../helpers/run.js';
+import { ROOT, entryArgs } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
@@ -25,7 +25,7 @@ interface Running {
 }
 
 async function startSvc(dir: string, port: number): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`], {
+  const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`], {
     cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '', SVC_LISTEN: '' },
   });
   let logs = '';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
-import { ROOT, runTs } from '../helpers/run.js';
+import { ROOT, runTs, entryArgs } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
@@ -46,7 +46,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   it('logs the topology, the master name and the primary it found', async function () {
     const port = await freePort();
     const env = cleanEnv({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: peer.masterName, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD });
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`, '--workers', '1'], { cwd: ROOT, env });
+    const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`, '--workers', '1'], { cwd: ROOT, env });
     let logs = '';
     child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr.on('data', (d: Buffer) => (logs += d.toString()));

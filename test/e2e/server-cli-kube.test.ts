@@ -7,7 +7,7 @@ import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js'
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap, secret } from '../helpers/manifests.js';
 import { freePort, startRedis } from '../helpers/peers.js';
-import { ROOT, runTs } from '../helpers/run.js';
+import { ROOT, runTs, entryArgs } from '../helpers/run.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
@@ -40,7 +40,7 @@ describe('svc-server --kube', function () {
 
   it('SVC_STORE=kubernetes with KUBECONFIG and --namespace: the admin password made at first start, /readyz answers once loaded', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--namespace', 'svc', '--listen', `127.0.0.1:${port}`], {
+    const child = spawn(process.execPath, [...entryArgs(CLI), '--namespace', 'svc', '--listen', `127.0.0.1:${port}`], {
       cwd: ROOT,
       env: { ...env(), SVC_STORE: 'kubernetes', KUBECONFIG: kubeconfig },
     });
@@ -72,7 +72,7 @@ describe('svc-server --kube', function () {
       if (e.namespace === 'workers' && e.plural === 'secrets') created.push(`${e.type} ${String(e.object.metadata['name'])}`);
     });
     await kubectl.run(['apply', '--validate=false', '-n', 'workers', '-f', '-'], { input: configMap('svc-cm', {}) });
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
+    const child = spawn(process.execPath, [...entryArgs(CLI), '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
       cwd: ROOT,
       env: env(),
     });

@@ -7,7 +7,7 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, runTs } from '../helpers/run.js';
+import { ROOT, runTs, entryArgs } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const CLI = 'src/commands/svc-server.ts';
@@ -18,7 +18,7 @@ describe('svc-server', () => {
     it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
       const dir = join(makeTempDir('svc-first-'), 'config');
       const port = await freePort();
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
+      const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
       let logs = '';
       child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
       try {
@@ -264,7 +264,7 @@ describe('svc-server', () => {
       this.timeout(150_000);
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
       const port = await freePort();
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT });
+      const child = spawn(process.execPath, [...entryArgs(CLI), '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT });
       let logs = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
