@@ -36,8 +36,30 @@ export function createTlsFetch(policy: TlsPolicy = {}): TlsFetch {
   });
   const fetchImpl = ((input: Parameters<typeof globalThis.fetch>[0], init?: RequestInit) =>
     undiciFetch(input as string, { ...(init as object), dispatcher: agent })) as unknown as typeof globalThis.fetch;
-  return { fetch: fetchImpl, close: () => agent.close() };
+  return {
+    fetch: fetchImpl,
+    // Requests under way get a moment to finish; then the pool is destroyed. undici's close()
+    // waits for them, and for a connection to an upstream that accepts TCP but never answers
+    // until its connect timeout (10 s), even after its request was aborted: that held a config
+    // reload or a shutdown for as long. Such a connection still ends at its timeout.
+    async close() {
+      let cut: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'cut'>((resolve) => {
+        cut = setTimeout(() => resolve('cut'), CLOSE_GRACE_MS);
+      });
+      const closed = agent.close().then(() => 'closed' as const);
+      const first = await Promise.race([closed, graceOver]);
+      clearTimeout(cut);
+      if (first === 'cut') {
+        closed.catch(() => undefined);
+        await agent.destroy();
+      }
+    },
+  };
 }
+
+/** How long close() lets requests under way finish before it ends them. */
+export const CLOSE_GRACE_MS = 1_000;
 
 /** The innermost cause's code and message: a certificate error names itself (UNABLE_TO_VERIFY_LEAF_SIGNATURE). */
 export function describeFailure(err: unknown): string {

@@ -201,6 +201,10 @@ export function connectorSuite(harness: ConnectorHarness): void {
             expect(outcome.error, 'an error').to.be.instanceOf(Error);
             expect(outcome.error?.message).to.match(/unreachable|unavailable|timed? ?out|abort|cannot be reached|try again/i);
             expect(Date.now() - started, 'answered within the timeout').to.be.below(WITHIN_MS * 3);
+            // Nor does closing it (a config reload, a shutdown) wait on the connection left pending.
+            const closing = Date.now();
+            await connector.close?.();
+            expect(Date.now() - closing, 'closed without waiting for the upstream').to.be.below(WITHIN_MS);
           } finally {
             await connector.close?.();
             if (kind === 'slow') await hole.close();
