@@ -1,13 +1,13 @@
 /** The harness's check that a test's processes end with it (processes-left.ts, helpers/run.ts). */
 import { expect } from 'chai';
-import { runTs } from './helpers/run.js';
+import { runEntry } from './helpers/run.js';
 import { mochaHooks } from './processes-left.js';
 
 describe('test harness: processes a test leaves running', () => {
-  it('kills a process runTs started that is still running when the test ends, and names it without a URL\'s password', async () => {
+  it('kills a process runEntry started that is still running when the test ends, and names it without a URL\'s password', async () => {
     const written: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
-    const forever = runTs('still-running', ['--redis', 'redis://:pw-in-url@127.0.0.1:1/0'], process.env, undefined, {}, ['-e', 'setInterval(() => undefined, 1_000)']);
+    const forever = runEntry('still-running', ['--redis', 'redis://:pw-in-url@127.0.0.1:1/0'], process.env, undefined, {}, ['-e', 'setInterval(() => undefined, 1_000)']);
     await new Promise((resolve) => setTimeout(resolve, 300));
     process.stderr.write = ((chunk: string) => written.push(chunk) > 0) as typeof process.stderr.write;
     try {
@@ -20,7 +20,7 @@ describe('test harness: processes a test leaves running', () => {
   });
 
   it('leaves nothing to kill after a test that awaited its process', async () => {
-    expect((await runTs('ended', [], process.env, undefined, {}, ['-e', 'process.exit(3)'])).code).to.equal(3);
+    expect((await runEntry('ended', [], process.env, undefined, {}, ['-e', 'process.exit(3)'])).code).to.equal(3);
     let wrote = false;
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = (() => (wrote = true)) as typeof process.stderr.write;

@@ -7,7 +7,7 @@ import { ensureInitialConfig } from '../../src/config/bootstrap.js';
 import { openDirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
 import { configMap, secret } from '../helpers/manifests.js';
-import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
+import { ROOT, runEntry, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
 const NOW = new Date('2025-03-01T12:00:00.000Z');
@@ -207,7 +207,7 @@ await ensureInitialConfig({ dir: process.argv[2], log: createLogger({ level: 'si
     await chmod(root, 0o755);
     // Not writable by the unprivileged user the script runs as (tests run as root: see UNPRIVILEGED).
     await chmod(dir, 0o555);
-    const { stdout, stderr } = await runTs(path.join(root, 'boot.mts'), [dir], process.env, undefined, UNPRIVILEGED);
+    const { stdout, stderr } = await runEntry(path.join(root, 'boot.mts'), [dir], process.env, undefined, UNPRIVILEGED);
     expect(stderr).to.equal('');
     expect(stdout).to.equal(`cannot create the initial configuration in ${dir}: EACCES: permission denied, open '${path.join(dir, '.svc-bootstrap.lock')}'\n`);
     expect(await readdir(dir)).to.deep.equal([]);

@@ -7,7 +7,7 @@ import { formatProblem } from '../../src/config/problems.js';
 import { MAX_MANIFEST_FILE_BYTES } from '../../src/lib/regular-file.js';
 import { heapAfterGc } from '../helpers/heap.js';
 import { clusterSecret, configMap, secret } from '../helpers/manifests.js';
-import { ROOT, runTs, UNPRIVILEGED } from '../helpers/run.js';
+import { ROOT, runEntry, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
 /** Prints the problems of one load of argv[2] as JSON; run as a user that permissions apply to. */
@@ -28,7 +28,7 @@ describe('config/load-dir', () => {
     await writeFile(path.join(dir, 'load.mts'), LOAD_SCRIPT);
     await chmod(path.join(store, 'lost+found'), 0o000);
     await chmod(dir, 0o755);
-    const { code, stdout, stderr } = await runTs(path.join(dir, 'load.mts'), [store], process.env, undefined, UNPRIVILEGED);
+    const { code, stdout, stderr } = await runEntry(path.join(dir, 'load.mts'), [store], process.env, undefined, UNPRIVILEGED);
     expect(stderr).to.equal('');
     expect(code).to.equal(0);
     expect(JSON.parse(stdout)).to.deep.equal({

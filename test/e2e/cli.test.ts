@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { ROOT, runTs, type RunResult } from '../helpers/run.js';
+import { ROOT, runEntry, type RunResult } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
@@ -57,7 +57,7 @@ describe('e2e: the svc CLI against a running server', function () {
   /** Runs `svc` with only HOME (and PATH) from the environment, plus `env`. */
   function svc(home: string, args: readonly string[], env: Record<string, string> = {}): Promise<RunResult> {
     const clean: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: home, ...env };
-    return runTs(CLI, args, clean);
+    return runEntry(CLI, args, clean);
   }
 
   function expectOneErrorLine(result: RunResult, line: string): void {
@@ -262,7 +262,7 @@ describe('e2e: the svc CLI against a server with a self-signed certificate', fun
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  const svc = (args: readonly string[]): Promise<RunResult> => runTs(CLI, args, { PATH: process.env['PATH'], HOME: home });
+  const svc = (args: readonly string[]): Promise<RunResult> => runEntry(CLI, args, { PATH: process.env['PATH'], HOME: home });
 
   it('refuses the certificate unless --insecure, then remembers the switch for the server', async () => {
     expect(server.url).to.match(/^https:/);

@@ -7,7 +7,7 @@ import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js'
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap, secret } from '../helpers/manifests.js';
 import { freePort, startRedis } from '../helpers/peers.js';
-import { ROOT, runTs, entryArgs } from '../helpers/run.js';
+import { ROOT, runEntry, entryArgs } from '../helpers/run.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
@@ -96,16 +96,16 @@ describe('svc-server --kube', function () {
   });
 
   it('validate --kube checks what is in the cluster: exit 0 when clean, its warnings as the directory\'s, 1 with the key path of a problem', async () => {
-    const clean = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const clean = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(clean.code, clean.stderr).to.equal(0);
     expect(clean.stdout).to.include('namespace svc: configuration is valid');
     // A warning, as the directory's validate and the server say it, and still valid.
     await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-rbac-cm', '--type', 'merge', '-p', '{"data":{"policy.csv":"p, role:ops, applicatons, get, */*, allow"}}']);
-    const warned = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const warned = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(warned.code, warned.stderr).to.equal(0);
     expect(warned.stderr).to.include("warning: svc-rbac-cm: policy.csv: line 1: resource 'applicatons' is not one svc checks");
     await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-cm', '--type', 'merge', '-p', '{"data":{"accounts.alice":"apiKey, teleport"}}']);
-    const broken = await runTs(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const broken = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(broken.code).to.equal(1);
     expect(broken.stderr).to.match(/accounts\.alice.*teleport|teleport.*accounts\.alice/);
   });
@@ -115,16 +115,16 @@ describe('svc-server --kube', function () {
     const policy = join(work, 'policy');
     mkdirSync(policy);
     writeFileSync(join(policy, 'svc-rbac-cm.yaml'), await kubectl.run(['get', 'configmap', 'svc-rbac-cm', '-n', 'svc', '-o', 'yaml']));
-    const yes = await runTs(CLI, ['rbac', 'can', '--config', policy, 'alice', 'extensions', '*', 'default/metrics'], env());
+    const yes = await runEntry(CLI, ['rbac', 'can', '--config', policy, 'alice', 'extensions', '*', 'default/metrics'], env());
     expect([yes.code, yes.stdout, yes.stderr]).to.deep.equal([0, 'yes\n', '']);
-    const no = await runTs(CLI, ['rbac', 'can', '--config', policy, 'bob', 'extensions', '*', 'default/metrics'], env());
+    const no = await runEntry(CLI, ['rbac', 'can', '--config', policy, 'bob', 'extensions', '*', 'default/metrics'], env());
     expect([no.code, no.stdout]).to.deep.equal([2, 'no\n']);
   });
 
   it('refuses --kubeconfig without --kube, and says what to give when there is no API to talk to', async () => {
-    const mixed = await runTs(CLI, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
+    const mixed = await runEntry(CLI, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
     expect([mixed.code, mixed.stderr.trim()]).to.deep.equal([1, 'svc-server: --kubeconfig, --namespace and --application-namespaces go with --kube']);
-    const none = await runTs(CLI, ['validate', '--kube'], env());
+    const none = await runEntry(CLI, ['validate', '--kube'], env());
     expect(none.code).to.equal(1);
     expect(none.stderr).to.include('give --kubeconfig FILE or KUBECONFIG, or run in a pod');
   });

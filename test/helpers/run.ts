@@ -16,29 +16,30 @@ export interface RunResult {
  */
 export const UNPRIVILEGED: { readonly uid?: number; readonly gid?: number } = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
 
-/** runTs's processes still running, with what they run. */
+/** runEntry's processes still running, with what they run. */
 const running = new Map<ChildProcess, string>();
 
 /**
- * Kills runTs's processes still running (test/processes-left.ts, after each test) and names
+ * Kills runEntry's processes still running (test/processes-left.ts, after each test) and names
  * them. A test that mocha timed out goes on without being awaited; its svc-server, whose peers
  * and config dir the after hooks then remove, would otherwise run on (and write a fresh config
  * dir with a new admin password where the removed one was).
  */
-export function killRunTsProcesses(): string[] {
+export function killRunEntryProcesses(): string[] {
   const killed = [...running.values()];
   for (const child of running.keys()) child.kill('SIGKILL');
   running.clear();
   return killed;
 }
 
-export function runTs(
+/** Runs `entry` (a file of the repository, see entryArgs) with `args`, as its own process; resolves when it exits. */
+export function runEntry(
   entry: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
   stdin?: string,
   user: { readonly uid?: number; readonly gid?: number } = {},
-  /** More node options after `--import tsx` (another `--import`, say). */
+  /** More node options before the entry (another `--import`, say; one of a TypeScript file runs it all through tsx). */
   nodeOptions: readonly string[] = [],
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
