@@ -4,6 +4,7 @@
  * operator switched it off. Used for every upstream svc talks HTTP to: an external OIDC provider
  * and the bundled provider's connectors (GitHub, GitLab, upstream OIDC).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { innermostCause } from './error-cause.js';
@@ -43,17 +44,9 @@ export function createTlsFetch(policy: TlsPolicy = {}): TlsFetch {
     // until its connect timeout (10 s), even after its request was aborted: that held a config
     // reload or a shutdown for as long. Such a connection still ends at its timeout.
     async close() {
-      let cut: NodeJS.Timeout | undefined;
-      const graceOver = new Promise<'cut'>((resolve) => {
-        cut = setTimeout(() => resolve('cut'), CLOSE_GRACE_MS);
-      });
-      const closed = agent.close().then(() => 'closed' as const);
-      const first = await Promise.race([closed, graceOver]);
-      clearTimeout(cut);
-      if (first === 'cut') {
-        closed.catch(() => undefined);
-        await agent.destroy();
-      }
+      // An unref'd timer: a pool that closes at once leaves nothing to wait for.
+      const graceOver = sleep(CLOSE_GRACE_MS, 'cut' as const, { ref: false });
+      if ((await Promise.race([agent.close().then(() => 'closed' as const), graceOver])) === 'cut') await agent.destroy();
     },
   };
 }

@@ -11,18 +11,9 @@ import { createMemoryState } from '../../src/state/memory.js';
 import { RETRY_AFTER_MS } from '../../src/session/throttle-fallback.js';
 import { createLoginThrottle, type LoginThrottle } from '../../src/session/throttle.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { fail, rejection } from './throttle-suite.js';
 
 const LIMITS = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
-
-/** One attempt of `name` on `on` that failed its password. */
-async function fail(on: LoginThrottle, name: string): Promise<void> {
-  await on.recordFailure(name, await on.admit(name));
-}
-
-/** What `attempt` was refused with, or undefined when it was admitted. */
-async function refusal(attempt: Promise<unknown>): Promise<unknown> {
-  return attempt.then(() => undefined, (err: unknown) => err);
-}
 
 describe('login throttle when Redis is unreachable', function () {
   let peer: RedisPeer;
@@ -71,7 +62,7 @@ describe('login throttle when Redis is unreachable', function () {
     await throttle.recordFailure('ivy', 1);
     await fail(throttle, 'ivy');
     await fail(throttle, 'ivy');
-    expect(await refusal(throttle.admit('ivy'))).to.be.instanceOf(TooManyAttempts);
+    expect(await rejection(throttle.admit('ivy'))).to.be.instanceOf(TooManyAttempts);
     expect(throttle.degraded).to.equal(true);
     expect(await gauge()).to.equal(1);
     const total = await registry.getSingleMetric('svc_login_throttle_fallback_total')?.get();
@@ -96,10 +87,10 @@ describe('login throttle when Redis is unreachable', function () {
       await restartRedis();
 
       // The other replica counts on Redis alone: without the carrying it would see neither name.
-      expect(await refusal(other.admit('kay')), 'kay, locked in memory during the outage').to.be.instanceOf(TooManyAttempts);
+      expect(await rejection(other.admit('kay')), 'kay, locked in memory during the outage').to.be.instanceOf(TooManyAttempts);
       expect(await other.admit('june'), 'june\'s third attempt').to.equal(3);
       await other.recordFailure('june', 3);
-      expect(await refusal(throttle.admit('june')), 'june after three failures over two replicas').to.be.instanceOf(TooManyAttempts);
+      expect(await rejection(throttle.admit('june')), 'june after three failures over two replicas').to.be.instanceOf(TooManyAttempts);
       expect(infos).to.include('login throttle: failed logins counted in memory during the outage carried to the state backend');
     } finally {
       await other.close();
@@ -151,7 +142,7 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
       now += RETRY_AFTER_MS;
       await throttle.admit('someone-else');
       expect(throttle.degraded).to.equal(false);
-      expect(await refusal(other.admit('kay')), 'kay, locked in memory, carried at the second return').to.be.instanceOf(TooManyAttempts);
+      expect(await rejection(other.admit('kay')), 'kay, locked in memory, carried at the second return').to.be.instanceOf(TooManyAttempts);
     } finally {
       await Promise.all([throttle.close(), other.close()]);
     }
@@ -174,7 +165,7 @@ describe('login throttle: carrying memory\'s counts when the backend fails again
       now += RETRY_AFTER_MS;
       await throttle.admit('someone-else');
       expect(throttle.degraded).to.equal(false);
-      expect(await refusal(throttle.admit('lee')), 'lee after one failure on the backend and two in memory').to.be.instanceOf(TooManyAttempts);
+      expect(await rejection(throttle.admit('lee')), 'lee after one failure on the backend and two in memory').to.be.instanceOf(TooManyAttempts);
       expect(audited).to.deep.equal(['lockout-started lee']);
       expect(warned.filter((w) => w.startsWith('login locked after too many failures'))).to.have.length(1);
     } finally {

@@ -17,13 +17,19 @@ import type { StateBackend } from '../../src/state/state.js';
 const LIMITS: LoginLimits = { maxFailCount: 5, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
 let unique = 0;
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
+/** What `promise` was rejected with; undefined when it resolved. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
   } catch (err: unknown) {
     return err;
   }
   return undefined;
+}
+
+/** One attempt that fails: counted first (admit), then recorded as a failure. */
+export async function fail(t: LoginThrottle, name: string): Promise<void> {
+  await t.recordFailure(name, await t.admit(name));
 }
 
 export function throttleSuite(kind: string, backend: () => StateBackend): void {
@@ -45,11 +51,6 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
     afterEach(async function () {
       await Promise.all(opened.splice(0).map((t) => t.close()));
     });
-
-    /** One attempt that fails: counted first (admit), then recorded as a failure. */
-    async function fail(t: LoginThrottle, name: string): Promise<void> {
-      await t.recordFailure(name, await t.admit(name));
-    }
 
     it('locks a name after SVC_SESSION_FAILURE_MAX_FAIL_COUNT failures, for the whole window', async function () {
       const t = throttle();
