@@ -58,12 +58,10 @@ export function runEntry(
 }
 
 /**
- * How node runs `entry`: a source entry point of the product (under src/ or connectors/) from its
- * compiled twin in dist/, as `npm start` and the image run it, which the suite's global setup
- * brings up to date (test/build.ts); anything else, or with an option that loads TypeScript,
- * through tsx. Each process started through tsx spends about a second more CPU loading it.
+ * How node runs `entry`: through tsx. Not the compiled twin in dist/: the quick start's test runs
+ * `npm run build`, which rewrites dist/ while the other worker's tests start processes from it
+ * (a svc-server once loaded a half-written module).
  */
 export function entryArgs(entry: string, nodeOptions: readonly string[] = []): string[] {
-  const compiled = /^(src|connectors)\/.*\.ts$/.test(entry) && !nodeOptions.some((o) => o.endsWith('.ts'));
-  return compiled ? [...nodeOptions, `dist/${entry.replace(/\.ts$/, '.js')}`] : ['--import', 'tsx', ...nodeOptions, entry];
+  return ['--import', 'tsx', ...nodeOptions, entry];
 }
