@@ -8,11 +8,10 @@ import YAML from 'yaml';
 import { runAccountCommand, type AccountCommand } from '../../src/commands/account.js';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { collectAudit } from '../helpers/audit.js';
-import { runEntry } from '../helpers/run.js';
+import { runEntry, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 import { textSink } from '../helpers/text-sink.js';
 
-const CLI = 'src/commands/svc-server.ts';
 
 /** svc-secret's values as stored in the file (the fixture writes stringData; writes add data). */
 function storedSecret(dir: string): Record<string, string> {
@@ -41,7 +40,7 @@ describe('commands/account (svc-server account …, --config)', function () {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('set-password reads the password from standard input through the real command line, and prints what changed', async () => {
-    const { code, stdout, stderr } = await runEntry(CLI, ['account', 'set-password', 'bob', '--config', dir], cliEnv(), 'fresh-pass-9\n');
+    const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['account', 'set-password', 'bob', '--config', dir], cliEnv(), 'fresh-pass-9\n');
     expect(code, stderr).to.equal(0);
     expect(stdout).to.match(/^account 'bob': new password hash written to svc-secret accounts\.bob\.password\naccount 'bob': accounts\.bob\.passwordMtime = \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z; its sessions issued before then end\n$/);
     expect(await bcrypt.compare('fresh-pass-9', storedSecret(dir)['accounts.bob.password'] ?? '')).to.equal(true);
@@ -49,11 +48,11 @@ describe('commands/account (svc-server account …, --config)', function () {
   });
 
   it('refuses an unknown name, a missing store and a password given as an argument (without echoing it), with a non-zero exit naming what was wrong', async () => {
-    const unknown = await runEntry(CLI, ['account', 'disable', 'mallory', '--config', dir], cliEnv());
+    const unknown = await runEntry(SERVER_ENTRY, ['account', 'disable', 'mallory', '--config', dir], cliEnv());
     expect([unknown.code, unknown.stdout, unknown.stderr]).to.deep.equal([1, '', "svc-server account disable: account 'mallory' does not exist\n"]);
-    const nowhere = await runEntry(CLI, ['account', 'enable', 'bob'], { ...cliEnv(), SVC_STORE: '' });
+    const nowhere = await runEntry(SERVER_ENTRY, ['account', 'enable', 'bob'], { ...cliEnv(), SVC_STORE: '' });
     expect([nowhere.code, nowhere.stderr]).to.deep.equal([1, 'svc-server: account enable: give --config <dir>, or --kube\n']);
-    const asArgument = await runEntry(CLI, ['account', 'set-password', 'bob', 'typed-pass-1', '--config', dir], cliEnv());
+    const asArgument = await runEntry(SERVER_ENTRY, ['account', 'set-password', 'bob', 'typed-pass-1', '--config', dir], cliEnv());
     expect([asArgument.code, asArgument.stderr]).to.deep.equal([
       1,
       'svc-server: account set-password: takes one argument, the account name; 2 were given (the password is never one: ps and shell history would show it; give it on standard input or with --password-file)\n',

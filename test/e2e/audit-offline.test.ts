@@ -10,10 +10,9 @@ import { INITIAL_ADMIN_SECRET } from '../../src/config/manifests.js';
 import { registerAuditSecret } from '../audit-capture.js';
 import { validAuditLines } from '../helpers/audit-schema.js';
 import { secret, tempConfigDir } from '../helpers/manifests.js';
-import { runEntry } from '../helpers/run.js';
+import { runEntry, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
-const CLI = 'src/commands/svc-server.ts';
 const INITIAL = 'initial-admin-pass-for-audit';
 registerAuditSecret(INITIAL);
 
@@ -31,7 +30,7 @@ describe('audit trail: offline administration commands', function () {
 
   it('admin initial-password with --audit-log: the password alone on stdout, one event in the file, 0600, no password in it', async () => {
     const file = join(logDir, 'initial.log');
-    const { code, stdout, stderr } = await runEntry(CLI, ['admin', 'initial-password', '--config', configDir(), '--audit-log', file]);
+    const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', configDir(), '--audit-log', file]);
     expect(code, stderr).to.equal(0);
     expect(stdout).to.equal(`${INITIAL}\n`);
     expect(stderr).to.not.include('"log.logger"');
@@ -49,9 +48,9 @@ describe('audit trail: offline administration commands', function () {
     const file = join(logDir, 'rotate.log');
     const dir = configDir();
     const env = { ...process.env, SVC_AUDIT_LOG: file };
-    const first = await runEntry(CLI, ['idp', 'rotate-keys', '--config', dir], env);
+    const first = await runEntry(SERVER_ENTRY, ['idp', 'rotate-keys', '--config', dir], env);
     expect(first.code, first.stderr).to.equal(0);
-    const second = await runEntry(CLI, ['idp', 'rotate-keys', '--config', dir], env);
+    const second = await runEntry(SERVER_ENTRY, ['idp', 'rotate-keys', '--config', dir], env);
     expect(second.code, second.stderr).to.equal(0);
     const lines = validAuditLines(readFileSync(file, 'utf8'));
     expect(lines).to.have.length(2);
@@ -63,7 +62,7 @@ describe('audit trail: offline administration commands', function () {
 
   it('without a file the event goes to stderr, a failure with its reason', async () => {
     const dir = tempConfigDir({ 'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
-    const { code, stdout, stderr } = await runEntry(CLI, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: '' });
+    const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: '' });
     expect([code, stdout]).to.deep.equal([1, '']);
     const [auditLine, ...message] = stderr.split('\n').sort((a, b) => Number(b.startsWith('{')) - Number(a.startsWith('{')));
     const [line] = validAuditLines(auditLine ?? '');
@@ -73,7 +72,7 @@ describe('audit trail: offline administration commands', function () {
 
   it('an audit log that cannot be opened stops the command, naming the option and the path', async () => {
     const file = join(logDir, 'missing', 'audit.log');
-    const { code, stdout, stderr } = await runEntry(CLI, ['admin', 'initial-password', '--config', configDir(), '--audit-log', file]);
+    const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', configDir(), '--audit-log', file]);
     expect([code, stdout]).to.deep.equal([1, '']);
     expect(stderr).to.match(new RegExp(`^svc-server: --audit-log \\(or SVC_AUDIT_LOG\\): cannot open '${file}' for appending: ENOENT`));
   });

@@ -10,12 +10,11 @@ import { join } from 'node:path';
 import { echoBackend, type Backend } from '../extensions/helpers.js';
 import { startFakeGithubActions, type FakeGithubActions } from '../helpers/fake-github-actions.js';
 import { startFakeKubernetesIssuer, type FakeKubernetesIssuer } from '../helpers/fake-kubernetes-issuer.js';
-import { runEntry, type RunResult } from '../helpers/run.js';
+import { runEntry, type RunResult, CLI_ENTRY } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, MAIN, MAIN_SUBJECT, workloadConfigDir } from '../helpers/workload-setup.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/cli/main.ts';
 
 describe('e2e: svc login as a workload (GitHub Actions, Kubernetes)', function () {
   cleanUpTempDirs();
@@ -44,7 +43,7 @@ describe('e2e: svc login as a workload (GitHub Actions, Kubernetes)', function (
   });
 
   function svc(args: readonly string[], env: Record<string, string> = {}, stdin?: string): Promise<RunResult> {
-    return runEntry(CLI, args, { PATH: process.env['PATH'], HOME: home, ...env }, stdin);
+    return runEntry(CLI_ENTRY, args, { PATH: process.env['PATH'], HOME: home, ...env }, stdin);
   }
 
   it('svc login --github-actions asks the runner for a token for the audience and exchanges it; can-i then uses the stored token', async () => {

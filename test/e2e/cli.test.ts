@@ -1,5 +1,5 @@
 /**
- * The `svc` CLI as a user runs it: a real process (`node --import tsx src/cli/main.ts`) in a
+ * The `svc` CLI as a user runs it: a real process (compiled `src/cli/main.ts`) in a
  * temporary HOME, against a real server started in this process on a free loopback port.
  * The steps build on each other (log in, then use the stored token, …), so they run in order.
  */
@@ -13,11 +13,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
-import { ROOT, runEntry, type RunResult } from '../helpers/run.js';
+import { ROOT, runEntry, type RunResult, CLI_ENTRY } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/cli/main.ts';
 const ADMIN_PASSWORD = 'admin-Pa55word';
 const ALICE_PASSWORD = 'alice-Pa55word';
 const ALICE_NEW_PASSWORD = 'alice-N3w-password';
@@ -57,7 +56,7 @@ describe('e2e: the svc CLI against a running server', function () {
   /** Runs `svc` with only HOME (and PATH) from the environment, plus `env`. */
   function svc(home: string, args: readonly string[], env: Record<string, string> = {}): Promise<RunResult> {
     const clean: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: home, ...env };
-    return runEntry(CLI, args, clean);
+    return runEntry(CLI_ENTRY, args, clean);
   }
 
   function expectOneErrorLine(result: RunResult, line: string): void {
@@ -262,7 +261,7 @@ describe('e2e: the svc CLI against a server with a self-signed certificate', fun
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  const svc = (args: readonly string[]): Promise<RunResult> => runEntry(CLI, args, { PATH: process.env['PATH'], HOME: home });
+  const svc = (args: readonly string[]): Promise<RunResult> => runEntry(CLI_ENTRY, args, { PATH: process.env['PATH'], HOME: home });
 
   it('refuses the certificate unless --insecure, then remembers the switch for the server', async () => {
     expect(server.url).to.match(/^https:/);

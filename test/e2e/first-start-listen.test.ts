@@ -13,10 +13,9 @@ import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { secret } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
-import { ROOT, entryArgs } from '../helpers/run.js';
+import { ROOT, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/commands/svc-server.ts';
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 
 interface Running {
@@ -25,7 +24,7 @@ interface Running {
 }
 
 async function startSvc(dir: string, port: number): Promise<Running> {
-  const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`], {
+  const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', dir, '--listen', `127.0.0.1:${port}`], {
     cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '', SVC_LISTEN: '' },
   });
   let logs = '';

@@ -4,7 +4,7 @@ import bcrypt from 'bcryptjs';
 import { spawn } from 'node:child_process';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
-import { ROOT, entryArgs } from '../helpers/run.js';
+import { ROOT, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('graceful shutdown', () => {
@@ -15,7 +15,7 @@ describe('graceful shutdown', () => {
       'secret.yaml': secret('svc-secret', { 'server.secretkey': 'graceful-key', 'admin.password': bcrypt.hashSync('right-password', 4), 'admin.passwordMtime': new Date().toISOString() }),
     });
     const port = await freePort();
-    const child = spawn(process.execPath, [...entryArgs('src/commands/svc-server.ts'), '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, stdio: 'ignore', env: { ...process.env, SVC_REDIS_URL: '' } });
+    const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, stdio: 'ignore', env: { ...process.env, SVC_REDIS_URL: '' } });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const base = `http://127.0.0.1:${port}`;
     for (let up = false; !up; ) {

@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { rmSync } from 'node:fs';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, entryArgs } from '../helpers/run.js';
+import { ROOT, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 const SCRAPES = 50;
@@ -63,7 +63,7 @@ for (const via of ['the public listener', '--metrics-listen'] as const) {
       const metricsPort = via === '--metrics-listen' ? await freePort() : port;
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
       const args = ['--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`, ...(via === '--metrics-listen' ? ['--metrics-listen', `127.0.0.1:${metricsPort}`] : [])];
-      server = spawn(process.execPath, [...entryArgs('src/commands/svc-server.ts'), ...args], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '', SVC_METRICS_LISTEN: '' } });
+      server = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), ...args], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '', SVC_METRICS_LISTEN: '' } });
       server.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
       server.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
       for (const deadline = Date.now() + 60_000; (logs.match(/"worker ready"/g) ?? []).length < 2; await new Promise((r) => setTimeout(r, 100))) {

@@ -8,7 +8,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, runEntry } from '../helpers/run.js';
+import { ROOT, runEntry, SERVER_ENTRY } from '../helpers/run.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
@@ -93,7 +93,7 @@ describe('e2e: readiness, metrics and version', function () {
   });
 
   it('svc-server --version names svc and the runtime', async () => {
-    const { code, stdout } = await runEntry('src/commands/svc-server.ts', ['--version']);
+    const { code, stdout } = await runEntry(SERVER_ENTRY, ['--version']);
     expect(code).to.equal(0);
     expect(stdout).to.equal(`svc-server ${VERSION} (Node.js ${process.version})\n`);
   });

@@ -12,10 +12,9 @@ import { join } from 'node:path';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
 import { startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
-import { ROOT, runEntry, entryArgs } from '../helpers/run.js';
+import { ROOT, runEntry, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/commands/svc-server.ts';
 const PASSWORD = 'node-s3cret';
 const SENTINEL_PASSWORD = 'sentinel-s3cret';
 
@@ -46,7 +45,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   it('logs the topology, the master name and the primary it found', async function () {
     const port = await freePort();
     const env = cleanEnv({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: peer.masterName, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD });
-    const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`, '--workers', '1'], { cwd: ROOT, env });
+    const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', dir, '--listen', `127.0.0.1:${port}`, '--workers', '1'], { cwd: ROOT, env });
     let logs = '';
     child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
@@ -75,7 +74,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   ];
   for (const [what, env, reason] of refusals) {
     it(`stops the start with one line on ${what}`, async function () {
-      const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1'], cleanEnv(env()));
+      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1'], cleanEnv(env()));
       expect(served.code, served.stderr).to.equal(1);
       const lines = served.stderr.trim().split('\n');
       expect(lines, served.stderr).to.have.length(1);
@@ -88,19 +87,19 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   it('validate names the topology in force and what it found, or why it cannot be used', async function () {
     const base = { SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD };
     const cfg = accountsConfigDir();
-    const ok = await runEntry(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName }));
+    const ok = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName }));
     expect(ok.code, ok.stderr).to.equal(0);
     expect(ok.stdout).to.include(`state: redis sentinel, master '${peer.masterName}' (sentinels ${sentinels.replaceAll(',', ', ')}): primary at 127.0.0.1:${await peer.primaryPort()} (role master)\n`);
-    const memory = await runEntry(CLI, ['validate', '--config', cfg], cleanEnv({}));
+    const memory = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({}));
     expect(memory.stdout).to.include('state: in memory (not shared between replicas)');
-    const wrong = await runEntry(CLI, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
+    const wrong = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.match(/^state: redis sentinel, master 'nosuch' .* cannot be used: no sentinel knows a master named 'nosuch' \(--redis-sentinel-master\)\n$/);
   });
 
   it('stops the start with one line when no cluster node answers', async function () {
     const nodes = `127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
-    const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', '--redis-cluster', nodes], cleanEnv({}));
+    const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', '--redis-cluster', nodes], cleanEnv({}));
     expect(served.code).to.equal(1);
     expect(served.stderr).to.equal(`svc-server: state: redis cluster (seed nodes ${nodes.replace(',', ', ')}) cannot be used: no cluster node answered (${nodes.replace(',', ', ')})\n`);
   });
@@ -115,7 +114,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
       [[], { SVC_REDIS_SENTINEL_MASTER: 'svc' }, '--redis-sentinel-master (or SVC_REDIS_SENTINEL_MASTER): only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
     ];
     for (const [args, env, message] of cases) {
-      const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env));
+      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env));
       expect(served.code, args.join(' ')).to.equal(1);
       expect(served.stderr, args.join(' ')).to.equal(`svc-server: ${message}\n`);
     }

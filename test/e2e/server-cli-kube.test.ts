@@ -7,15 +7,14 @@ import { startFakeKube, type FakeKube } from '../helpers/fake-kube-apiserver.js'
 import { kubectlFor, type Kubectl } from '../helpers/kubectl.js';
 import { configMap, secret } from '../helpers/manifests.js';
 import { freePort, startRedis } from '../helpers/peers.js';
-import { ROOT, runEntry, entryArgs } from '../helpers/run.js';
+import { ROOT, runEntry, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server --kube', function () {
   cleanUpTempDirs();
-  // Real processes through tsx on a shared, loaded host: their start alone can take many seconds.
+  // Real processes on a shared, loaded host: their start alone can take many seconds.
   this.timeout(90_000);
   let kube: FakeKube;
   let kubectl: Kubectl;
@@ -40,7 +39,7 @@ describe('svc-server --kube', function () {
 
   it('SVC_STORE=kubernetes with KUBECONFIG and --namespace: the admin password made at first start, /readyz answers once loaded', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [...entryArgs(CLI), '--namespace', 'svc', '--listen', `127.0.0.1:${port}`], {
+    const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--namespace', 'svc', '--listen', `127.0.0.1:${port}`], {
       cwd: ROOT,
       env: { ...env(), SVC_STORE: 'kubernetes', KUBECONFIG: kubeconfig },
     });
@@ -72,7 +71,7 @@ describe('svc-server --kube', function () {
       if (e.namespace === 'workers' && e.plural === 'secrets') created.push(`${e.type} ${String(e.object.metadata['name'])}`);
     });
     await kubectl.run(['apply', '--validate=false', '-n', 'workers', '-f', '-'], { input: configMap('svc-cm', {}) });
-    const child = spawn(process.execPath, [...entryArgs(CLI), '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
+    const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--kube', '--kubeconfig', kubeconfig, '--namespace', 'workers', '--workers', '2', '--redis', redis.url, '--listen', `127.0.0.1:${port}`], {
       cwd: ROOT,
       env: env(),
     });
@@ -96,16 +95,16 @@ describe('svc-server --kube', function () {
   });
 
   it('validate --kube checks what is in the cluster: exit 0 when clean, its warnings as the directory\'s, 1 with the key path of a problem', async () => {
-    const clean = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const clean = await runEntry(SERVER_ENTRY, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(clean.code, clean.stderr).to.equal(0);
     expect(clean.stdout).to.include('namespace svc: configuration is valid');
     // A warning, as the directory's validate and the server say it, and still valid.
     await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-rbac-cm', '--type', 'merge', '-p', '{"data":{"policy.csv":"p, role:ops, applicatons, get, */*, allow"}}']);
-    const warned = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const warned = await runEntry(SERVER_ENTRY, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(warned.code, warned.stderr).to.equal(0);
     expect(warned.stderr).to.include("warning: svc-rbac-cm: policy.csv: line 1: resource 'applicatons' is not one svc checks");
     await kubectl.run(['patch', '-n', 'svc', 'configmap', 'svc-cm', '--type', 'merge', '-p', '{"data":{"accounts.alice":"apiKey, teleport"}}']);
-    const broken = await runEntry(CLI, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
+    const broken = await runEntry(SERVER_ENTRY, ['validate', '--kube', '--kubeconfig', kubeconfig, '--namespace', 'svc'], env());
     expect(broken.code).to.equal(1);
     expect(broken.stderr).to.match(/accounts\.alice.*teleport|teleport.*accounts\.alice/);
   });
@@ -115,16 +114,16 @@ describe('svc-server --kube', function () {
     const policy = join(work, 'policy');
     mkdirSync(policy);
     writeFileSync(join(policy, 'svc-rbac-cm.yaml'), await kubectl.run(['get', 'configmap', 'svc-rbac-cm', '-n', 'svc', '-o', 'yaml']));
-    const yes = await runEntry(CLI, ['rbac', 'can', '--config', policy, 'alice', 'extensions', '*', 'default/metrics'], env());
+    const yes = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', policy, 'alice', 'extensions', '*', 'default/metrics'], env());
     expect([yes.code, yes.stdout, yes.stderr]).to.deep.equal([0, 'yes\n', '']);
-    const no = await runEntry(CLI, ['rbac', 'can', '--config', policy, 'bob', 'extensions', '*', 'default/metrics'], env());
+    const no = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', policy, 'bob', 'extensions', '*', 'default/metrics'], env());
     expect([no.code, no.stdout]).to.deep.equal([2, 'no\n']);
   });
 
   it('refuses --kubeconfig without --kube, and says what to give when there is no API to talk to', async () => {
-    const mixed = await runEntry(CLI, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
+    const mixed = await runEntry(SERVER_ENTRY, ['validate', '--config', work, '--kubeconfig', kubeconfig], env());
     expect([mixed.code, mixed.stderr.trim()]).to.deep.equal([1, 'svc-server: --kubeconfig, --namespace and --application-namespaces go with --kube']);
-    const none = await runEntry(CLI, ['validate', '--kube'], env());
+    const none = await runEntry(SERVER_ENTRY, ['validate', '--kube'], env());
     expect(none.code).to.equal(1);
     expect(none.stderr).to.include('give --kubeconfig FILE or KUBECONFIG, or run in a pod');
   });

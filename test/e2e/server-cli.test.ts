@@ -7,10 +7,9 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, runEntry, entryArgs } from '../helpers/run.js';
+import { ROOT, runEntry, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
-const CLI = 'src/commands/svc-server.ts';
 
 describe('svc-server', () => {
   cleanUpTempDirs();
@@ -18,7 +17,7 @@ describe('svc-server', () => {
     it('creates the stores in a missing config dir, serves /healthz and never logs the password', async () => {
       const dir = join(makeTempDir('svc-first-'), 'config');
       const port = await freePort();
-      const child = spawn(process.execPath, [...entryArgs(CLI), '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
+      const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT, env: { ...process.env, SVC_REDIS_URL: '' } });
       let logs = '';
       child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
       try {
@@ -37,7 +36,7 @@ describe('svc-server', () => {
         expect(logs).to.include('svc-initial-admin-secret');
         expect(logs).to.not.include(password);
         // As argocd admin initial-password: the password alone on stdout.
-        const shown = await runEntry(CLI, ['admin', 'initial-password', '--config', dir]);
+        const shown = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', dir]);
         expect(shown.code, shown.stderr).to.equal(0);
         expect(shown.stdout).to.equal(`${password}\n`);
         expect(shown.stderr).to.include("change it with 'svc account update-password'");
@@ -53,7 +52,7 @@ describe('svc-server', () => {
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
       // The command's audit event goes to the file, not to the stderr asserted here (audit-offline.test.ts).
       const auditLog = join(makeTempDir('svc-audit-'), 'audit.log');
-      const { code, stdout, stderr } = await runEntry(CLI, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog });
+      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog });
       expect([code, stdout]).to.deep.equal([1, '']);
       expect(stderr).to.equal(`Secret svc-initial-admin-secret not found in ${dir}: it is written by the first start only, and may have been deleted once the password was changed\n`);
     });
@@ -62,7 +61,7 @@ describe('svc-server', () => {
       const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
       const synopsis = /## Running it\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(readme)?.[1];
       expect(synopsis).to.be.a('string');
-      const { code, stdout } = await runEntry(CLI, ['--help']);
+      const { code, stdout } = await runEntry(SERVER_ENTRY, ['--help']);
       expect(code).to.equal(0);
       expect(stdout).to.include(`Synopsis (as in the README):\n${synopsis as string}\n`);
       for (const command of ['validate', 'rbac', 'admin', 'account', 'login', 'idp']) expect(stdout).to.match(new RegExp(`^  ${command} `, 'm'));
@@ -81,7 +80,7 @@ describe('svc-server', () => {
         'rbac.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'p, role:dev, extensions, *, */*, allow\np, role:dev, extensions\n' }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
       });
-      const { code, stderr } = await runEntry(CLI, ['validate', '--config', dir]);
+      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
       expect(code).to.equal(1);
       const lines = stderr.trim().split('\n');
       expect(lines).to.include('svc-cm: no.such.key: unknown key');
@@ -105,7 +104,7 @@ describe('svc-server', () => {
         }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'github.secret': 's' }),
       });
-      const { code, stderr } = await runEntry(CLI, ['validate', '--config', dir]);
+      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
       expect(code).to.equal(1);
       expect(stderr.trim().split('\n')).to.deep.equal([
         "svc-cm: idp.config: connectors[0].config.ssoURL: 'idp.example.com/sso' is not an http(s) URL",
@@ -120,19 +119,19 @@ describe('svc-server', () => {
         'cm.yaml': configMap('svc-cm', { url: 'https://svc.example.com', 'accounts.alice': 'apiKey' }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
       });
-      const { code, stdout, stderr } = await runEntry(CLI, ['validate', '--config', dir]);
+      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
       expect(stderr).to.equal('');
       expect(code).to.equal(0);
       expect(stdout).to.include('configuration is valid');
     });
 
     it('exits 1 on a missing directory, and on a file given as one', async () => {
-      const { code, stderr } = await runEntry(CLI, ['validate', '--config', '/nonexistent/svc']);
+      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', '/nonexistent/svc']);
       expect(code).to.equal(1);
       expect(stderr).to.equal('/nonexistent/svc: no such directory\n');
       const file = join(tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) }), 'secret.yaml');
       for (const args of [['validate', '--config', file], ['rbac', 'can', '--config', file, 'admin', 'accounts', 'get', 'x']]) {
-        const result = await runEntry(CLI, args);
+        const result = await runEntry(SERVER_ENTRY, args);
         expect(result.code, args[0]).to.equal(1);
         expect(result.stderr, args[0]).to.equal(`${file}: not a directory\n`);
       }
@@ -164,14 +163,14 @@ describe('svc-server', () => {
     ];
     for (const [subject, resource, action, object, expected] of cases) {
       it(`${subject} ${resource} ${action} ${object} -> exit ${expected}`, async () => {
-        const { code, stdout } = await runEntry(CLI, ['rbac', 'can', '--config', dir, subject, resource, action, object]);
+        const { code, stdout } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', dir, subject, resource, action, object]);
         expect(code).to.equal(expected);
         expect(stdout).to.equal(expected === 0 ? 'yes\n' : 'no\n');
       });
     }
 
     it('refuses an unknown method for extensions, naming it (exit 1)', async () => {
-      const { code, stdout, stderr } = await runEntry(CLI, ['rbac', 'can', '--config', dir, 'reader', 'extensions', 'GET', 'team-a/metrics']);
+      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', dir, 'reader', 'extensions', 'GET', 'team-a/metrics']);
       expect(code).to.equal(1);
       expect(stdout).to.equal('');
       expect(stderr).to.equal("rbac can: unknown method \"GET\" for extensions (want * or one of get, post, put, patch, delete, head, options); methods are written in lower case: 'get'\n");
@@ -182,7 +181,7 @@ describe('svc-server', () => {
         'rbac.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: svc-rbac-cm }\ndata:\n  policy.csv: "p, alice, accounts, update, *\n  policy.default: [unclosed\n',
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
       });
-      const { code, stdout, stderr } = await runEntry(CLI, ['rbac', 'can', '--config', broken, 'alice', 'accounts', 'update', 'x']);
+      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', broken, 'alice', 'accounts', 'update', 'x']);
       expect(code).to.equal(1);
       expect(stdout).to.equal('');
       expect(stderr).to.match(/no answer: svc-rbac-cm may be in what could not be read \(.*rbac\.yaml\); fix it first\n$/);
@@ -198,14 +197,14 @@ describe('svc-server', () => {
         [['--workers', '2'], { ...process.env, SVC_REDIS_URL: '' }],
         [['--workers', '2', '--redis', ''], { ...process.env, SVC_REDIS_URL: '' }],
       ] as const) {
-        const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
+        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
         expect(served.code, args.join(' ')).to.equal(1);
         expect(served.stderr, args.join(' ')).to.equal('svc-server: --workers above 1 needs --redis, --redis-sentinel or --redis-cluster: login throttling and token revocation must be shared by every worker\n');
       }
     });
 
     it('names SVC_LOG_LEVEL when its value is not a level', async () => {
-      const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1'], { ...process.env, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'verbose' });
+      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1'], { ...process.env, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'verbose' });
       expect(served.code).to.equal(1);
       expect(served.stderr).to.equal("svc-server: SVC_LOG_LEVEL: 'verbose' is not one of fatal, error, warn, info, debug, trace, silent\n");
     });
@@ -217,7 +216,7 @@ describe('svc-server', () => {
         ['redis://:s3cr3tpw@127.0.0.1:16399/x', 'the path must be a database number (/0 to /99) or nothing'],
       ];
       for (const [url, problem] of cases) {
-        const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1', '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
         expect(served.code, url).to.equal(1);
         expect(served.stderr, url).to.equal(`svc-server: --redis (or SVC_REDIS_URL): ${problem}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS\n`);
       }
@@ -225,10 +224,10 @@ describe('svc-server', () => {
 
     it('rejects a bad SVC_WORKERS in one line when serving, and validate does not read it', async () => {
       const env = { ...process.env, SVC_WORKERS: 'four', SVC_REDIS_URL: '' };
-      const served = await runEntry(CLI, ['--config', dir, '--listen', '127.0.0.1:1'], env);
+      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1'], env);
       expect(served.code).to.equal(1);
       expect(served.stderr).to.equal("svc-server: SVC_WORKERS: 'four' is not a number of workers from 1 to 256\n");
-      const validated = await runEntry(CLI, ['validate', '--config', dir], env);
+      const validated = await runEntry(SERVER_ENTRY, ['validate', '--config', dir], env);
       expect(validated.stderr).to.equal('');
       expect(validated.code).to.equal(0);
     });
@@ -252,7 +251,7 @@ describe('svc-server', () => {
       const address = taken.address();
       const port = typeof address === 'object' && address !== null ? address.port : 0;
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
-      const { code, stdout, stderr } = await runEntry(CLI, ['--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`]);
+      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`]);
       expect(code).to.equal(1);
       expect(stderr).to.equal(`svc-server: a worker could not start: bind EADDRINUSE 127.0.0.1:${port}\n`);
       // No restart: the primary's log has the failed start and no 'starting another' (a timed bound said this before, and failed on a loaded machine).
@@ -264,7 +263,7 @@ describe('svc-server', () => {
       this.timeout(150_000);
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
       const port = await freePort();
-      const child = spawn(process.execPath, [...entryArgs(CLI), '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT });
+      const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], { cwd: ROOT });
       let logs = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
@@ -337,7 +336,7 @@ describe('svc-server', () => {
       // One worker (the server itself), and several (each worker opens the state; the primary says which failed).
       for (const [userinfo, workers, prefix] of [[':wrong-pw@', '1', ''], ['', '2', 'a worker could not start: ']] as const) {
         const url = `redis://${userinfo}127.0.0.1:${redis.port}`;
-        const served = await runEntry(CLI, ['--config', dir, '--listen', `127.0.0.1:${await freePort()}`, '--workers', workers, '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', `127.0.0.1:${await freePort()}`, '--workers', workers, '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
         expect(served.code, `${url}\n${served.stderr}`).to.equal(1);
         expect(served.stderr, url).to.equal(`svc-server: ${prefix}state: standalone redis at 127.0.0.1:${redis.port} cannot be used: Redis refused the user or password of the --redis URL (SVC_REDIS_URL)\n`);
         expect(served.stdout, url).not.to.contain('svc listening');

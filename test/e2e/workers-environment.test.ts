@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, entryArgs } from '../helpers/run.js';
+import { ROOT, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 describe('e2e: environment warnings with two workers', function () {
@@ -23,7 +23,7 @@ describe('e2e: environment warnings with two workers', function () {
 
   it('warns once about SVC_SESSION_FAILURE_MAX_FAIL_COUNT=five', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [...entryArgs('src/commands/svc-server.ts'), '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], {
+    const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--workers', '2', '--redis', redis.url, '--config', dir, '--listen', `127.0.0.1:${port}`], {
       cwd: ROOT,
       env: { ...process.env, SVC_REDIS_URL: '', SVC_SESSION_FAILURE_MAX_FAIL_COUNT: 'five' },
     });

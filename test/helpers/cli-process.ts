@@ -1,6 +1,6 @@
 /** The CLI as a real process whose stderr a test reads while it runs (it prints the URL to visit). */
 import { spawn } from 'node:child_process';
-import { ROOT, entryArgs } from './run.js';
+import { ROOT, entryArgs, CLI_ENTRY } from './run.js';
 
 export interface RunningCli {
   /** Resolves with the first match of `pattern` in stderr so far or to come. */
@@ -12,7 +12,7 @@ export interface RunningCli {
 /** SVC_NO_BROWSER_OPEN=1: the test plays the browser. `env` adds e.g. NODE_EXTRA_CA_CERTS for a provider on a test CA. */
 export function startCli(home: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): RunningCli {
   const childEnv = { PATH: process.env['PATH'], HOME: home, SVC_NO_BROWSER_OPEN: '1', ...env };
-  const child = spawn(process.execPath, [...entryArgs('src/cli/main.ts'), ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...entryArgs(CLI_ENTRY), ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];

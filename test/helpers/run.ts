@@ -5,6 +5,10 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/** The product's two entry points, as runEntry and entryArgs take them. */
+export const SERVER_ENTRY = 'src/commands/svc-server.ts';
+export const CLI_ENTRY = 'src/cli/main.ts';
+
 export interface RunResult {
   readonly code: number | null;
   readonly stdout: string;

@@ -8,9 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './peers.js';
-import { ROOT, entryArgs } from './run.js';
-
-export const SERVER_CLI = 'src/commands/svc-server.ts';
+import { ROOT, entryArgs, SERVER_ENTRY } from './run.js';
 
 export interface ServerProcess {
   readonly url: string;
@@ -47,7 +45,7 @@ const WARNINGS_KEPT = 40;
 export async function startServerProcess(configDir: string, workers: number, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [...entryArgs(SERVER_CLI), '--config', configDir, '--listen', `127.0.0.1:${port}`, '--workers', String(workers)], { cwd: ROOT, env });
+  const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', configDir, '--listen', `127.0.0.1:${port}`, '--workers', String(workers)], { cwd: ROOT, env });
   let tail = '';
   let partial = '';
   const errors = new Map<string, number>();
