@@ -14,26 +14,27 @@ import { ROOT, SUITE_DIST_VARIABLE } from './helpers/run.js';
 
 const PARENT = join(ROOT, '.tmp');
 const PREFIX = 'suite-dist-';
+/** This run's copy: the teardown removes what the setup made, never a directory the environment names. */
+let copy: string | undefined;
 
 export function mochaGlobalSetup(): void {
   execFileSync(process.execPath, ['scripts/ensure-built.mjs'], { cwd: ROOT, stdio: 'inherit' });
   mkdirSync(PARENT, { recursive: true });
   removeCopiesOfEndedRuns();
-  const dir = mkdtempSync(join(PARENT, `${PREFIX}${process.pid}-`));
-  cpSync(join(ROOT, 'dist'), dir, { recursive: true });
+  copy = mkdtempSync(join(PARENT, `${PREFIX}${process.pid}-`));
+  cpSync(join(ROOT, 'dist'), copy, { recursive: true });
   // Read by entryArgs in mocha's workers, which inherit this process's environment.
-  process.env[SUITE_DIST_VARIABLE] = dir;
+  process.env[SUITE_DIST_VARIABLE] = copy;
 }
 
 export function mochaGlobalTeardown(): void {
-  const dir = process.env[SUITE_DIST_VARIABLE];
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  if (copy !== undefined) rmSync(copy, { recursive: true, force: true });
 }
 
 /** Copies left by runs that were killed before their teardown; a run still going keeps its own. */
 function removeCopiesOfEndedRuns(): void {
   for (const name of readdirSync(PARENT)) {
-    const pid = Number(/^suite-dist-(\d+)-/.exec(name)?.[1]);
+    const pid = name.startsWith(PREFIX) ? Number(name.slice(PREFIX.length).split('-')[0]) : NaN;
     if (Number.isInteger(pid) && pid > 0 && !isRunning(pid)) rmSync(join(PARENT, name), { recursive: true, force: true });
   }
 }
