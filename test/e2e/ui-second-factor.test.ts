@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { codeAt } from '../../src/second-factor/totp.js';
 import { PASSWORDS } from '../helpers/accounts-fixture.js';
 import type { CollectedAudit } from '../helpers/audit.js';
-import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
+import { openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
 import { enrolTotp, startSecondFactorSvc, STEP_MS, type SecondFactorSvc } from '../helpers/second-factor.js';
 
 describe('e2e: the second factor on the login and account pages, in Chromium', function () {
@@ -28,7 +28,6 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
   let aliceCodes: string[] = [];
 
   before(async function () {
-    buildWebScripts();
     svc = await startSecondFactorSvc({ maxFailCount: 3, localhost: true });
     ({ base, audit } = svc);
     chromium = await openChromium();

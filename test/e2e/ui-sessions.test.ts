@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
-import { buildWebScripts, openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
+import { openChromium, seriousViolations, type Chromium } from '../helpers/chromium.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { runCli } from '../cli/run-cli.js';
@@ -25,7 +25,6 @@ describe('e2e: the sessions list with two browsers, the CLI and two replicas', f
   let chromium: Chromium;
 
   before(async function () {
-    buildWebScripts();
     redis = await startRedis();
     dir = accountsConfigDir();
     home = mkdtempSync(join(tmpdir(), 'svc-home-ui-sessions-'));

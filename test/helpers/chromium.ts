@@ -13,11 +13,11 @@
  * ssoLoginFromLoginPage() is a whole single sign-on from svc's login page: the button, whatever
  * login form the provider shows (the caller fills it), and back at return_url.
  *
- * The pages' scripts are compiled from web/src by buildWebScripts(), called before the server
- * starts (it reads them at start), as `npm run build` does for a real deployment.
+ * The pages' scripts are compiled from web/src into dist/web by the suite's global setup
+ * (test/build.ts), before any server starts (it reads them at start), as `npm run build` does
+ * for a real deployment.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,29 +30,6 @@ export const SCREENSHOT_DIR = join(ROOT, 'test-output', 'ui');
 /** Generous: two busy cores, and a cold Chromium. Waits, never assertions on time. */
 const ACTION_TIMEOUT_MS = 30_000;
 const LAUNCH_TIMEOUT_MS = 60_000;
-
-let built = false;
-
-/**
- * Compiles web/src/*.ts into dist/web (once per process). Test files run side by side, and a
- * server of one reads dist/web while another compiles: tsc writes into a private dir and each
- * file is renamed into place, so a reader sees a whole old file or a whole new one.
- */
-export function buildWebScripts(): void {
-  if (built) return;
-  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const out = join(ROOT, 'dist', 'web');
-  mkdirSync(out, { recursive: true });
-  const staging = mkdtempSync(join(out, '.build-'));
-  try {
-    const result = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'web', 'tsconfig.json'), '--outDir', staging], { encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`compiling web/src failed:\n${result.stdout}${result.stderr}`);
-    for (const name of readdirSync(staging)) renameSync(join(staging, name), join(out, name));
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  built = true;
-}
 
 export interface ContextOptions {
   /** Viewport; default a laptop, { width: 375, height: 740 } for a phone. */

@@ -3,7 +3,7 @@
  * compiled, a server on the test's config dir, then the browser; one close for all three.
  */
 import { rm } from 'node:fs/promises';
-import { buildWebScripts, openChromium, type Chromium } from './chromium.js';
+import { openChromium, type Chromium } from './chromium.js';
 import { startTestServer, type TestServer } from './server.js';
 
 export interface UiSvc {
@@ -23,7 +23,6 @@ export async function startUiSvc(dir: string, options: Parameters<typeof startTe
     await rm(dir, { recursive: true, force: true });
   }
   try {
-    buildWebScripts();
     server = await startTestServer(dir, options);
     chromium = await openChromium();
     return { server, chromium, close };

@@ -8,15 +8,11 @@
 import { expect } from 'chai';
 import { PASSWORDS } from '../../helpers/accounts-fixture.js';
 import { accountsServer } from '../../helpers/accounts-server.js';
-import { buildWebScripts } from '../../helpers/chromium.js';
 import { cleanUpTempDirs } from '../../helpers/temp-dir.js';
 
 describe('HTTP POST /login: the login form without its script', function () {
   cleanUpTempDirs();
   this.timeout(20_000);
-  before(function () {
-    buildWebScripts();
-  });
   const svc = accountsServer();
 
   /** Posts `fields` as a browser posts a form, from svc's origin or `from` (null: no Origin header). */
