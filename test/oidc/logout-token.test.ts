@@ -72,6 +72,33 @@ describe('logout token', function () {
     expect(ttl).to.be.a('number').within(1, (600 + 30 - 5) * 1000);
   });
 
+  it('refuses a replay 10 s later, and at the end of the token\'s life: the mark lives in seconds, not milliseconds', async function () {
+    let clock = NOW;
+    const moving = createMemoryState({ now: () => clock });
+    try {
+      const at = { ...deps, state: moving, now: () => clock };
+      const token = await sign(claims({ jti: 'replayed-later' }));
+      await verifyLogoutToken(at, token);
+      clock = NOW + 10_000;
+      const again = await verifyLogoutToken(at, token).then(() => undefined, (e: unknown) => e);
+      expect(again).to.be.instanceOf(LogoutTokenRefused);
+      expect((again as Error).message).to.equal('the logout token was used before (jti)');
+      // The last second its iat is still accepted: 600 s after it (issued 5 s before NOW).
+      const old = await sign(claims({ jti: 'replayed-at-the-end', exp: nowSeconds + 700 }));
+      await verifyLogoutToken(at, old);
+      clock = NOW + 595_000;
+      const late = await verifyLogoutToken(at, old).then(() => undefined, (e: unknown) => e);
+      expect((late as Error).message).to.equal('the logout token was used before (jti)');
+    } finally {
+      await moving.close();
+    }
+  });
+
+  it('refuses an expired token and one issued in the future', async function () {
+    expect(await refusal(await sign(claims({ iat: nowSeconds - 200, exp: nowSeconds - 31 })))).to.equal('the logout token has expired');
+    expect(await refusal(await sign(claims({ iat: nowSeconds + 31, exp: nowSeconds + 150 })))).to.equal('the logout token is issued in the future (iat)');
+  });
+
   it('refuses a token without iat, jti, or both sub and sid, and one too old', async function () {
     expect(await refusal(await sign(claims({ iat: undefined })))).to.equal('the logout token has no iat');
     expect(await refusal(await sign(claims({ jti: undefined })))).to.equal('the logout token has no jti');
