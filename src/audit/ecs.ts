@@ -52,6 +52,7 @@ function userFields({ user }: AuditEvent): JsonObject | undefined {
   const fields: JsonObject = {};
   if (user.name !== undefined) fields['name'] = user.name;
   if (user.id !== undefined) fields['id'] = user.id;
+  if (user.domain !== undefined) fields['domain'] = user.domain;
   if (user.roles !== undefined) fields['roles'] = user.roles;
   if (user.groups !== undefined) fields['group'] = { name: user.groups };
   return Object.keys(fields).length > 0 ? fields : undefined;

@@ -18,8 +18,10 @@ export type AuditOutcome = 'success' | 'failure' | 'unknown';
 export interface AuditUser {
   /** ECS user.name: the display name, or the account name for local accounts. */
   readonly name?: string;
-  /** ECS user.id: the stable id (as Svc-Username). */
+  /** ECS user.id: the stable id there (as Svc-Username): a local account's name, an SSO `sub`, a workload's name. */
   readonly id?: string;
+  /** ECS user.domain: who vouches for `id` (person.ts): `svc` (local), the SSO provider's issuer, `svc:workload`. */
+  readonly domain?: string;
   /** ECS user.roles. */
   readonly roles?: readonly string[];
   /** ECS user.group.name: the groups used for the decision. */

@@ -1,6 +1,8 @@
 /**
  * `backend.rateLimit`: a token bucket per caller and extension (../state/token-bucket.ts). The
- * caller is its stable id (what rights lines name); a request without a valid caller counts
+ * caller is its person (../person.ts: the issuer that vouches and the subject there), so every
+ * token of one person (a session, an API token, another login) spends one bucket, and an SSO
+ * user whose `sub` is `alice` never spends the local account alice's (issue 51); a request without a valid caller counts
  * against its source address (client-address.ts), taken before the rights are asked, so
  * anonymous floods are bounded per address and never spend a signed-in caller's tokens.
  *
@@ -23,6 +25,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { RateLimited } from '../errors.js';
 import { LocalCounter } from '../lib/local-metrics.js';
+import { personKey, personOf } from '../person.js';
 import type { Principal } from '../principal.js';
 import { StateUnavailable, type StateBackend } from '../state/state.js';
 import { takeToken, type Bucket, type LeaseAnswer, type TokenAnswer } from '../state/token-bucket.js';
@@ -140,7 +143,7 @@ export function createRateLimiter(deps: RateLimiterDeps): RateLimiter {
     take(extension, caller, address) {
       const limit = extension.rateLimit;
       if (limit === undefined) return undefined;
-      const key = bucketKey(extension.name, caller === undefined ? `addr:${address()}` : `user:${caller.username}`);
+      const key = bucketKey(extension.name, caller === undefined ? `addr:${address()}` : `person:${personKey(personOf(caller))}`);
       if (shared === undefined || deps.now() < downUntil) {
         takeLocally(extension, key);
         return undefined;
@@ -153,7 +156,8 @@ export function createRateLimiter(deps: RateLimiterDeps): RateLimiter {
 }
 
 /**
- * `ratelimit:<extension>:<hash of the caller>`: bounded length whatever an SSO `sub` holds, and
+ * `ratelimit:<extension>:<hash of the caller>`, the caller `person:<person key>` or
+ * `addr:<address>` (the two never meet: a person key holds no bare `:` in its parts): bounded length whatever an SSO `sub` holds, and
  * no brace (a Redis Cluster hash tag) from a caller's name.
  */
 function bucketKey(extension: string, caller: string): string {

@@ -1,13 +1,16 @@
 /** The `user` and `source` of an audit event about a request's caller (a principal already read). */
 import type Koa from 'koa';
 import type { AuditSource, AuditUser } from '../audit/trail.js';
+import { personOf } from '../person.js';
 import type { Principal } from '../principal.js';
 import { auditSourceOf } from './audit-source.js';
 import type { TrustedProxies } from './client-address.js';
 import type { AppState } from './state.js';
 
+/** `user.domain` and `user.id` are the caller's person (person.ts): `alice` of `svc` is never `alice` of a provider. */
 export function auditUserOf(principal: Principal): AuditUser {
-  return { name: principal.displayName ?? principal.username, id: principal.username, ...(principal.groups.length > 0 ? { groups: principal.groups } : {}) };
+  const person = personOf(principal);
+  return { name: principal.displayName ?? principal.username, id: person.subject, domain: person.issuer, ...(principal.groups.length > 0 ? { groups: principal.groups } : {}) };
 }
 
 export function auditCaller(ctx: Koa.ParameterizedContext<AppState>, principal: Principal, trusted: TrustedProxies): { readonly user: AuditUser; readonly source: AuditSource } {

@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AuditTrail } from '../audit/trail.js';
 import { PermissionDenied } from '../errors.js';
+import { personOf } from '../person.js';
 import { auditSourceOf } from './audit-source.js';
 import type { TrustedProxies } from './client-address.js';
 
@@ -18,6 +19,7 @@ export interface RefusalAudit {
 export function auditRefusal(deps: RefusalAudit | undefined, err: unknown, req: IncomingMessage, requestId: string, via: 'api' | 'proxy'): void {
   if (deps === undefined || !(err instanceof PermissionDenied) || err.decision === undefined) return;
   const { principal, subjects, resource, action, object, rule } = err.decision;
+  const person = personOf(principal);
   deps.audit.record({
     category: 'web',
     type: 'denied',
@@ -25,7 +27,7 @@ export function auditRefusal(deps: RefusalAudit | undefined, err: unknown, req: 
     // The check itself worked: a refusal is the type `denied`, not an outcome of failure (ECS).
     outcome: 'success',
     reason: rule,
-    user: { name: principal.displayName ?? principal.username, id: principal.username, groups: subjects.slice(1) },
+    user: { name: principal.displayName ?? principal.username, id: person.subject, domain: person.issuer, groups: subjects.slice(1) },
     source: auditSourceOf(req, requestId, deps.trustedProxies),
     svc: { via, subject: subjects[0] ?? principal.username, resource, action: action, object, rule, tokenKind: principal.kind, tokenId: principal.tokenId, issuer: principal.issuer },
   });

@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Principal } from '../principal.js';
+import { personOf } from '../person.js';
 import type { SessionRegistry } from '../session/registry.js';
 import { clientOf, minuteOf, type SessionKind } from '../session/session-record.js';
 import { clientAddressOf, type TrustedProxies } from '../http/client-address.js';
@@ -63,7 +64,7 @@ export function createSessionUsage(deps: SessionUsageDeps): SessionUse {
         address: clientAddressOf(request.socket?.remoteAddress, request.headers['x-forwarded-for'], deps.trustedProxies),
       })
       : Promise.resolve();
-    first.then(() => deps.registry.touch(account, id, minute, expiresAt)).catch((err: unknown) => {
+    first.then(() => deps.registry.touch(personOf(principal), id, minute, expiresAt)).catch((err: unknown) => {
       // Not recorded yet: the next request tries again (a fast StateUnavailable while Redis is down).
       if (last === undefined) written.delete(id);
       failed(err);

@@ -4,6 +4,7 @@
  * pieces serve any SsoProvider, so the bundled provider can use them with a value of its own.
  */
 import { Unavailable } from '../errors.js';
+import { ssoPerson } from '../person.js';
 import { CLIENT_IDS, WEB_CLIENT_ID, webClientSecret } from '../idp/clients.js';
 import { followSvcSessions } from '../idp/follow-svc-sessions.js';
 import { issuerOf } from '../idp/issuer.js';
@@ -137,7 +138,7 @@ function ssoFeature(
     recheckMs: () => settings.current().ssoTokenLimits.groupsRecheckMs,
     audit: services.audit,
     // A registry that cannot follow now must not lose the renewed token: the list shows the session again when it is next used.
-    onRenewed: (sub, oldId, next) => authentication.sessions.renewed(sub, oldId, next).catch((err: unknown) => log.warn({ err, sub }, 'sessions: a renewed SSO session could not be followed in the list now')),
+    onRenewed: (sub, oldId, next) => authentication.sessions.renewed(ssoPerson(client.provider.issuer, sub), oldId, next).catch((err: unknown) => log.warn({ err, sub }, 'sessions: a renewed SSO session could not be followed in the list now')),
   });
   // A session ended from the list or by back-channel logout cannot be renewed either.
   const stopForgetting = authentication.sessions.onEnded(async (record) => {

@@ -139,7 +139,7 @@ export function createSessionRefresh(deps: SessionRefreshDeps): SessionRefresh {
     await deps.revoke(claims.tokenId, claims.exp);
     deps.audit.record({
       category: 'session', type: 'end', action: 'sso-identity-refused', outcome: 'success', reason: `the provider refused to renew the session: ${reason}`,
-      user: { id: claims.sub }, svc: { issuer: provider.issuer, tokenId: claims.tokenId },
+      user: { id: claims.sub, domain: provider.issuer }, svc: { issuer: provider.issuer, tokenId: claims.tokenId },
     });
   }
 }

@@ -4,34 +4,52 @@
  * holds (revocation.ts: refused at once on every replica), then its record goes; listeners
  * (the SSO refresh token, the bundled provider's own session) are told after.
  *
- * Layout, per account: hash `sessions:<account>` (token id -> record), hash
- * `sessions-used:<account>` (token id -> the minute it was last used, written at most once a
- * minute by usage.ts), and per upstream session hash `sessions-sid:<digest>` (token id ->
- * account) for back-channel logout. Each hash lives as long as its longest-lived member
- * (hashSet's extendTtlMs); an expired or revoked member is dropped when the account is listed.
- * Bounded per account: past `maxPerAccount` (default 50) the oldest sessions are ended, so a
- * script that logs in in a loop cannot grow the store, and its older tokens stop working.
+ * Sessions belong to a person (person.ts: the type, the issuer that vouches, the subject there),
+ * never to a name alone: an SSO user with `sub: alice` and the local account `alice` have
+ * separate records, lists and bounds (issue 51, finding 4). Layout, per person: hash
+ * `sessions:<person key>` (token id -> record), hash `sessions-used:<person key>` (token id ->
+ * the minute it was last used, written at most once a minute by usage.ts), and per upstream
+ * session hash `sessions-sid:<digest>` (token id -> person key) for back-channel logout. Each
+ * hash lives as long as its longest-lived member (hashSet's extendTtlMs); an expired or revoked
+ * member is dropped when the person is listed. Bounded per person: past `maxPerAccount`
+ * (default 50) the oldest sessions are ended, so a script that logs in in a loop cannot grow the
+ * store, and its older tokens stop working.
+ *
+ * Every record read is checked against the person asked about (its kind, issuer and account):
+ * one that belongs to someone else is never listed, ended or counted, wherever it was found.
+ * Records of older replicas (`sessions:<name>`, `sessions-used:<name>`, a sid member holding a
+ * name) are still read, under that rule, until they expire: written before the person key, they
+ * are found for their own person and for no one else. New records are only written under the
+ * person key.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AuditEvent, AuditSource, AuditTrail, AuditUser } from '../audit/trail.js';
 import { NotFound } from '../errors.js';
+import { parsePersonKey, personKey, samePerson, ssoPerson, type Person } from '../person.js';
 import type { StateBackend } from '../state/state.js';
 import type { Revocation } from './revocation.js';
-import { parseRecord, serializeRecord, tokensOf, type SessionRecord } from './session-record.js';
+import { parseRecord, personOfRecord, serializeRecord, tokensOf, type SessionRecord } from './session-record.js';
 
 export const DEFAULT_SESSIONS_PER_ACCOUNT = 50;
 export const SESSIONS_PER_ACCOUNT_ENV = 'SVC_SESSIONS_PER_ACCOUNT';
 /** Earlier token ids a renewed session keeps, to revoke with it (each lives minutes at most). */
 const EARLIER_KEPT = 3;
 
-const recordsKey = (account: string): string => `sessions:${account}`;
-const usedKey = (account: string): string => `sessions-used:${account}`;
+/** Where a person's records are: under the person key, or (`legacy`) under the bare name older replicas wrote. */
+interface Place {
+  readonly person: Person;
+  readonly legacy: boolean;
+}
+
+const recordsKey = ({ person, legacy }: Place): string => `sessions:${legacy ? person.subject : personKey(person)}`;
+const usedKey = ({ person, legacy }: Place): string => `sessions-used:${legacy ? person.subject : personKey(person)}`;
+const placesOf = (person: Person): readonly Place[] => [{ person, legacy: false }, { person, legacy: true }];
 /** The upstream sid is the provider's text: digested, with its issuer, so it cannot shape the key. */
 export const sidKey = (issuer: string, sid: string): string => `sessions-sid:${createHash('sha256').update(`${issuer}\n${sid}`).digest('base64url')}`;
 
 /** Why a session ended, for the audit trail's `svc.via`. */
-export type EndVia = 'logout' | 'list' | 'backchannel' | 'bound' | 'provider';
+export type EndVia = 'logout' | 'list' | 'backchannel' | 'bound' | 'provider' | 'second-factor';
 
 export interface EndContext {
   readonly via: EndVia;
@@ -49,29 +67,29 @@ export interface ListedSession {
 export type NewSession = Omit<SessionRecord, 'createdAt' | 'earlier'>;
 
 export interface SessionRegistry {
-  /** Records a login's session; ends the account's oldest past the bound. */
+  /** Records a login's session; ends the person's oldest past the bound. */
   record(session: NewSession): Promise<void>;
   /** Records a session first seen in use (a token from before the registry, the CLI's SSO token), unless known. */
   recordIfAbsent(session: NewSession): Promise<void>;
-  /** The account's live sessions, newest first. */
-  list(account: string): Promise<readonly ListedSession[]>;
-  /** Ends one of the account's sessions by its token id (NotFound when it has none of that id). */
-  end(account: string, id: string, context: EndContext): Promise<SessionRecord>;
+  /** The person's live sessions, newest first. */
+  list(person: Person): Promise<readonly ListedSession[]>;
+  /** Ends one of the person's sessions by its token id (NotFound when they have none of that id). */
+  end(person: Person, id: string, context: EndContext): Promise<SessionRecord>;
   /**
    * Logout: ends the session of this token; a token the registry does not hold (from before it,
    * or not recorded while the backend was down) is revoked all the same.
    */
-  logout(account: string, id: string, exp: number | undefined, context: EndContext): Promise<void>;
-  /** Ends every session of the account but `keepId`; how many ended. */
-  endOthers(account: string, keepId: string | undefined, context: EndContext): Promise<number>;
-  /** Ends every session of the account that `issuer` gave (back-channel logout by `sub`); how many ended. */
-  endFromIssuer(account: string, issuer: string, context: EndContext): Promise<number>;
+  logout(person: Person, id: string, exp: number | undefined, context: EndContext): Promise<void>;
+  /** Ends every session of the person but `keepId`; how many ended. */
+  endOthers(person: Person, keepId: string | undefined, context: EndContext): Promise<number>;
+  /** Ends every session of the SSO user `sub` at `issuer` (back-channel logout by `sub`); how many ended. */
+  endFromIssuer(sub: string, issuer: string, context: EndContext): Promise<number>;
   /** Ends every session of the upstream session `sid` at `issuer`; how many ended. */
   endBySid(issuer: string, sid: string, context: EndContext): Promise<number>;
   /** An SSO session renewed: the record follows the new token, the old id is kept to revoke with it. */
-  renewed(account: string, oldId: string, next: { readonly id: string; readonly exp: number }): Promise<void>;
+  renewed(person: Person, oldId: string, next: { readonly id: string; readonly exp: number }): Promise<void>;
   /** Writes the minute a session was last used (usage.ts calls it at most once a minute per session). */
-  touch(account: string, id: string, minuteMs: number, expiresAt: number): Promise<void>;
+  touch(person: Person, id: string, minuteMs: number, expiresAt: number): Promise<void>;
   /** Called after each session ends (its tokens revoked, its record gone). */
   onEnded(listener: (record: SessionRecord, context: EndContext) => Promise<void> | void): () => void;
 }
@@ -85,6 +103,14 @@ export interface SessionRegistryDeps {
   readonly maxPerAccount?: number;
 }
 
+/** A record with the place it was read from, so that it is forgotten there. */
+interface Held {
+  readonly record: SessionRecord;
+  readonly place: Place;
+}
+
+const belongs = (record: SessionRecord, person: Person): boolean => samePerson(personOfRecord(record), person);
+
 export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistry {
   const { state, now } = deps;
   const max = deps.maxPerAccount ?? DEFAULT_SESSIONS_PER_ACCOUNT;
@@ -94,35 +120,54 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
 
   async function write(record: SessionRecord): Promise<void> {
     const extendTtlMs = lifeMs(record.expiresAt);
-    await state.hashSet(recordsKey(record.account), record.id, serializeRecord(record), { extendTtlMs });
-    if (record.sid !== undefined) await state.hashSet(sidKey(record.issuer, record.sid), record.id, record.account, { extendTtlMs });
+    const person = personOfRecord(record);
+    await state.hashSet(recordsKey({ person, legacy: false }), record.id, serializeRecord(record), { extendTtlMs });
+    if (record.sid !== undefined) await state.hashSet(sidKey(record.issuer, record.sid), record.id, personKey(person), { extendTtlMs });
   }
 
-  async function records(account: string): Promise<SessionRecord[]> {
-    const all = await state.hashGetAll(recordsKey(account));
-    const live: SessionRecord[] = [];
-    const gone: string[] = [];
-    const t = now();
-    for (const [id, text] of Object.entries(all)) {
-      const record = parseRecord(text);
-      if (record === undefined || record.id !== id || record.expiresAt * 1000 <= t || deps.revocation.revokedNow(id) === true) gone.push(id);
-      else live.push(record);
+  /** The record of `id` at `place`, when it is there and belongs to the place's person. */
+  async function at(place: Place, id: string): Promise<Held | undefined> {
+    const text = await state.hashGet(recordsKey(place), id);
+    const record = text === null ? undefined : parseRecord(text);
+    return record !== undefined && record.id === id && belongs(record, place.person) ? { record, place } : undefined;
+  }
+
+  async function stored(person: Person, id: string): Promise<Held | undefined> {
+    for (const place of placesOf(person)) {
+      const found = await at(place, id);
+      if (found !== undefined) return found;
     }
-    if (gone.length > 0) await forget(account, gone);
-    return live.sort((a, b) => b.createdAt - a.createdAt);
+    return undefined;
   }
 
-  async function forget(account: string, ids: readonly string[]): Promise<void> {
-    await state.hashDelete(recordsKey(account), ...ids);
-    await state.hashDelete(usedKey(account), ...ids);
+  async function records(person: Person): Promise<Held[]> {
+    const live: Held[] = [];
+    const t = now();
+    for (const place of placesOf(person)) {
+      const all = await state.hashGetAll(recordsKey(place));
+      const gone: string[] = [];
+      for (const [id, text] of Object.entries(all)) {
+        const record = parseRecord(text);
+        if (record === undefined || record.id !== id || record.expiresAt * 1000 <= t || deps.revocation.revokedNow(id) === true) gone.push(id);
+        else if (belongs(record, person)) live.push({ record, place });
+        // Someone else's (an older replica's record under a shared name): left alone, never shown.
+      }
+      if (gone.length > 0) await forget(place, gone);
+    }
+    return live.sort((a, b) => b.record.createdAt - a.record.createdAt);
   }
 
-  async function endRecord(record: SessionRecord, context: EndContext): Promise<void> {
+  async function forget(place: Place, ids: readonly string[]): Promise<void> {
+    await state.hashDelete(recordsKey(place), ...ids);
+    await state.hashDelete(usedKey(place), ...ids);
+  }
+
+  async function endRecord({ record, place }: Held, context: EndContext): Promise<void> {
     // Revoked first: when that cannot be shared (Unavailable), the record stays and the caller hears why.
     for (const token of tokensOf(record)) await deps.revocation.revoke(token.id, token.exp);
-    await forget(record.account, [record.id]);
+    await forget(place, [record.id]);
     if (record.sid !== undefined) await state.hashDelete(sidKey(record.issuer, record.sid), record.id);
-    deps.audit.record(endedEvent(record, context));
+    deps.audit.record(endedEvent(place.person, record, context));
     deps.log.info({ account: record.account, sessionId: record.id, via: context.via }, 'session ended');
     for (const listener of listeners) {
       try {
@@ -133,61 +178,71 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
     }
   }
 
-  async function bound(account: string): Promise<void> {
-    const live = await records(account);
+  async function bound(person: Person): Promise<void> {
+    const live = await records(person);
     for (const oldest of live.slice(max)) await endRecord(oldest, { via: 'bound' });
   }
 
   async function record(session: NewSession): Promise<void> {
     await write({ ...session, createdAt: now() });
-    await bound(session.account);
+    await bound(personOfRecord(session));
+  }
+
+  /** A sid member: the person key, or (an older replica's) the bare name; the record must carry this issuer and sid. */
+  async function ofSid(issuer: string, sid: string, id: string, holder: string): Promise<Held | undefined> {
+    const person = parsePersonKey(holder);
+    let found = person === undefined ? undefined : await stored(person, id);
+    if (found === undefined) {
+      const text = await state.hashGet(`sessions:${holder}`, id);
+      const old = text === null ? undefined : parseRecord(text);
+      if (old !== undefined && old.id === id && old.account === holder) found = { record: old, place: { person: personOfRecord(old), legacy: true } };
+    }
+    return found !== undefined && found.record.issuer === issuer && found.record.sid === sid ? found : undefined;
   }
 
   return {
     record,
     async recordIfAbsent(session) {
-      if ((await state.hashGet(recordsKey(session.account), session.id)) !== null) return;
+      if ((await stored(personOfRecord(session), session.id)) !== undefined) return;
       await record(session);
     },
-    async list(account) {
-      const live = await records(account);
-      const used = await state.hashGetAll(usedKey(account));
-      return live.map((r) => {
-        const ms = Number(used[r.id]);
+    async list(person) {
+      const live = await records(person);
+      const used = await state.hashGetAll(usedKey({ person, legacy: false }));
+      const usedBefore = live.some((h) => h.place.legacy) ? await state.hashGetAll(usedKey({ person, legacy: true })) : {};
+      return live.map(({ record: r }) => {
+        const ms = Math.max(Number(used[r.id] ?? 0), Number(usedBefore[r.id] ?? 0));
         return { record: r, lastUsedMs: Number.isFinite(ms) && ms > 0 ? ms : undefined };
       });
     },
-    async end(account, id, context) {
-      const text = await state.hashGet(recordsKey(account), id);
-      const found = text === null ? undefined : parseRecord(text);
-      if (found === undefined) throw new NotFound(`no session '${id.slice(0, 80)}' of '${account.slice(0, 80)}'`);
+    async end(person, id, context) {
+      const found = await stored(person, id);
+      if (found === undefined) throw new NotFound(`no session '${id.slice(0, 80)}' of '${person.subject.slice(0, 80)}'`);
       await endRecord(found, context);
-      return found;
+      return found.record;
     },
-    async logout(account, id, exp, context) {
-      const text = await state.hashGet(recordsKey(account), id).catch(() => null);
-      const found = text === null ? undefined : parseRecord(text);
-      if (found !== undefined && found.id === id) return endRecord(found, context);
+    async logout(person, id, exp, context) {
+      const found = await stored(person, id).catch(() => undefined);
+      if (found !== undefined) return endRecord(found, context);
       await deps.revocation.revoke(id, exp);
-      deps.audit.record(endedEvent({ account, id }, context));
+      deps.audit.record(endedEvent(person, { id }, context));
     },
-    async endOthers(account, keepId, context) {
-      const others = (await records(account)).filter((r) => keepId === undefined || !tokensOf(r).some((t) => t.id === keepId));
+    async endOthers(person, keepId, context) {
+      const others = (await records(person)).filter((h) => keepId === undefined || !tokensOf(h.record).some((t) => t.id === keepId));
       for (const other of others) await endRecord(other, context);
       return others.length;
     },
-    async endFromIssuer(account, issuer, context) {
-      const matching = (await records(account)).filter((r) => r.issuer === issuer);
-      for (const r of matching) await endRecord(r, context);
+    async endFromIssuer(sub, issuer, context) {
+      const matching = await records(ssoPerson(issuer, sub));
+      for (const h of matching) await endRecord(h, context);
       return matching.length;
     },
     async endBySid(issuer, sid, context) {
       const members = await state.hashGetAll(sidKey(issuer, sid));
       let ended = 0;
-      for (const [id, account] of Object.entries(members)) {
-        const text = await state.hashGet(recordsKey(account), id);
-        const found = text === null ? undefined : parseRecord(text);
-        if (found === undefined || found.issuer !== issuer || found.sid !== sid) {
+      for (const [id, holder] of Object.entries(members)) {
+        const found = await ofSid(issuer, sid, id, holder);
+        if (found === undefined) {
           await state.hashDelete(sidKey(issuer, sid), id);
           continue;
         }
@@ -196,18 +251,18 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
       }
       return ended;
     },
-    async renewed(account, oldId, next) {
-      const text = await state.hashGet(recordsKey(account), oldId);
-      const old = text === null ? undefined : parseRecord(text);
-      if (old === undefined || old.id === next.id) return;
+    async renewed(person, oldId, next) {
+      const held = await stored(person, oldId);
+      if (held === undefined || held.record.id === next.id) return;
+      const old = held.record;
       const t = now();
       const earlier = tokensOf(old).filter((e) => e.exp * 1000 > t).slice(0, EARLIER_KEPT);
       await write({ ...old, id: next.id, expiresAt: next.exp, earlier });
-      await forget(account, [oldId]);
+      await forget(held.place, [oldId]);
       if (old.sid !== undefined) await state.hashDelete(sidKey(old.issuer, old.sid), oldId);
     },
-    async touch(account, id, minuteMs, expiresAt) {
-      await state.hashSet(usedKey(account), id, String(minuteMs), { extendTtlMs: lifeMs(expiresAt), maxFields: 2 * max });
+    async touch(person, id, minuteMs, expiresAt) {
+      await state.hashSet(usedKey({ person, legacy: false }), id, String(minuteMs), { extendTtlMs: lifeMs(expiresAt), maxFields: 2 * max });
     },
     onEnded(listener) {
       listeners.add(listener);
@@ -217,19 +272,20 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
 }
 
 /** The audit event of a session's end; the session is named by its token's id, never by the token. */
-function endedEvent(record: Pick<SessionRecord, 'account' | 'id'> & Partial<SessionRecord>, context: EndContext): AuditEvent {
+function endedEvent(person: Person, record: Pick<SessionRecord, 'id'> & Partial<SessionRecord>, context: EndContext): AuditEvent {
   return {
     category: 'session',
     type: 'end',
     action: 'session-ended',
     outcome: 'success',
-    user: { id: record.account },
+    user: { id: person.subject, domain: person.issuer },
     ...(context.source !== undefined ? { source: context.source } : {}),
     svc: {
       via: context.via,
       sessionId: record.id,
       ...(record.kind !== undefined ? { kind: record.kind, client: record.client } : {}),
       ...(context.by?.id !== undefined ? { endedBy: context.by.id } : {}),
+      ...(context.by?.domain !== undefined ? { endedByDomain: context.by.domain } : {}),
     },
   };
 }

@@ -1,10 +1,19 @@
 /**
- * Who may list and end which sessions: one's own always; another account's (`?account=<name>`)
- * with the right `accounts, update, <name>`, as for that account's tokens. The account is the
- * rights subject: a local account's name or an SSO user's `sub`. Knows nothing of HTTP.
+ * Who may list and end which sessions: one's own always; another person's (`?account=`) with the
+ * right `accounts, update, <subject>`, as for that account's tokens. Knows nothing of HTTP.
+ *
+ * Sessions belong to a person (person.ts), so `?account=` names one:
+ * - a bare name (no `:`) is always the local account of that name, never an SSO user or a
+ *   workload whose `sub` or name is written the same (issue 51, finding 4);
+ * - anyone else is named by their person key, as the audit trail's `user.domain` and `user.id`
+ *   give it: `sso:<issuer>:<sub>` or `workload:svc%3Aworkload:<name>`, each part escaped as
+ *   personKey() writes it. A value with a `:` that is not such a key is refused (400), never
+ *   read as a name.
+ * One's own sessions are the caller's person, whatever `?account=` spells the same person.
  */
 import type { AuditSource } from '../audit/trail.js';
 import { InvalidRequest, PermissionDenied } from '../errors.js';
+import { localPerson, parsePersonKey, personOf, samePerson, type Person } from '../person.js';
 import type { Principal } from '../principal.js';
 import type { Rights } from '../rbac/rights.js';
 import type { SessionRegistry } from './registry.js';
@@ -25,12 +34,23 @@ export interface SessionAccess {
   end(caller: Principal, id: string, account: string | undefined, source: AuditSource): Promise<void>;
 }
 
+/** The person `?account=` names: a local account's name, or a person key. */
+export function namedPerson(account: string): Person {
+  if (account === '' || account.length > MAX_ACCOUNT_LENGTH) throw new InvalidRequest(`query 'account' must be 1 to ${MAX_ACCOUNT_LENGTH} characters`);
+  if (!account.includes(':')) return localPerson(account);
+  const person = parsePersonKey(account);
+  if (person === undefined) throw new InvalidRequest("query 'account' must be a local account's name, or a person's key such as 'sso:<issuer>:<sub>' (each part escaped)");
+  return person;
+}
+
 export function createSessionAccess({ registry, rights }: SessionAccessDeps): SessionAccess {
-  function whose(caller: Principal, account: string | undefined): string {
-    if (account === undefined || account === caller.username) return caller.username;
-    if (account === '' || account.length > MAX_ACCOUNT_LENGTH) throw new InvalidRequest(`query 'account' must be 1 to ${MAX_ACCOUNT_LENGTH} characters`);
-    if (!rights.allows(caller, 'accounts', 'update', account)) throw new PermissionDenied(`permission denied: accounts, update, ${account}`);
-    return account;
+  function whose(caller: Principal, account: string | undefined): Person {
+    const own = personOf(caller);
+    if (account === undefined) return own;
+    const named = namedPerson(account);
+    if (samePerson(named, own)) return own;
+    if (!rights.allows(caller, 'accounts', 'update', named.subject)) throw new PermissionDenied(`permission denied: accounts, update, ${named.subject}`);
+    return named;
   }
 
   return {
@@ -39,8 +59,9 @@ export function createSessionAccess({ registry, rights }: SessionAccessDeps): Se
       return listed.map(({ record, lastUsedMs }) => viewOf(record, lastUsedMs, caller.tokenId));
     },
     async end(caller, id, account, source) {
+      const own = personOf(caller);
       const owner = whose(caller, account);
-      await registry.end(owner, id, { via: 'list', source, ...(owner !== caller.username ? { by: { id: caller.username } } : {}) });
+      await registry.end(owner, id, { via: 'list', source, ...(samePerson(owner, own) ? {} : { by: { id: own.subject, domain: own.issuer } }) });
     },
   };
 }

@@ -3,6 +3,7 @@
  * session is named by the id of the token it gave (svc's jti, or an SSO ID token's id): ending it
  * revokes that id. Knows nothing of HTTP or of the state backend.
  */
+import { localPerson, ssoPerson, workloadPerson, type Person } from '../person.js';
 
 export type SessionKind = 'local' | 'sso' | 'workload';
 export type SessionClient = 'cli' | 'browser' | 'api';
@@ -17,7 +18,7 @@ export interface EarlierToken {
 export interface SessionRecord {
   /** The id of the token the session holds now. */
   readonly id: string;
-  /** The rights subject: a local account's name, an SSO `sub`, a workload's name. */
+  /** The rights subject: a local account's name, an SSO `sub`, a workload's name; with `kind` and `issuer`, the person (personOfRecord). */
   readonly account: string;
   readonly kind: SessionKind;
   readonly client: SessionClient;
@@ -84,6 +85,18 @@ export function parseRecord(text: string): SessionRecord | undefined {
   if (!strings || !numbers || !KINDS.includes(String(r['kind'])) || !CLIENTS.includes(String(r['client']))) return undefined;
   if (r['sid'] !== undefined && typeof r['sid'] !== 'string') return undefined;
   return r as unknown as SessionRecord;
+}
+
+/** The person a session belongs to, by its kind: a local account, the SSO user `account` at `issuer`, a workload. */
+export function personOfRecord(record: Pick<SessionRecord, 'kind' | 'issuer' | 'account'>): Person {
+  switch (record.kind) {
+    case 'local':
+      return localPerson(record.account);
+    case 'sso':
+      return ssoPerson(record.issuer, record.account);
+    case 'workload':
+      return workloadPerson(record.account);
+  }
 }
 
 /** Every token id the session holds or held, with its expiry: what ending it revokes. */

@@ -12,6 +12,7 @@ import { InvalidRequest, PermissionDenied, Unauthenticated } from '../errors.js'
 import { formatDuration } from '../lib/duration.js';
 import { printable } from '../lib/printable.js';
 import type { Sealer } from '../lib/sealed.js';
+import { personOf } from '../person.js';
 import { shownName, type Principal } from '../principal.js';
 import type { IdentitySource, Recheck } from './recheck.js';
 import { recordKeyOf, type IndexedUser, type SsoTokenRecord } from './records.js';
@@ -85,7 +86,7 @@ export function createPersonalTokens(deps: PersonalTokensDeps): PersonalTokens {
   function event(action: string, caller: Principal, source: AuditSource, record: SsoTokenRecord) {
     return {
       category: 'iam' as const, type: action === 'token-created' ? 'creation' as const : 'deletion' as const, action, outcome: 'success' as const,
-      user: { id: caller.username, name: shownName(caller), groups: record.groups }, source,
+      user: { id: personOf(caller).subject, domain: personOf(caller).issuer, name: shownName(caller), groups: record.groups }, source,
       svc: { tokenKind: 'sso', tokenId: record.id, tokenName: record.name, expiresAt: new Date(record.exp * 1000).toISOString() },
     };
   }
