@@ -37,7 +37,7 @@ export interface Principal {
   readonly expiresAt: number | undefined;
   /**
    * A local session of an account without a second factor while `users.mfa.required` is on:
-   * it may enrol one and nothing else (http/enrolment-gate.ts, extensions/access.ts).
+   * it may call only the routes declared for it (http/route-access.ts) and no extension (extensions/access.ts).
    */
   readonly enrolmentOnly?: true;
 }

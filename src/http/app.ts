@@ -14,6 +14,7 @@ import { logAccess, type AccessLogLevel } from './entry.js';
 import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
 import type { RefusalAudit } from './refusal-audit.js';
+import { sealRoutes } from './route-access.js';
 
 export interface AppDeps {
   readonly log: Logger;
@@ -28,6 +29,10 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
+  // Before any request: a route without an access declaration refuses everyone (route-access.ts).
+  for (const route of sealRoutes(deps.routers)) {
+    deps.log.error({ path: route.path, methods: route.methods }, `route ${route.methods.join(',')} ${route.path} declares no access; it refuses every caller until it does (docs/routes.md)`);
+  }
   const app = new Koa<AppState>();
   app.use(requestContext(deps.log));
   app.use(accessLog(deps.log, deps.accessLogLevel ?? 'debug'));

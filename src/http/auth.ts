@@ -2,14 +2,14 @@
  * Optional authentication for every request of the Koa app: caller.ts reads the caller, and
  * this leaves it on ctx.state (principal and token, or the reason a sent token was refused in
  * authError). Public routes (login, settings, userinfo) still work with a stale cookie, and
- * routes that need a caller answer 401 with that reason through requirePrincipal(). Nothing
- * here wraps downstream errors.
+ * routes that need a caller answer 401 with that reason through requirePrincipal(). Who may call
+ * a route, a session confined to enrolment included, is the route's own declaration
+ * (route-access.ts). Nothing here wraps downstream errors.
  */
 import type Koa from 'koa';
 import { Unauthenticated } from '../errors.js';
 import type { Principal } from '../principal.js';
 import type { ReadCaller } from './caller.js';
-import { enrolmentGate } from './enrolment-gate.js';
 import type { AppState } from './state.js';
 
 export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState> {
@@ -20,7 +20,6 @@ export function authMiddleware(readCaller: ReadCaller): Koa.Middleware<AppState>
       ctx.state.principal = principal;
       ctx.state.token = token;
       ctx.state.tokenFromCookie = via === 'cookie';
-      enrolmentGate(ctx);
     } else if (authError !== undefined) {
       ctx.state.authError = authError;
     }

@@ -23,6 +23,7 @@ import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.
 import { createLiveSettings } from '../config/live-settings.js';
 import { auditConfigChanges } from '../config/config-audit.js';
 import { createApp } from '../http/app.js';
+import { routeTable, type DeclaredRoute } from '../http/route-access.js';
 import { authMiddleware } from '../http/auth.js';
 import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address.js';
 import { createHttpMetrics } from '../http/metrics.js';
@@ -105,6 +106,8 @@ export interface RunningServer {
   /** The metrics listener's URL, when --metrics-listen is set. */
   readonly metricsUrl?: string;
   readonly services: Services;
+  /** Every route of the Koa app with its access declaration (route-access.ts, docs/routes.md). */
+  readonly routes: readonly DeclaredRoute[];
   /**
    * Stops accepting, lets in-flight requests finish (up to graceMs), then closes the stores.
    * Upgraded connections (WebSocket relays) are cut at the deadline too: closeAllConnections()
@@ -196,16 +199,17 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], exposition: MetricsExposition, publicMetrics: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], exposition: MetricsExposition, publicMetrics: boolean): { listener: (req: IncomingMessage, res: ServerResponse) => void; routes: readonly DeclaredRoute[] } {
   const { log, metrics, settings } = services;
   const health = healthRoutes({ metrics: exposition, readiness: createReadiness(services), publicMetrics });
+  const routers = [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])];
   const app = createApp({
     log,
     metrics,
     accessLogLevel: services.accessLogLevel,
     authenticate: authMiddleware(authentication.readCaller),
     audit: services,
-    routers: [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])],
+    routers,
   });
   const koa = app.callback();
   const handlers = features.flatMap((f) => (f.handle !== undefined ? [f.handle] : []));
@@ -231,7 +235,7 @@ function requestListener(services: Services, authentication: Authentication, fea
     }
     dispatch(req, res, target);
   }
-  return (req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     // Set first: every answer carries it, the provider's and a refusal's included (a proxied backend's own value wins).
     const hsts = transportSecurityFor(settings.current().url);
     if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
@@ -239,6 +243,7 @@ function requestListener(services: Services, authentication: Authentication, fea
     if (target === undefined) return refuseTarget(req, res, log);
     prepareThenDispatch(req, res, target, 0);
   };
+  return { listener, routes: routeTable(routers) };
 }
 
 function listenAddress(options: ServerOptions): ListenAddress {
@@ -253,7 +258,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerStateMetrics(services.metrics.registry, services.state);
   const { registry } = services.metrics;
   const exposition: MetricsExposition = { contentType: registry.contentType, text: options.metricsText?.(registry) ?? (() => registry.metrics()) };
-  const listener = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);
+  const { listener, routes } = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
@@ -282,6 +287,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     ...(metricsServer !== undefined ? { metricsUrl: metricsServer.url } : {}),
     services,
+    routes,
     async close(graceMs = 10_000) {
       await metricsServer?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

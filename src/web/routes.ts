@@ -5,20 +5,21 @@
  * /api/v1/settings) themselves; the only decision here is that `/` without a valid session goes
  * to the login page, which brings the browser back afterwards.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../http/route-access.js';
 import type Koa from 'koa';
 import { setPageHeaders } from '../http/security-headers.js';
 import type { AppState } from '../http/state.js';
 import type { Asset, WebAssets } from './assets.js';
 
 export function webRoutes(assets: WebAssets): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = declaredRouter();
 
-  router.get('/login', function loginPage(ctx) {
+  router.get('/login', allow('anyone'), function loginPage(ctx) {
     send(ctx, assets.page('login'));
   });
 
-  router.get('/', function accountPage(ctx) {
+  router.get('/', allow('anyone', 'no caller: redirected to /login'), function accountPage(ctx) {
     if (ctx.state.principal === undefined) {
       ctx.set('Cache-Control', 'no-store');
       ctx.redirect(`/login?return_url=${encodeURIComponent('/')}`);
@@ -28,12 +29,12 @@ export function webRoutes(assets: WebAssets): Router<AppState> {
   });
 
   // A link from any site lands here and logs no one out: the form posts from svc's own origin.
-  router.get('/auth/logout', function logoutPage(ctx) {
+  router.get('/auth/logout', allow('anyone'), function logoutPage(ctx) {
     send(ctx, assets.page('logout'));
   });
 
   // Browsers ask for /favicon.ico whatever the pages link: the same SVG, which they all take.
-  router.get('/favicon.ico', function favicon(ctx) {
+  router.get('/favicon.ico', allow('anyone'), function favicon(ctx) {
     const asset = assets.file('favicon.svg');
     if (asset === undefined) return;
     ctx.type = asset.type;
@@ -41,7 +42,7 @@ export function webRoutes(assets: WebAssets): Router<AppState> {
     ctx.body = asset.body;
   });
 
-  router.get('/web/:file', function webFile(ctx) {
+  router.get('/web/:file', allow('anyone'), function webFile(ctx) {
     const asset = assets.file(ctx.params['file'] ?? '');
     if (asset === undefined) return;   // the app's JSON 404
     ctx.type = asset.type;

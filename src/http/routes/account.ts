@@ -2,7 +2,8 @@
  * /api/v1/account/... (DESIGN §4). Thin: every route needs a caller, parses its input, calls
  * one domain function and maps the result. Who may do what is decided in src/accounts.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type { Accounts } from '../../accounts/account-queries.js';
 import { isSelf } from '../../accounts/account-queries.js';
 import type { ApiTokens } from '../../accounts/api-tokens.js';
@@ -37,20 +38,20 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
   const { accounts, apiTokens } = deps;
   const audit = deps.audit ?? NO_AUDIT;
   const trusted = deps.trustedProxies ?? parseTrustedProxies(undefined);
-  const router = new Router<AppState>({ prefix: '/api/v1/account' });
+  const router = declaredRouter('/api/v1/account');
 
-  router.get('/', function listAccounts(ctx) {
+  router.get('/', allow('caller', 'accounts, get (the list shows the accounts it allows)'), function listAccounts(ctx) {
     ctx.body = { items: accounts.list(requirePrincipal(ctx)) };
   });
 
-  router.get('/can-i/:resource/:action/:object', function canI(ctx) {
+  router.get('/can-i/:resource/:action/:object', allow('caller'), function canI(ctx) {
     const [resource, action, object] = params(ctx.params, 'resource', 'action', 'object');
     const yes = accounts.canI(requirePrincipal(ctx), resource, action, object);
     ctx.body = { value: yes ? 'yes' : 'no' };
   });
 
   // Changing one's own password ends one's sessions; a session caller gets a fresh one back.
-  router.put('/password', async function updatePassword(ctx) {
+  router.put('/password', allow('caller', 'the current password; another account: accounts, update <name>'), async function updatePassword(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     const name = optionalString(body, 'name') || caller.username;
@@ -75,12 +76,12 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     ctx.body = { token };
   });
 
-  router.get('/:name', function getAccount(ctx) {
+  router.get('/:name', allow('caller', 'accounts, get <name>'), function getAccount(ctx) {
     const [name] = params(ctx.params, 'name');
     ctx.body = accounts.get(requirePrincipal(ctx), name);
   });
 
-  router.post('/:name/token', async function generateToken(ctx) {
+  router.post('/:name/token', allow('caller', 'accounts, update <name>'), async function generateToken(ctx) {
     const [name] = params(ctx.params, 'name');
     accounts.authorize(requirePrincipal(ctx), 'update', name);
     const body = await readJson(ctx);
@@ -90,7 +91,7 @@ export function accountRoutes(deps: AccountRouteDeps): Router<AppState> {
     ctx.body = { token };
   });
 
-  router.delete('/:name/token/:id', async function deleteToken(ctx) {
+  router.delete('/:name/token/:id', allow('caller', 'accounts, update <name>'), async function deleteToken(ctx) {
     const [name, id] = params(ctx.params, 'name', 'id');
     accounts.authorize(requirePrincipal(ctx), 'update', name);
     await apiTokens.remove(name, id);

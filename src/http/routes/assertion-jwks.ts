@@ -3,7 +3,8 @@
  * (public halves only, each with its `kid`; retired keys stay until their assertions expire).
  * Without a token: a key set is public by nature, and backends fetch it unauthenticated.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type { AppState } from '../state.js';
 import { publicAssertionJwks, type AssertionKey } from '../../extensions/assertion-keys.js';
 
@@ -12,8 +13,8 @@ export const ASSERTION_JWKS_PATH = '/.well-known/svc/jwks.json';
 const CACHE_SECONDS = 60;
 
 export function assertionJwksRoutes(keys: () => readonly AssertionKey[]): Router<AppState> {
-  const router = new Router<AppState>();
-  router.get(ASSERTION_JWKS_PATH, function showAssertionKeys(ctx) {
+  const router = declaredRouter();
+  router.get(ASSERTION_JWKS_PATH, allow('anyone'), function showAssertionKeys(ctx) {
     ctx.set('Cache-Control', `public, max-age=${String(CACHE_SECONDS)}`);
     ctx.type = 'application/jwk-set+json';
     ctx.body = publicAssertionJwks(keys());

@@ -5,7 +5,8 @@
  * 200 when the token was accepted (whether or not a session was still open), 400 with an OAuth
  * error for a refused one (§2.8), never cached. Every refusal is one audit event and one log line.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { AuditTrail } from '../../audit/trail.js';
@@ -33,10 +34,10 @@ export interface BackchannelRouteDeps {
 }
 
 export function backchannelLogoutRoutes(deps: BackchannelRouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = declaredRouter();
   const rate = createSourceRate(BACKCHANNEL_RATE, deps.now);
 
-  router.post(BACKCHANNEL_LOGOUT_PATH, async function receiveLogoutToken(ctx) {
+  router.post(BACKCHANNEL_LOGOUT_PATH, allow('anyone', 'a logout token signed by the provider'), async function receiveLogoutToken(ctx) {
     ctx.set('Cache-Control', 'no-store');
     const source = auditSourceOf(ctx.req, ctx.state.requestId, deps.trustedProxies);
     const refuse = (status: number, error: string, description: string): void => {

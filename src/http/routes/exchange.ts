@@ -7,7 +7,8 @@
  * state backend cannot be reached) or `too_many_attempts` (429 with Retry-After: the throttle).
  * Every answer carries `Cache-Control: no-store` (RFC 6749 §5.1).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
@@ -35,8 +36,8 @@ export interface ExchangeRouteDeps {
 }
 
 export function exchangeRoutes({ exchange, log, sourceOf, recordLogin }: ExchangeRouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
-  router.post('/api/v1/session/exchange', async function exchangeToken(ctx) {
+  const router = declaredRouter();
+  router.post('/api/v1/session/exchange', allow('anyone', 'a workload\'s token from a trusted issuer'), async function exchangeToken(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     try {

@@ -1,4 +1,5 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type { AppState } from '../state.js';
 
 export interface ReadinessReport {
@@ -24,17 +25,17 @@ export interface HealthOptions {
 }
 
 export function healthRoutes(options: HealthOptions): Router<AppState> {
-  const router = new Router<AppState>();
-  router.get('/healthz', function healthz(ctx) {
+  const router = declaredRouter();
+  router.get('/healthz', allow('anyone'), function healthz(ctx) {
     ctx.body = 'ok';
   });
-  router.get('/readyz', async function readyz(ctx) {
+  router.get('/readyz', allow('anyone'), async function readyz(ctx) {
     const report = await options.readiness();
     ctx.status = report.ready ? 200 : 503;
     ctx.body = { status: report.ready ? 'ready' : 'not ready', checks: report.checks };
   });
   if (options.publicMetrics) {
-    router.get('/metrics', async function metrics(ctx) {
+    router.get('/metrics', allow('anyone', 'off when --metrics-listen serves it elsewhere'), async function metrics(ctx) {
       const text = await options.metrics.text();
       ctx.type = options.metrics.contentType;
       ctx.body = text;

@@ -12,7 +12,8 @@
  * answer is a redirect either way, never a page holding the password: on success to the
  * page's return_url (safeReturnUrl: no open redirect), else back to /login saying why.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import { InvalidRequest, PermissionDenied, SvcError } from '../../errors.js';
 import { FormTooLarge, readForm } from '../../idp/login/form-body.js';
@@ -42,9 +43,9 @@ const MAX_FORM_BYTES = 8 * 1024;
 const SHOWN_ON_PAGE = new Set(['invalid_credentials', 'too_many_attempts', 'too_many_requests', 'invalid_request', 'second_factor_required']);
 
 export function loginFormRoutes({ login, recordLogin, configuredUrl, trustedProxies = parseTrustedProxies(undefined) }: LoginFormRouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = declaredRouter();
 
-  router.post('/login', async function postLoginForm(ctx) {
+  router.post('/login', allow('anyone', 'a password'), async function postLoginForm(ctx) {
     const origin = ctx.get('origin');
     if (!isOwnOrigin(origin === '' ? undefined : origin, { host: ctx.host, protocol: ctx.protocol }, configuredUrl())) {
       throw new PermissionDenied("the login form is taken only from svc's own login page: open /login and log in there");

@@ -2,7 +2,8 @@
  * /api/v1/account/second-factor/...: the caller enrols, lists and removes its own second
  * factors (second-factor/enrolment.ts, passkeys.ts decide). Thin: parse, call, map.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import type { Enrolment } from '../../second-factor/enrolment.js';
 import type { PasskeyEnrolment } from '../../second-factor/passkey-enrolment.js';
@@ -19,33 +20,33 @@ export interface SecondFactorRouteDeps {
 }
 
 export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: SecondFactorRouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api/v1/account/second-factor' });
+  const router = declaredRouter('/api/v1/account/second-factor');
   const source = (ctx: Koa.ParameterizedContext<AppState>) => auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies);
 
-  router.get('/', function showSecondFactor(ctx) {
+  router.get('/', allow('enrolment'), function showSecondFactor(ctx) {
     ctx.body = enrolment.status(requirePrincipal(ctx));
   });
 
-  router.post('/totp', async function startTotp(ctx) {
+  router.post('/totp', allow('enrolment'), async function startTotp(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await enrolment.startTotp(requirePrincipal(ctx));
   });
 
-  router.post('/totp/confirm', async function confirmTotp(ctx) {
+  router.post('/totp/confirm', allow('enrolment'), async function confirmTotp(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await enrolment.confirmTotp(caller, requireString(body, 'code'), source(ctx));
   });
 
-  router.delete('/totp', async function removeTotp(ctx) {
+  router.delete('/totp', allow('enrolment', 'the password and a code'), async function removeTotp(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     await enrolment.removeTotp(caller, { password: requireString(body, 'password'), code: requireString(body, 'code') }, source(ctx));
     ctx.body = {};
   });
 
-  router.post('/recovery-codes', async function regenerateRecoveryCodes(ctx) {
+  router.post('/recovery-codes', allow('enrolment'), async function regenerateRecoveryCodes(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
@@ -53,18 +54,18 @@ export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: Seco
   });
 
   if (passkeys !== undefined) {
-    router.post('/webauthn/register-options', async function passkeyOptions(ctx) {
+    router.post('/webauthn/register-options', allow('enrolment'), async function passkeyOptions(ctx) {
       ctx.body = await passkeys.registrationOptions(requirePrincipal(ctx));
     });
 
-    router.post('/webauthn/register', async function registerPasskey(ctx) {
+    router.post('/webauthn/register', allow('enrolment'), async function registerPasskey(ctx) {
       const caller = requirePrincipal(ctx);
       const body = await readJson(ctx);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await passkeys.register(caller, { name: requireString(body, 'name'), response: body['response'] }, source(ctx));
     });
 
-    router.delete('/webauthn/:id', async function removePasskey(ctx) {
+    router.delete('/webauthn/:id', allow('enrolment'), async function removePasskey(ctx) {
       const caller = requirePrincipal(ctx);
       await passkeys.remove(caller, ctx.params['id'] ?? '', source(ctx));
       ctx.body = {};

@@ -2,7 +2,8 @@
  * GET /api/v1/session/list and DELETE /api/v1/session/{id}, each with `?account=<name>` for an
  * admin. Thin: who may see what is session/session-access.ts's.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import { InvalidRequest } from '../../errors.js';
 import type { SessionAccess } from '../../session/session-access.js';
 import { auditSourceOf } from '../audit-source.js';
@@ -23,14 +24,14 @@ function accountOf(query: Readonly<Record<string, string | string[] | undefined>
 }
 
 export function sessionListRoutes({ access, trustedProxies }: SessionListRouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api/v1/session' });
+  const router = declaredRouter('/api/v1/session');
 
-  router.get('/list', async function listSessions(ctx) {
+  router.get('/list', allow('caller', 'own sessions; ?account=: accounts, update <account>'), async function listSessions(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { items: await access.list(requirePrincipal(ctx), accountOf(ctx.query)) };
   });
 
-  router.delete('/:id', async function endSession(ctx) {
+  router.delete('/:id', allow('caller', 'own session; ?account=: accounts, update <account>'), async function endSession(ctx) {
     const id = ctx.params['id'] ?? '';
     await access.end(requirePrincipal(ctx), id, accountOf(ctx.query), auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies));
     ctx.body = {};

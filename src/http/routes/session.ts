@@ -3,7 +3,8 @@
  * /api/v1/session/webauthn-options (DESIGN §4). Thin: parse, call one domain function, map the
  * result. A body with `challenge` is a login's second step (second-factor/second-step.ts).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import { InvalidRequest } from '../../errors.js';
 import type { PasskeyLogin } from '../../second-factor/passkey-login.js';
 import type { CompleteSecondStep } from '../../second-factor/second-step.js';
@@ -51,9 +52,9 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
 }
 
 export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, configuredUrl, secondStep, passkeyLogin }: SessionRouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api/v1/session' });
+  const router = declaredRouter('/api/v1/session');
 
-  router.post('/', async function createSession(ctx) {
+  router.post('/', allow('anyone', 'a password, or a login\'s challenge and its second factor'), async function createSession(ctx) {
     const body = await readJson(ctx);
     const challenge = optionalString(body, 'challenge');
     if (challenge !== undefined && secondStep !== undefined) {
@@ -79,7 +80,7 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
   // Logout never fails for want of a valid token, and the cookie is cleared whatever happens
   // next (the error middleware keeps the header): this browser is logged out even when the
   // revocation cannot be recorded.
-  router.delete('/', async function deleteSession(ctx) {
+  router.delete('/', allow('anyone', 'ends the token sent, if any'), async function deleteSession(ctx) {
     const { principal } = ctx.state;
     clearSessionCookie(ctx, configuredUrl());
     // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
@@ -91,14 +92,14 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
   });
 
   if (passkeyLogin !== undefined) {
-    router.post('/webauthn-options', async function webauthnOptions(ctx) {
+    router.post('/webauthn-options', allow('anyone', 'a login\'s challenge'), async function webauthnOptions(ctx) {
       const body = await readJson(ctx);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await passkeyLogin.options(requireString(body, 'challenge'));
     });
   }
 
-  router.get('/userinfo', function showUserInfo(ctx) {
+  router.get('/userinfo', allow('anyone', 'shows the token sent, if any'), function showUserInfo(ctx) {
     ctx.body = userInfoView(ctx.state.principal);
   });
 

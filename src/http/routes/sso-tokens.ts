@@ -2,7 +2,8 @@
  * /api/v1/session/tokens: an SSO user's personal API tokens (docs/sso.md). Thin: every route
  * needs a caller, parses its input, calls ssotokens/personal-tokens.ts and maps the result.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import { InvalidRequest } from '../../errors.js';
 import { parseDuration } from '../../lib/duration.js';
 import type { PersonalTokens } from '../../ssotokens/personal-tokens.js';
@@ -18,19 +19,19 @@ export interface SsoTokenRouteDeps {
 }
 
 export function ssoTokenRoutes({ tokens, trustedProxies }: SsoTokenRouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api/v1/session/tokens' });
+  const router = declaredRouter('/api/v1/session/tokens');
 
-  router.post('/', async function createSsoToken(ctx) {
+  router.post('/', allow('caller', 'an SSO user of the bundled provider'), async function createSsoToken(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.body = await tokens.create(caller, { name: requireString(body, 'name'), expiresInSeconds: requiredExpiresIn(body) }, auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies));
   });
 
-  router.get('/', function listSsoTokens(ctx) {
+  router.get('/', allow('caller', 'an SSO user of the bundled provider'), function listSsoTokens(ctx) {
     ctx.body = { items: tokens.list(requirePrincipal(ctx)) };
   });
 
-  router.delete('/:id', async function deleteSsoToken(ctx) {
+  router.delete('/:id', allow('caller', 'an SSO user of the bundled provider'), async function deleteSsoToken(ctx) {
     const caller = requirePrincipal(ctx);
     await tokens.remove(caller, ctx.params['id'] ?? '', auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies));
     ctx.body = {};

@@ -5,7 +5,8 @@
  * Thin: cookies and redirects here, everything else in src/oidc/.
  */
 import type { LoginOutcomes } from '../../session/login-outcomes.js';
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
 import type { SessionRegistry } from '../../session/registry.js';
@@ -54,9 +55,9 @@ function backToLoginPage(ctx: Koa.ParameterizedContext<AppState>, error: 'sso_fa
 }
 
 export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = declaredRouter();
 
-  router.get('/auth/login', async function beginSsoLogin(ctx) {
+  router.get('/auth/login', allow('anyone'), async function beginSsoLogin(ctx) {
     const returnUrl = typeof ctx.query['return_url'] === 'string' ? ctx.query['return_url'] : undefined;
     const connector = ctx.query['connector_id'];
     const start = await startLogin(deps.login, returnUrl, typeof connector === 'string' && CONNECTOR_ID.test(connector) ? connector : undefined);
@@ -96,15 +97,15 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     deps.outcomes?.record('sso', '', 'ok', { user: done.displayName ?? done.username, userId: done.username, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
     ctx.redirect(done.returnUrl);
   }
-  router.get('/auth/callback', callback);
-  router.get('/pkce/verify', callback);
+  router.get('/auth/callback', allow('anyone', 'the login\'s state cookie from the browser that started it'), callback);
+  router.get('/pkce/verify', allow('anyone', 'the login\'s state cookie from the browser that started it'), callback);
 
   // As DELETE /api/v1/session: the cookie is cleared whatever happens, the token revoked on
   // every replica until it expires, and it can no longer be renewed. A POST from svc's own origin
   // only (issue 21): a GET, or a form another site posts, would let any page log the user out.
   // Refused outright, not merely without the cookie's identity, since clearing the cookie is
   // itself the harm.
-  router.post('/auth/logout', async function ssoLogout(ctx) {
+  router.post('/auth/logout', allow('anyone', 'ends the token sent, if any'), async function ssoLogout(ctx) {
     const origin = ctx.get('origin');
     if (!isOwnOrigin(origin === '' ? undefined : origin, { host: ctx.host, protocol: ctx.protocol }, deps.login.serverUrl())) {
       throw new PermissionDenied("logging out takes a POST from svc's own pages: open /auth/logout and confirm");
