@@ -9,6 +9,7 @@ import { InvalidRequest } from '../../errors.js';
 import type { PasskeyLogin } from '../../second-factor/passkey-login.js';
 import type { CompleteSecondStep } from '../../second-factor/second-step.js';
 import type { LoginService } from '../../session/login.js';
+import { personOf } from '../../person.js';
 import type { Principal } from '../../principal.js';
 import type { SessionRegistry } from '../../session/registry.js';
 import { auditSourceOf } from '../audit-source.js';
@@ -86,7 +87,7 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
     // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
     if (principal !== undefined) {
       const source = auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies);
-      await sessions.logout(principal.username, principal.tokenId, principal.expiresAt, { via: 'logout', source });
+      await sessions.logout(personOf(principal), principal.tokenId, principal.expiresAt, { via: 'logout', source });
     }
     ctx.body = { revoked: principal !== undefined };
   });

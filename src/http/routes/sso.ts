@@ -14,6 +14,7 @@ import { auditSourceOf } from '../audit-source.js';
 import type { TrustedProxies } from '../client-address.js';
 import type { RecordLogin } from './record-login.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
+import { personOf } from '../../person.js';
 import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginStartDeps, type LoginState } from '../../oidc/login-start.js';
 import { logoutRedirect } from '../../oidc/logout.js';
@@ -117,7 +118,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       if (principal !== undefined) {
         await deps.refresh.forget(principal.tokenId);
         const source = auditSourceOf(ctx.req, ctx.state.requestId, deps.trustedProxies);
-        await deps.sessions.logout(principal.username, principal.tokenId, principal.expiresAt, { via: 'logout', source });
+        await deps.sessions.logout(personOf(principal), principal.tokenId, principal.expiresAt, { via: 'logout', source });
         if (principal.kind === 'sso' && principal.issuer === deps.callback.client.provider.issuer) idToken = token;
       }
     }
