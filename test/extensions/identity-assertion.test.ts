@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { AssertionCache } from '../../src/extensions/assertion-cache.js';
 import { generateAssertionKey, publicAssertionJwks, type AssertionKey } from '../../src/extensions/assertion-keys.js';
 import type { ExtensionRoute } from '../../src/extensions/access.js';
@@ -75,6 +75,20 @@ describe('extensions/identity-assertion', () => {
     expect(decodeProtectedHeader(second).kid).to.equal(next.kid);
     expect((await verify(first, 'tools', T0)).sub, 'the old key is still published').to.equal('alice');
     keys = [keys[1] as AssertionKey];
+  });
+
+  it('signs again, with the new iss, as soon as svc\'s url changes: a cached assertion is not reused across it', async () => {
+    let issuer = ISSUER;
+    const moving = createIdentityAssertions({ keys: () => keys, issuer: () => issuer, now: () => clock });
+    const subject: AssertionSubject = { principal: alice, extension: 'tools' };
+    const first = moving(subject);
+    expect(decodeJwt(first).iss).to.equal(ISSUER);
+    issuer = 'https://svc.moved.example';
+    clock = T0 + 1000;
+    const second = moving(subject);
+    expect(second).to.not.equal(first);
+    expect(decodeJwt(second).iss).to.equal('https://svc.moved.example');
+    expect(moving(subject), 'reused again under the new url').to.equal(second);
   });
 
   it('never outlives the token it speaks for, and is not reused past the last 30 s of that token', async () => {

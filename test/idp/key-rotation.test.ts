@@ -182,6 +182,34 @@ describe('idp/key-rotation (idp.keyRotation)', function () {
     }
   });
 
+  it('two replicas that both see the old assertion key rotate it once: the write decides again on the stored keys', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await replicas(2, HOUR, clock);
+    if (a === undefined || b === undefined) throw new Error('two replicas');
+    try {
+      // No signing keys: a signing rotation's write would reload the other replica's snapshot first.
+      // Each replica's proxy start: the first writes the key, the second reads it back, so both find a rotation due.
+      const [first] = await ensureAssertionKeys(a.store, () => new Date(T0));
+      expect((await ensureAssertionKeys(b.store, () => new Date(T0))).map((k) => k.kid)).to.deep.equal([first?.kid]);
+      clock.now = T0 + HOUR + 1000;
+      const reports = await Promise.all([a.rotation.check(), b.rotation.check()]);
+      expect(reports.filter((r) => r?.assertion !== undefined), 'assertion rotations').to.have.length(1);
+      // Read from the file, not from either snapshot (the one that did not write lags).
+      const dir = a.store.dir;
+      const reader = await openDirStore({ dir, log: pino({ level: 'silent' }), watch: false });
+      try {
+        const stored = assertionKeysIn(reader)();
+        expect(stored.map((k) => k.kid)).to.deep.equal([reports.find((r) => r?.assertion !== undefined)?.assertion?.added.kid, first?.kid]);
+      } finally {
+        await reader.close();
+      }
+      const counts = await Promise.all([a, b].map(async (r) => (await r.registry.getSingleMetric('svc_assertion_key_rotations_total')?.get())?.values[0]?.value ?? 0));
+      expect(counts.reduce((x, y) => x + y, 0)).to.equal(1);
+    } finally {
+      await closeAll([a, b]);
+    }
+  });
+
   it('without assertion keys (no extension proxy has started) rotates the signing keys only and writes none', async () => {
     const clock = { now: T0 };
     const [a] = await replicas(1, HOUR, clock);
