@@ -74,6 +74,11 @@ export const GROUPS = {
   },
   // The workload exchange's throttle stages and replay mark, the subject token's checks, and
   // which RBAC subjects a principal gives.
+  // Who may call each route of the app: the gate every route declares, and the sealing of routes without one.
+  routes: {
+    mutate: ['src/http/route-access.ts'],
+    tests: ['test/http/route-access.test.ts'],
+  },
   workload: {
     mutate: ['src/workload/exchange.ts', 'src/workload/verify.ts', 'src/principal.ts'],
     tests: ['test/workload/exchange.test.ts', 'test/workload/verify.test.ts', 'test/principal.test.ts'],

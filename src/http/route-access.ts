@@ -53,7 +53,7 @@ export function allow(who: Who, needs?: string): Gate {
 
 /** The declaration of a gate made by allow(); undefined for any other middleware. */
 export function accessOf(middleware: unknown): RouteAccess | undefined {
-  return typeof middleware === 'function' ? declarations.get(middleware as Gate) : undefined;
+  return declarations.get(middleware as Gate);
 }
 
 /** A router whose matching is case-sensitive, as every router of the app is. */

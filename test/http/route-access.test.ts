@@ -38,6 +38,22 @@ describe('route access declarations', () => {
     expect(() => decide({ who: 'caller' }, state(undefined, expired))).to.throw(expired.message);
   });
 
+  it('runs the declaration as the route\'s first middleware: refused callers never reach the handler', async () => {
+    let reached = 0;
+    const next = async () => {
+      reached++;
+    };
+    const gate = allow('caller') as unknown as (ctx: unknown, next: () => Promise<void>) => Promise<void>;
+    let refusal: unknown;
+    await gate({ state: state(confined) }, next).catch((err: unknown) => (refusal = err));
+    expect(refusal).to.be.instanceOf(SecondFactorEnrolmentRequired);
+    await gate({ state: state() }, next).catch((err: unknown) => (refusal = err));
+    expect(refusal).to.be.instanceOf(Unauthenticated);
+    expect(reached).to.equal(0);
+    await gate({ state: state(full) }, next);
+    expect(reached).to.equal(1);
+  });
+
   it('gives a route without a gate one that refuses everyone, first in its chain', async () => {
     const router = declaredRouter('/x');
     router.get('/open', allow('anyone'), () => undefined);
@@ -45,11 +61,12 @@ describe('route access declarations', () => {
     router.get('/forgotten', () => {
       reached = true;
     });
+    router.use(async (_ctx, next) => next()); // middleware, not a route: nothing to seal
     const sealed = sealRoutes([router]);
-    expect(sealed.map((r) => r.path)).to.deep.equal(['/x/forgotten']);
+    expect(sealed).to.deep.equal([{ path: '/x/forgotten', methods: ['HEAD', 'GET'], access: undefined }]);
     const layer = router.stack.find((l) => l.path === '/x/forgotten');
     const first = layer?.stack[0] as (ctx: unknown, next: () => Promise<void>) => unknown;
-    expect(() => first({ state: state(full) }, async () => undefined)).to.throw(PermissionDenied);
+    expect(() => first({ state: state(full) }, async () => undefined)).to.throw(PermissionDenied, 'this route declares no access, so it refuses everyone');
     expect(reached).to.equal(false);
     // Sealing twice does not stack refusals, and a declared route keeps its gate.
     expect(sealRoutes([router])).to.deep.equal([]);
@@ -57,7 +74,8 @@ describe('route access declarations', () => {
   });
 
   it('will not assemble a router that matches paths case-insensitively', () => {
-    expect(() => sealRoutes([new Router<AppState>({ prefix: '/api' })])).to.throw(/case-insensitively/);
+    expect(() => sealRoutes([new Router<AppState>({ prefix: '/api' })])).to.throw("a router of the app matches paths case-insensitively (prefix '/api'): build it with declaredRouter()");
+    expect(() => sealRoutes([new Router<AppState>()])).to.throw("(prefix '')");
   });
 
   it('lists each route with its methods, prefix included, and what it needs', () => {
@@ -69,6 +87,19 @@ describe('route access declarations', () => {
       { path: '/api/v1/thing/:id', methods: ['HEAD', 'GET'], access: { who: 'caller', needs: 'things, get <id>' } },
       { path: '/api/v1/thing/:id', methods: ['DELETE'], access: undefined },
     ]);
+  });
+
+  it('builds a router without a prefix when none is given', () => {
+    const router = declaredRouter();
+    router.get('/healthz', allow('anyone'), () => undefined);
+    expect(router.match('/healthz', 'GET').pathAndMethod).to.have.length(1);
+    expect(router.match('/HEALTHZ', 'GET').pathAndMethod).to.have.length(0);
+  });
+
+  it('knows no declaration for a value that is not a gate', () => {
+    expect(accessOf(undefined)).to.equal(undefined);
+    expect(accessOf('routeGate')).to.equal(undefined);
+    expect(accessOf(() => undefined)).to.equal(undefined);
   });
 
   it('matches the path as declared only: another case is no route', () => {
