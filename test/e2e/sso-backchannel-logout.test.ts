@@ -72,6 +72,65 @@ describe('e2e: back-channel logout from the SSO provider', function () {
     expect(await res.json()).to.deep.equal({ error: 'invalid_request', error_description: "the form must hold exactly one non-empty 'logout_token'" });
   });
 
+  /** POSTs a form with one logout token; the status and the OAuth error body. */
+  async function postToken(token: string): Promise<{ status: number; body: Record<string, string> }> {
+    const res = await fetch(`${setup.svc.url}/auth/backchannel-logout`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token: token }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, string>) };
+  }
+
+  it('refuses tokens the provider\'s own key signed with a bad claim, and a replay of one it accepted', async function () {
+    const now = Math.floor(Date.now() / 1000);
+    let n = 0;
+    const claims = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
+      iss: setup.provider.issuer, aud: 'svc', iat: now, exp: now + 120, jti: `signed-${++n}-${now}`, sub: 'nobody', sid: 'no-such-sid',
+      events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, ...over,
+    });
+    const sign = (c: Record<string, unknown>) => setup.provider.sign(Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined)), 'logout+jwt');
+    const refusals: [string, Record<string, unknown>, string | RegExp][] = [
+      ['another audience', { aud: 'another-client' }, /^the logout token's aud is not accepted: /],
+      ['another issuer', { iss: 'https://other-provider.example' }, /^the logout token's iss is not accepted: /],
+      ['no events claim', { events: undefined }, 'the logout token has no events claim'],
+      ['a nonce', { nonce: 'n-1' }, 'the logout token has a nonce (an ID token is not a logout token)'],
+      ['expired', { iat: now - 300, exp: now - 60 }, 'the logout token has expired'],
+      ['too old', { iat: now - 700, exp: now + 60 }, 'the logout token is older than 600 s (iat)'],
+      ['neither sub nor sid', { sub: undefined, sid: undefined }, 'the logout token names neither sub nor sid'],
+    ];
+    for (const [what, over, message] of refusals) {
+      const reply = await postToken(await sign(claims(over)));
+      expect(reply.status, what).to.equal(400);
+      expect(reply.body['error'], what).to.equal('invalid_request');
+      if (typeof message === 'string') expect(reply.body['error_description'], what).to.equal(message);
+      else expect(reply.body['error_description'], what).to.match(message);
+    }
+    // A good token (for a session nobody has) is accepted once; sent again, refused.
+    const good = await sign(claims());
+    expect((await postToken(good)).status).to.equal(200);
+    expect(await postToken(good)).to.deep.equal({ status: 400, body: { error: 'invalid_request', error_description: 'the logout token was used before (jti)' } });
+    expect(audit.of('backchannel-logout').filter((e) => e.outcome === 'failure').map((e) => e.reason)).to.include('the logout token was used before (jti)');
+  });
+
+  it('answers 400 to a body over 16 KiB, declared or streamed, before reading a token from it', async function () {
+    const big = `logout_token=${'a'.repeat(16 * 1024)}`;
+    const declared = await fetch(`${setup.svc.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: big });
+    expect(declared.status).to.equal(400);
+    expect(await declared.json()).to.deep.equal({ error: 'invalid_request', error_description: 'the back-channel logout request is larger than 16384 bytes' });
+    // Chunked, without a Content-Length: counted as it arrives.
+    const chunks = [big.slice(0, 8192), big.slice(8192)];
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = chunks.shift();
+        if (next === undefined) controller.close();
+        else controller.enqueue(new TextEncoder().encode(next));
+      },
+    });
+    const streamed = await fetch(`${setup.svc.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, duplex: 'half' } as RequestInit);
+    expect(streamed.status).to.equal(400);
+    expect(await streamed.json()).to.deep.equal({ error: 'invalid_request', error_description: 'the back-channel logout request is larger than 16384 bytes' });
+  });
+
   it('bounds the requests of one source address: past its burst, 429 with Retry-After, before any check', async function () {
     const post = () => fetch(`${setup.svc.url}/auth/backchannel-logout`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
     // The tests above spent some of this address's burst (50, refilled at 10 a second): full again first.

@@ -3,13 +3,14 @@
  * certificate of a test CA: a static confidential client `svc` and a public one `svc-pkce`, the dev interactions as its
  * login page, groups in the ID token and (possibly others) from userinfo at /me, refresh tokens
  * for every client allowed them. Tests can rotate its signing key, take userinfo down, and see
- * the requests it got (the `claims` parameter, JWKS fetches). And the browser's side of it: a
+ * the requests it got (the `claims` parameter, JWKS fetches), and sign a token of their own with
+ * its key (a logout token with a bad claim but a good signature). And the browser's side of it: a
  * browser that trusts the test CA for the provider, and a logout at the provider.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWTPayload } from 'jose';
 import Provider, { type Configuration } from 'oidc-provider';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { SsoBrowser } from './sso-browser.js';
@@ -34,6 +35,8 @@ export interface TestProvider {
   userInfoDown: boolean;
   /** A new signing key first, the old one still published. */
   rotateKey(): Promise<void>;
+  /** `claims` signed with the provider's current key, as its own tokens are (RS256, its kid). */
+  sign(claims: JWTPayload, typ: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -120,6 +123,10 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
     async rotateKey() {
       keys = [await newKey(`key-${keys.length + 1}`), ...keys];
       handler = build().callback();
+    },
+    async sign(claims, typ) {
+      const key = keys[0] as Jwk;
+      return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: String(key['kid']), typ }).sign(await importJWK(key, 'RS256'));
     },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
