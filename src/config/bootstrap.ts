@@ -21,6 +21,7 @@ import { EMPTY_MEMORY, loadDirectory, type LoadResult } from './load-dir.js';
 import { INITIAL_ADMIN_SECRET, PART_OF_LABEL, PART_OF_VALUE, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET, type StoreSnapshot } from './manifests.js';
 import { assertOwnKeys, ownKeysOnly } from './own-secrets.js';
 import { formatProblem } from './problems.js';
+import { refuseStoresOutsideTheirFiles } from './store-files.js';
 import { updateSecretOnDisk } from './secret-writer.js';
 import type { SecretPatch } from './store.js';
 
@@ -79,6 +80,8 @@ export async function ensureInitialConfig(options: BootstrapOptions): Promise<Bo
   };
   // A complete store is left alone without taking a lock: it may be mounted read-only.
   const first = await loadDirectory(run.dir, EMPTY_MEMORY);
+  // Before anything is written: a store defined outside its own file refuses the start (store-files.ts).
+  refuseStoresOutsideTheirFiles(run.dir, first);
   if (secretComplete(first.snapshot)) {
     warnMissingConfigMaps(first.snapshot, run);
     return { createdFiles: [], addedKeys: [] };

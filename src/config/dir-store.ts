@@ -14,6 +14,7 @@ import { loadDirectory, type LoadResult } from './load-dir.js';
 import type { StoreSnapshot } from './manifests.js';
 import type { ConfigProblem } from './problems.js';
 import { SecretNotInForce, secretNotInForceReasons } from './secret-in-force.js';
+import { refuseStoresOutsideTheirFiles } from './store-files.js';
 import { restoreSecretFile, updateSecretOnDisk, type SecretFileChange, type SecretMutation } from './secret-writer.js';
 import { asSecretWriteFailure } from './write-failure.js';
 import type { ConfigMapWriter, ConfigStore, SnapshotListener } from './store.js';
@@ -39,9 +40,17 @@ export interface DirStore extends ConfigStore, ConfigMapWriter {
   reload(): Promise<void>;
 }
 
+/**
+ * Opens the store with one load. A load that defines a store outside its own file is refused
+ * (StoresOutsideTheirFiles, store-files.ts): there is no last good configuration to keep yet.
+ */
 export async function openDirStore(options: DirStoreOptions): Promise<DirStore> {
   const store = new ManifestDirStore(path.resolve(options.dir), options.log);
-  await store.reload();
+  const first = await store.load();
+  if (first !== undefined && first.misplacedStores.length > 0) {
+    await store.close();
+    refuseStoresOutsideTheirFiles(store.dir, first);
+  }
   if (options.watch !== false) {
     store.startWatching(options.debounceMs ?? DEFAULT_DEBOUNCE_MS, options.pollMs ?? DEFAULT_POLL_MS);
   }
@@ -163,6 +172,11 @@ class ManifestDirStore implements DirStore {
 
   async reload(): Promise<void> {
     await this.#reloadNow();
+  }
+
+  /** One load, applied, with its result (undefined once the store is closed). */
+  load(): Promise<LoadResult | undefined> {
+    return this.#reloadNow();
   }
 
   /** One load, applied; its result for a writer to check (undefined once the store is closed). */

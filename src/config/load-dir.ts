@@ -3,18 +3,21 @@
  *
  * Two levels of rejection (DESIGN.md §2): a file whose YAML does not parse is rejected whole and
  * its last good documents stand in for it; an object that parses but is malformed is left out
- * and its last good version (by kind and name) stands in for it. Duplicates across files: the
- * first file in sorted path order wins, so the outcome never depends on readdir order.
+ * and its last good version (by kind and name) stands in for it. A file that defines one of the
+ * stores (svc-cm, svc-rbac-cm, svc-secret, svc-initial-admin-secret) outside that store's own file
+ * is rejected whole too (store-files.ts). Other duplicates across files: the first file in sorted
+ * path order wins, so the outcome never depends on readdir order.
  */
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationObject, ConfigMapObject, SecretObject, StoreSnapshot } from './manifests.js';
-import { readManifest } from './manifests.js';
+import { objectKey, readManifest } from './manifests.js';
 import { errorCode } from '../lib/file-lock.js';
 import { ProblemSink, type ConfigProblem } from './problems.js';
 import { NotReadableFile, readRegularFile } from '../lib/regular-file.js';
 import { documentsToJS, parseYamlFile } from './yaml-edit.js';
 import { recordDataOrigins } from './value-origin.js';
+import { storesOutsideTheirFiles } from './store-files.js';
 import type { Document } from 'yaml';
 
 type StoreObject =
@@ -50,6 +53,12 @@ export interface LoadResult {
    */
   readonly rejectedFiles: readonly string[];
   readonly rejectedObjects: readonly RejectedObject[];
+  /**
+   * The problems of files rejected because they define a store outside its own file (also in
+   * `problems`): a start with any is refused (store-files.ts); a running store keeps those
+   * files' last good documents, as for a file that does not parse.
+   */
+  readonly misplacedStores: readonly ConfigProblem[];
   /** The directory's signature taken before reading: a later change always shows as a difference. */
   readonly signature: string;
 }
@@ -125,11 +134,49 @@ export async function loadDirectory(dir: string, memory: LoadMemory): Promise<Lo
       }
     }
   }
-  return { ...loadDocuments(fileDocs, memory, sink, keptLastGood), rejectedFiles, signature };
+  const misplacedStores = rejectStoresOutsideTheirFiles(fileDocs, memory, { sink, keptLastGood, rejectedFiles });
+  return { ...loadDocuments(fileDocs, memory, sink, keptLastGood), rejectedFiles, misplacedStores, signature };
+}
+
+/**
+ * Takes out of `fileDocs` every file that defines a store outside its own file, putting its last
+ * good documents in its place. A stand-in can itself clash with another file's new version (both
+ * define svc-secret); it is then dropped too, so this ends. The files keep their path order.
+ */
+function rejectStoresOutsideTheirFiles(
+  fileDocs: Map<string, readonly unknown[]>,
+  memory: LoadMemory,
+  out: { readonly sink: ProblemSink; readonly keptLastGood: string[]; readonly rejectedFiles: string[] },
+): ConfigProblem[] {
+  const misplaced: ConfigProblem[] = [];
+  const reported = new Set<string>();
+  for (let found = storesOutsideTheirFiles(fileDocs); found.size > 0; found = storesOutsideTheirFiles(fileDocs)) {
+    for (const [file, problems] of found) {
+      for (const problem of problems) {
+        const text = `${file}\0${problem.message}`;
+        if (reported.has(text)) continue;
+        reported.add(text);
+        misplaced.push(problem);
+        out.sink.add(problem.source, problem.path, problem.message);
+      }
+      const previous = memory.files.get(file);
+      const first = !out.rejectedFiles.includes(file);
+      if (first) out.rejectedFiles.push(file);
+      if (first && previous !== undefined) {
+        fileDocs.set(file, previous);
+        if (!out.keptLastGood.includes(file)) out.keptLastGood.push(file);
+      } else {
+        fileDocs.delete(file);
+        const kept = out.keptLastGood.indexOf(file);
+        if (kept >= 0) out.keptLastGood.splice(kept, 1);
+      }
+    }
+  }
+  return misplaced;
 }
 
 /** What a load gives whatever the source: a directory's files or the Kubernetes API's objects. */
-export type DocumentsLoad = Omit<LoadResult, 'rejectedFiles' | 'signature'>;
+export type DocumentsLoad = Omit<LoadResult, 'rejectedFiles' | 'misplacedStores' | 'signature'>;
 
 /**
  * The one code path after the source: the documents of each source (a file, or one object read
@@ -202,22 +249,6 @@ function collectObjects(
     }
   }
   return objects;
-}
-
-/** `ConfigMap/name`, `Secret/name` or `Application/namespace/name`; undefined for other kinds. */
-function objectKey(doc: unknown): string | undefined {
-  if (typeof doc !== 'object' || doc === null) return undefined;
-  const record = doc as Record<string, unknown>;
-  const kind = record['kind'];
-  const metadata = record['metadata'];
-  if (kind !== 'ConfigMap' && kind !== 'Secret' && kind !== 'Application') return undefined;
-  if (typeof metadata !== 'object' || metadata === null) return undefined;
-  const meta = metadata as Record<string, unknown>;
-  const name = meta['name'];
-  if (typeof name !== 'string' || name === '') return undefined;
-  if (kind !== 'Application') return `${kind}/${name}`;
-  const namespace = typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
-  return `${kind}/${namespace}/${name}`;
 }
 
 function toSnapshot(objects: ReadonlyMap<string, StoreObject>): StoreSnapshot {

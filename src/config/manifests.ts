@@ -108,6 +108,22 @@ function decodeSecretData(
   return ok ? out : undefined;
 }
 
+/** `ConfigMap/name`, `Secret/name` or `Application/namespace/name`; undefined for other kinds. */
+export function objectKey(doc: unknown): string | undefined {
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const record = doc as Record<string, unknown>;
+  const kind = record['kind'];
+  const metadata = record['metadata'];
+  if (kind !== 'ConfigMap' && kind !== 'Secret' && kind !== 'Application') return undefined;
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  const meta = metadata as Record<string, unknown>;
+  const name = meta['name'];
+  if (typeof name !== 'string' || name === '') return undefined;
+  if (kind !== 'Application') return `${kind}/${name}`;
+  const namespace = typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+  return `${kind}/${namespace}/${name}`;
+}
+
 /** One parsed YAML document to at most one object; problems go to the sink, keyed by file. */
 export function readManifest(
   doc: unknown,

@@ -6,6 +6,7 @@ import { pino, type Logger } from 'pino';
 import { ensureInitialConfig } from '../../src/config/bootstrap.js';
 import { openDirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
+import { StoresOutsideTheirFiles } from '../../src/config/store-files.js';
 import { configMap, secret } from '../helpers/manifests.js';
 import { ROOT, runEntry, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
@@ -129,6 +130,16 @@ describe('config/bootstrap', () => {
     expect(Object.keys(secret?.data ?? {}).sort()).to.deep.equal(['admin.password', 'admin.passwordMtime', 'server.secretkey']);
   });
 
+  it('writes nothing when a store is defined outside its own file, and refuses the start naming it', async () => {
+    // svc-rbac-cm appended to svc-cm.yaml; no svc-secret yet: a first start would otherwise complete the store.
+    await writeFile(path.join(root, 'svc-cm.yaml'), `${configMap('svc-cm', {})}---\n${configMap('svc-rbac-cm', { 'policy.csv': 'g, carol, role:admin' })}`);
+    let error: unknown;
+    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }) }).catch((err: unknown) => (error = err));
+    expect(error).to.be.instanceOf(StoresOutsideTheirFiles);
+    expect((error as Error).message).to.include(`${path.join(root, 'svc-cm.yaml')}: document 2 defines ConfigMap svc-rbac-cm, which is read only from svc-rbac-cm.yaml`);
+    expect(await readdir(root)).to.deep.equal(['svc-cm.yaml']);
+  });
+
   it('refuses to replace a file of the same name that it did not recognise', async () => {
     const other = 'kind: ConfigMap\nmetadata: {name: not-svc}\n';
     await writeFile(path.join(root, 'svc-cm.yaml'), other);
@@ -192,9 +203,12 @@ describe('config/bootstrap', () => {
     const now = () => new Date('2025-03-01T12:00:00.789Z');
     await ensureInitialConfig({ dir: path.join(root, 'fresh'), log: pino({ level: 'silent' }), now });
     expect((await load(path.join(root, 'fresh'))).secrets.get('svc-secret')?.data['admin.passwordMtime']).to.equal('2025-03-01T12:00:00.000Z');
-    await writeFile(path.join(root, 'secret.yaml'), EXISTING_SECRET);
-    await ensureInitialConfig({ dir: root, log: pino({ level: 'silent' }), now });
-    expect((await load(root)).secrets.get('svc-secret')?.data['admin.passwordMtime']).to.equal('2025-03-01T12:00:00.000Z');
+    // A folder of its own: below root, fresh/svc-secret.yaml would be a second svc-secret (store-files.ts).
+    const existing = path.join(root, 'existing');
+    await mkdir(existing);
+    await writeFile(path.join(existing, 'secret.yaml'), EXISTING_SECRET);
+    await ensureInitialConfig({ dir: existing, log: pino({ level: 'silent' }), now });
+    expect((await load(existing)).secrets.get('svc-secret')?.data['admin.passwordMtime']).to.equal('2025-03-01T12:00:00.000Z');
   });
 
   it('names the real cause when it cannot write the directory, not "already exists"', async () => {

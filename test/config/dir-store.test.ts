@@ -10,6 +10,7 @@ import { openDirStore, type DirStore } from '../../src/config/dir-store.js';
 import type { StoreSnapshot } from '../../src/config/manifests.js';
 import { formatProblem } from '../../src/config/problems.js';
 import { SecretNotInForce } from '../../src/config/secret-in-force.js';
+import { StoresOutsideTheirFiles } from '../../src/config/store-files.js';
 import type { SecretPatch } from '../../src/config/store.js';
 import { Unavailable } from '../../src/errors.js';
 import { STATUS } from '../../src/http/errors.js';
@@ -127,7 +128,7 @@ describe('config/dir-store', () => {
     it('reads every document of every *.yaml/*.yml below the directory, skipping dot files', async () => {
       await writeFile(
         path.join(dir, 'a.yaml'),
-        `${cm('svc-cm', { url: 'http://x' })}---\n# only a comment\n---\nkind: Deployment\nmetadata: {name: d}\n---\n` +
+        `${cm('team-cm', { url: 'http://x' })}---\n# only a comment\n---\nkind: Deployment\nmetadata: {name: d}\n---\n` +
           'apiVersion: svc.io/v1alpha1\nkind: Application\nmetadata: {name: app1, namespace: team}\n' +
           'spec: {project: p1, destination: {name: in-cluster}}\n',
       );
@@ -136,8 +137,8 @@ describe('config/dir-store', () => {
       await writeFile(path.join(dir, 'sub', '.hidden.yaml'), cm('hidden', {}));
       await writeFile(path.join(dir, 'notes.txt'), cm('txt', {}));
       const snapshot = (await open()).current();
-      expect([...snapshot.configMaps.keys()].sort()).to.deep.equal(['svc-cm', 'svc-rbac-cm']);
-      expect(snapshot.configMaps.get('svc-cm')?.data).to.deep.equal({ url: 'http://x' });
+      expect([...snapshot.configMaps.keys()].sort()).to.deep.equal(['svc-rbac-cm', 'team-cm']);
+      expect(snapshot.configMaps.get('team-cm')?.data).to.deep.equal({ url: 'http://x' });
       expect(snapshot.configMaps.get('svc-rbac-cm')?.file).to.equal(path.join(dir, 'sub', 'deeper', 'rbac.yml'));
       expect(snapshot.applications).to.deep.equal([
         { name: 'app1', namespace: 'team', file: path.join(dir, 'a.yaml'), project: 'p1', destination: { name: 'in-cluster' } },
@@ -151,12 +152,13 @@ describe('config/dir-store', () => {
     });
 
     it('keeps the first of two same-named objects in path order and reports the second', async () => {
-      await writeFile(path.join(dir, 'b.yaml'), cm('svc-cm', { from: 'b' }));
-      await writeFile(path.join(dir, 'a.yaml'), cm('svc-cm', { from: 'a' }));
+      // Not one of the stores: those are read from their own file only (store-files.test.ts).
+      await writeFile(path.join(dir, 'b.yaml'), cm('team-cm', { from: 'b' }));
+      await writeFile(path.join(dir, 'a.yaml'), cm('team-cm', { from: 'a' }));
       const store = await open();
-      expect(store.current().configMaps.get('svc-cm')?.data).to.deep.equal({ from: 'a' });
+      expect(store.current().configMaps.get('team-cm')?.data).to.deep.equal({ from: 'a' });
       expect(store.problems().map(formatProblem)).to.deep.equal([
-        `${path.join(dir, 'b.yaml')}: ConfigMap/svc-cm: is also defined in ${path.join(dir, 'a.yaml')}, which wins (first in path order); this one is ignored`,
+        `${path.join(dir, 'b.yaml')}: ConfigMap/team-cm: is also defined in ${path.join(dir, 'a.yaml')}, which wins (first in path order); this one is ignored`,
       ]);
     });
 
@@ -217,6 +219,37 @@ describe('config/dir-store', () => {
       expect(store.problems()).to.deep.equal([]);
     });
 
+    it('refuses to open on a store defined outside its own file, naming the file, the document and the store', async () => {
+      await writeFile(path.join(dir, 'svc-cm.yaml'), `${cm('svc-cm', {})}---\nkind: Secret\nmetadata: {name: svc-secret}\nstringData: {server.secretkey: forged}\n`);
+      await writeFile(path.join(dir, 'svc-secret.yaml'), 'kind: Secret\nmetadata: {name: svc-secret}\nstringData: {server.secretkey: real}\n');
+      let error: unknown;
+      await open().catch((err: unknown) => (error = err));
+      expect(error).to.be.instanceOf(StoresOutsideTheirFiles);
+      expect((error as Error).message).to.equal(
+        `${dir}: a store is defined outside its own file, so this configuration is refused (docs/config-store.md): ` +
+          `${path.join(dir, 'svc-cm.yaml')}: document 2 defines Secret svc-secret, which is read only from svc-secret.yaml (or .yml) or from a file that holds nothing else and is not named after another store; this file is not used`,
+      );
+    });
+
+    it('keeps the last good svc-cm.yaml when an edit appends another store to it, says why in the log, and applies the file once fixed', async () => {
+      const { log, text } = captureLog();
+      await writeFile(path.join(dir, 'svc-cm.yaml'), cm('svc-cm', { url: 'https://one' }));
+      await writeFile(path.join(dir, 'svc-rbac-cm.yaml'), cm('svc-rbac-cm', { 'policy.csv': '' }));
+      const store = await open(log);
+      await writeAtomically(path.join(dir, 'svc-cm.yaml'), `${cm('svc-cm', { url: 'https://two' })}---\n${cm('svc-rbac-cm', { 'policy.csv': 'g, carol, role:admin' })}`);
+      const file = path.join(dir, 'svc-cm.yaml');
+      const problem = `${file}: document 2 defines ConfigMap svc-rbac-cm, which is read only from svc-rbac-cm.yaml (or .yml) or from a file that holds nothing else and is not named after another store; this file is not used`;
+      await waitFor('the edit is refused', () => store.problems().length > 0);
+      expect(store.problems().map(formatProblem)).to.deep.equal([problem]);
+      expect(store.current().configMaps.get('svc-rbac-cm')?.data).to.deep.equal({ 'policy.csv': '' });
+      expect(store.current().configMaps.get('svc-cm')?.data).to.deep.equal({ url: 'https://one' });
+      expect(text()).to.include(`config rejected: ${problem}`);
+      expect(text()).to.include(`keeping the last good version of ${file}`);
+      await writeAtomically(file, cm('svc-cm', { url: 'https://three' }));
+      await waitFor('the fixed file applies', () => store.current().configMaps.get('svc-cm')?.data['url'] === 'https://three');
+      expect(store.problems()).to.deep.equal([]);
+    });
+
     it('keeps the last good version of a malformed object while the good ones apply', async () => {
       const { log, text } = captureLog();
       await writeFile(path.join(dir, 'a.yaml'), `${cm('cm-a', { v: '1' })}---\n${cm('cm-b', { v: '1' })}`);
@@ -272,7 +305,7 @@ describe('config/dir-store', () => {
     });
 
     it('changes only the lines of the keys it changes, keeping comments, order and other objects', async () => {
-      const file = path.join(dir, 'secrets.yaml');
+      const file = path.join(dir, 'svc-secret.yaml');
       await writeFile(file, SECRET_FILE);
       const store = await open();
       await store.updateSecret('svc-secret', (current) => {
@@ -340,7 +373,7 @@ describe('config/dir-store', () => {
     });
 
     it('loses no update when two stores in one process write 200 times each, in parallel', async () => {
-      const file = path.join(dir, 'secrets.yaml');
+      const file = path.join(dir, 'svc-secret.yaml');
       await writeFile(file, SECRET_FILE);
       const [one, two] = [await open(), await open()];
       const writes = [];
@@ -356,7 +389,7 @@ describe('config/dir-store', () => {
 
     it('loses no update when another OS process writes at the same time', async function () {
       this.timeout(60_000);
-      const file = path.join(dir, 'secrets.yaml');
+      const file = path.join(dir, 'svc-secret.yaml');
       await writeFile(file, SECRET_FILE);
       const store = await open();
       const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -1,12 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
-import { EMPTY_MEMORY, loadDirectory } from '../../src/config/load-dir.js';
+import { EMPTY_MEMORY, loadDirectory, type LoadResult } from '../../src/config/load-dir.js';
+import { INITIAL_ADMIN_SECRET, RBAC_CM, SETTINGS_CM, SETTINGS_SECRET } from '../../src/config/manifests.js';
 import { formatProblem } from '../../src/config/problems.js';
 import { MAX_MANIFEST_FILE_BYTES } from '../../src/lib/regular-file.js';
 import { heapAfterGc } from '../helpers/heap.js';
-import { clusterSecret, configMap, secret } from '../helpers/manifests.js';
+import { application, clusterSecret, configMap, secret } from '../helpers/manifests.js';
 import { ROOT, runEntry, UNPRIVILEGED } from '../helpers/run.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
 
@@ -99,5 +100,116 @@ describe('config/load-dir', () => {
     const grown = heapAfterGc() - before;
     // Each version's text is 256 kB: kept alive, the 40 would hold 10 MB.
     expect(grown, `the heap grew ${Math.round(grown / 1024)} kB while ${kept.length} values were kept`).to.be.below(2 * 1024 * 1024);
+  });
+
+  describe('each store from its own file', () => {
+    /** The four stores, each with its kind. */
+    const STORES = [
+      { name: SETTINGS_CM, kind: 'ConfigMap' },
+      { name: RBAC_CM, kind: 'ConfigMap' },
+      { name: SETTINGS_SECRET, kind: 'Secret' },
+      { name: INITIAL_ADMIN_SECRET, kind: 'Secret' },
+    ] as const;
+    type Store = (typeof STORES)[number];
+    const text = (store: Store, from: string) => (store.kind === 'ConfigMap' ? configMap(store.name, { from }) : secret(store.name, { from }));
+    const values = (load: LoadResult, store: Store) =>
+      (store.kind === 'ConfigMap' ? load.snapshot.configMaps.get(store.name) : load.snapshot.secrets.get(store.name))?.data;
+    /** Every store in `<name>.yaml`, as the first start writes them. */
+    const writeOwnFiles = async (from: string) => {
+      for (const store of STORES) await writeFile(path.join(dir, `${store.name}.yaml`), text(store, from));
+    };
+    const file = (name: string) => path.join(dir, name);
+
+    it("loads today's layouts without a problem: <name>.yaml or .yml in any folder, a file holding only the store, a store's own file holding other objects", async () => {
+      await mkdir(path.join(dir, 'team'));
+      await writeFile(file('svc-cm.yaml'), `${configMap(SETTINGS_CM, { from: 'own' })}---\n${configMap('team-cm', { v: '1' })}---\n${application('team', 'web', 'p', { name: 'in-cluster' })}`);
+      await writeFile(file('team/svc-rbac-cm.yml'), configMap(RBAC_CM, { from: 'own' }));
+      await writeFile(file('secret.yaml'), `# kept in git\n---\n${secret(SETTINGS_SECRET, { from: 'own' })}---\n`);
+      await writeFile(file('initial.yaml'), secret(INITIAL_ADMIN_SECRET, { from: 'own' }));
+      const load = await loadDirectory(dir, EMPTY_MEMORY);
+      expect(load.problems.map(formatProblem)).to.deep.equal([]);
+      expect(load.misplacedStores).to.deep.equal([]);
+      for (const store of STORES) expect(values(load, store), store.name).to.deep.equal({ from: 'own' });
+      expect(load.snapshot.configMaps.get('team-cm')?.data).to.deep.equal({ v: '1' });
+    });
+
+    for (const store of STORES) {
+      const host = store.name === SETTINGS_CM ? RBAC_CM : SETTINGS_CM;
+      const hostStore = STORES.find((s) => s.name === host) as Store;
+
+      it(`${store.name} as a second document of ${host}.yaml: that file is refused, its last good version stays, and ${store.name} is read from its own file`, async () => {
+        await writeOwnFiles('own');
+        const good = await loadDirectory(dir, EMPTY_MEMORY);
+        // The editor of the host file changes its own store and appends a copy of another.
+        await writeFile(file(`${host}.yaml`), `${text(hostStore, 'edited')}---\n${text(store, 'forged')}`);
+        const message = `${file(`${host}.yaml`)}: document 2 defines ${store.kind} ${store.name}, which is read only from ${store.name}.yaml (or .yml) or from a file that holds nothing else and is not named after another store; this file is not used`;
+
+        const running = await loadDirectory(dir, good.memory);
+        expect(running.problems.map(formatProblem)).to.deep.equal([message]);
+        expect(running.misplacedStores.map(formatProblem)).to.deep.equal([message]);
+        expect(running.rejectedFiles).to.deep.equal([file(`${host}.yaml`)]);
+        expect(running.keptLastGood).to.deep.equal([file(`${host}.yaml`)]);
+        for (const each of STORES) expect(values(running, each), each.name).to.deep.equal({ from: 'own' });
+
+        // The same edit on a fresh start: the start is refused on misplacedStores; nothing forged is loaded.
+        const fresh = await loadDirectory(dir, EMPTY_MEMORY);
+        expect(fresh.misplacedStores.map(formatProblem)).to.deep.equal([message]);
+        expect(values(fresh, store)).to.deep.equal({ from: 'own' });
+        expect(values(fresh, hostStore)).to.equal(undefined);
+      });
+
+      it(`${store.name} in another file that holds nothing else: both files are refused, the last good ${store.name} stays`, async () => {
+        await writeOwnFiles('own');
+        const good = await loadDirectory(dir, EMPTY_MEMORY);
+        // a.yaml sorts before every store's own file: the first in path order used to win.
+        await writeFile(file('a.yaml'), text(store, 'forged'));
+        await writeFile(file(`${store.name}.yaml`), text(store, 'changed'));
+        const running = await loadDirectory(dir, good.memory);
+        expect(running.problems.map(formatProblem)).to.deep.equal([
+          `${file('a.yaml')}: document 1 defines ${store.kind} ${store.name}, which is also defined in ${file(`${store.name}.yaml`)}; a store is read from one file only, so none of them is used`,
+          `${file(`${store.name}.yaml`)}: document 1 defines ${store.kind} ${store.name}, which is also defined in ${file('a.yaml')}; a store is read from one file only, so none of them is used`,
+        ]);
+        expect(running.misplacedStores).to.have.length(2);
+        expect(running.rejectedFiles).to.deep.equal([file('a.yaml'), file(`${store.name}.yaml`)]);
+        expect(running.keptLastGood).to.deep.equal([file(`${store.name}.yaml`)]);
+        expect(values(running, store)).to.deep.equal({ from: 'own' });
+
+        // Once the copy is gone, the store's own file applies again.
+        await rm(file('a.yaml'));
+        const fixed = await loadDirectory(dir, running.memory);
+        expect(fixed.problems).to.deep.equal([]);
+        expect(values(fixed, store)).to.deep.equal({ from: 'changed' });
+      });
+
+      it(`${store.name} alone in a file named after ${host}: refused, the last good of both stays`, async () => {
+        await writeOwnFiles('own');
+        const good = await loadDirectory(dir, EMPTY_MEMORY);
+        await writeFile(file(`${host}.yml`), text(store, 'forged'));
+        const running = await loadDirectory(dir, good.memory);
+        expect(running.problems.map(formatProblem)).to.deep.equal([
+          `${file(`${host}.yml`)}: document 1 defines ${store.kind} ${store.name}, which is read only from ${store.name}.yaml (or .yml) or from a file that holds nothing else and is not named after another store; this file is not used`,
+        ]);
+        expect(values(running, store)).to.deep.equal({ from: 'own' });
+        expect(values(running, hostStore)).to.deep.equal({ from: 'own' });
+      });
+    }
+
+    it('drops a last good version that now clashes with another file, so that no store is read from two files', async () => {
+      // secret.yaml held svc-secret alone; then it gains a second document, and svc-secret.yaml appears.
+      await writeFile(file('secret.yaml'), secret(SETTINGS_SECRET, { from: 'old' }));
+      const good = await loadDirectory(dir, EMPTY_MEMORY);
+      await writeFile(file('secret.yaml'), `${secret(SETTINGS_SECRET, { from: 'old' })}---\n${configMap('team-cm', {})}`);
+      await writeFile(file('svc-secret.yaml'), secret(SETTINGS_SECRET, { from: 'new' }));
+      const running = await loadDirectory(dir, good.memory);
+      expect(running.rejectedFiles).to.deep.equal([file('secret.yaml'), file('svc-secret.yaml')]);
+      expect(running.problems.map(formatProblem)).to.deep.equal([
+        `${file('secret.yaml')}: document 1 defines Secret svc-secret, which is read only from svc-secret.yaml (or .yml) or from a file that holds nothing else and is not named after another store; this file is not used`,
+        `${file('secret.yaml')}: document 1 defines Secret svc-secret, which is also defined in ${file('svc-secret.yaml')}; a store is read from one file only, so none of them is used`,
+        `${file('svc-secret.yaml')}: document 1 defines Secret svc-secret, which is also defined in ${file('secret.yaml')}; a store is read from one file only, so none of them is used`,
+      ]);
+      // The last good version of secret.yaml clashes with svc-secret.yaml: neither is read.
+      expect(running.snapshot.secrets.has(SETTINGS_SECRET)).to.equal(false);
+      expect(running.keptLastGood).to.deep.equal([]);
+    });
   });
 });
