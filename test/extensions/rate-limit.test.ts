@@ -76,6 +76,18 @@ describe('extensions/rate-limit', () => {
     expect(await outcome(() => limiter.take(limited, user('192.0.2.1'), noAddress))).to.equal(undefined);
   });
 
+  it('keeps one bucket per person: two tokens of one person share it, and the SSO user alice never spends local alice\'s', async () => {
+    const { limiter } = setup();
+    const token = (over: Partial<Principal>): Principal => ({ ...user('alice'), ...over });
+    const local = [token({ tokenId: 'session-1' }), token({ kind: 'apiKey', tokenId: 'api-key-2' })];
+    const sso = [token({ kind: 'sso', issuer: 'https://idp.example', tokenId: 'id-token-1' }), token({ kind: 'ssoApiKey', issuer: 'https://idp.example', tokenId: 'sso-key-2' })];
+    for (const caller of sso) expect(await outcome(() => limiter.take(limited, caller, noAddress)), caller.tokenId).to.equal(undefined);
+    for (const caller of sso) expect(await outcome(() => limiter.take(limited, caller, noAddress)), `${caller.tokenId}, the SSO user's bucket spent by two tokens`).to.be.instanceOf(RateLimited);
+    expect(await outcome(() => limiter.take(limited, token({ kind: 'sso', issuer: 'https://other.example', tokenId: 'id-token-3' }), noAddress)), 'alice of another provider').to.equal(undefined);
+    for (const caller of local) expect(await outcome(() => limiter.take(limited, caller, noAddress)), `local ${caller.tokenId}`).to.equal(undefined);
+    for (const caller of local) expect(await outcome(() => limiter.take(limited, caller, noAddress)), `local ${caller.tokenId}, spent by two tokens`).to.be.instanceOf(RateLimited);
+  });
+
   it('bounds the buckets it keeps, dropping the one idle longest first', async () => {
     const { limiter } = setup({ maxBuckets: 3 });
     for (let i = 0; i < 2; i++) await limiter.take(limited, user('old'), noAddress);

@@ -8,6 +8,7 @@
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { ssoPerson } from '../../src/person.js';
 import { followSvcSessions } from '../../src/idp/follow-svc-sessions.js';
 import type { ProviderEndOutcome } from '../../src/idp/session-end.js';
 import { createSessionRegistry, type NewSession, type SessionRegistry } from '../../src/session/registry.js';
@@ -58,20 +59,20 @@ describe('idp/follow-svc-sessions', function () {
     await registry.record(session('web-1', 'web-sid'));
 
     expect(asked).to.deep.equal([['cli-sid', 'alice']]);
-    expect((await registry.list('alice')).map((s) => s.record.id)).to.deep.equal(['web-1']);
+    expect((await registry.list(ssoPerson(ISSUER, 'alice'))).map((s) => s.record.id)).to.deep.equal(['web-1']);
     expect(await revocation.isRevoked('cli-2')).to.equal(true);
     expect(audit.of('session-ended').map((e) => [e.svc?.['sessionId'], e.svc?.['via']])).to.deep.equal([['cli-1', 'bound'], ['cli-2', 'provider']]);
   });
 
   it('does not go back to the provider for a logout, a back-channel end, another issuer or a session without sid', async function () {
     await registry.record(session('a', 'sid-a'));
-    await registry.logout('alice', 'a', EXP, { via: 'logout' });
+    await registry.logout(ssoPerson(ISSUER, 'alice'), 'a', EXP, { via: 'logout' });
     await registry.record(session('b', 'sid-b'));
     await registry.endBySid(ISSUER, 'sid-b', { via: 'backchannel' });
     await registry.record(session('c', 'sid-c', 'https://other.example.org'));
-    await registry.end('alice', 'c', { via: 'list' });
+    await registry.end(ssoPerson('https://other.example.org', 'alice'), 'c', { via: 'list' });
     await registry.record(session('d', undefined));
-    await registry.end('alice', 'd', { via: 'list' });
+    await registry.end(ssoPerson(ISSUER, 'alice'), 'd', { via: 'list' });
     expect(asked).to.deep.equal([]);
   });
 });

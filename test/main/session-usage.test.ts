@@ -1,6 +1,7 @@
 /** What each accepted request writes to the session registry: at most once a minute per session. */
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { personKey } from '../../src/person.js';
 import { parseTrustedProxies } from '../../src/http/client-address.js';
 import { createSessionUsage } from '../../src/main/session-usage.js';
 import type { Principal } from '../../src/principal.js';
@@ -16,7 +17,7 @@ describe('session usage', function () {
     const use = createSessionUsage({
       registry: {
         recordIfAbsent: async (s) => void recorded.push(s),
-        touch: async (account, id, minute) => void touched.push([account, id, minute]),
+        touch: async (person, id, minute) => void touched.push([personKey(person), id, minute]),
       },
       trustedProxies: parseTrustedProxies('10.0.0.1'),
       log: pino({ level: 'silent' }),
@@ -33,7 +34,7 @@ describe('session usage', function () {
     use(principal(), request, 'bearer');
     await settle();
     expect(recorded).to.deep.equal([{ id: 'j1', account: 'alice', kind: 'local', expiresAt: 2_000_000_000, issuer: 'svc', client: 'cli', address: '203.0.113.5' }]);
-    expect(touched).to.deep.equal([['alice', 'j1', Date.parse('2026-03-01T10:00:00Z')]]);
+    expect(touched).to.deep.equal([['local:svc:alice', 'j1', Date.parse('2026-03-01T10:00:00Z')]]);
     advance(30_000);
     use(principal(), request, 'bearer');
     advance(30_000);

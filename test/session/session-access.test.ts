@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import { InvalidRequest, PermissionDenied } from '../../src/errors.js';
+import { personKey } from '../../src/person.js';
 import type { Principal } from '../../src/principal.js';
 import { createRights, type Rights } from '../../src/rbac/rights.js';
 import type { EndContext, SessionRegistry } from '../../src/session/registry.js';
@@ -31,13 +32,13 @@ describe('session/session-access', function () {
     asked = [];
     ended = [];
     const registry: Pick<SessionRegistry, 'list' | 'end'> = {
-      list: async (account) => {
-        asked.push(account);
+      list: async (person) => {
+        asked.push(personKey(person));
         return [];
       },
-      end: async (account, id, context) => {
-        ended.push({ account, id, context });
-        return { id, account, kind: 'local', client: 'cli', address: '', createdAt: 0, expiresAt: 0, issuer: 'svc' };
+      end: async (person, id, context) => {
+        ended.push({ account: personKey(person), id, context });
+        return { id, account: person.subject, kind: 'local', client: 'cli', address: '', createdAt: 0, expiresAt: 0, issuer: 'svc' };
       },
     };
     access = createSessionAccess({ registry, rights });
@@ -65,8 +66,8 @@ describe('session/session-access', function () {
     const erin = caller('erin');
     await access.list(erin, 'alice');
     await access.end(erin, 'some-session', 'alice', { ip: '192.0.2.1' });
-    expect(asked).to.deep.equal(['alice']);
-    expect(ended).to.deep.equal([{ account: 'alice', id: 'some-session', context: { via: 'list', source: { ip: '192.0.2.1' }, by: { id: 'erin' } } }]);
+    expect(asked).to.deep.equal(['local:svc:alice']);
+    expect(ended).to.deep.equal([{ account: 'local:svc:alice', id: 'some-session', context: { via: 'list', source: { ip: '192.0.2.1' }, by: { id: 'erin', domain: 'svc' } } }]);
     expect(await refusal(access.list(erin, 'bob'))).to.be.instanceOf(PermissionDenied);
   });
 
@@ -75,11 +76,29 @@ describe('session/session-access', function () {
     await access.list(frank, undefined);
     await access.list(frank, 'frank');
     await access.end(frank, 'mine', undefined, { ip: '192.0.2.1' });
-    expect(asked).to.deep.equal(['frank', 'frank']);
-    expect(ended).to.deep.equal([{ account: 'frank', id: 'mine', context: { via: 'list', source: { ip: '192.0.2.1' } } }]);
+    expect(asked).to.deep.equal(['local:svc:frank', 'local:svc:frank']);
+    expect(ended).to.deep.equal([{ account: 'local:svc:frank', id: 'mine', context: { via: 'list', source: { ip: '192.0.2.1' } } }]);
     const empty = await refusal(access.list(frank, ''));
     expect(empty).to.be.instanceOf(InvalidRequest);
     expect((empty as Error).message).to.equal("query 'account' must be 1 to 256 characters");
     expect(await refusal(access.list(frank, 'a'.repeat(257)))).to.be.instanceOf(InvalidRequest);
+  });
+
+  it('takes a bare ?account= for the local account, never the SSO user of that sub, and names an SSO user by their person key', async function () {
+    const ssoAlice: Principal = { username: 'alice', groups: [], issuer: 'https://idp.example', kind: 'sso', tokenId: 'sso-token', expiresAt: undefined };
+    await access.list(ssoAlice, undefined);
+    expect(asked, 'their own list').to.deep.equal(['sso:https%3A%2F%2Fidp.example:alice']);
+    const named = await refusal(access.list(ssoAlice, 'alice'));
+    expect(named, 'alice is the local account').to.be.instanceOf(PermissionDenied);
+    expect((await refusal(access.end(ssoAlice, 'local-session', 'alice', { ip: '192.0.2.1' })))).to.be.instanceOf(PermissionDenied);
+    await access.list(ssoAlice, 'sso:https%3A%2F%2Fidp.example:alice');
+    const erin = caller('erin');
+    await access.end(erin, 'their-session', 'sso:https%3A%2F%2Fidp.example:alice', { ip: '192.0.2.1' });
+    expect(ended).to.deep.equal([{ account: 'sso:https%3A%2F%2Fidp.example:alice', id: 'their-session', context: { via: 'list', source: { ip: '192.0.2.1' }, by: { id: 'erin', domain: 'svc' } } }]);
+    for (const bad of ['sso:https://idp.example:alice', 'local:other:alice', 'role:admin', 'sso:a:b:c']) {
+      const err = await refusal(access.list(erin, bad));
+      expect(err, bad).to.be.instanceOf(InvalidRequest);
+      expect((err as Error).message).to.equal("query 'account' must be a local account's name, or a person's key such as 'sso:<issuer>:<sub>' (each part escaped)");
+    }
   });
 });
