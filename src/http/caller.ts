@@ -11,6 +11,10 @@
  *   and the Same-Origin Policy does not cover them. A bearer token cannot be planted by another
  *   page, so it needs no check.
  *
+ * - The recheck of an SSO session's groups (sso-renewal.ts `tokenRecheck`) applies to the token
+ *   however it came: as a bearer, as a cookie, on a handshake. A token due for it is read as the
+ *   session's renewed (or latest) token, so no way of sending it keeps the groups of its login.
+ *
  * Synchronous when the authenticator already knows the token (the proxy's fast path makes no
  * promise then); a promise otherwise. A refusal is data (authError), not a throw: public routes
  * still work with a stale cookie, and routes that need a caller answer with the reason. Any
@@ -60,6 +64,13 @@ export interface Caller {
   readonly authError: SvcError | undefined;
 }
 
+/**
+ * An accepted SSO principal's token due for its recheck: the promise of the token to read the
+ * caller from instead (renewed, the session's latest, or the same one when none can be made
+ * now); undefined, without a promise, when none is due.
+ */
+export type TokenRecheck = (token: string) => Promise<string> | undefined;
+
 export type ReadCaller = (request: CallerRequest, kind: CallerKind) => Caller | Promise<Caller>;
 
 export interface CallerDeps {
@@ -71,6 +82,8 @@ export interface CallerDeps {
   };
   /** svc's configured `url`, read per request: its origin is svc's own. */
   readonly configuredUrl: () => string;
+  /** The SSO sessions' recheck (sso-renewal.ts), for a principal of kind `sso`; read per request, as the SSO feature sets it after this is made. */
+  readonly recheck?: () => TokenRecheck | undefined;
   /** Told of every accepted caller (session-usage.ts: the session's last use); must not throw or await. */
   readonly onUse?: (principal: Principal, request: CallerRequest, via: 'bearer' | 'cookie') => void;
 }
@@ -95,17 +108,23 @@ export function createReadCaller(deps: CallerDeps): ReadCaller {
     } catch (err: unknown) {
       return refused(err);
     }
-    if (principal !== undefined) {
-      deps.onUse?.(principal, request, via);
-      return { principal, token, via, authError: undefined };
+    if (principal !== undefined) return accepted(principal, token);
+    return deps.authenticator.authenticate(token).then((found) => accepted(found, token), refused);
+
+    /** The caller of an accepted token, or, when it is due for its recheck, of the token the recheck gives. */
+    function accepted(found: Principal, used: string): Caller | Promise<Caller> {
+      const rechecked = found.kind === 'sso' ? deps.recheck?.()?.(used) : undefined;
+      if (rechecked !== undefined) {
+        // Authenticated again even when the token stays: a refused renewal has just revoked it.
+        return rechecked.then((current) => deps.authenticator.authenticate(current).then((now) => caller(now, current))).catch(refused);
+      }
+      return caller(found, used);
     }
-    return deps.authenticator.authenticate(token).then(
-      (found): Caller => {
-        deps.onUse?.(found, request, via);
-        return { principal: found, token, via, authError: undefined };
-      },
-      refused,
-    );
+
+    function caller(found: Principal, used: string): Caller {
+      deps.onUse?.(found, request, via);
+      return { principal: found, token: used, via, authError: undefined };
+    }
   };
 }
 

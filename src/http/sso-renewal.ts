@@ -8,19 +8,26 @@
  *
  * Every other request pays one synchronous check (`due`: a decode of the cookie's token, no
  * signature) and gets `undefined` back, so the proxy's fast path does not wait on a promise.
+ *
+ * The same recheck for every token however it is sent (`tokenRecheck`): the reading of the
+ * caller (caller.ts) applies it to a bearer token and to a WebSocket handshake's token, which no
+ * cookie can be set for. The request then goes on with the session's renewed (or latest) token,
+ * so a bearer copied from a browser session gets the groups of now, and a user the provider no
+ * longer has is refused, within one recheck interval, as the cookie is.
  */
 import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { describeFailure } from '../lib/tls-fetch.js';
 import { presentedToken } from './caller.js';
 import { SESSION_COOKIE, sessionCookieHeader } from './cookies.js';
+import type { TokenRecheck } from './caller.js';
 import type { BeforeDispatch } from './entry.js';
 
 /** What the renewal needs of oidc/refresh.ts's SessionRefresh, named here so the HTTP edge imports no feature. */
 export interface SessionRenewer {
   /** Whether this token is the provider's and due for renewal (no signature check yet). */
   due(token: string): boolean;
-  /** The renewed session; undefined when there is nothing to renew with or the provider refused. */
+  /** The session's token to go on with (renewed, or its latest); undefined when there is nothing to renew with or the provider refused. */
   renew(token: string): Promise<{ readonly idToken: string; readonly expiresAt: number } | undefined>;
 }
 
@@ -48,6 +55,24 @@ export function ssoRenewal(refresh: SessionRenewer, log: Pick<Logger, 'warn'>, c
       res.appendHeader('set-cookie', sessionCookieHeader(renewed.idToken, renewed.expiresAt, secure));
       req.headers.cookie = replaceSessionCookie(req.headers.cookie ?? '', renewed.idToken);
     }
+  };
+}
+
+/**
+ * The recheck of caller.ts, for a token however it came: undefined when none is due (no
+ * promise, as above), else the token to read the caller from. A renewal that cannot be made now
+ * leaves the token as it is, as for the cookie; one the provider refused has revoked it.
+ */
+export function tokenRecheck(refresh: SessionRenewer, log: Pick<Logger, 'warn'>): TokenRecheck {
+  return (token) => {
+    if (!refresh.due(token)) return undefined;
+    return refresh.renew(token).then(
+      (renewed) => renewed?.idToken ?? token,
+      (err: unknown) => {
+        log.warn({ err: describeFailure(err) }, 'an SSO session could not be renewed now');
+        return token;
+      },
+    );
   };
 }
 

@@ -3,7 +3,7 @@
  * behind one authenticator (one revocation list, one principal cache) and one reading of the
  * caller (http/caller.ts) that the app, the proxy and WebSocket handshakes share.
  */
-import type { ReadCaller } from '../http/caller.js';
+import type { ReadCaller, TokenRecheck } from '../http/caller.js';
 import { createReadCaller } from '../http/caller.js';
 import { createSessionUsage } from './session-usage.js';
 import { readInt } from '../session/limits.js';
@@ -23,6 +23,8 @@ export interface Authentication {
   readonly readCaller: ReadCaller;
   /** Every login's session, listed and ended by the session routes and back-channel logout. */
   readonly sessions: SessionRegistry;
+  /** The SSO feature's recheck of its sessions' groups, applied by readCaller to every token however sent (set once, after this stage). */
+  recheckTokensWith(recheck: TokenRecheck): void;
   close(): Promise<void>;
 }
 
@@ -40,12 +42,17 @@ export async function buildAuthentication(services: Services, verifiers: readonl
     maxPerAccount: readInt(services.env, log, SESSIONS_PER_ACCOUNT_ENV, DEFAULT_SESSIONS_PER_ACCOUNT, 1),
   });
   const onUse = createSessionUsage({ registry: sessions, trustedProxies: services.trustedProxies, log, now });
+  // The SSO feature is built after this stage (its renewal needs the revocation list and the sessions).
+  let recheck: TokenRecheck | undefined;
   return {
     signer,
     revocation,
     authenticator,
     sessions,
-    readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url, onUse }),
+    readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url, onUse, recheck: () => recheck }),
+    recheckTokensWith(given) {
+      recheck = given;
+    },
     async close() {
       stopFollowing();
       await cutoffs.close();

@@ -13,7 +13,7 @@ import type { JWTVerifyGetKey } from 'jose';
 import type { IdpFeature } from './idp.js';
 import { ssoRoutes } from '../http/routes/sso.js';
 import { backchannelLogoutRoutes } from '../http/routes/backchannel-logout.js';
-import { ssoRenewal } from '../http/sso-renewal.js';
+import { ssoRenewal, tokenRecheck } from '../http/sso-renewal.js';
 import { loginRecorder } from '../http/routes/record-login.js';
 import type { BackchannelLogoutDeps } from '../oidc/backchannel-logout.js';
 import { createProviderClient, warnAboutProvider, type ProviderClient } from '../oidc/client.js';
@@ -140,6 +140,8 @@ function ssoFeature(
     // A registry that cannot follow now must not lose the renewed token: the list shows the session again when it is next used.
     onRenewed: (sub, oldId, next) => authentication.sessions.renewed(ssoPerson(client.provider.issuer, sub), oldId, next).catch((err: unknown) => log.warn({ err, sub }, 'sessions: a renewed SSO session could not be followed in the list now')),
   });
+  // The same recheck for a session's token sent as a bearer or on a WebSocket handshake (http/caller.ts).
+  authentication.recheckTokensWith(tokenRecheck(refresh, log));
   // A session ended from the list or by back-channel logout cannot be renewed either.
   const stopForgetting = authentication.sessions.onEnded(async (record) => {
     if (record.issuer !== client.provider.issuer) return;

@@ -19,6 +19,8 @@ const POLICY = [
   'g, devs, role:token-makers',
   'p, role:dev-tools, extensions, *, */tools, allow',
   'g, qa, role:dev-tools',
+  'p, role:devs-only, extensions, *, */devtools, allow',
+  'g, devs, role:devs-only',
 ].join('\n');
 
 describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, real slapd)', function () {
@@ -31,7 +33,7 @@ describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, rea
   before(async function () {
     audit = collectAudit();
     svc = await startLdapIdpSvc({
-      secretKey: 'sso-groups-recheck-secret-key-0123456789', extensions: ['tools'], policy: POLICY,
+      secretKey: 'sso-groups-recheck-secret-key-0123456789', extensions: ['tools', 'devtools'], policy: POLICY,
       cm: { 'users.sso.groupsRecheck': `${RECHECK_MS / 1000}s` },
     }, { audit });
     ({ url, ldapPort } = svc);
@@ -88,7 +90,58 @@ describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, rea
     expect(refused[0]?.reason).to.match(/^the provider refused to renew the session: /);
   });
 
+  /** The browser session's token, copied and sent as `Authorization: Bearer`. */
+  function asBearer(browser: SvcTokenBrowser) {
+    const bearer = browser.token();
+    const get = (path: string) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
+    return {
+      token: bearer,
+      async status(path: string) {
+        const res = await get(path);
+        await res.arrayBuffer();
+        return res.status;
+      },
+      loggedIn: async () => ((await (await get('/api/v1/session/userinfo')).json()) as { loggedIn: boolean }).loggedIn,
+    };
+  }
+
+  it('takes away the extension a removed group granted to the session token sent as a bearer, within the interval and for good', async function () {
+    const alice = await session('alice', 'alice123');
+    const copy = asBearer(alice);
+    const devtools = () => copy.status('/api/v1/extensions/devtools/x');
+    expect(await devtools(), 'in devs at login').to.equal(200);
+    const devs = 'cn=devs,ou=groups,dc=example,dc=org';
+    const member = new Attribute({ type: 'member', values: ['uid=alice,ou=people,dc=example,dc=org'] });
+    await asDirectoryAdmin(ldapPort, (c) => c.modify(devs, new Change({ operation: 'delete', modification: member })));
+    try {
+      await within(WITHIN_MS, 403, devtools);
+      // Held, not a passing moment: later requests, past the retry pause included, keep the groups of now.
+      await new Promise((r) => setTimeout(r, RECHECK_MS + 200));
+      for (let i = 0; i < 3; i++) expect(await devtools(), `request ${i} after the recheck`).to.equal(403);
+      expect(await copy.loggedIn(), 'still a user, with the groups of now').to.equal(true);
+      expect(alice.token(), 'the browser still holds the token the bearer was copied from').to.equal(copy.token);
+      const browser = await alice.request(`${url}/api/v1/extensions/devtools/x`);
+      await browser.arrayBuffer();
+      expect(browser.status, 'the browser follows to the renewed session').to.equal(403);
+      expect(alice.token(), 'and gets its token as the new cookie').not.to.equal(copy.token);
+    } finally {
+      await asDirectoryAdmin(ldapPort, (c) => c.modify(devs, new Change({ operation: 'add', modification: member })));
+    }
+  });
+
+  it('refuses the session token sent as a bearer once its user is deleted from the directory, within the interval', async function () {
+    const dave = await session('dave', 'dave123');
+    const copy = asBearer(dave);
+    expect(await copy.loggedIn()).to.equal(true);
+    expect(await copy.status('/api/v1/session/tokens')).to.equal(200);
+    await asDirectoryAdmin(ldapPort, (c) => c.del('uid=dave,ou=people,dc=example,dc=org'));
+    await within(WITHIN_MS, false, copy.loggedIn);
+    expect(await copy.status('/api/v1/session/tokens'), 'a deleted user').to.equal(401);
+    expect(await loggedIn(dave), 'the browser session, the same session, ended too').to.equal(false);
+  });
+
   it('keeps sessions and tokens on the groups of their last check while the directory is down, and logs why', async function () {
+    const ended = audit.of('sso-identity-refused').length;
     const bob = await session('bob', 'bob123');
     const made = await fetch(`${url}/api/v1/session/tokens`, { method: 'POST', headers: { authorization: `Bearer ${bob.token()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'blip', expiresIn: '1h' }) });
     const { token } = await made.json() as { token: string };
@@ -101,7 +154,7 @@ describe('e2e: SSO sessions follow directory groups (bundled provider, LDAP, rea
     const logs = svc?.server.logs() ?? '';
     expect(logs).to.contain('an SSO session could not be renewed now; it keeps the groups of its last check');
     expect(logs).to.contain('personal API tokens: the connector cannot recheck the user now; the groups of the last confirmed check hold for now (never more)');
-    expect(audit.of('sso-identity-refused'), 'nothing ended for a directory blip').to.have.length(1);
+    expect(audit.of('sso-identity-refused'), 'nothing ended for a directory blip').to.have.length(ended);
     const refusedNew = await fetch(`${url}/api/v1/session/tokens`, { method: 'POST', headers: { authorization: `Bearer ${bob.token()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'new', expiresIn: '1h' }) });
     expect(refusedNew.status, 'no new token while the directory cannot confirm the user').to.equal(503);
   });

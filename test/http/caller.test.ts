@@ -56,6 +56,31 @@ describe('http/caller: the one reading of the caller', () => {
     expect(presentedToken({ cookie: 'x=1' })).to.equal(undefined);
   });
 
+  it('applies the SSO recheck to a token however it is sent, and reads the caller from the token it gives', async () => {
+    const sso = (username: string): Principal => ({ ...principal(username), issuer: 'https://idp.example', kind: 'sso' });
+    const old = sso('carol');
+    const renewed = { ...sso('carol'), groups: [], tokenId: 'id-renewed' };
+    const calls: string[] = [];
+    const rechecked: string[] = [];
+    const read = createReadCaller({
+      authenticator: authenticator({ old, local: alice }, { renewed, gone: sso('gone') }, calls), configuredUrl: () => URL_,
+      recheck: () => (token) => {
+        rechecked.push(token);
+        return token === 'old' ? Promise.resolve('renewed') : undefined;
+      },
+    });
+    for (const [headers, via, kind] of [[{ authorization: 'Bearer old' }, 'bearer', 'request'], [{ cookie: 'svc.token=old' }, 'cookie', 'request'], [{ authorization: 'Bearer old' }, 'bearer', 'handshake']] as const) {
+      expect(await read(request(headers), kind), `${via} on a ${kind}`).to.deep.equal({ principal: renewed, token: 'renewed', via, authError: undefined });
+    }
+    expect(read(request({ authorization: 'Bearer local' }), 'request'), 'svc\'s own token: no recheck, no promise').to.deep.equal({ principal: alice, token: 'local', via: 'bearer', authError: undefined });
+    expect(rechecked).to.deep.equal(['old', 'old', 'old']);
+    // A recheck that revoked the token (the provider refused): read again, so refused.
+    const refusing = createReadCaller({ authenticator: authenticator({ gone: sso('gone') }), configuredUrl: () => URL_, recheck: () => (token) => Promise.resolve(token) });
+    const caller = await refusing(request({ authorization: 'Bearer gone' }), 'request');
+    expect(caller.principal).to.equal(undefined);
+    expect(caller.authError?.message).to.equal('invalid token');
+  });
+
   it('answers a known token without a promise, and an unknown one after the look-up', async () => {
     const calls: string[] = [];
     const read = createReadCaller({ authenticator: authenticator({ a: alice }, { b: bob }, calls), configuredUrl: () => URL_ });
