@@ -29,14 +29,17 @@ export interface RouteAccess {
   readonly needs?: string;
 }
 
-type Gate = Koa.Middleware<AppState>;
+/** What a gate reads of a request: the caller, when the app reads one (the provider's login app does not: no caller). */
+type CallerState = Pick<AppState, 'principal' | 'authError'>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a gate sits in routers of any state type
+type Gate = Koa.Middleware<any>;
 
 const declarations = new WeakMap<Gate, RouteAccess>();
 
 /** Throws the refusal the declaration gives to the request's caller, if any. */
-export function decide(access: RouteAccess, state: AppState): void {
+export function decide(access: RouteAccess, state: Partial<CallerState>): void {
   if (access.who === 'anyone') return;
-  const principal = requirePrincipal({ state });
+  const principal = requirePrincipal({ state: state as AppState });
   if (access.who === 'caller' && principal.enrolmentOnly === true) throw new SecondFactorEnrolmentRequired();
 }
 
@@ -44,7 +47,7 @@ export function decide(access: RouteAccess, state: AppState): void {
 export function allow(who: Who, needs?: string): Gate {
   const access: RouteAccess = needs === undefined ? { who } : { who, needs };
   const gate: Gate = async function routeGate(ctx, next) {
-    decide(access, ctx.state);
+    decide(access, ctx.state as Partial<CallerState>);
     await next();
   };
   declarations.set(gate, access);
@@ -57,8 +60,8 @@ export function accessOf(middleware: unknown): RouteAccess | undefined {
 }
 
 /** A router whose matching is case-sensitive, as every router of the app is. */
-export function declaredRouter(prefix?: string): Router<AppState> {
-  return new Router<AppState>({ sensitive: true, ...(prefix !== undefined ? { prefix } : {}) });
+export function declaredRouter<S = AppState>(prefix?: string): Router<S> {
+  return new Router<S>({ sensitive: true, ...(prefix !== undefined ? { prefix } : {}) });
 }
 
 export interface DeclaredRoute {
@@ -71,7 +74,7 @@ export interface DeclaredRoute {
 }
 
 /** Every route of the routers, with its declaration, in registration order. */
-export function routeTable(routers: readonly Router<AppState>[]): readonly DeclaredRoute[] {
+export function routeTable<S>(routers: readonly Router<S>[]): readonly DeclaredRoute[] {
   return routers.flatMap((router) =>
     router.stack
       .filter((layer) => layer.methods.length > 0)
@@ -88,7 +91,7 @@ const undeclared: Gate = function undeclaredRoute() {
  * case-sensitive is an error: the app is not assembled on a router that matches paths the
  * gates were not written for. Returns the routes it sealed, for the log.
  */
-export function sealRoutes(routers: readonly Router<AppState>[]): readonly DeclaredRoute[] {
+export function sealRoutes<S>(routers: readonly Router<S>[]): readonly DeclaredRoute[] {
   const sealed: DeclaredRoute[] = [];
   for (const router of routers) {
     if (router.opts.sensitive !== true) throw new Error(`a router of the app matches paths case-insensitively (prefix '${router.opts.prefix ?? ''}'): build it with declaredRouter()`);

@@ -21,6 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { RequestTarget } from '../http/request-target.js';
 import { interactionRoutes, isLoginAppPath } from './login/interactions.js';
+import { sealRoutes } from '../http/route-access.js';
 import { createCookieKeys } from '../lib/cookie-keys.js';
 import type { IdpKeys } from './keys.js';
 import { createLoginFlow } from './login/login-flow.js';
@@ -77,7 +78,10 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
       pending: pending.bound,
     });
     const sourceOf = (req: IncomingMessage): string => requestSource(req, pending.trustedProxies);
-    app.use(interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log, sourceOf }).routes());
+    const login = interactionRoutes({ provider: () => provider, flow, guard: deps.passwordGuard, connectors: deps.connectors, log: deps.log, sourceOf });
+    // As in svc's own app (route-access.ts): a route without a declaration refuses everyone.
+    for (const route of sealRoutes([login])) deps.log.error({ path: route.path, methods: route.methods }, `route ${route.methods.join(',')} ${route.path} declares no access; it refuses every caller until it does`);
+    app.use(login.routes());
     app.use(function loginNoRoute(ctx) {
       noRoute(ctx, ctx.path);
     });

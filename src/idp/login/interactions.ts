@@ -27,7 +27,7 @@
  * loopback redirect, asked as the CLI is (./loopback-consent.ts); the pages name the
  * application the login is for (./application.ts).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import type Provider from 'oidc-provider';
@@ -44,6 +44,7 @@ import { CLI_CLIENT_ID } from '../clients.js';
 import type { GuardedOutcome, PasswordGuard } from './password-guard.js';
 import { MOUNT_PATH } from '../issuer.js';
 import { setPageHeaders } from '../../http/security-headers.js';
+import { allow, declaredRouter } from '../../http/route-access.js';
 import { CONNECTOR_TRANSACTION_TTL_S } from '../lifetimes.js';
 
 export interface InteractionDeps {
@@ -85,7 +86,7 @@ export function isLoginAppPath(path: string): boolean {
 }
 
 export function interactionRoutes(deps: InteractionDeps): Router {
-  const router = new Router({ prefix: MOUNT_PATH });
+  const router = declaredRouter<Koa.DefaultState>(MOUNT_PATH);
 
   /** The interaction of this browser, or an "expired" page (undefined). */
   async function details(ctx: Koa.Context): Promise<Interaction | undefined> {
@@ -114,7 +115,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     return [deps.connectors.list().find((c) => c.id === connectorId)?.type ?? 'pwd'];
   }
 
-  router.get('/interaction/:uid', async (ctx) => {
+  router.get('/interaction/:uid', allow('anyone', 'the interaction cookie of the browser that started the login'), async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     if (interaction.prompt.name === 'consent') {
@@ -138,7 +139,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     page(ctx, 200, chooserPage(list, (id) => connectorPath(interaction.uid, id), application), application);
   });
 
-  router.get('/interaction/:uid/connector/:id', async (ctx) => {
+  router.get('/interaction/:uid/connector/:id', allow('anyone', 'the interaction cookie of the browser that started the login'), async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     await showConnector(ctx, interaction, ctx.params['id'] ?? '');
@@ -167,7 +168,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     page(ctx, 200, autoPostPage(start.action, start.fields));
   }
 
-  router.post('/interaction/:uid/connector/:id', async (ctx) => {
+  router.post('/interaction/:uid/connector/:id', allow('anyone', 'the interaction cookie of the browser that started the login' + '; a password is throttled'), async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     const id = ctx.params['id'] ?? '';
@@ -189,7 +190,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     page(ctx, status, passwordForm(interaction.uid, id, connector.prompt, application, username, error), application);
   });
 
-  router.get('/interaction/:uid/finish', async (ctx) => {
+  router.get('/interaction/:uid/finish', allow('anyone', 'the interaction cookie of the browser that started the login'), async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     const done = await deps.flow.takePending(interaction.uid, ctx.cookies.get(BINDING_COOKIE, { signed: false }));
@@ -199,7 +200,7 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     await finish(ctx, { login: { accountId: done.sub, ...(done.upstream !== undefined ? { [UPSTREAM_SESSION_RESULT]: done.upstream } : {}) } }, false);
   });
 
-  router.post('/interaction/:uid/consent', async (ctx) => {
+  router.post('/interaction/:uid/consent', allow('anyone', 'the interaction cookie of the browser that started the login'), async (ctx) => {
     const interaction = await details(ctx);
     if (interaction === undefined) return;
     const form = await readForm(ctx.req);
@@ -226,8 +227,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     // The query as it came: a signed redirect-binding message is verified over its exact bytes.
     ctx.redirect(`${next}?${ctx.querystring}`);
   };
-  router.get('/callback', callback);
-  router.post('/callback', callback);
+  router.get('/callback', allow('anyone', 'the upstream login\'s state cookie'), callback);
+  router.post('/callback', allow('anyone', 'the upstream login\'s state cookie'), callback);
 
   const boundCallback = async (ctx: Koa.Context): Promise<void> => {
     const params = await paramsOf(ctx);
@@ -241,15 +242,15 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const said = outcome.message === undefined ? undefined : `${outcome.message.charAt(0).toUpperCase()}${outcome.message.slice(1)}.`;
     page(ctx, 401, errorPage('Login failed', said ?? 'Your identity provider did not confirm the login. Go back to the application and try again.'));
   };
-  router.get('/interaction/:uid/callback', boundCallback);
-  router.post('/interaction/:uid/callback', boundCallback);
+  router.get('/interaction/:uid/callback', allow('anyone', 'the interaction cookie of the browser that started the login'), boundCallback);
+  router.post('/interaction/:uid/callback', allow('anyone', 'the interaction cookie of the browser that started the login'), boundCallback);
 
   /** Koa's `secure` follows the configured url (app.ts pins the forwarded scheme under https). */
   function setBinding(ctx: Koa.Context, uid: string, value: string, expires: Date): void {
     ctx.cookies.set(BINDING_COOKIE, value, { path: interactionPath(uid), httpOnly: true, sameSite: 'lax', secure: ctx.secure, expires, overwrite: true, signed: false });
   }
 
-  router.get('/saml/:id/metadata', async (ctx) => {
+  router.get('/saml/:id/metadata', allow('anyone'), async (ctx) => {
     const id = ctx.params['id'] ?? '';
     const connector = deps.connectors.get(id);
     const isSaml = deps.connectors.list().find((c) => c.id === id)?.type === 'saml';
