@@ -50,7 +50,7 @@ export function buildAccounts(services: Services, authentication: Authentication
     outcomes: services.loginOutcomes,
     secondStep: gate,
   });
-  const secondFactor = buildSecondFactor(services, throttle, login, (hash) => authentication.signer.passwordBinding(hash));
+  const secondFactor = buildSecondFactor(services, throttle, login, (hash) => authentication.signer.passwordBinding(hash), authentication.sessions);
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
   const recordLogin = loginRecorder(authentication.sessions, services.trustedProxies, log);

@@ -1,15 +1,18 @@
 /**
  * Enrolment of a second factor for the caller's own account: a session of a local account
  * (API tokens may not enrol: whoever holds one could otherwise bind the account to a factor of
- * their own; SSO logins have their identity provider's). TOTP is a two-step enrolment: start
- * (a fresh secret, kept sealed in the state backend for ENROLMENT_TTL_MS) then confirm with a
- * code from the app; only the confirmation writes the factor and the ten recovery codes, shown
- * that once. Removing TOTP needs the password and a code (a wrong code counts in the login
- * throttle), and ends the account's sessions.
+ * their own; SSO logins have their identity provider's). Every change takes a recent proof
+ * (recent-proof.ts: the password, and a code while a factor is on): a session alone changes
+ * nothing. TOTP is a two-step enrolment: start (the proof; a fresh secret, kept sealed in the
+ * state backend for ENROLMENT_TTL_MS and bound to the session that started it) then confirm with
+ * a code from the app; only the confirmation writes the factor and the ten recovery codes, shown
+ * that once, and ends the account's other sessions (other-sessions.ts). Removing TOTP ends the
+ * account's sessions.
  *
  * Key (the backend adds `svc:`): mfa-totp-pending:<name>, the sealed secret being enrolled.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
 import type { AccountSettings } from '../accounts/account.js';
 import { factorOf } from '../accounts/account.js';
 import type { AuditSource, AuditTrail } from '../audit/trail.js';
@@ -17,8 +20,10 @@ import { Conflict, InvalidRequest, PermissionDenied } from '../errors.js';
 import type { Principal } from '../principal.js';
 import type { LoginThrottle } from '../session/throttle.js';
 import type { StateBackend } from '../state/state.js';
-import { checkCode, type SecondFactorKeys } from './codes.js';
+import type { SecondFactorKeys } from './codes.js';
 import type { FactorStore } from './factor-store.js';
+import { enrolEndingOthers, type EndOtherSessions } from './other-sessions.js';
+import { createRecentProof, type Proof, type RecentProofDeps } from './recent-proof.js';
 import { newRecoveryCodes } from './recovery-codes.js';
 import { matchingStep, newTotpSecret, totpUri } from './totp.js';
 import { claimTotpStep } from './totp-replay.js';
@@ -40,9 +45,12 @@ export interface EnrolmentDeps {
   readonly factors: FactorStore;
   readonly keys: SecondFactorKeys;
   /** The login service's password check (throttle, timing and failure delay included). */
-  readonly checkPassword: (request: { username: string; password: string }, options: { readonly keepFailures: true }) => Promise<boolean>;
+  readonly checkPassword: RecentProofDeps['checkPassword'];
   /** The login throttle: a wrong code here counts as one at login does (else a stolen session and password could guess codes freely). */
   readonly throttle: Pick<LoginThrottle, 'admit' | 'recordFailure' | 'recordSuccess'>;
+  /** Where the account's other sessions are ended when a factor is enrolled. */
+  readonly endOtherSessions: EndOtherSessions;
+  readonly log: Pick<Logger, 'warn'>;
   readonly required: () => boolean;
   /** The issuer shown in authenticator apps: svc's host. */
   readonly issuer: () => string;
@@ -52,16 +60,13 @@ export interface EnrolmentDeps {
 
 export interface Enrolment {
   status(caller: Principal): SecondFactorStatus;
-  startTotp(caller: Principal): Promise<{ readonly secret: string; readonly uri: string }>;
+  startTotp(caller: Principal, proof: Proof): Promise<{ readonly secret: string; readonly uri: string }>;
   confirmTotp(caller: Principal, code: string, source: AuditSource): Promise<{ readonly recoveryCodes: readonly string[] }>;
   removeTotp(caller: Principal, proof: Proof, source: AuditSource): Promise<void>;
   regenerateRecoveryCodes(caller: Principal, proof: Proof, source: AuditSource): Promise<{ readonly recoveryCodes: readonly string[] }>;
 }
 
-export interface Proof {
-  readonly password: string;
-  readonly code: string;
-}
+export type { Proof } from './recent-proof.js';
 
 /** The account of a caller that may change its own second factor: a local session. */
 export function ownAccount(caller: Principal, accounts: () => ReadonlyMap<string, AccountSettings>): AccountSettings {
@@ -71,6 +76,11 @@ export function ownAccount(caller: Principal, accounts: () => ReadonlyMap<string
   const account = accounts().get(caller.username);
   if (account === undefined) throw new PermissionDenied(`account '${caller.username}' does not exist`);
   return account;
+}
+
+/** What the pending secret is sealed to: the account and the session that started the enrolment. */
+function pendingContext(account: AccountSettings, caller: Principal): string {
+  return `${account.name}\nsession:${caller.tokenId}`;
 }
 
 /** A whole second from now, waited for: sessions issued before it end, those after it live (as password-change.ts). */
@@ -83,19 +93,7 @@ export async function sessionCutoff(now: () => number): Promise<Date> {
 
 export function createEnrolment(deps: EnrolmentDeps): Enrolment {
   const { state, keys, factors, audit } = deps;
-  const codeDeps = { state, factors, keys, now: deps.now };
-
-  async function proven(account: AccountSettings, proof: Proof): Promise<void> {
-    // The right password clears nothing: only the code's success does, so password and code
-    // guesses add up in the login throttle as at login.
-    if (!(await deps.checkPassword({ username: account.name, password: proof.password }, { keepFailures: true }))) throw new PermissionDenied('the password is incorrect');
-    const attempt = await deps.throttle.admit(account.name);
-    if ((await checkCode(codeDeps, account, proof.code)) === undefined) {
-      await deps.throttle.recordFailure(account.name, attempt);
-      throw new PermissionDenied('the second-factor code is incorrect or already used');
-    }
-    await deps.throttle.recordSuccess(account.name);
-  }
+  const proven = createRecentProof({ checkPassword: deps.checkPassword, throttle: deps.throttle, codes: { state, factors, keys, now: deps.now } });
 
   function newCodes(): { codes: string[]; hashes: string[] } {
     const hash = keys.recoveryHasher();
@@ -115,25 +113,26 @@ export function createEnrolment(deps: EnrolmentDeps): Enrolment {
       };
     },
 
-    async startTotp(caller) {
+    async startTotp(caller, proof) {
       const account = ownAccount(caller, deps.accounts);
       if (factorOf(account).totpSealed !== undefined) throw new Conflict(`account '${account.name}' already has TOTP; remove it first to enrol a new authenticator`);
+      await proven(account, proof);
       const secret = newTotpSecret();
-      await state.set(PENDING_PREFIX + account.name, keys.totpSealer().seal(secret, account.name), { ttlMs: ENROLMENT_TTL_MS });
+      await state.set(PENDING_PREFIX + account.name, keys.totpSealer().seal(secret, pendingContext(account, caller)), { ttlMs: ENROLMENT_TTL_MS });
       return { secret, uri: totpUri(secret, account.name, deps.issuer()) };
     },
 
     async confirmTotp(caller, code, source) {
       const account = ownAccount(caller, deps.accounts);
       const sealed = await state.get(PENDING_PREFIX + account.name);
-      const secret = sealed === null ? undefined : keys.totpSealer().open(sealed, account.name);
-      if (secret === undefined) throw new InvalidRequest('no TOTP enrolment is in progress for this account (or it is older than 10 minutes): start again with POST /api/v1/account/second-factor/totp');
+      const secret = sealed === null ? undefined : keys.totpSealer().open(sealed, pendingContext(account, caller));
+      if (secret === undefined) throw new InvalidRequest('no TOTP enrolment is in progress for this session (or it is older than 10 minutes): start again with POST /api/v1/account/second-factor/totp');
       const step = matchingStep(secret, code.trim(), deps.now());
       if (step === undefined || !(await claimTotpStep(state, account.name, step))) throw new InvalidRequest("field 'code' does not match the new authenticator (or was already used): type the current code from the app");
       const { codes, hashes } = newCodes();
-      await factors.enableTotp(account.name, keys.totpSealer().seal(secret, account.name), hashes);
+      const { ended } = await enrolEndingOthers({ endOtherSessions: deps.endOtherSessions, log: deps.log }, account.name, caller, source, () => factors.enableTotp(account.name, keys.totpSealer().seal(secret, account.name), hashes));
       await state.delete(PENDING_PREFIX + account.name);
-      audit.record({ category: 'iam', type: 'creation', action: 'second-factor-enrolled', outcome: 'success', user: { name: account.name, id: account.name }, source, svc: { factor: 'totp' } });
+      audit.record({ category: 'iam', type: 'creation', action: 'second-factor-enrolled', outcome: 'success', user: { name: account.name, id: account.name }, source, svc: { factor: 'totp', otherSessionsEnded: ended } });
       return { recoveryCodes: codes };
     },
 

@@ -1,14 +1,18 @@
 /**
  * A second factor for local accounts over the JSON API, on a running server: TOTP enrolment,
  * the login's second step with its single-use challenge, codes accepted once per time step,
- * recovery codes, the shared failure window, removal ending sessions, and the audit trail.
+ * recovery codes, the shared failure window, removal ending sessions, and the audit trail; every
+ * change of factor taking the password (and a code while a factor is on), never the session
+ * alone, and enrolment ending the account's other sessions.
  * The server's clock (Services.now) is moved in whole TOTP steps so codes of chosen steps can
  * be computed.
  */
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
+import type { PasskeyRecord } from '../../src/accounts/account.js';
+import { createFactorStore } from '../../src/second-factor/factor-store.js';
+import { call, login, PASSWORDS, waitFor } from '../helpers/accounts-fixture.js';
 import type { CollectedAudit } from '../helpers/audit.js';
 import { challengeOf, enrolTotp, loginWithCode, passwordStep, secondStep, startSecondFactorSvc, STEP_MS, type Enrolled, type SecondFactorSvc } from '../helpers/second-factor.js';
 import type { TestServer } from '../helpers/server.js';
@@ -26,7 +30,8 @@ describe('second factor over the API', function () {
   let alice: Enrolled;
 
   before(async function () {
-    svc = await startSecondFactorSvc({ maxFailCount: 5 });
+    // carol and dave log in too: the proof tests use them.
+    svc = await startSecondFactorSvc({ maxFailCount: 5, cm: { 'accounts.carol': 'apiKey, login', 'accounts.dave.enabled': 'true' } });
     ({ dir, server, base, audit } = svc);
   });
   after(async function () {
@@ -35,7 +40,7 @@ describe('second factor over the API', function () {
 
   it('enrols TOTP for the own session: an otpauth URI, counted only once confirmed, ten recovery codes shown once', async function () {
     const token = await login(base, 'alice', PASSWORDS.alice);
-    const started = await call(base, 'POST', '/api/v1/account/second-factor/totp', { token });
+    const started = await call(base, 'POST', '/api/v1/account/second-factor/totp', { token, body: { password: PASSWORDS.alice } });
     expect(started.status).to.equal(200);
     const secret = String(started.body['secret']);
     expect(secret).to.match(/^[A-Z2-7]{32}$/);
@@ -195,7 +200,130 @@ describe('second factor over the API', function () {
     expect((await passwordStep(base, 'alice', PASSWORDS.alice)).status).to.equal(200);
     expect(audit.of('second-factor-removed')).to.have.length(1);
   });
+
+  describe('a stolen session alone never changes the second factor', function () {
+    const TOTP = '/api/v1/account/second-factor/totp';
+    const OPTIONS = '/api/v1/account/second-factor/webauthn/register-options';
+    const RECOVERY = '/api/v1/account/second-factor/recovery-codes';
+    const LAPTOP: PasskeyRecord = { id: 'Y3JlZC1sYXB0b3A', name: 'laptop', publicKey: 'cHVibGljLWtleQ', counter: 0, createdAt: 1_700_000_000 };
+    const noPassword = (name: string): string => `field 'password' is required: changing a second factor takes the password of account '${name}'`;
+    const noCode = (name: string): string => `field 'code' is required: account '${name}' has a second factor; send a code from the authenticator app or a recovery code`;
+    const failures = (name: string): Promise<string | null> => server.services.state.get(`login-failures:${name}`);
+    let carol: Enrolled;
+
+    it('starts TOTP enrolment only with the password; a wrong one counts as a failed login', async function () {
+      const token = await login(base, 'dave', PASSWORDS.dave);
+      const bare = await call(base, 'POST', TOTP, { token });
+      expect(bare.status).to.equal(400);
+      expect(bare.body).to.deep.equal({ error: 'invalid_request', message: noPassword('dave') });
+      const wrong = await call(base, 'POST', TOTP, { token, body: { password: 'wrong' } });
+      expect(wrong.status).to.equal(403);
+      expect(wrong.body).to.deep.equal({ error: 'permission_denied', message: 'the password is incorrect' });
+      expect(await failures('dave')).to.equal('1');
+      const started = await call(base, 'POST', TOTP, { token, body: { password: PASSWORDS.dave } });
+      expect(started.status).to.equal(200);
+      expect(String(started.body['secret'])).to.match(/^[A-Z2-7]{32}$/);
+    });
+
+    it('enrolling ends the account\'s other sessions; the enrolling one lives on', async function () {
+      const other = await login(base, 'dave', PASSWORDS.dave);
+      expect((await call(base, 'GET', '/api/v1/account/second-factor', { token: other })).status).to.equal(200);
+      const dave = await enrolTotp(base, 'dave', PASSWORDS.dave, now);
+      const refused = await call(base, 'GET', '/api/v1/account/second-factor', { token: other });
+      expect(refused.status).to.equal(401);
+      const kept = await call(base, 'GET', '/api/v1/account/second-factor', { token: dave.token });
+      expect(kept.status).to.equal(200);
+      expect(kept.body['totp']).to.equal(true);
+      // Both of dave's earlier sessions (the previous test's and `other`), the enrolling one kept.
+      const ended = audit.of('session-ended').filter((e) => e.svc?.['via'] === 'second-factor' && e.user?.id === 'dave');
+      expect(ended).to.have.length(2);
+      expect(tokenIdOf(dave.token)).to.match(/^[0-9a-f-]{36}$/);
+      expect(ended.map((e) => e.svc?.['sessionId'])).not.to.include(tokenIdOf(dave.token));
+      expect(audit.of('second-factor-enrolled').filter((e) => e.user?.name === 'dave').map((e) => e.svc?.['factor'])).to.deep.equal(['totp']);
+    });
+
+    it('gives passkey registration options only with the password, and a code while a factor is on; wrong ones count', async function () {
+      carol = await enrolTotp(base, 'carol', PASSWORDS.carol, now);
+      nextSteps();
+      const token = carol.token;
+      const bare = await call(base, 'POST', OPTIONS, { token });
+      expect(bare.status).to.equal(400);
+      expect(bare.body).to.deep.equal({ error: 'invalid_request', message: noPassword('carol') });
+      const passwordOnly = await call(base, 'POST', OPTIONS, { token, body: { password: PASSWORDS.carol } });
+      expect(passwordOnly.status).to.equal(400);
+      expect(passwordOnly.body).to.deep.equal({ error: 'invalid_request', message: noCode('carol') });
+      const wrongPassword = await call(base, 'POST', OPTIONS, { token, body: { password: 'wrong', code: codeAt(carol.secret, now()) } });
+      expect(wrongPassword.status).to.equal(403);
+      expect(await failures('carol')).to.equal('1');
+      const wrongCode = await call(base, 'POST', OPTIONS, { token, body: { password: PASSWORDS.carol, code: '000000' } });
+      expect(wrongCode.status).to.equal(403);
+      expect(wrongCode.body['message']).to.equal('the second-factor code is incorrect or already used');
+      expect(await failures('carol')).to.equal('2');
+      const ok = await call(base, 'POST', OPTIONS, { token, body: { password: PASSWORDS.carol, code: codeAt(carol.secret, now()) } });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+      expect(ok.body['challenge']).to.be.a('string');
+      expect(await failures('carol')).to.equal(null);
+    });
+
+    it('removes a passkey only with the password and a code; a wrong password counts; the removal ends the sessions', async function () {
+      // A passkey as a registration stores it (the removal never reads its key).
+      await createFactorStore(server.services.store).addPasskey('carol', LAPTOP, undefined);
+      const status = async (): Promise<Record<string, unknown>> => (await call(base, 'GET', '/api/v1/account/second-factor', { token: carol.token })).body;
+      await waitFor(async () => ((await status())['passkeys'] as unknown[]).length === 1, 'the passkey is in force');
+      nextSteps();
+      const path = `/api/v1/account/second-factor/webauthn/${LAPTOP.id}`;
+      const bare = await call(base, 'DELETE', path, { token: carol.token });
+      expect(bare.status).to.equal(400);
+      expect(bare.body).to.deep.equal({ error: 'invalid_request', message: noPassword('carol') });
+      const passwordOnly = await call(base, 'DELETE', path, { token: carol.token, body: { password: PASSWORDS.carol } });
+      expect(passwordOnly.status).to.equal(400);
+      expect(passwordOnly.body).to.deep.equal({ error: 'invalid_request', message: noCode('carol') });
+      const wrongPassword = await call(base, 'DELETE', path, { token: carol.token, body: { password: 'wrong', code: codeAt(carol.secret, now()) } });
+      expect(wrongPassword.status).to.equal(403);
+      expect(await failures('carol')).to.equal('1');
+      expect((await status())['passkeys']).to.deep.equal([{ id: LAPTOP.id, name: 'laptop', createdAt: LAPTOP.createdAt }]);
+      const removed = await call(base, 'DELETE', path, { token: carol.token, body: { password: PASSWORDS.carol, code: codeAt(carol.secret, now()) } });
+      expect(removed.status, JSON.stringify(removed.body)).to.equal(200);
+      await waitForRefusal(base, carol.token);
+      expect(audit.of('second-factor-removed').filter((e) => e.user?.name === 'carol').map((e) => e.svc?.['factor'])).to.deep.equal(['webauthn']);
+    });
+
+    it('replaces recovery codes only with the password and a code', async function () {
+      nextSteps();
+      const session = await loginWithCode(base, 'carol', PASSWORDS.carol, codeAt(carol.secret, now()));
+      const token = String(session.body['token']);
+      const bare = await call(base, 'POST', RECOVERY, { token });
+      expect(bare.status).to.equal(400);
+      expect(bare.body).to.deep.equal({ error: 'invalid_request', message: noPassword('carol') });
+      const passwordOnly = await call(base, 'POST', RECOVERY, { token, body: { password: PASSWORDS.carol } });
+      expect(passwordOnly.status).to.equal(400);
+      expect(passwordOnly.body).to.deep.equal({ error: 'invalid_request', message: noCode('carol') });
+      const wrongPassword = await call(base, 'POST', RECOVERY, { token, body: { password: 'wrong', code: carol.recoveryCodes[0] } });
+      expect(wrongPassword.status).to.equal(403);
+      expect(await failures('carol')).to.equal('1');
+      const replaced = await call(base, 'POST', RECOVERY, { token, body: { password: PASSWORDS.carol, code: carol.recoveryCodes[0] } });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+      expect(replaced.body['recoveryCodes']).to.have.length(10);
+    });
+
+    it('locks the name after wrong passwords on factor changes, as wrong logins do', async function () {
+      const token = await login(base, 'admin', PASSWORDS.admin);
+      for (let i = 0; i < 5; i++) expect((await call(base, 'POST', TOTP, { token, body: { password: 'wrong' } })).status).to.equal(403);
+      const locked = await passwordStep(base, 'admin', PASSWORDS.admin);
+      expect(locked.status).to.equal(429);
+      expect(locked.body['error']).to.equal('too_many_attempts');
+      const refused = await call(base, 'POST', TOTP, { token, body: { password: PASSWORDS.admin } });
+      expect(refused.status).to.equal(429);
+      expect(refused.body).not.to.have.property('secret');
+    });
+  });
 });
+
+/** The `jti` of a session token (its id in the session registry), read without verifying. */
+function tokenIdOf(token: string): string {
+  const payload = token.split('.')[1] ?? '';
+  return String((JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { jti?: unknown }).jti);
+}
 
 /** The store's watcher applies the write within moments: wait until the old session is refused. */
 async function waitForRefusal(base: string, token: string): Promise<void> {

@@ -47,13 +47,15 @@ export interface SecondFactorSvcOptions {
   readonly maxFailCount: number;
   /** Serve on http://localhost:<port> (WebAuthn takes no IP address as relying party) rather than 127.0.0.1. */
   readonly localhost?: boolean;
+  /** More svc-cm keys (to let the fixture's carol and dave log in, say). */
+  readonly cm?: Readonly<Record<string, string>>;
 }
 
 export async function startSecondFactorSvc(options: SecondFactorSvcOptions): Promise<SecondFactorSvc> {
   const clock = stepClock();
   const port = options.localhost === true ? await freePort() : undefined;
   const url = port === undefined ? undefined : `http://localhost:${port}`;
-  const dir = accountsConfigDir(url === undefined ? {} : { cm: { url } });
+  const dir = accountsConfigDir({ cm: { ...options.cm, ...(url === undefined ? {} : { url }) } });
   const audit = collectAudit();
   let server: TestServer;
   try {
@@ -79,10 +81,10 @@ export interface Enrolled {
   readonly token: string;
 }
 
-/** Logs in with the password and enrols TOTP with the code of `now()`. */
+/** Logs in with the password and enrols TOTP (the password again as its proof) with the code of `now()`. */
 export async function enrolTotp(base: string, username: string, password: string, now: () => number): Promise<Enrolled> {
   const token = await login(base, username, password);
-  const started = await call(base, 'POST', '/api/v1/account/second-factor/totp', { token });
+  const started = await call(base, 'POST', '/api/v1/account/second-factor/totp', { token, body: { password } });
   expect(started.status, JSON.stringify(started.body)).to.equal(200);
   const secret = String(started.body['secret']);
   const confirmed = await call(base, 'POST', '/api/v1/account/second-factor/totp/confirm', { token, body: { code: codeAt(secret, now()) } });
