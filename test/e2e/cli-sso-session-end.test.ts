@@ -12,6 +12,7 @@ import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
 import YAML from 'yaml';
+import { personKey, ssoPerson } from '../../src/person.js';
 import { waitFor } from '../helpers/accounts-fixture.js';
 import { startCli } from '../helpers/cli-process.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
@@ -119,10 +120,12 @@ describe('e2e: a CLI SSO session ended from svc ends its refresh token too (two 
   it('an admin ends another account\'s CLI session with ?account=: its refresh is refused', async function () {
     const { idToken, refreshToken } = await cliLogin('alice', 'alice123');
     const admin = await webLogin('bob', 'bob123');
-    const sub = decodeJwt(idToken).sub as string;
-    const id = await cliSessionId(idToken, admin, sub);
+    const claims = decodeJwt(idToken);
+    // An SSO user is named by their person key: a bare name is always a local account.
+    const account = personKey(ssoPerson(claims.iss as string, claims.sub as string));
+    const id = await cliSessionId(idToken, admin, account);
 
-    const res = await on('b', () => fetch(`${url}/api/v1/session/${encodeURIComponent(id)}?account=${encodeURIComponent(sub)}`, { method: 'DELETE', ...bearer(admin) }));
+    const res = await on('b', () => fetch(`${url}/api/v1/session/${encodeURIComponent(id)}?account=${encodeURIComponent(account)}`, { method: 'DELETE', ...bearer(admin) }));
     expect(res.status).to.equal(200);
 
     expect(await refreshRefused(refreshToken)).to.have.property('error', 'invalid_grant');

@@ -40,7 +40,7 @@ describe('e2e: back-channel logout from the SSO provider', function () {
     expect(((await left.json()) as { items: unknown[] }).items).to.have.length(1);
     const ended = audit.of('session-ended');
     expect(ended.map((e) => e.svc?.['via'])).to.deep.equal(['backchannel']);
-    expect(ended[0]?.user).to.deep.equal({ id: 'alice' });
+    expect(ended[0]?.user, 'the SSO user alice of the provider').to.deep.equal({ id: 'alice', domain: setup.provider.issuer });
     expect(setup.svc.logs()).to.include('"msg":"back-channel logout"');
   });
 

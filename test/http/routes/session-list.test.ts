@@ -71,7 +71,7 @@ describe('HTTP /api/v1/session/list and DELETE /api/v1/session/{id}', function (
     expect((await call(server.url, 'GET', '/api/v1/account/alice', { token: keep })).status).to.equal(200);
     expect((await items(keep)).map((i) => i['id'])).not.to.include(doomedId);
     const event = audit.of('session-ended').find((e) => e.svc?.['sessionId'] === doomedId);
-    expect(event).to.deep.include({ outcome: 'success', user: { id: 'alice' } });
+    expect(event).to.deep.include({ outcome: 'success', user: { id: 'alice', domain: 'svc' } });
     expect(event?.svc).to.deep.include({ via: 'list', kind: 'local' });
     expect(JSON.stringify(audit.events)).not.to.include(doomed);
   });
