@@ -119,9 +119,18 @@ export class ApiClient {
     }
   }
 
-  /** Starts a TOTP enrolment of the logged-in account: the secret and its otpauth:// URI. */
-  startTotp(): Promise<{ readonly secret: string; readonly uri: string }> {
-    return this.request('POST', '/api/v1/account/second-factor/totp');
+  /** The logged-in account's second factor: what is on, never a secret. */
+  secondFactorStatus(): Promise<{ readonly totp: boolean; readonly passkeys: readonly unknown[] }> {
+    return this.request('GET', '/api/v1/account/second-factor');
+  }
+
+  /**
+   * Starts a TOTP enrolment of the logged-in account: the secret and its otpauth:// URI. Takes
+   * the account's password, and a code when a factor is already on (a session alone never
+   * changes a factor).
+   */
+  startTotp(proof: { readonly password: string; readonly code?: string }): Promise<{ readonly secret: string; readonly uri: string }> {
+    return this.request('POST', '/api/v1/account/second-factor/totp', proof);
   }
 
   /** Confirms it with a code from the app: the ten recovery codes, shown this once. */

@@ -1,7 +1,8 @@
 /**
  * The CLI and a second factor, in-process against a real server: `svc account second-factor
- * enable-totp` (URI, terminal QR code, a code read from standard input, recovery codes once),
- * then `svc login` with `--otp`, or refused without it when it cannot ask.
+ * enable-totp` (the password as its proof; URI, terminal QR code, a code read from standard
+ * input, recovery codes once), then `svc login` with `--otp`, or refused without it when it
+ * cannot ask.
  */
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,9 +43,17 @@ describe('svc CLI with a second factor', function () {
     return { code, stdout: io.stdout(), stderr: io.stderr() };
   }
 
-  it('enables TOTP: prints the URI, a QR code and the secret, reads the code, prints ten recovery codes once', async function () {
+  it('refuses to enable TOTP without the password, or with a wrong one', async function () {
     expect((await svc(['login', server.url, '--username', 'alice', '--password', PASSWORDS.alice])).code).to.equal(0);
-    const enabled = await svc(['account', 'second-factor', 'enable-totp'], async (stdout) => {
+    const bare = await svc(['account', 'second-factor', 'enable-totp'], () => Promise.resolve(''));
+    expect(bare).to.include({ code: 1, stderr: 'svc: --password is required (stdin is not a terminal, so svc cannot prompt for it)\n' });
+    const wrong = await svc(['account', 'second-factor', 'enable-totp', '--password', 'wrong'], () => Promise.resolve(''));
+    expect(wrong).to.include({ code: 1, stderr: 'svc: the password is incorrect\n' });
+    expect(wrong.stdout).not.to.include('Secret:');
+  });
+
+  it('enables TOTP: prints the URI, a QR code and the secret, reads the code, prints ten recovery codes once', async function () {
+    const enabled = await svc(['account', 'second-factor', 'enable-totp', '--password', PASSWORDS.alice], async (stdout) => {
       while (!/Secret: [A-Z2-7]+\n/.test(stdout())) await new Promise((r) => setTimeout(r, 20));
       secret = /Secret: ([A-Z2-7]+)\n/.exec(stdout())?.[1] ?? '';
       return codeAt(secret, now());

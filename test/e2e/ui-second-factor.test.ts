@@ -1,9 +1,11 @@
 /**
- * The pages and a second factor, in Chromium: TOTP enrolled on the account page (the code
- * computed from the secret the page shows), then a login with password and code; a wrong code
+ * The pages and a second factor, in Chromium: TOTP enrolled on the account page (the password
+ * asked for first; the code computed from the secret the page shows), then a login with
+ * password and code; a wrong code
  * (a message, and it counts toward the lockout); a recovery code that works once; the second
  * step by keyboard alone and axe-clean; a passkey registered with Chromium's virtual
- * authenticator (the DevTools protocol's WebAuthn domain) and used to log in.
+ * authenticator (the DevTools protocol's WebAuthn domain), used to log in, and removed (each
+ * change of factor with the password and a code).
  *
  * WebAuthn takes no IP address as relying party: svc's `url` is http://localhost:<port>, and the
  * pages are opened there.
@@ -53,6 +55,12 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     const page = await chromium.page();
     await passwordStep(page, 'alice', PASSWORDS.alice);
     await page.waitForURL(`${base}/`);
+    // Without the password the page asks for it, and nothing is started.
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    await pageSays(page, "document.getElementById('message').textContent.startsWith('Type your password first')");
+    expect(await page.isHidden('#totp-setup')).to.equal(true);
+    expect(await page.isHidden('#factor-code-field')).to.equal(true);
+    await page.fill('#factor-password', PASSWORDS.alice);
     await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
     // The click only starts the page's POST …/totp: the secret and its link are filled in when
     // that answers, and the setup shown after them. Read before then, the field is still empty.
@@ -138,7 +146,7 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     expect(await seriousViolations(page)).to.deep.equal([]);
   });
 
-  it('registers a passkey with Chromium\'s virtual authenticator on the account page and logs in with it', async function () {
+  it('registers a passkey with Chromium\'s virtual authenticator on the account page, logs in with it, and removes it with the password and a code', async function () {
     aliceEnrolled();
     const page = await chromium.page();
     const cdp = await page.context().newCDPSession(page);
@@ -152,7 +160,13 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await page.fill('#code', codeAt(aliceSecret, now()));
     await page.keyboard.press('Enter');
     await page.waitForURL(`${base}/`);
+    // TOTP is on: adding a passkey takes the password and a code.
+    await pageSays(page, "!document.getElementById('factor-code-field').hidden");
     await page.fill('#passkey-name', 'laptop');
+    await page.fill('#factor-password', PASSWORDS.alice);
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await pageSays(page, "document.getElementById('message').textContent.startsWith('Type a code from your authenticator app')");
+    await page.fill('#factor-code', codeAt(aliceSecret, now() + STEP_MS));
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await pageSays(page, "document.getElementById('message').textContent === 'Passkey laptop added.'");
     // The message comes before the list is asked again (GET …/second-factor).
@@ -166,6 +180,18 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
     await page.waitForURL(`${base}/`);
     const logins = audit.of('login').filter((e) => e.svc?.['factor'] === 'webauthn');
     expect(logins.map((e) => e.outcome)).to.deep.equal(['success']);
+    // Removing it takes the password and a code too: the button alone only asks for them.
+    await pageSays(page, "document.querySelectorAll('#passkey-list li').length > 0");
+    await page.getByRole('button', { name: 'Remove passkey laptop' }).click();
+    await pageSays(page, "document.getElementById('message').textContent.startsWith('Type your password first')");
+    expect(await page.locator('#passkey-list li').allTextContents()).to.deep.equal(['laptop Remove']);
+    expect(await seriousViolations(page)).to.deep.equal([]);
+    nextSteps();
+    await page.fill('#factor-password', PASSWORDS.alice);
+    await page.fill('#factor-code', codeAt(aliceSecret, now()));
+    await page.getByRole('button', { name: 'Remove passkey laptop' }).click();
+    await page.waitForURL(`${base}/login`);
+    expect(audit.of('second-factor-removed').map((e) => e.svc?.['factor'])).to.deep.equal(['webauthn']);
   });
 });
 

@@ -2,7 +2,9 @@
  * The account page's second factor: what is enrolled (GET /api/v1/account/second-factor), an
  * authenticator app (POST …/totp shows the secret and its otpauth link, POST …/totp/confirm
  * turns it on and shows the recovery codes once), and passkeys (register-options, then the
- * browser makes one, then register; delete).
+ * browser makes one, then register; delete). Starting an enrolment and removing a factor send
+ * the password typed in the section, and its code while a factor is on: the server refuses a
+ * change of factor with the session alone.
  */
 import { api, byId } from './api.js';
 import { passkeyRegistration } from './webauthn.js';
@@ -15,6 +17,36 @@ interface Status {
 }
 
 type Say = (text: string, kind: 'error' | 'ok') => void;
+
+interface Proof {
+  readonly password: string;
+  readonly code?: string;
+}
+
+/** Thrown when the section's proof fields are not filled in: said as it is, the field focused. */
+class MissingProof extends Error {}
+
+/** The password, and the code when the code field is shown (a factor is on). */
+function proofFromFields(): Proof {
+  const password = byId<HTMLInputElement>('factor-password');
+  const code = byId<HTMLInputElement>('factor-code');
+  if (password.value === '') {
+    password.focus();
+    throw new MissingProof('Type your password first: adding or removing a second factor asks for it.');
+  }
+  if (byId('factor-code-field').hidden) return { password: password.value };
+  if (code.value.trim() === '') {
+    code.focus();
+    throw new MissingProof('Type a code from your authenticator app, or a recovery code: a second factor is on.');
+  }
+  return { password: password.value, code: code.value.trim() };
+}
+
+/** A code works once and the password is not kept in the page longer than it is needed. */
+function clearProofFields(): void {
+  byId<HTMLInputElement>('factor-password').value = '';
+  byId<HTMLInputElement>('factor-code').value = '';
+}
 
 function statusText(status: Status): string {
   const parts = [status.totp ? 'an authenticator app' : '', status.passkeys.length > 0 ? `${status.passkeys.length} passkey${status.passkeys.length === 1 ? '' : 's'}` : ''].filter((p) => p !== '');
@@ -34,6 +66,7 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
     const status = await api<Status>('GET', '/api/v1/account/second-factor');
     byId('second-factor-status').textContent = statusText(status);
     byId('totp-start').hidden = status.totp;
+    byId('factor-code-field').hidden = !status.totp && status.passkeys.length === 0;
     const list = byId<HTMLUListElement>('passkey-list');
     list.replaceChildren(...status.passkeys.map((p) => passkeyItem(p, reload, say, failure)));
   };
@@ -43,13 +76,14 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
   byId('totp-start').addEventListener('click', () => {
     void (async () => {
       try {
-        const { secret, uri } = await api<{ secret: string; uri: string }>('POST', '/api/v1/account/second-factor/totp');
+        const { secret, uri } = await api<{ secret: string; uri: string }>('POST', '/api/v1/account/second-factor/totp', proofFromFields());
+        clearProofFields();
         byId<HTMLInputElement>('totp-secret').value = secret;
         byId<HTMLAnchorElement>('totp-uri').href = uri;
         byId('totp-setup').hidden = false;
         byId('totp-code').focus();
       } catch (err: unknown) {
-        say(failure(err), 'error');
+        say(err instanceof MissingProof ? err.message : failure(err), 'error');
       }
     })();
   });
@@ -77,7 +111,8 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
     event.preventDefault();
     void (async () => {
       try {
-        const options = await api<Record<string, unknown>>('POST', '/api/v1/account/second-factor/webauthn/register-options');
+        const options = await api<Record<string, unknown>>('POST', '/api/v1/account/second-factor/webauthn/register-options', proofFromFields());
+        clearProofFields();
         const response = await passkeyRegistration(options);
         const name = byId<HTMLInputElement>('passkey-name').value.trim();
         const added = await api<{ recoveryCodes?: string[] }>('POST', '/api/v1/account/second-factor/webauthn/register', { name, response });
@@ -86,7 +121,7 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
         say(`Passkey ${name} added.`, 'ok');
         await reload();
       } catch (err: unknown) {
-        say(failure(err), 'error');
+        say(err instanceof MissingProof ? err.message : failure(err), 'error');
       }
     })();
   });
@@ -103,10 +138,11 @@ function passkeyItem(passkey: Status['passkeys'][number], reload: () => Promise<
   remove.addEventListener('click', () => {
     void (async () => {
       try {
-        await api('DELETE', `/api/v1/account/second-factor/webauthn/${encodeURIComponent(passkey.id)}`);
+        await api('DELETE', `/api/v1/account/second-factor/webauthn/${encodeURIComponent(passkey.id)}`, proofFromFields());
         // Removing a factor ends this account's sessions, this one included.
         location.assign('/login');
       } catch (err: unknown) {
+        if (err instanceof MissingProof) return say(err.message, 'error');
         say(failure(err), 'error');
         await reload();
       }
