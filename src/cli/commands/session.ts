@@ -22,7 +22,7 @@ export function registerSession(program: Command, ctx: CliContext): void {
   session
     .command('list')
     .description('list the sessions, newest first; * marks the one this CLI uses')
-    .option('--account <name>', "another account's sessions (needs accounts, update, <name>)")
+    .option('--account <name>', "another person's sessions: a local account's name, or an SSO user's key sso:<issuer>:<sub> (needs accounts, update, <name>)")
     .option('-o, --output <format>', 'json, yaml or wide')
     .action(async function listSessions(options: ListOptions) {
       const format = parseOutputFormat(options.output);
@@ -34,7 +34,7 @@ export function registerSession(program: Command, ctx: CliContext): void {
     .description('end a session by its id (its token stops working at once), or every other one with --all-others')
     .argument('[id]', 'the session id, as `svc session list` shows it')
     .option('--all-others', 'end every session but the one this CLI uses')
-    .option('--account <name>', "another account's session (needs accounts, update, <name>)")
+    .option('--account <name>', "another person's session: a local account's name, or an SSO user's key sso:<issuer>:<sub> (needs accounts, update, <name>)")
     .action(async function deleteSession(id: string | undefined, options: DeleteOptions) {
       if ((id === undefined) === (options.allOthers !== true)) throw new CliError('give a session id or --all-others (not both)');
       const { client } = await ctx.client();
