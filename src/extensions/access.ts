@@ -38,7 +38,7 @@ export interface ExtensionRequest {
    * naming the application was refused (handshake-application.ts), raised at this step.
    */
   readonly application: string | InvalidRequest | undefined;
-  /** The HTTP method as sent (a WebSocket handshake passes WEBSOCKET_ACTION's GET). */
+  /** The HTTP method as sent, which is the one forwarded (authorized-request.ts; a handshake is always a GET). */
   readonly method: string;
 }
 

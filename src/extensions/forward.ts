@@ -26,17 +26,20 @@ import { heldSetCookies } from '../http/entry.js';
 import { onConnectionClose } from './connection-close.js';
 import { responseHeaderList } from './headers.js';
 import { isTlsError } from './tls.js';
+import type { AuthorizedRequest } from './authorized-request.js';
 
 export interface ForwardRequest {
   readonly dispatcher: Dispatcher;
+  /**
+   * What is sent: the method, path and headers the checks decided on (authorized-request.ts),
+   * as they are; nothing here reads the client's request again.
+   */
+  readonly authorized: AuthorizedRequest;
   /** For messages; the origin (scheme, host, port) goes to logs only, never to clients. */
   readonly extension: string;
   readonly origin: string;
-  readonly method: string;
-  readonly path: string;
-  readonly headers: string[];
-  /** The client's body, with its Content-Length when it declared one. */
-  readonly body: { readonly stream: Readable; readonly length: number | undefined } | null;
+  /** The client's body (the length authorized.request declared); null when it declared none. */
+  readonly body: Readable | null;
   readonly idleMs: number;
   /**
    * How long the request may wait for a free pool connection when every connection to the
@@ -72,12 +75,14 @@ export type OnFailure = (err: SvcError) => void;
 export function forward(request: ForwardRequest, res: ServerResponse, tally: Tally, onFailure: OnFailure): void {
   if (clientGone(res)) return; // nobody to answer, and no 'close' would ever abort the exchange
   const relay = new ResponseRelay(request, res, tally, onFailure);
+  const { method, path, headers, request: decided } = request.authorized;
   const free = request.dispatcher.dispatch(
     {
-      path: request.path,
-      method: request.method as Dispatcher.HttpMethod,
-      headers: request.headers,
-      body: request.body === null ? null : countedBody(request.body.stream, request.body.length, tally),
+      path,
+      method: method as Dispatcher.HttpMethod,
+      // undici only reads the list; its type asks for a mutable one.
+      headers: headers as string[],
+      body: request.body === null || decided.body === null ? null : countedBody(request.body, decided.body.length, tally),
       headersTimeout: request.idleMs,
       bodyTimeout: request.idleMs,
     },
@@ -176,7 +181,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     const held = heldSetCookies(this.res);
     if (held === undefined) this.res.writeHead(statusCode, list);
     else writeHeadKeepingCookies(this.res, statusCode, list, held);
-    if (contentLength !== undefined && this.request.method !== 'HEAD') {
+    if (contentLength !== undefined && this.request.authorized.method !== 'HEAD') {
       this.tally.bytesOut = contentLength;
       this.remaining = contentLength;
     } else if (eventStream) {

@@ -7,8 +7,10 @@
  * X-Auth-Request-*, X-User, X-Remote-Group, ...: a backend may trust those) go, always, before ours are added. So an identity header can never be spoofed, even when
  * our derived value is empty (the gap in the reference implementation).
  *
- * Names are compared with `_` read as `-`: CGI, WSGI, PHP and Rack backends turn both into
- * `HTTP_SVC_USERNAME`, so a client's `Svc_Username` would otherwise land on ours. On a WebSocket
+ * Names are compared in lower case with `.` and `_` read as `-`: CGI, WSGI, PHP and Rack backends
+ * turn `-` and `_` into `HTTP_SVC_USERNAME`, so a client's `Svc_Username` would otherwise land on
+ * ours, and some frameworks and gateways map `.` the same way (HTTP allows it in a name, and Node
+ * passes `Svc.Identity.Assertion` through: issue 51, finding 8). On a WebSocket
  * upgrade we send `Connection: upgrade` and `Upgrade: websocket` ourselves: the client's
  * Connection value could name (and so make the backend drop) headers we add.
  */
@@ -75,10 +77,11 @@ export interface ForwardContext {
   readonly assertion?: string;
 }
 
-/** Lower case, `_` read as `-` (see the module comment). */
+/** Lower case, `.` and `_` read as `-` (see the module comment). */
 function canonicalName(name: string): string {
   const lower = name.toLowerCase();
-  return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
+  // includes() first: most names hold neither, and this runs for every header of every request.
+  return lower.includes('_') || lower.includes('.') ? lower.replace(/[._]/g, '-') : lower;
 }
 
 function isDropped(name: string, named: ReadonlySet<string> | undefined): boolean {
@@ -99,12 +102,23 @@ function connectionNamed(value: string | string[] | undefined): ReadonlySet<stri
  * headers (case and order kept). Host is left to the HTTP client: it sets the backend's.
  */
 export function forwardHeaders(rawHeaders: readonly string[], parsed: IncomingHttpHeaders, context: ForwardContext): string[] {
+  return withOurHeaders(clientHeaders(rawHeaders, parsed), context);
+}
+
+/** The client's headers a backend may see, as a new flat list: every dropped one left out (module comment). */
+export function clientHeaders(rawHeaders: readonly string[], parsed: IncomingHttpHeaders): string[] {
   const named = connectionNamed(parsed.connection);
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
     if (!isDropped(canonicalName(name), named)) out.push(name, rawHeaders[i + 1] as string);
   }
+  return out;
+}
+
+/** `kept` (clientHeaders' list, not changed) followed by ours, as a new list. */
+export function withOurHeaders(kept: readonly string[], context: ForwardContext): string[] {
+  const out = kept.slice();
   if (context.upgrade === true) out.push('connection', 'upgrade', 'upgrade', 'websocket');
   out.push('x-forwarded-host', context.host, 'x-forwarded-for', context.clientIp, 'x-forwarded-proto', context.proto);
   // The stable id (what rights name) and, apart, the name to show (docs/extensions.md).

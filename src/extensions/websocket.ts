@@ -1,7 +1,10 @@
 /**
  * WebSocket upgrades under /api/v1/extensions/<name>/…, after the same checks as plain requests:
- * the caller is read as for every request (http/caller.ts, in its handshake mode), then
- * access.ts, path.ts and headers.ts exactly as for HTTP. (Server-sent events need nothing here:
+ * the handshake is read once (authorized-request.ts, which refuses one that is not a GET: RFC
+ * 6455 requires it, and a backend without WebSocket support would serve a `DELETE` carrying
+ * `Upgrade: websocket` as a plain DELETE), the caller is read as for every request
+ * (http/caller.ts, in its handshake mode), then access.ts, path.ts and headers.ts exactly as for
+ * HTTP, and the backend gets the object they decided on. (Server-sent events need nothing here:
  * they are plain HTTP responses streamed by forward.ts.) upgrade.ts decides which upgrades come here.
  *
  * One rule is WebSocket-only, and caller.ts applies it: when the caller signs in with the
@@ -21,22 +24,18 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { hostOf, protocolOf } from '../http/caller.js';
 import { errorReply } from '../http/errors.js';
 import { answerOnSocket, statusBlock } from '../http/socket-reply.js';
 import { requestIdOf } from '../http/entry.js';
-import { APPLICATION_HEADER, findExtension, routeExtensionRequest } from './access.js';
+import { findExtension } from './access.js';
+import { authorize, decide, readProxiedRequest } from './authorized-request.js';
 import { mapBackendError, MAX_TIMER_MS } from './forward.js';
-import { handshakeApplication } from './handshake-application.js';
-import { forwardHeaders, responseHeaderList } from './headers.js';
-import { assertionForRoute } from './identity-assertion.js';
+import { responseHeaderList } from './headers.js';
 import { CONNECT_TIMEOUT_MS } from './pools.js';
 import { CLIENT_GONE, type ExtensionMetrics } from './metrics.js';
 import type { ExtensionProxyDeps } from './deps.js';
 import type { OpenRelays } from './open-relays.js';
-import { backendTarget, forwardContextOf } from './target.js';
 import { tlsOptionsFor } from './tls.js';
-import { WEBSOCKET_ACTION } from '../rbac/methods.js';
 
 export interface WebSocketDeps extends ExtensionProxyDeps {
   readonly metrics: ExtensionMetrics;
@@ -82,32 +81,32 @@ export function relayWebSocket(deps: WebSocketDeps, req: IncomingMessage, target
   );
 }
 
-/** Checks, then opens the backend connection; resolves with the status sent to the client. */
+/**
+ * Checks, then opens the backend connection; resolves with the status sent to the client. The
+ * handshake is read once (a method other than GET is refused there, before anything is asked);
+ * the checks decide on that object and exactly it is sent (authorized-request.ts).
+ */
 async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, socket: Socket): Promise<number> {
   const { req, target, requestId, log } = handshake;
-  const protocol = protocolOf(req.socket);
-  const caller = await deps.readCaller({ method: req.method, headers: req.headers, protocol, socket: req.socket }, 'handshake');
+  const proxied = readProxiedRequest(req, target, 'handshake');
+  const caller = await deps.readCaller({ method: proxied.method, headers: req.headers, protocol: proxied.protocol, socket: req.socket }, 'handshake');
   // The client may have left while we awaited; its 'close' has fired, so nothing would end the backend side.
   if (socket.destroyed) return CLIENT_GONE;
   const limited = findExtension(deps.settings.current(), target.name);
   if (limited?.enabled === true) await deps.rateLimiter.take(limited, caller.principal, () => deps.sourceOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
   if (socket.destroyed) return CLIENT_GONE;
-  const settings = deps.settings.current();
-  const header = req.headers[APPLICATION_HEADER];
-  const { application, query } = handshakeApplication(typeof header === 'string' ? header : '', target.query);
-  const route = routeExtensionRequest({ name: target.name, principal: caller.principal, authError: caller.authError, application, method: WEBSOCKET_ACTION }, settings, deps.rights);
-  const { url, path } = backendTarget(route, target.rest, query);
-  const headers = forwardHeaders(req.rawHeaders, req.headers, forwardContextOf(route, hostOf(req.headers), req.socket.remoteAddress ?? '', protocol, true, assertionForRoute(deps.assertions, route)));
-  headers.push('host', url.host);
+  const authorized = authorize(proxied, caller, deps.settings.current(), deps.rights, deps.assertions);
+  const { route, url } = authorized;
   const idleMs = route.extension.idleConnTimeoutMs;
   // From here the backend's idle timeout answers a handshake that stalls (408), so the client's goes.
   socket.setTimeout(0);
   const outgoing = (url.protocol === 'https:' ? httpsRequest : httpRequest)({
     hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port,
-    method: req.method,
-    path,
-    headers,
+    method: authorized.method,
+    path: authorized.path,
+    // node:http only reads the list; its type asks for a mutable one.
+    headers: authorized.headers as string[],
     agent: false,
     ...(tlsOptionsFor(route.backend) ?? {}),
   });
@@ -130,7 +129,8 @@ async function relay(deps: WebSocketDeps, handshake: Handshake, head: Buffer, so
         // No token kept (none should be missing here) fails the next check: the relay is cut.
         token: caller.token ?? '',
         tokenId: route.principal.tokenId,
-        admit: (principal) => void routeExtensionRequest({ name: target.name, principal, authError: undefined, application, method: WEBSOCKET_ACTION }, deps.settings.current(), deps.rights),
+        // The same handshake object, decided on again: its method, extension and application.
+        admit: (principal) => void decide(proxied, { principal, authError: undefined }, deps.settings.current(), deps.rights),
         cut: () => {
           backend.destroy();
           socket.destroy();

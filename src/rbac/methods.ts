@@ -1,8 +1,9 @@
 /**
  * The actions of an `extensions` rights line: `*` (every method) or one HTTP method in lower
- * case, one line per method. A line for `get` also allows HEAD (a GET without its body), and a
- * WebSocket handshake is asked as a `get`. A request with a method outside this list (TRACE,
- * PROPFIND…) is asked under its own lower-case name, which only a `*` line allows.
+ * case, one line per method. A line for `get` also allows HEAD (a GET without its body). A
+ * WebSocket handshake is a GET (RFC 6455; any other is refused before the rights are asked,
+ * extensions/authorized-request.ts), so it is asked as one. A request with a method outside
+ * this list (TRACE, PROPFIND…) is asked under its own lower-case name, which only a `*` line allows.
  */
 export const EXTENSION_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'] as const;
 
@@ -15,9 +16,6 @@ export const EVERY_METHOD = '*';
 export function extensionAction(method: string | undefined): string {
   return (method ?? 'GET').toLowerCase();
 }
-
-/** The action of a WebSocket handshake: it reads a stream, as a GET reads a page. */
-export const WEBSOCKET_ACTION = 'get';
 
 export function isExtensionAction(action: string): boolean {
   return action === EVERY_METHOD || (EXTENSION_METHODS as readonly string[]).includes(action);

@@ -8,6 +8,8 @@ import pino from 'pino';
 import { Pool, request } from 'undici';
 import { BackendTimeout } from '../../src/errors.js';
 import { forward, type ForwardRequest } from '../../src/extensions/forward.js';
+import { authorize, readProxiedRequest } from '../../src/extensions/authorized-request.js';
+import { decisionSettings, READER } from './decision-fixture.js';
 import { closeServer, listen, startBackend, type Backend } from './helpers.js';
 
 describe('forward: a backend whose only connection is busy', function () {
@@ -39,9 +41,10 @@ describe('forward: a backend whose only connection is busy', function () {
   /** A front server whose every request is forwarded to `path` on the pool, waiting at most queueMs for a connection. */
   async function front(queueMs: number, failures: unknown[]) {
     const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const path = req.url ?? '/';
+      const settings = decisionSettings(backend.url);
+      const authorized = authorize(readProxiedRequest(req, { name: 'ext3', rest: req.url ?? '/', query: '' }, 'request'), { principal: READER, authError: undefined }, settings, { allows: () => true }, undefined);
       const forwarded: ForwardRequest = {
-        dispatcher: pool, extension: 'busy', origin: backend.url, method: 'GET', path, headers: [], body: null,
+        dispatcher: pool, authorized, extension: 'busy', origin: backend.url, body: null,
         idleMs: 5_000, queueMs, responseHeaders: [], contentSecurityPolicy: undefined, log: () => pino({ level: 'silent' }),
       };
       forward(forwarded, res, { bytesIn: 0, bytesOut: 0 }, (err) => {

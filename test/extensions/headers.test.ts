@@ -3,6 +3,9 @@ import { PROVIDER_COOKIE_NAMES } from '../../src/idp/cookie-names.js';
 import { forwardHeaders, responseHeaderList, type ForwardContext } from '../../src/extensions/headers.js';
 
 const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
+/** `a-b-c-d` → `A.b_C-d`: each separator spelled in turn as `.`, `_` and `-`, letters in alternating case. */
+const mixedSeparators = (name: string): string =>
+  name.split('-').map((part, i) => (i % 2 === 0 ? part.toUpperCase() : part)).reduce((out, part, i) => (i === 0 ? part : `${out}${['.', '_', '-'][(i - 1) % 3] ?? '-'}${part}`), '');
 
 describe('responseHeaderList (backend answer -> client headers)', () => {
   it('keeps case and order, drops hop-by-hop headers and those the Connection header names', () => {
@@ -53,10 +56,10 @@ describe('forwardHeaders (client request -> backend headers)', () => {
     expect(forwardHeaders(raw, {}, context)).to.deep.equal([...raw, ...OURS]);
   });
 
-  it('drops every hop-by-hop, credential, address and path header, and every X-Forwarded-* and Svc-*, in any case, with _ for -', () => {
+  it('drops every hop-by-hop, credential, address and path header, and every X-Forwarded-* and Svc-*, in any case, with _ or . for -', () => {
     const dropped = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect', 'cookie', 'authorization', 'forwarded', 'x-real-ip', 'http2-settings', 'x-remote-user', 'true-client-ip', 'x-client-ip', 'x-original-url', 'x-rewrite-url', 'x-forwarded-prefix', 'x-forwarded-port', 'svc-username', 'svc-user-display-name', 'svc-user-groups', 'svc-application-name', 'svc-project-name', 'svc-anything'];
     for (const name of dropped) {
-      for (const variant of [name, name.toUpperCase(), name.replace(/-/g, '_')]) {
+      for (const variant of [name, name.toUpperCase(), name.replace(/-/g, '_'), name.replace(/-/g, '.'), mixedSeparators(name)]) {
         expect(forwardHeaders([variant, 'x', 'Kept', '1'], { connection: 'keep-alive' }, context), variant).to.deep.equal(['Kept', '1', ...OURS]);
       }
     }
@@ -136,6 +139,39 @@ describe('responseHeaderList: more of what the backend cannot do', () => {
     expect(responseHeaderList(raw('Content-Type', 'text/event-stream', 'X-After', 'text/plain'), [])).to.include({ eventStream: true });
     expect(responseHeaderList(raw('X-Type', 'text/event-stream', 'X-Length', '5'), [])).to.include({ eventStream: false, contentLength: undefined });
     expect(responseHeaderList(raw('Content-Type', 'application/json'), [])).to.include({ eventStream: false });
+  });
+});
+
+describe("forwardHeaders: svc's and other authenticating proxies' identity headers, in every spelling", () => {
+  const context: ForwardContext = { host: 'svc.example', clientIp: '10.0.0.9', proto: 'https', user: { username: 'alice', groups: ['devs'] } };
+  /** One of each list and prefix family headers.ts drops as an identity a backend may trust. */
+  const IDENTITY = [
+    'svc-identity-assertion', 'svc-username', 'svc-user-groups', 'svc-user-display-name', 'svc-application-name', 'svc-project-name',
+    'x-forwarded-user', 'x-forwarded-for', 'x-webauth-user', 'x-auth-request-user', 'x-auth-request-access-token', 'x-remote-user', 'x-remote-group',
+    'x-remote-extra-scopes', 'remote-user', 'remote-groups', 'x-amzn-oidc-identity', 'x-goog-authenticated-user-email', 'x-goog-iap-jwt-assertion',
+    'x-ms-client-principal-name', 'cf-access-jwt-assertion', 'x-authentik-username', 'x-user', 'x-email', 'x-auth-user', 'x-proxy-user',
+    'x-authenticated-userid', 'x-consumer-username', 'x-preferred-username', 'true-client-ip', 'x-real-ip',
+  ];
+
+  it('drops each with `.`, `_` and `-` read as one and case ignored (Svc.Identity.Assertion, svc_identity_assertion, X.Remote_User)', () => {
+    for (const name of IDENTITY) {
+      const spellings = [name, name.toUpperCase(), name.replace(/-/g, '.'), name.replace(/-/g, '_'), mixedSeparators(name), mixedSeparators(name).replace(/_/g, '.')];
+      for (const spelling of spellings) {
+        const out = forwardHeaders([spelling, 'forged', 'Kept', '1'], {}, context);
+        expect(out.slice(0, 2), spelling).to.deep.equal(['Kept', '1']);
+        expect(out, spelling).to.not.include('forged');
+      }
+    }
+    expect(mixedSeparators('svc-identity-assertion')).to.equal('SVC.identity_ASSERTION');
+  });
+
+  it('keeps names that only differ by other characters, or merely contain an identity name', () => {
+    const kept = ['svc~username', '1', 'svcusername', '2', 'x-svc.user', '3', 'my.x.forwarded.for', '4', 'x-user-agent-hint', '5'];
+    expect(forwardHeaders(kept, {}, context).slice(0, kept.length)).to.deep.equal(kept);
+  });
+
+  it('reads a name the Connection header lists with `.` as `-` too', () => {
+    expect(forwardHeaders(['X-Internal-Addr', '10.0.0.1', 'Kept', '1'], { connection: 'X.Internal.Addr' }, context).slice(0, 2)).to.deep.equal(['Kept', '1']);
   });
 });
 

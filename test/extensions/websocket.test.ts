@@ -7,8 +7,14 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { application, tempConfigDir } from '../helpers/manifests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { chromiumPath, CHROMIUM_ARGS } from '../helpers/browser.js';
-import { closeServer, listen, login, rawExchange, storeFiles } from './helpers.js';
+import { closeServer, echoBackend, listen, login, rawExchange, storeFiles, type Backend, type Echo } from './helpers.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { createOpenRelays } from '../../src/extensions/open-relays.js';
+import { createExtensionMetrics } from '../../src/extensions/metrics.js';
+import { relayWebSocket } from '../../src/extensions/websocket.js';
+import { splitExtensionPath } from '../../src/extensions/target.js';
+import { requestTarget } from '../../src/http/request-target.js';
+import { decisionSettings, freshRegistry, getLineOnly, READER, silentLog } from './decision-fixture.js';
 
 describe('extension proxy (WebSocket and server-sent events)', function () {
   cleanUpTempDirs();
@@ -327,5 +333,89 @@ describe('extension proxy (WebSocket and server-sent events)', function () {
       }
     }
     expect(chunks.join('')).to.equal('data: one\n\ndata: two\n\n');
+  });
+});
+
+/**
+ * The relay sends the handshake it decided on. While the rights decide, the test changes the
+ * client's request to a DELETE with another header; the backend (plain node:http, which serves
+ * such a request as a plain one) must still get the GET that was asked as a `get`. A relay that
+ * read req.method or req.rawHeaders again after the decision sends the DELETE.
+ */
+describe('extensions/websocket: the handshake decided on is the handshake sent', function () {
+  this.timeout(10_000);
+  let backend: Backend;
+  let front: Server;
+  let port: number;
+  let current: IncomingMessage | undefined;
+  let rights: ReturnType<typeof getLineOnly>;
+  const sockets = new Set<Socket>();
+  const HANDSHAKE = 'Host: svc\r\nAuthorization: Bearer reader-token\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+
+  before(async () => {
+    backend = await echoBackend('backend');
+    rights = getLineOnly(
+      () => current as IncomingMessage,
+      (req) => {
+        req.method = 'DELETE';
+        req.rawHeaders.push('X-Changed-After', 'yes');
+        req.headers['x-changed-after'] = 'yes';
+      },
+    );
+    const settings = decisionSettings(backend.url);
+    const deps = {
+      settings: { current: () => settings, onChange: () => () => undefined },
+      rights: { allows: rights.allows, onUpdate: () => () => undefined },
+      log: silentLog,
+      httpMetrics: { registry: freshRegistry(), record: () => undefined },
+      readCaller: () => ({ principal: READER, token: 'reader-token', via: 'bearer' as const, authError: undefined }),
+      authenticator: { authenticate: () => Promise.resolve(READER), onRevoked: () => () => undefined },
+      rateLimiter: { take: () => undefined, localBuckets: () => 0, leases: () => 0 },
+      sourceOf: () => '127.0.0.1',
+      metrics: createExtensionMetrics(freshRegistry()),
+      relays: createOpenRelays({ authenticate: () => Promise.resolve(READER), log: silentLog }),
+      track: (socket: Socket) => {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      },
+    };
+    front = createServer((_req, res) => res.writeHead(404).end());
+    front.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      current = req;
+      const target = requestTarget(req);
+      const extension = target === undefined ? undefined : splitExtensionPath(target.path);
+      if (target === undefined || extension === undefined) return void socket.destroy();
+      relayWebSocket(deps, req, { name: extension.name, rest: extension.rest, path: target.path, query: target.query }, head, socket);
+    });
+    port = (await listen(front)).port;
+  });
+
+  after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await closeServer(front);
+    await backend.close();
+  });
+
+  it('forwards the GET the rights allowed, with its headers, though the client request now says DELETE', async () => {
+    rights.asked.length = 0;
+    const reply = await rawExchange(port, `GET /api/v1/extensions/ext3/items/42 HTTP/1.1\r\n${HANDSHAKE}`);
+    expect(reply.data).to.match(/^HTTP\/1\.1 200 /);
+    const echo = JSON.parse(reply.data.slice(reply.data.indexOf('\r\n\r\n') + 4)) as Echo;
+    expect(rights.asked).to.deep.equal(['get */ext3']);
+    expect(echo.method).to.equal('GET');
+    expect(echo.url).to.equal('/items/42');
+    expect(echo.headers['svc-username']).to.equal('reader');
+    expect(echo.headers).to.not.have.any.keys('x-changed-after');
+  });
+
+  it('refuses a handshake that is not a GET with 400 before the rights are asked', async () => {
+    rights.asked.length = 0;
+    const reply = await rawExchange(port, `DELETE /api/v1/extensions/ext3/items/42 HTTP/1.1\r\n${HANDSHAKE}`);
+    expect(reply.data).to.match(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(reply.data.slice(reply.data.indexOf('\r\n\r\n') + 4))).to.deep.equal({
+      error: 'invalid_request',
+      message: 'a WebSocket handshake must be a GET (RFC 6455), not DELETE: send DELETE requests without Upgrade: websocket',
+    });
+    expect(rights.asked).to.deep.equal([]);
   });
 });
