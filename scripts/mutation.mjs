@@ -31,9 +31,10 @@ export const GROUPS = {
     mutate: ['src/rbac/rights.ts'],
     tests: ['test/rbac/rights.test.ts'],
   },
+  // Who may use an extension, and what the backend then gets: the object decided on is the one sent.
   extensions: {
-    mutate: ['src/extensions/access.ts', 'src/extensions/headers.ts'],
-    tests: ['test/extensions/access.test.ts', 'test/extensions/headers.test.ts', 'test/extensions/handshake-application.test.ts'],
+    mutate: ['src/extensions/access.ts', 'src/extensions/headers.ts', 'src/extensions/authorized-request.ts'],
+    tests: ['test/extensions/access.test.ts', 'test/extensions/headers.test.ts', 'test/extensions/handshake-application.test.ts', 'test/extensions/authorized-request.test.ts'],
   },
   oidc: {
     mutate: ['src/oidc/audience.ts', 'src/oidc/return-url.ts', 'src/oidc/login-start.ts', 'src/oidc/sso-verifier.ts'],
