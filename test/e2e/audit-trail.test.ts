@@ -79,7 +79,7 @@ describe('audit trail: logins, tokens, passwords, logout and rights refusals', f
     expect((await call(server.url, 'DELETE', '/api/v1/account/alice/token/ci-token', { token })).status).to.equal(200);
     const deleted = only('token-deleted', mark);
     expect(deleted).to.deep.include({ type: 'deletion', svc: { account: 'alice', tokenId: 'ci-token' } });
-    expect(deleted.user).to.deep.equal({ name: 'alice', id: 'alice' });
+    expect(deleted.user).to.deep.equal({ name: 'alice', id: 'alice', domain: 'svc' });
   });
 
   it('a password change, refused and then done', async () => {
@@ -100,7 +100,7 @@ describe('audit trail: logins, tokens, passwords, logout and rights refusals', f
     expect((await call(server.url, 'DELETE', '/api/v1/session', { token })).status).to.equal(200);
     expect(audit.events.slice(mark).filter((e) => e.action === 'logout'), 'no separate logout event').to.have.length(0);
     const ended = only('session-ended', mark);
-    expect(ended).to.deep.include({ category: 'session', type: 'end', outcome: 'success', user: { id: 'admin' } });
+    expect(ended).to.deep.include({ category: 'session', type: 'end', outcome: 'success', user: { id: 'admin', domain: 'svc' } });
     expect(ended.svc).to.include({ via: 'logout', kind: 'local' });
     expect(ended.svc?.['sessionId']).to.be.a('string').and.not.equal('');
     expect(ended.source).to.include({ ip: '127.0.0.1' });
@@ -115,7 +115,7 @@ describe('audit trail: logins, tokens, passwords, logout and rights refusals', f
     const refused = await call(server.url, 'GET', '/api/v1/account/bob', { token: alice });
     expect(refused.status).to.equal(403);
     const event = only('rights-refused', mark);
-    expect(event).to.deep.include({ category: 'web', type: 'denied', outcome: 'success', user: { name: 'alice', id: 'alice', groups: [] } });
+    expect(event).to.deep.include({ category: 'web', type: 'denied', outcome: 'success', user: { name: 'alice', id: 'alice', domain: 'svc', groups: [] } });
     expect(event.reason).to.equal('default: no line matches the caller and policy.default is not set');
     expect(event.svc).to.include({ via: 'api', subject: 'alice', resource: 'accounts', action: 'get', object: 'bob', rule: event.reason });
     expect(event.source?.requestId).to.equal(refused.headers.get('x-request-id'));
