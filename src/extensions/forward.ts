@@ -38,7 +38,7 @@ export interface ForwardRequest {
   /** For messages; the origin (scheme, host, port) goes to logs only, never to clients. */
   readonly extension: string;
   readonly origin: string;
-  /** The client's body (the length authorized.request declared); null when it declared none. */
+  /** The client's body stream, read only when authorized.request declared a body (with that length). */
   readonly body: Readable | null;
   readonly idleMs: number;
   /**
