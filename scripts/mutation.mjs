@@ -75,6 +75,11 @@ export const GROUPS = {
   },
   // The workload exchange's throttle stages and replay mark, the subject token's checks, and
   // which RBAC subjects a principal gives.
+  // One person, one key: the (type, issuer, subject) every per-person record is kept under.
+  person: {
+    mutate: ['src/person.ts'],
+    tests: ['test/person.test.ts'],
+  },
   // Who may call each route of the app: the gate every route declares, and the sealing of routes without one.
   routes: {
     mutate: ['src/http/route-access.ts'],
