@@ -14,6 +14,8 @@ import { requirePrincipal } from '../auth.js';
 import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
 import type { AppState } from '../state.js';
 
+const PROOF = 'a session (no API token) and a recent proof: the password, and a code while a factor is on';
+
 export interface SecondFactorRouteDeps {
   readonly enrolment: Enrolment;
   readonly passkeys?: PasskeyEnrolment;
@@ -28,28 +30,28 @@ export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: Seco
     ctx.body = enrolment.status(requirePrincipal(ctx));
   });
 
-  router.post('/totp', allow('enrolment'), async function startTotp(ctx) {
+  router.post('/totp', allow('enrolment', PROOF), async function startTotp(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await enrolment.startTotp(caller, proofOf(body));
   });
 
-  router.post('/totp/confirm', allow('enrolment'), async function confirmTotp(ctx) {
+  router.post('/totp/confirm', allow('enrolment', 'the session that started the enrolment, and a code of the new secret'), async function confirmTotp(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await enrolment.confirmTotp(caller, requireString(body, 'code'), source(ctx));
   });
 
-  router.delete('/totp', allow('enrolment', 'the password and a code'), async function removeTotp(ctx) {
+  router.delete('/totp', allow('enrolment', PROOF), async function removeTotp(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     await enrolment.removeTotp(caller, proofOf(body), source(ctx));
     ctx.body = {};
   });
 
-  router.post('/recovery-codes', allow('enrolment'), async function regenerateRecoveryCodes(ctx) {
+  router.post('/recovery-codes', allow('enrolment', PROOF), async function regenerateRecoveryCodes(ctx) {
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
@@ -57,19 +59,19 @@ export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: Seco
   });
 
   if (passkeys !== undefined) {
-    router.post('/webauthn/register-options', allow('enrolment'), async function passkeyOptions(ctx) {
+    router.post('/webauthn/register-options', allow('enrolment', PROOF), async function passkeyOptions(ctx) {
       const caller = requirePrincipal(ctx);
       ctx.body = await passkeys.registrationOptions(caller, proofOf(await readJson(ctx)));
     });
 
-    router.post('/webauthn/register', allow('enrolment'), async function registerPasskey(ctx) {
+    router.post('/webauthn/register', allow('enrolment', 'the session that asked for the options, and the authenticator\'s answer'), async function registerPasskey(ctx) {
       const caller = requirePrincipal(ctx);
       const body = await readJson(ctx);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await passkeys.register(caller, { name: requireString(body, 'name'), response: body['response'] }, source(ctx));
     });
 
-    router.delete('/webauthn/:id', allow('enrolment'), async function removePasskey(ctx) {
+    router.delete('/webauthn/:id', allow('enrolment', PROOF), async function removePasskey(ctx) {
       const caller = requirePrincipal(ctx);
       const body = await readJson(ctx);
       await passkeys.remove(caller, ctx.params['id'] ?? '', proofOf(body), source(ctx));

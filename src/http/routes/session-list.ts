@@ -26,12 +26,12 @@ function accountOf(query: Readonly<Record<string, string | string[] | undefined>
 export function sessionListRoutes({ access, trustedProxies }: SessionListRouteDeps): Router<AppState> {
   const router = declaredRouter('/api/v1/session');
 
-  router.get('/list', allow('caller', 'own sessions; ?account=: accounts, update <account>'), async function listSessions(ctx) {
+  router.get('/list', allow('caller', 'own sessions; ?account=<local name or person key>: accounts, update <subject>'), async function listSessions(ctx) {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { items: await access.list(requirePrincipal(ctx), accountOf(ctx.query)) };
   });
 
-  router.delete('/:id', allow('caller', 'own session; ?account=: accounts, update <account>'), async function endSession(ctx) {
+  router.delete('/:id', allow('caller', 'own session; ?account=<local name or person key>: accounts, update <subject>'), async function endSession(ctx) {
     const id = ctx.params['id'] ?? '';
     await access.end(requirePrincipal(ctx), id, accountOf(ctx.query), auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies));
     ctx.body = {};
