@@ -71,10 +71,14 @@ describe('extensions/authorized-request: reading the client request once', () =>
     expect(readProxiedRequest(clientRequest('GET', '/', ['Content-Length', '5']), TARGET, 'handshake').body).to.equal(null);
   });
 
-  it('takes a missing method as GET and a missing application as none', () => {
+  it('takes a missing method as GET, and a missing application, or one given as a list (node:http joins repeats), as none', () => {
     const read = readProxiedRequest(clientRequest(undefined, '/', []), TARGET, 'request');
     expect(read.method).to.equal('GET');
     expect(read.application).to.equal(undefined);
+    const listed = clientRequest('GET', '/', []);
+    listed.headers['svc-application-name'] = ['argocd/app-a', 'argocd/app-b'];
+    expect(readProxiedRequest(listed, TARGET, 'request').application).to.equal(undefined);
+    expect(readProxiedRequest(listed, TARGET, 'handshake').application).to.equal('');
   });
 
   it('reads the application from the query for a handshake only, and takes it out of the query it forwards', () => {

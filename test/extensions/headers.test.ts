@@ -144,13 +144,15 @@ describe('responseHeaderList: more of what the backend cannot do', () => {
 
 describe("forwardHeaders: svc's and other authenticating proxies' identity headers, in every spelling", () => {
   const context: ForwardContext = { host: 'svc.example', clientIp: '10.0.0.9', proto: 'https', user: { username: 'alice', groups: ['devs'] } };
-  /** One of each list and prefix family headers.ts drops as an identity a backend may trust. */
+  /** Every name headers.ts drops as an identity or address a backend may trust, and one of each prefix family. */
   const IDENTITY = [
     'svc-identity-assertion', 'svc-username', 'svc-user-groups', 'svc-user-display-name', 'svc-application-name', 'svc-project-name',
     'x-forwarded-user', 'x-forwarded-for', 'x-webauth-user', 'x-auth-request-user', 'x-auth-request-access-token', 'x-remote-user', 'x-remote-group',
     'x-remote-extra-scopes', 'remote-user', 'remote-groups', 'x-amzn-oidc-identity', 'x-goog-authenticated-user-email', 'x-goog-iap-jwt-assertion',
-    'x-ms-client-principal-name', 'cf-access-jwt-assertion', 'x-authentik-username', 'x-user', 'x-email', 'x-auth-user', 'x-proxy-user',
-    'x-authenticated-userid', 'x-consumer-username', 'x-preferred-username', 'true-client-ip', 'x-real-ip',
+    'x-ms-client-principal-name', 'cf-access-jwt-assertion', 'x-authentik-username', 'true-client-ip', 'x-client-ip', 'x-real-ip', 'x-original-url',
+    'x-rewrite-url', 'x-user', 'x-email', 'x-user-email', 'x-user-name', 'x-user-groups', 'x-groups', 'x-auth-user', 'x-auth-username',
+    'x-auth-email', 'x-auth-groups', 'x-proxy-user', 'x-authenticated-user', 'x-authenticated-userid', 'x-authenticated-groups',
+    'x-consumer-username', 'x-consumer-id', 'x-consumer-custom-id', 'x-credential-identifier', 'x-preferred-username',
   ];
 
   it('drops each with `.`, `_` and `-` read as one and case ignored (Svc.Identity.Assertion, svc_identity_assertion, X.Remote_User)', () => {
