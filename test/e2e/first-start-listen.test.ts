@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { ldapConnectorConfig } from '../connectors/ldap/fixture.js';
+import { waitFor } from '../helpers/accounts-fixture.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { secret } from '../helpers/manifests.js';
 import { freePort, startPeer, type Peer } from '../helpers/peers.js';
@@ -98,7 +99,9 @@ describe('e2e: the first start with --listen on another port', function () {
     expect(landed, 'back at return_url on this listener').to.be.instanceOf(URL);
     const info = await (await browser.request(`${url}/api/v1/session/userinfo`)).json() as Record<string, unknown>;
     expect(info).to.deep.include({ loggedIn: true, iss: `${url}/api/idp`, displayName: 'bob' });
-    // The login's log line names the person, beside the opaque sub.
+    // The login's log line names the person, beside the opaque sub. The process writes it before
+    // the redirect, but its stdout reaches this process on its own time: wait for the line.
+    await waitFor(() => running?.logs().includes('"msg":"SSO login"') === true, "the 'SSO login' log line");
     expect(logLine(running.logs(), 'SSO login')).to.deep.include({ sub: info['username'], name: 'bob' });
   });
 
