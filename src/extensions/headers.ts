@@ -31,6 +31,10 @@ const DROPPED = new Set([
   'x-user', 'x-email', 'x-user-email', 'x-user-name', 'x-user-groups', 'x-groups', 'x-auth-user', 'x-auth-username',
   'x-auth-email', 'x-auth-groups', 'x-proxy-user', 'x-authenticated-user', 'x-authenticated-userid', 'x-authenticated-groups',
   'x-consumer-username', 'x-consumer-id', 'x-consumer-custom-id', 'x-credential-identifier', 'x-preferred-username',
+  // Another method than the one sent, which Symfony, Laravel, Rails (Rack::MethodOverride) and
+  // Express's method-override run instead of it: the rights are asked for the method sent, so a
+  // `post` line would otherwise DELETE (a right is asked for the request that is sent).
+  'x-http-method-override', 'x-http-method', 'x-method-override',
 ]);
 /**
  * Header families of the same kind, by prefix: Grafana's auth proxy (X-WEBAUTH-USER, -EMAIL,

@@ -10,6 +10,8 @@
  * - Client-sent identity headers in other spellings (`Svc.Identity.Assertion`,
  *   `svc_identity_assertion`, `X.Forwarded.For`, `Remote.User`…), sent on a raw socket since
  *   HTTP clients may refuse such names, never reach the backend, over HTTP or a handshake.
+ * - A `post` line's POST reaches the backend without `X-HTTP-Method-Override: DELETE` and its
+ *   kin, which Symfony, Laravel, Rails and Express's method-override would run instead.
  */
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
@@ -35,6 +37,7 @@ describe('e2e: the proxy forwards exactly the request whose rights it asked', fu
   let received: Received[] = [];
   let svc: ServerProcess;
   let reader: string;
+  let poster: string;
 
   before(async () => {
     backend = createServer((req, res) => {
@@ -48,11 +51,12 @@ describe('e2e: the proxy forwards exactly the request whose rights it asked', fu
     const { url } = await listen(backend);
     const dir = tempConfigDir(storeFiles({
       extensionConfig: { extensions: [{ name: 'ext3', enabled: true, backend: { services: [{ url }] } }] },
-      policy: 'p, reader, extensions, get, */ext3, allow',
-      accounts: ['reader'],
+      policy: 'p, reader, extensions, get, */ext3, allow\np, poster, extensions, post, */ext3, allow',
+      accounts: ['reader', 'poster'],
     }));
     svc = await startServerProcess(dir, 1, cleanRedisEnv({}));
     reader = await login(svc.url, 'reader', PASSWORD);
+    poster = await login(svc.url, 'poster', PASSWORD);
   });
 
   after(async () => {
@@ -91,6 +95,18 @@ describe('e2e: the proxy forwards exactly the request whose rights it asked', fu
     // The backend declines the upgrade (it answers 200): relayed as is.
     expect(reply.data).to.match(/^HTTP\/1\.1 200 /);
     expect(received.map((r) => `${r.method} ${r.url}`)).to.deep.equal(['GET /items/42']);
+  });
+
+  it('sends a post line\'s POST without the method overrides a backend framework would run instead', async () => {
+    const overrides = ['X-HTTP-Method-Override: DELETE', 'X-HTTP-Method: DELETE', 'X-Method-Override: DELETE', 'x_http_method_override: PUT', 'X.HTTP.Method: PATCH']
+      .map((line) => `${line}\r\n`).join('');
+    const reply = await send(`POST /api/v1/extensions/ext3/items/42 HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer ${poster}\r\n${overrides}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    expect(reply.data).to.match(/^HTTP\/1\.1 200 /);
+    expect(received.map((r) => `${r.method} ${r.url}`)).to.deep.equal(['POST /items/42']);
+    const names = (received[0]?.rawHeaders ?? []).filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase().replace(/[._]/g, '-'));
+    expect(names.filter((n) => n.includes('method'))).to.deep.equal([]);
+    // The DELETE itself is asked as a delete, which poster lacks.
+    expect((await send(`DELETE /api/v1/extensions/ext3/items/42 HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer ${poster}\r\nConnection: close\r\n\r\n`)).data).to.match(/^HTTP\/1\.1 403 /);
   });
 
   it('drops identity headers spelled with dots, underscores and any case, over HTTP and on a handshake', async () => {

@@ -68,6 +68,14 @@ describe('forwardHeaders (client request -> backend headers)', () => {
     expect(forwardHeaders(kept, {}, context)).to.deep.equal([...kept, ...OURS]);
   });
 
+  it('drops every method override in any spelling: the rights were asked for the method sent', () => {
+    for (const name of ['x-http-method-override', 'x-http-method', 'x-method-override']) {
+      for (const variant of [name, name.toUpperCase(), name.replace(/-/g, '_'), name.replace(/-/g, '.'), mixedSeparators(name)]) {
+        expect(forwardHeaders([variant, 'DELETE', 'Kept', '1'], {}, context), variant).to.deep.equal(['Kept', '1', ...OURS]);
+      }
+    }
+  });
+
   it('drops the headers the Connection header names, but not for close, keep-alive or upgrade alone', () => {
     const raw = ['Connection', 'x', 'X-Internal', '1', 'X-Other', '2', 'Keep', '3'];
     expect(forwardHeaders(raw, { connection: 'close, X-Internal , ,x_other' }, context)).to.deep.equal(['Keep', '3', ...OURS]);
