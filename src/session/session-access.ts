@@ -1,6 +1,7 @@
 /**
  * Who may list and end which sessions: one's own always; another person's (`?account=`) with the
- * right `accounts, update, <subject>`, as for that account's tokens. Knows nothing of HTTP.
+ * right `accounts, update` on that person (accountsObjectOf: a local account's name, as for its
+ * tokens; anyone else's whole person key). Knows nothing of HTTP.
  *
  * Sessions belong to a person (person.ts), so `?account=` names one:
  * - a bare name (no `:`) is always the local account of that name, never an SSO user or a
@@ -13,7 +14,7 @@
  */
 import type { AuditSource } from '../audit/trail.js';
 import { InvalidRequest, PermissionDenied } from '../errors.js';
-import { localPerson, parsePersonKey, personOf, samePerson, type Person } from '../person.js';
+import { localPerson, parsePersonKey, personKey, personOf, samePerson, type Person } from '../person.js';
 import type { Principal } from '../principal.js';
 import type { Rights } from '../rbac/rights.js';
 import type { SessionRegistry } from './registry.js';
@@ -43,13 +44,24 @@ export function namedPerson(account: string): Person {
   return person;
 }
 
+/**
+ * What the rights are asked about for another person's sessions: the person the registry then
+ * acts on. A local account by its name, as every `accounts` line names one; anyone else by their
+ * whole key, so that a line written for local `alice` never reaches the SSO user whose `sub` is
+ * `alice` (nor the other way round). `*` covers both.
+ */
+export function accountsObjectOf(person: Person): string {
+  return person.type === 'local' ? person.subject : personKey(person);
+}
+
 export function createSessionAccess({ registry, rights }: SessionAccessDeps): SessionAccess {
   function whose(caller: Principal, account: string | undefined): Person {
     const own = personOf(caller);
     if (account === undefined) return own;
     const named = namedPerson(account);
     if (samePerson(named, own)) return own;
-    if (!rights.allows(caller, 'accounts', 'update', named.subject)) throw new PermissionDenied(`permission denied: accounts, update, ${named.subject}`);
+    const object = accountsObjectOf(named);
+    if (!rights.allows(caller, 'accounts', 'update', object)) throw new PermissionDenied(`permission denied: accounts, update, ${object}`);
     return named;
   }
 

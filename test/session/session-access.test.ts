@@ -25,6 +25,9 @@ describe('session/session-access', function () {
       'g, carol, role:viewer',
       'p, dave, accounts, get, alice',
       'p, erin, accounts, update, alice',
+      'p, frank, accounts, update, sso:https%3A%2F%2Fidp.example:alice',
+      'p, role:session-admin, accounts, update, *',
+      'g, gina, role:session-admin',
     ].join('\n')));
   });
 
@@ -84,6 +87,24 @@ describe('session/session-access', function () {
     expect(await refusal(access.list(frank, 'a'.repeat(257)))).to.be.instanceOf(InvalidRequest);
   });
 
+  it('asks the rights about the person it acts on: a line for local alice never reaches SSO alice, nor one for SSO alice local alice', async function () {
+    const ssoKey = 'sso:https%3A%2F%2Fidp.example:alice';
+    const erin = caller('erin'); // accounts, update, alice: the local account
+    const err = await refusal(access.list(erin, ssoKey));
+    expect(err).to.be.instanceOf(PermissionDenied);
+    expect((err as Error).message).to.equal(`permission denied: accounts, update, ${ssoKey}`);
+    expect(await refusal(access.end(erin, 'their-session', ssoKey, { ip: '192.0.2.1' }))).to.be.instanceOf(PermissionDenied);
+    const frank = caller('frank'); // accounts, update on SSO alice's key only
+    expect(await refusal(access.list(frank, 'alice'))).to.be.instanceOf(PermissionDenied);
+    await access.list(frank, ssoKey);
+    await access.list(erin, 'alice');
+    // `*` covers every person.
+    await access.list(caller('gina'), ssoKey);
+    await access.list(caller('gina'), 'alice');
+    expect(asked).to.deep.equal([ssoKey, 'local:svc:alice', ssoKey, 'local:svc:alice']);
+    expect(ended).to.deep.equal([]);
+  });
+
   it('takes a bare ?account= for the local account, never the SSO user of that sub, and names an SSO user by their person key', async function () {
     const ssoAlice: Principal = { username: 'alice', groups: [], issuer: 'https://idp.example', kind: 'sso', tokenId: 'sso-token', expiresAt: undefined };
     await access.list(ssoAlice, undefined);
@@ -92,9 +113,10 @@ describe('session/session-access', function () {
     expect(named, 'alice is the local account').to.be.instanceOf(PermissionDenied);
     expect((await refusal(access.end(ssoAlice, 'local-session', 'alice', { ip: '192.0.2.1' })))).to.be.instanceOf(PermissionDenied);
     await access.list(ssoAlice, 'sso:https%3A%2F%2Fidp.example:alice');
+    const frank = caller('frank');
+    await access.end(frank, 'their-session', 'sso:https%3A%2F%2Fidp.example:alice', { ip: '192.0.2.1' });
+    expect(ended).to.deep.equal([{ account: 'sso:https%3A%2F%2Fidp.example:alice', id: 'their-session', context: { via: 'list', source: { ip: '192.0.2.1' }, by: { id: 'frank', domain: 'svc' } } }]);
     const erin = caller('erin');
-    await access.end(erin, 'their-session', 'sso:https%3A%2F%2Fidp.example:alice', { ip: '192.0.2.1' });
-    expect(ended).to.deep.equal([{ account: 'sso:https%3A%2F%2Fidp.example:alice', id: 'their-session', context: { via: 'list', source: { ip: '192.0.2.1' }, by: { id: 'erin', domain: 'svc' } } }]);
     for (const bad of ['sso:https://idp.example:alice', 'local:other:alice', 'role:admin', 'sso:a:b:c']) {
       const err = await refusal(access.list(erin, bad));
       expect(err, bad).to.be.instanceOf(InvalidRequest);
