@@ -39,7 +39,9 @@ export type PersonKey = string & { readonly [personKeyBrand]: true };
 export const LOCAL_ISSUER = 'svc';
 export const WORKLOAD_ISSUER = WORKLOAD_TOKEN_ISSUER;
 
-const TYPES: readonly string[] = ['local', 'sso', 'workload'] satisfies PersonType[];
+const TYPES: readonly PersonType[] = ['local', 'sso', 'workload'];
+const isPersonType = (text: string): text is PersonType => TYPES.some((type) => type === text);
+const isThreeParts = (parts: readonly string[]): parts is readonly [string, string, string] => parts.length === 3;
 
 export function localPerson(name: string): Person {
   return { type: 'local', issuer: LOCAL_ISSUER, subject: name };
@@ -75,23 +77,14 @@ function escapePart(text: string): string {
   });
 }
 
-function unescapePart(text: string): string | undefined {
-  let out = '';
-  for (let i = 0; i < text.length;) {
-    const c = text[i] as string;
-    if (/[A-Za-z0-9._~-]/.test(c)) {
-      out += c;
-      i++;
-      continue;
-    }
-    if (c !== '%') return undefined;
-    const wide = text[i + 1] === 'u';
-    const hex = wide ? text.slice(i + 2, i + 6) : text.slice(i + 1, i + 3);
-    if (!/^[0-9A-F]+$/.test(hex) || hex.length !== (wide ? 4 : 2)) return undefined;
-    out += String.fromCharCode(parseInt(hex, 16));
-    i += wide ? 6 : 3;
-  }
-  return out;
+/**
+ * Decodes the escapes escapePart writes and checks nothing: parsePersonKey keeps the result
+ * only when escaping it again gives the text back, so any other text (a lower-case, non-hex or
+ * short escape, an escape of a character written as itself, a character left unescaped) is
+ * refused there, by the one encoding rather than by a second set of rules beside it.
+ */
+function unescapePart(text: string): string {
+  return text.replace(/%u[0-9A-F]{4}|%[0-9A-F]{2}/g, (escape) => String.fromCharCode(parseInt(escape.slice(escape.startsWith('%u') ? 2 : 1), 16)));
 }
 
 /** The one key of a person: `<type>:<escaped issuer>:<escaped subject>`. */
@@ -104,13 +97,13 @@ export function personKey(person: Person): PersonKey {
  * different escaping, an unknown type, a local or workload key with another issuer).
  */
 export function parsePersonKey(text: string): Person | undefined {
-  const parts = text.split(':');
-  if (parts.length !== 3) return undefined;
-  const [type, issuer, subject] = parts.map(unescapePart);
-  if (type === undefined || issuer === undefined || subject === undefined || !TYPES.includes(type)) return undefined;
-  const person: Person = { type: type as PersonType, issuer, subject };
-  if (person.type === 'local' && issuer !== LOCAL_ISSUER) return undefined;
-  if (person.type === 'workload' && issuer !== WORKLOAD_ISSUER) return undefined;
+  const parts = text.split(':').map(unescapePart);
+  if (!isThreeParts(parts)) return undefined;
+  const [type, issuer, subject] = parts;
+  if (!isPersonType(type)) return undefined;
+  if (type === 'local' && issuer !== LOCAL_ISSUER) return undefined;
+  if (type === 'workload' && issuer !== WORKLOAD_ISSUER) return undefined;
+  const person: Person = { type, issuer, subject };
   return personKey(person) === text ? person : undefined;
 }
 
