@@ -1,15 +1,25 @@
 /**
- * Readiness (`/readyz`): the configuration is loaded with what tokens need and no switch that
- * turns something off was refused (config/disabling-switches.ts), and the state backend
- * answers. Liveness (`/healthz`) stays a bare "the process serves": a Redis outage must take a
- * replica out of the load balancer, not get it restarted.
+ * Readiness (`/readyz`): whether this replica can serve. It can when the configuration is loaded
+ * with what tokens need and no switch that turns something off was refused
+ * (config/disabling-switches.ts), and its configuration source answers. Liveness (`/healthz`)
+ * stays a bare "the process serves".
+ *
+ * The state backend is reported but never fails readiness: with Redis down svc serves in
+ * degraded mode (logins, throttling in memory, tokens verified), and every replica shares the
+ * same Redis, so failing readiness on it took every pod out of the Service at once and made a
+ * Redis outage a full outage (issue 52). A degraded state backend shows as `state: "degraded: …"`
+ * in the body, `svc_state_backend_connected 0` in /metrics and a warning in the log; the alert
+ * is written on the metric (docs/operations.md).
  */
 import { refusedSwitchesReason } from '../config/disabling-switches.js';
 import type { Readiness } from '../http/routes/health.js';
 import type { Services } from './services.js';
 
-/** A state backend slower than this counts as not answering. */
-export const READINESS_PING_TIMEOUT_MS = 1_000;
+/**
+ * A state backend slower than this counts as degraded. Under Kubernetes' default probe timeout
+ * (1 s), so that a slow Redis never makes the probe itself time out, which would fail it.
+ */
+export const READINESS_PING_TIMEOUT_MS = 500;
 
 export function createReadiness(services: Pick<Services, 'settings' | 'state' | 'store'>): Readiness {
   return async function readiness() {
@@ -18,9 +28,18 @@ export function createReadiness(services: Pick<Services, 'settings' | 'state' | 
       : (refusedSwitchesReason(services.settings.problems()) ?? 'ok');
     // Only the Kubernetes store can lose its source; it then serves its last good configuration.
     const store = services.store.connected?.() === false ? 'the Kubernetes API does not answer; serving the last good configuration' : 'ok';
-    const state = await pingWithin(services, READINESS_PING_TIMEOUT_MS);
-    return { ready: configuration === 'ok' && store === 'ok' && state === 'ok', checks: { configuration, store, state } };
+    const state = await stateCheck(services, READINESS_PING_TIMEOUT_MS);
+    return { ready: configuration === 'ok' && store === 'ok', checks: { configuration, store, state } };
   };
+}
+
+/** `ok`, or `degraded: <why>`: a connection known to be lost is not pinged (the probe answers at once). */
+async function stateCheck(services: Pick<Services, 'state'>, ms: number): Promise<string> {
+  if (!services.state.connection().connected) {
+    return `degraded: the ${services.state.kind} state backend is not connected`;
+  }
+  const answer = await pingWithin(services, ms);
+  return answer === 'ok' ? 'ok' : `degraded: ${answer}`;
 }
 
 async function pingWithin(services: Pick<Services, 'state'>, ms: number): Promise<string> {

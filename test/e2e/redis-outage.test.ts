@@ -1,11 +1,16 @@
 /**
  * Redis dies in the middle of a run of logins: no login fails because of it. Throttling moves
- * to the replica's memory, says so in /metrics, and moves back when Redis returns.
+ * to the replica's memory, says so in /metrics, and moves back when Redis returns. A real
+ * `svc-server` process stays ready through the outage (/readyz 200, its state check
+ * `degraded: …`): every replica shares the one Redis, so failing readiness on it took every pod
+ * out of the Service at once (issue 52).
  */
 import { rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { accountsConfigDir, call, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { cleanRedisEnv, fresh, startServerProcess } from '../helpers/server-process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
@@ -63,5 +68,51 @@ describe('logins while Redis goes away', function () {
       gauge = await fallbackGauge();
     }
     expect(gauge).to.equal('0');
+  });
+
+  it('a svc-server process of two workers stays ready while Redis is down, says degraded, and its logins succeed', async function () {
+    await redis.restart(); // whatever the test before left, Redis runs when this one starts
+    const svc = await startServerProcess(dir, 2, cleanRedisEnv({ SVC_REDIS_URL: redis.url }));
+    try {
+      const readyz = async () => {
+        const reply = await fresh(svc.url, 'GET', '/readyz');
+        return { status: reply.status, body: JSON.parse(reply.body) as { status: string; checks: { state: string } } };
+      };
+      const first = await readyz();
+      expect(first).to.deep.equal({ status: 200, body: { status: 'ready', checks: { configuration: 'ok', store: 'ok', state: 'ok' } } });
+
+      await redis.stop();
+      const probes: { status: number; state: string }[] = [];
+      const logins: number[] = [];
+      // Kubernetes takes a pod out after 3 failed probes; here more than 8 probes, spread over both workers, must all pass.
+      const until = Date.now() + 4_000;
+      while (Date.now() < until) {
+        const [probe, loginReply] = await Promise.all([
+          readyz(),
+          fresh(svc.url, 'POST', '/api/v1/session', { username: 'alice', password: PASSWORDS.alice }),
+        ]);
+        probes.push({ status: probe.status, state: probe.body.checks.state });
+        logins.push(loginReply.status);
+        await sleep(200);
+      }
+      expect(probes.length).to.be.greaterThan(8);
+      expect(probes.filter((p) => p.status !== 200), 'every /readyz during the outage').to.deep.equal([]);
+      for (const { state } of probes.slice(-4)) {
+        expect(state, 'the state check once the outage is seen').to.match(/^degraded: the redis state backend (is not connected|does not answer: .+|did not answer within 500 ms)$/);
+      }
+      expect(logins.filter((s) => s !== 200), 'every login during the outage').to.deep.equal([]);
+      const metrics = await fresh(svc.url, 'GET', '/metrics');
+      expect(/^svc_state_backend_connected (\S+)$/m.exec(metrics.body)?.[1], 'the metric to alert on').to.equal('0');
+
+      await redis.restart();
+      let state = '';
+      for (let i = 0; i < 100 && state !== 'ok'; i++) {
+        await sleep(100);
+        state = (await readyz()).body.checks.state;
+      }
+      expect(state, 'the state check once Redis is back').to.equal('ok');
+    } finally {
+      await svc.stop();
+    }
   });
 });

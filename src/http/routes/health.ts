@@ -4,7 +4,7 @@ import type { AppState } from '../state.js';
 
 export interface ReadinessReport {
   readonly ready: boolean;
-  /** Each check: `ok`, or why not. */
+  /** Each check: `ok`, or why not; `state` is `ok` or `degraded: …` and never makes `ready` false. */
   readonly checks: { readonly configuration: string; readonly store: string; readonly state: string };
 }
 
