@@ -36,6 +36,12 @@ export interface Principal {
   /** Seconds since the epoch; undefined for API tokens without expiry. */
   readonly expiresAt: number | undefined;
   /**
+   * The token's `iat`, seconds since the epoch; undefined when it has none. A session token
+   * (`session`, `sso`) issued before the record of revocations was lost is refused
+   * (session/revocations-epoch.ts), and one without it too.
+   */
+  readonly issuedAt?: number;
+  /**
    * A local session of an account without a second factor while `users.mfa.required` is on:
    * it may call only the routes declared for it (http/route-access.ts) and no extension (extensions/access.ts).
    */

@@ -12,6 +12,7 @@ import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs
 import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
 import { createLocalVerifier } from '../session/local-verifier.js';
 import { createRevocation, type Revocation } from '../session/revocation.js';
+import { createRevocationsEpoch, type RevocationsEpoch } from '../session/revocations-epoch.js';
 import { createTokenSigner, type TokenSigner } from '../session/tokens.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import type { Services } from './services.js';
@@ -19,6 +20,8 @@ import type { Services } from './services.js';
 export interface Authentication {
   readonly signer: TokenSigner;
   readonly revocation: Revocation;
+  /** When the record of revocations began: session tokens issued before are refused. */
+  readonly epoch: RevocationsEpoch;
   readonly authenticator: Authenticator;
   readonly readCaller: ReadCaller;
   /** Every login's session, listed and ended by the session routes and back-channel logout. */
@@ -33,10 +36,11 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const { settings, state, log, now } = services;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now, registry: services.metrics.registry });
+  const epoch = await createRevocationsEpoch({ state, log, now, registry: services.metrics.registry });
   const cutoffs = await createAccountCutoffs({ state, log, now });
   const stopFollowing = await followAccounts(cutoffs, settings);
   const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt, mfaRequired: () => settings.current().mfaRequired });
-  const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation });
+  const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation, epoch });
   const sessions = createSessionRegistry({
     state, revocation, audit: services.audit, log, now,
     maxPerAccount: readInt(services.env, log, SESSIONS_PER_ACCOUNT_ENV, DEFAULT_SESSIONS_PER_ACCOUNT, 1),
@@ -47,6 +51,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   return {
     signer,
     revocation,
+    epoch,
     authenticator,
     sessions,
     readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url, onUse, recheck: () => recheck }),
@@ -57,6 +62,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
       stopFollowing();
       await cutoffs.close();
       await revocation.close();
+      await epoch.close();
     },
   };
 }

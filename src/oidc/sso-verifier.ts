@@ -111,6 +111,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
         tokenId: claims.tokenId,
         ...(typeof sid === 'string' && sid !== '' ? { sid } : {}),
         expiresAt: claims.exp,
+        ...(typeof claims.payload.iat === 'number' ? { issuedAt: claims.payload.iat } : {}),
       };
       // Kept until the token expires, or until the userinfo groups are due again.
       seen.set(token, { principal, untilMs: Math.min(extra?.untilMs ?? Infinity, (claims.exp + CLOCK_SKEW_SECONDS) * 1000) });

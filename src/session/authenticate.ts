@@ -8,10 +8,15 @@
  * a verifier has already accepted, whose revocation this replica can answer from memory;
  * undefined when it cannot, and the caller then awaits `authenticate`). Both apply the same
  * rules in the same order.
+ *
+ * Then the revocations epoch (revocations-epoch.ts): a session token issued before the record of
+ * revocations was lost is refused, since nothing says it was not revoked. A comparison on a value
+ * held in memory, on both paths.
  */
 import { Unauthenticated } from '../errors.js';
 import type { Principal } from '../principal.js';
 import type { Revocation } from './revocation.js';
+import type { RevocationsEpoch } from './revocations-epoch.js';
 import { unverifiedIssuer } from './tokens.js';
 import { REVOKED } from './validity.js';
 import type { TokenVerifier } from './token-verifier.js';
@@ -20,6 +25,8 @@ export interface AuthenticatorDeps {
   /** svc's own first: it answers most requests, and `known` asks each in order. */
   readonly verifiers: readonly TokenVerifier[];
   readonly revocation: Pick<Revocation, 'isRevoked' | 'revokedNow' | 'onRevoked'>;
+  /** Session tokens issued before the record of revocations began are refused. */
+  readonly epoch: Pick<RevocationsEpoch, 'refusal'>;
 }
 
 export type Authenticate = (token: string) => Promise<Principal>;
@@ -49,6 +56,12 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
     return undefined;
   }
 
+  function sinceEpoch(principal: Principal): Principal {
+    const refused = deps.epoch.refusal(principal);
+    if (refused !== undefined) throw new Unauthenticated(refused);
+    return principal;
+  }
+
   return {
     async authenticate(token) {
       let principal = knownPrincipal(token);
@@ -60,7 +73,7 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
         principal = await verifier.verify(token);
       }
       if (await deps.revocation.isRevoked(principal.tokenId)) throw new Unauthenticated(REVOKED);
-      return principal;
+      return sinceEpoch(principal);
     },
 
     known(token) {
@@ -69,7 +82,7 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
       const revoked = deps.revocation.revokedNow(principal.tokenId);
       if (revoked === undefined) return undefined;
       if (revoked) throw new Unauthenticated(REVOKED);
-      return principal;
+      return sinceEpoch(principal);
     },
 
     onRevoked: (listener) => deps.revocation.onRevoked(listener),

@@ -46,6 +46,7 @@ export function createLocalVerifier(deps: LocalVerifierDeps): TokenVerifier {
         kind: claims.kind === 'login' ? 'session' : 'apiKey',
         tokenId: claims.jti,
         expiresAt: claims.exp,
+        issuedAt: claims.iat,
       };
       principals.set(claims, principal);
     }

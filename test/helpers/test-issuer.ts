@@ -54,7 +54,7 @@ export function createTestVerifier(): TokenVerifier & { readonly verifications: 
         throw new Unauthenticated('token is invalid');
       }
       const groups = Array.isArray(payload['groups']) ? payload['groups'].filter((g): g is string => typeof g === 'string') : [];
-      const principal: Principal = { username: payload.sub ?? '', groups, issuer: TEST_ISSUER, kind: 'sso', tokenId: payload.jti ?? '', expiresAt: payload.exp };
+      const principal: Principal = { username: payload.sub ?? '', groups, issuer: TEST_ISSUER, kind: 'sso', tokenId: payload.jti ?? '', expiresAt: payload.exp, ...(payload.iat !== undefined ? { issuedAt: payload.iat } : {}) };
       seen.set(token, principal);
       return principal;
     },

@@ -129,11 +129,12 @@ describe('SSO token verifier', () => {
     });
   });
 
-  it('gives the principal: sub, groups, issuer, kind sso, jti or a hash of the token, expiry', async () => {
+  it('gives the principal: sub, groups, issuer, kind sso, jti or a hash of the token, expiry, issued at', async () => {
     const v = verifier();
     const exp = now() + 600;
-    const withJti = await k.sign(claims({ jti: 'id-1', exp }));
-    expect(await v.verify(withJti)).to.deep.equal({ username: 'user-1', groups: ['g1', 'g2'], issuer: ISSUER, kind: 'sso', tokenId: 'id-1', expiresAt: exp });
+    const iat = now() - 5;
+    const withJti = await k.sign(claims({ jti: 'id-1', exp, iat }));
+    expect(await v.verify(withJti)).to.deep.equal({ username: 'user-1', groups: ['g1', 'g2'], issuer: ISSUER, kind: 'sso', tokenId: 'id-1', expiresAt: exp, issuedAt: iat });
     expect(v.known(withJti)?.tokenId).to.equal('id-1');
     const without = await v.verify(await k.sign(claims()));
     expect(without.tokenId).to.match(/^sha256:[\w-]{43}$/);

@@ -13,9 +13,12 @@ import { createRevocation, type Revocation } from '../../src/session/revocation.
 import { createTokenSigner } from '../../src/session/tokens.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import type { StateBackend } from '../../src/state/state.js';
+import type { Principal } from '../../src/principal.js';
 import { createTestVerifier, mintTestToken } from '../helpers/test-issuer.js';
 
 const log = pino({ level: 'silent' });
+/** No record of revocations was lost: the epoch refuses nothing. */
+const noEpoch = { refusal: () => undefined };
 
 /** The message of the Unauthenticated that `run` throws, or undefined when it passes. */
 async function refusal(run: () => unknown): Promise<string | undefined> {
@@ -41,7 +44,7 @@ describe('session/authenticate: known() and authenticate()', () => {
   });
 
   function authenticator(rev: Revocation = revocation) {
-    return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined })], revocation: rev });
+    return createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined })], revocation: rev, epoch: noEpoch });
   }
 
   it('knows nothing of a token until authenticate() verified it, then gives the same principal', async () => {
@@ -80,7 +83,7 @@ describe('session/authenticate: known() and authenticate()', () => {
     const auth = authenticator();
     account = { ...account, capabilities: ['apiKey', 'login'], tokens: [{ id: 'k', jti: 'k', iat: now }] };
     const session = await signer.sign({ username: 'alice', kind: 'login', jti: 's1', iat: now, exp: now + 3600 });
-    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 3600 });
+    expect(await auth.authenticate(session)).to.deep.equal({ username: 'alice', groups: [], issuer: 'svc', kind: 'session', tokenId: 's1', expiresAt: now + 3600, issuedAt: now });
     expect(await auth.authenticate(await sessionOf('k'))).to.deep.include({ kind: 'apiKey', groups: [], tokenId: 'k' });
     account = { ...account, enabled: false };
     const later = await signer.sign({ username: 'alice', kind: 'login', jti: 's2', iat: now, exp: now + 3600 });
@@ -96,7 +99,7 @@ describe('session/authenticate: known() and authenticate()', () => {
 
   it('asks each verifier in turn for a known token, and verifies a token only once', async () => {
     const sso = createTestVerifier();
-    const auth = createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined }), sso], revocation });
+    const auth = createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts: () => new Map([['alice', account]]), disabledAt: () => undefined }), sso], revocation, epoch: noEpoch });
     const token = await mintTestToken('sso-user', ['g']);
     const principal = await auth.authenticate(token);
     expect(auth.known(token)).to.equal(principal);
@@ -105,7 +108,7 @@ describe('session/authenticate: known() and authenticate()', () => {
   });
 
   it('refuses two verifiers for one issuer', () => {
-    expect(() => createAuthenticator({ verifiers: [createTestVerifier(), createTestVerifier()], revocation })).to.throw("two token verifiers for issuer 'https://issuer.test.invalid'");
+    expect(() => createAuthenticator({ verifiers: [createTestVerifier(), createTestVerifier()], revocation, epoch: noEpoch })).to.throw("two token verifiers for issuer 'https://issuer.test.invalid'");
   });
 
   it('tells its listeners each revoked token id', async () => {
@@ -158,7 +161,7 @@ describe('session/authenticate: a revoked SSO token', () => {
     const revocation = await createRevocation({ state, log, now: Date.now });
     closers.push(() => revocation.close());
     const verifier = createTestVerifier();
-    return { revocation, verifier, auth: createAuthenticator({ verifiers: [verifier], revocation }) };
+    return { revocation, verifier, auth: createAuthenticator({ verifiers: [verifier], revocation, epoch: noEpoch }) };
   }
 
   function sharedState(): StateBackend {
@@ -199,7 +202,7 @@ describe('session/authenticate: a revoked SSO token', () => {
     const token = await loggedOut(a);
     expect(await refusal(async () => a.auth.known(token))).to.equal(REVOKED); // cached: the fast path refuses
     // The same revocation list in front of a verifier that no longer has the token (a bounded cache let it go).
-    const dropped = createAuthenticator({ verifiers: [createTestVerifier()], revocation: a.revocation });
+    const dropped = createAuthenticator({ verifiers: [createTestVerifier()], revocation: a.revocation, epoch: noEpoch });
     expect(dropped.known(token)).to.equal(undefined);
     expect(await refusal(() => dropped.authenticate(token))).to.equal(REVOKED);
   });
@@ -216,11 +219,34 @@ describe('session/authenticate: a revoked SSO token', () => {
       revokedNow: () => undefined,
       close: async () => undefined,
     };
-    const auth = createAuthenticator({ verifiers: [createTestVerifier()], revocation: incomplete });
+    const auth = createAuthenticator({ verifiers: [createTestVerifier()], revocation: incomplete, epoch: noEpoch });
     const token = await mintTestToken('sso-user', ['sso-team']);
     expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED);
     expect(asked).to.have.length(1);
     expect(await refusal(() => auth.authenticate(token))).to.equal(REVOKED); // seen now, still asked
     expect(asked).to.have.length(2);
+  });
+});
+
+describe('session/authenticate: the revocations epoch', () => {
+  const cutoffMs = Date.UTC(2026, 0, 2, 3, 4, 5);
+  /** Session tokens issued before cutoffMs are refused, as revocations-epoch.ts does after a loss. */
+  const epoch = { refusal: (p: Principal) => (p.kind === 'session' || p.kind === 'sso') && (p.issuedAt ?? 0) * 1000 < cutoffMs ? 'lost at cutoff' : undefined };
+  const signer = createTokenSigner({ secretKey: () => 'authenticate-test-key-0123456789', now: () => cutoffMs + 3_600_000 });
+  const account: AccountSettings = { name: 'alice', enabled: true, capabilities: ['login', 'apiKey'], tokens: [] };
+
+  it('refuses a session token issued before the cutoff on both paths, and keeps one issued after', async () => {
+    const revocation = await createRevocation({ state: createMemoryState(), log, now: Date.now });
+    const accounts = () => new Map([['alice', account]]);
+    const auth = createAuthenticator({ verifiers: [createLocalVerifier({ signer, accounts, disabledAt: () => undefined })], revocation, epoch });
+    const iatBefore = Math.floor(cutoffMs / 1000) - 1;
+    const old = await signer.sign({ username: 'alice', kind: 'login', jti: 'old', iat: iatBefore, exp: iatBefore + 86_400 });
+    const iatAfter = Math.ceil(cutoffMs / 1000);
+    const fresh = await signer.sign({ username: 'alice', kind: 'login', jti: 'new', iat: iatAfter, exp: iatAfter + 86_400 });
+    expect(await refusal(() => auth.authenticate(old))).to.equal('lost at cutoff');
+    expect(await refusal(async () => auth.known(old))).to.equal('lost at cutoff');
+    expect((await auth.authenticate(fresh)).issuedAt).to.equal(iatAfter);
+    expect(auth.known(fresh)?.tokenId).to.equal('new');
+    await revocation.close();
   });
 });

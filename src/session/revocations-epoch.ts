@@ -1,0 +1,206 @@
+/**
+ * A token refused once stays refused, whatever state is lost (issue 52). The revocation list
+ * (revocation.ts) lives in the state backend: memory state loses it at every start, Redis when
+ * it loses its data (FLUSHALL, a restart without persistence). A logged-out token would then work
+ * again. So the state backend also holds a marker, `revocations-epoch` = `<random id> <ms>`,
+ * written when the record of revocations begins (the first start, or the first look after a
+ * loss). Its absence means "revocations may have been lost": this replica writes a new marker
+ * with the present as its time, and every session token (svc's own, `session`, and SSO ones,
+ * `sso`) issued before the marker's time is refused ('the record of revocations was lost at
+ * <time>; log in again'). That is fail closed: people log in again. API tokens (svc's and SSO
+ * users' personal ones) live in the config store and are not affected; neither are workload
+ * tokens, which nothing revokes.
+ *
+ * When it is read: at start, each time the subscription to REVOCATIONS_EPOCH_CHANNEL becomes
+ * live (a Redis that restarted comes back through a new connection), and every
+ * CHECK_INTERVAL_MS (FLUSHALL keeps the connection). A new marker is published, so the other
+ * replicas adopt it at once; any replica that reads a marker with another id and a later time
+ * adopts it (SET NX: of replicas that find it absent together, one writes, the others read
+ * its marker). A cutoff only moves forward. The check per token is a comparison with the copy
+ * held here: no round trip per request.
+ *
+ * Rejected: a durable place for revocations (a file per replica is not shared, the config store
+ * is the operator's); refusing every token while the marker cannot be read (a Redis outage at
+ * start would log everyone out; the revocation list's own degraded mode applies then, and the
+ * first read that finds the marker gone still refuses what came before).
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Principal } from '../principal.js';
+import { StateUnavailable, type StateBackend } from '../state/state.js';
+import { RETRY_MS } from './revocation.js';
+
+export const REVOCATIONS_EPOCH_KEY = 'revocations-epoch';
+export const REVOCATIONS_EPOCH_CHANNEL = 'revocations-epoch';
+/** How often the marker is read while the connection stays up (FLUSHALL does not drop it). */
+export const CHECK_INTERVAL_MS = 5_000;
+
+export const LOST_METRIC = 'svc_state_revocations_lost_total';
+export const NOT_BEFORE_METRIC = 'svc_session_tokens_not_before_seconds';
+
+/** The kinds of token a logout revokes: the ones a lost revocation list could bring back. */
+const SESSION_KINDS: ReadonlySet<Principal['kind']> = new Set(['session', 'sso']);
+
+export interface Marker {
+  readonly id: string;
+  /** Milliseconds since the epoch: session tokens issued before are refused. */
+  readonly atMs: number;
+}
+
+export interface RevocationsEpoch {
+  /** The cutoff in force (ms); undefined while the marker has not been read since start. */
+  notBefore(): number | undefined;
+  /** Why this token is refused, or undefined: synchronous, a comparison on the copy held here. */
+  refusal(principal: Pick<Principal, 'kind' | 'issuedAt'>): string | undefined;
+  /** Reads the marker now (and writes a new one when it is gone). */
+  check(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RevocationsEpochDeps {
+  readonly state: StateBackend;
+  readonly log: Pick<Logger, 'warn' | 'info'>;
+  readonly now: () => number;
+  readonly registry?: Registry;
+  /** Defaults to CHECK_INTERVAL_MS; tests shorten it. */
+  readonly checkIntervalMs?: number;
+}
+
+export function formatMarker(marker: Marker): string {
+  return `${marker.id} ${String(marker.atMs)}`;
+}
+
+/** undefined for anything this release would not write: treated as lost (fail closed). */
+export function parseMarker(text: string): Marker | undefined {
+  const match = /^([0-9a-f-]{36}) ([1-9][0-9]{0,15})$/.exec(text);
+  if (match === null) return undefined;
+  const atMs = Number(match[2]);
+  return Number.isSafeInteger(atMs) ? { id: match[1] as string, atMs } : undefined;
+}
+
+/** What a refused client reads. */
+export function lostMessage(atMs: number): string {
+  return `the record of revocations was lost at ${new Date(atMs).toISOString()}; log in again`;
+}
+
+/**
+ * The rule itself: a session token whose `iat` (whole seconds) is before the cutoff is refused;
+ * one without `iat` too, since nothing says it came after. Other kinds are not concerned.
+ */
+export function refusedBefore(cutoffMs: number | undefined, principal: Pick<Principal, 'kind' | 'issuedAt'>): boolean {
+  if (cutoffMs === undefined || !SESSION_KINDS.has(principal.kind)) return false;
+  return principal.issuedAt === undefined || principal.issuedAt * 1000 < cutoffMs;
+}
+
+export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promise<RevocationsEpoch> {
+  const { state, log, now } = deps;
+  const lostCounter = deps.registry === undefined ? undefined : new Counter({
+    name: LOST_METRIC,
+    help: 'Times this replica found the record of revocations lost (no marker in the state backend: memory state at every start, a first start, Redis emptied) and began refusing every session token issued before then',
+    registers: [deps.registry],
+  });
+  const notBeforeGauge = deps.registry === undefined ? undefined : new Gauge({
+    name: NOT_BEFORE_METRIC,
+    help: 'Session tokens (local and SSO) issued before this time (seconds since the epoch) are refused: the record of revocations began then',
+    registers: [deps.registry],
+    aggregator: 'max',
+  });
+  let current: Marker | undefined;
+  let message = '';
+  let closed = false;
+  let unsubscribe: (() => Promise<void>) | undefined;
+  let checking: Promise<void> | undefined;
+
+  function adopt(marker: Marker, how: 'made' | 'found' | 'heard'): void {
+    const before = current;
+    if (before !== undefined && (before.id === marker.id || marker.atMs <= before.atMs)) return;
+    current = marker;
+    message = lostMessage(marker.atMs);
+    notBeforeGauge?.set(marker.atMs / 1000);
+    // A marker found at start is the record this replica joins: nothing was lost.
+    if (how === 'found' && before === undefined) return;
+    lostCounter?.inc();
+    const at = new Date(marker.atMs).toISOString();
+    if (state.kind === 'memory') {
+      log.info({ notBefore: at, metric: LOST_METRIC }, `revocations: memory state keeps no revocations across restarts, so every session token issued before this start (${at}) is refused and people log in again; use Redis to keep sessions across restarts`);
+    } else {
+      log.warn({ notBefore: at, metric: LOST_METRIC }, `revocations: the record of revocations in Redis was lost (its marker ${REVOCATIONS_EPOCH_KEY} is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before ${at} is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions`);
+    }
+  }
+
+  async function read(): Promise<void> {
+    let text: string | null;
+    try {
+      text = await state.get(REVOCATIONS_EPOCH_KEY);
+    } catch (err: unknown) {
+      if (!(err instanceof StateUnavailable)) log.warn({ err }, 'revocations: cannot read the marker of the record of revocations');
+      return;
+    }
+    const found = text === null ? undefined : parseMarker(text);
+    if (found !== undefined) return adopt(found, 'found');
+    const made: Marker = { id: randomUUID(), atMs: now() };
+    try {
+      if (text === null) {
+        if (!(await state.setIfAbsent(REVOCATIONS_EPOCH_KEY, formatMarker(made)))) {
+          // Another replica wrote it between the GET and the SET NX: its marker is the record's.
+          const theirs = await state.get(REVOCATIONS_EPOCH_KEY);
+          const marker = theirs === null ? undefined : parseMarker(theirs);
+          if (marker !== undefined) adopt(marker, current === undefined ? 'found' : 'heard');
+          return;
+        }
+      } else {
+        log.warn({ key: REVOCATIONS_EPOCH_KEY }, 'revocations: the marker of the record of revocations is unreadable; it is replaced and counted as lost');
+        await state.set(REVOCATIONS_EPOCH_KEY, formatMarker(made));
+      }
+    } catch (err: unknown) {
+      if (!(err instanceof StateUnavailable)) log.warn({ err }, 'revocations: cannot write the marker of the record of revocations');
+      return;
+    }
+    // Refused here before it is shared: this replica's own tokens of before are refused at once.
+    adopt(made, 'made');
+    await state.publish(REVOCATIONS_EPOCH_CHANNEL, formatMarker(made)).catch(() => undefined);
+  }
+
+  /** One read at a time: a tick during a slow read waits for it rather than racing it. */
+  function check(): Promise<void> {
+    if (closed) return Promise.resolve();
+    checking ??= read().finally(() => (checking = undefined));
+    return checking;
+  }
+
+  function heard(text: string): void {
+    const marker = parseMarker(text);
+    if (marker !== undefined) adopt(marker, 'heard');
+  }
+
+  async function subscribe(): Promise<void> {
+    try {
+      const off = await state.subscribe(REVOCATIONS_EPOCH_CHANNEL, heard, { onLive: () => void check(), onLost: () => undefined });
+      if (closed) await off();
+      else unsubscribe = off;
+    } catch {
+      // The periodic check covers a Redis that is away at start.
+      if (!closed) void sleep(RETRY_MS, undefined, { ref: false }).then(() => (closed ? undefined : subscribe()));
+    }
+  }
+
+  await subscribe();
+  await check();
+  const timer = setInterval(() => void check(), deps.checkIntervalMs ?? CHECK_INTERVAL_MS);
+  timer.unref();
+
+  return {
+    notBefore: () => current?.atMs,
+    refusal(principal) {
+      return refusedBefore(current?.atMs, principal) ? message : undefined;
+    },
+    check,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await unsubscribe?.();
+    },
+  };
+}

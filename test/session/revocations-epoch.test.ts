@@ -1,0 +1,200 @@
+/**
+ * The revocations epoch: a marker in the state backend whose absence means the record of
+ * revocations was lost, and the cutoff it gives. Replicas are instances over one memory backend
+ * (its pub/sub reaches them all); the Redis runs are in test/e2e/revocations-lost.test.ts.
+ */
+import { expect } from 'chai';
+import { Registry } from 'prom-client';
+import type { Principal } from '../../src/principal.js';
+import {
+  createRevocationsEpoch,
+  formatMarker,
+  LOST_METRIC,
+  lostMessage,
+  NOT_BEFORE_METRIC,
+  parseMarker,
+  refusedBefore,
+  REVOCATIONS_EPOCH_KEY,
+  type RevocationsEpoch,
+} from '../../src/session/revocations-epoch.js';
+import { createMemoryState } from '../../src/state/memory.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+
+const T0 = Date.UTC(2026, 10, 28, 12, 0, 0, 250);
+const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
+
+interface Logged {
+  readonly level: 'info' | 'warn';
+  readonly msg: string;
+}
+
+function recorder(): { log: { info: (o: unknown, m?: string) => void; warn: (o: unknown, m?: string) => void }; lines: Logged[] } {
+  const lines: Logged[] = [];
+  const line = (level: Logged['level']) => (o: unknown, m?: string) => lines.push({ level, msg: typeof o === 'string' ? o : m ?? '' });
+  return { log: { info: line('info'), warn: line('warn') }, lines };
+}
+
+async function metric(registry: Registry, name: string): Promise<number | undefined> {
+  return (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
+}
+
+/** The same backend seen as Redis (the log line differs), and able to stop answering. */
+function asRedis(state: StateBackend): StateBackend & { down: boolean } {
+  const flags = { down: false };
+  return new Proxy(state, {
+    get(target, prop, receiver) {
+      if (prop === 'kind') return 'redis';
+      if (prop === 'down') return flags.down;
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || prop === 'close' || prop === 'connection') return value;
+      return (...args: unknown[]) => (flags.down ? Promise.reject(new StateUnavailable('redis is down')) : (value as (...a: unknown[]) => unknown).apply(target, args));
+    },
+    set(_target, prop, value) {
+      if (prop !== 'down') return false;
+      flags.down = value as boolean;
+      return true;
+    },
+  }) as StateBackend & { down: boolean };
+}
+
+const session = (issuedAt: number | undefined): Pick<Principal, 'kind' | 'issuedAt'> => ({ kind: 'session', ...(issuedAt !== undefined ? { issuedAt } : {}) });
+
+describe('session/revocations-epoch', () => {
+  let closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.reverse()) await close();
+    closers = [];
+  });
+
+  async function replica(state: StateBackend, now: () => number, registry = new Registry(), log = recorder().log): Promise<RevocationsEpoch> {
+    const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000 });
+    closers.push(() => epoch.close());
+    return epoch;
+  }
+
+  function memory(): StateBackend {
+    const state = createMemoryState();
+    closers.push(() => state.close());
+    return state;
+  }
+
+  describe('the rule', () => {
+    it('refuses session and SSO tokens issued before the cutoff, or without iat; keeps the rest', () => {
+      const cutoff = T0; // 12:00:00.250
+      const second = Math.floor(T0 / 1000);
+      expect(refusedBefore(cutoff, session(second - 1))).to.equal(true);
+      expect(refusedBefore(cutoff, session(second)), 'the second of the loss, before or after it: refused').to.equal(true);
+      expect(refusedBefore(cutoff, session(second + 1))).to.equal(false);
+      expect(refusedBefore(cutoff, session(undefined)), 'no iat: nothing says it came after').to.equal(true);
+      expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second - 1 })).to.equal(true);
+      expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second + 1 })).to.equal(false);
+      for (const kind of ['apiKey', 'ssoApiKey', 'workload'] as const) expect(refusedBefore(cutoff, { kind, issuedAt: second - 3600 }), kind).to.equal(false);
+      expect(refusedBefore(undefined, session(0)), 'no marker read yet').to.equal(false);
+      expect(refusedBefore(Math.floor(T0 / 1000) * 1000, session(second)), 'a cutoff on the second keeps that second').to.equal(false);
+    });
+
+    it('reads back only the markers it writes', () => {
+      expect(parseMarker(formatMarker({ id: ID, atMs: T0 }))).to.deep.equal({ id: ID, atMs: T0 });
+      for (const text of ['', ID, `${ID} `, `${ID} 0`, `${ID} -5`, `${ID} 1e12`, `${ID} 12.5`, `x ${T0}`, `${ID}  ${T0}`, `${ID} ${T0} x`, `${ID} 99999999999999999`]) {
+        expect(parseMarker(text), JSON.stringify(text)).to.equal(undefined);
+      }
+      expect(lostMessage(T0)).to.equal('the record of revocations was lost at 2026-11-28T12:00:00.250Z; log in again');
+    });
+  });
+
+  it('memory state: the first start finds no marker, so every session token issued before it is refused; said in the log and counted', async () => {
+    const state = memory();
+    const registry = new Registry();
+    const { log, lines } = recorder();
+    const epoch = await replica(state, () => T0, registry, log);
+    expect(epoch.notBefore()).to.equal(T0);
+    expect(parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '')?.atMs).to.equal(T0);
+    expect(epoch.refusal(session(Math.floor(T0 / 1000) - 60))).to.equal(lostMessage(T0));
+    expect(epoch.refusal(session(Math.floor(T0 / 1000) + 1))).to.equal(undefined);
+    expect(epoch.refusal({ kind: 'apiKey', issuedAt: 0 })).to.equal(undefined);
+    expect(await metric(registry, LOST_METRIC)).to.equal(1);
+    expect(await metric(registry, NOT_BEFORE_METRIC)).to.equal(T0 / 1000);
+    expect(lines).to.deep.equal([{ level: 'info', msg: 'revocations: memory state keeps no revocations across restarts, so every session token issued before this start (2026-11-28T12:00:00.250Z) is refused and people log in again; use Redis to keep sessions across restarts' }]);
+  });
+
+  it('a replica that starts on a kept record joins it: same cutoff, nothing lost, nothing logged', async () => {
+    const state = asRedis(memory());
+    await replica(state, () => T0);
+    const registry = new Registry();
+    const { log, lines } = recorder();
+    const later = await replica(state, () => T0 + 3_600_000, registry, log);
+    expect(later.notBefore()).to.equal(T0);
+    expect(await metric(registry, LOST_METRIC)).to.equal(0);
+    expect(await metric(registry, NOT_BEFORE_METRIC)).to.equal(T0 / 1000);
+    expect(lines).to.deep.equal([]);
+  });
+
+  it('Redis emptied: the next check writes a new marker, and both replicas refuse what came before it, each saying so once', async () => {
+    const state = asRedis(memory());
+    let t = T0;
+    const [ra, rb] = [new Registry(), new Registry()];
+    const [la, lb] = [recorder(), recorder()];
+    const a = await replica(state, () => t, ra, la.log);
+    const b = await replica(state, () => t, rb, lb.log);
+    la.lines.length = 0; // a's first start is a loss too (nothing tells it from an emptied Redis)
+    t = T0 + 60_000;
+    await state.delete(REVOCATIONS_EPOCH_KEY); // FLUSHALL
+    await a.check();
+    await a.check(); // the marker is a's own now: nothing more
+    for (let i = 0; i < 50 && b.notBefore() !== t; i++) await new Promise((r) => setTimeout(r, 10));
+    expect([a.notBefore(), b.notBefore()], 'b heard it at once').to.deep.equal([t, t]);
+    const issued = Math.floor(T0 / 1000) + 30; // a session of between the two markers
+    expect(a.refusal(session(issued))).to.equal(lostMessage(t));
+    expect(b.refusal(session(issued))).to.equal(lostMessage(t));
+    expect([await metric(ra, LOST_METRIC), await metric(rb, LOST_METRIC)]).to.deep.equal([2, 1]);
+    expect(await metric(rb, NOT_BEFORE_METRIC)).to.equal(t / 1000);
+    const line = 'revocations: the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before 2026-11-28T12:01:00.250Z is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions';
+    expect(la.lines).to.deep.equal([{ level: 'warn', msg: line }]);
+    expect(lb.lines).to.deep.equal([{ level: 'warn', msg: line }]);
+  });
+
+  it('a replica that missed the message adopts a newer marker on its next check, never an older one', async () => {
+    const state = asRedis(memory());
+    const b = await replica(state, () => T0);
+    const newer = { id: ID, atMs: T0 + 5_000 };
+    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker(newer)); // written by a replica b did not hear
+    await b.check();
+    expect(b.notBefore()).to.equal(newer.atMs);
+    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: '1f8fad5b-d9cb-469f-a165-70867728950e', atMs: T0 })); // an older one (a clock behind)
+    await b.check();
+    expect(b.notBefore(), 'a cutoff only moves forward').to.equal(newer.atMs);
+  });
+
+  it('an unreadable marker counts as lost: replaced by a new one', async () => {
+    const state = asRedis(memory());
+    await state.set(REVOCATIONS_EPOCH_KEY, 'garbage');
+    const registry = new Registry();
+    const epoch = await replica(state, () => T0, registry);
+    expect(epoch.notBefore()).to.equal(T0);
+    expect(parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '')?.atMs).to.equal(T0);
+    expect(await metric(registry, LOST_METRIC)).to.equal(1);
+  });
+
+  it('while the backend does not answer from the start, refuses nothing on its account; the first answer decides', async () => {
+    const state = asRedis(memory());
+    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: ID, atMs: T0 }));
+    state.down = true;
+    const epoch = await replica(state, () => T0 + 1_000);
+    expect(epoch.notBefore()).to.equal(undefined);
+    expect(epoch.refusal(session(0))).to.equal(undefined);
+    state.down = false;
+    await epoch.check();
+    expect(epoch.notBefore()).to.equal(T0);
+    state.down = true;
+    await epoch.check();
+    expect(epoch.notBefore(), 'an outage later keeps the cutoff in force').to.equal(T0);
+  });
+
+  it('two replicas that find the marker gone at once agree on one (SET NX)', async () => {
+    const state = asRedis(memory());
+    const [a, b] = await Promise.all([replica(state, () => T0), replica(state, () => T0 + 7)]);
+    const stored = parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '');
+    expect(a.notBefore()).to.equal(stored?.atMs);
+    expect(b.notBefore()).to.equal(stored?.atMs);
+  });
+});
