@@ -11,17 +11,23 @@
  * per server, passed by hand, and only uses its pure aggregate().
  *
  * A worker that does not answer in time fails the scrape rather than leave its counts out: a sum
- * without it would look like every counter dropped. A worker that exits while asked is left out
- * (its counts are gone with it: Prometheus sees a counter reset, as after any restart).
+ * without it would look like every counter dropped. A worker that ended keeps its counts in the
+ * sum: the primary keeps the last values each worker sent, and when a worker exits, its counters
+ * and histograms (buckets, sums and counts are counters too) from then are added to every later
+ * answer; its gauges are dropped. Without that, one worker's death took its counts out of the sum
+ * (svc_http_requests_total fell from 90,273 to 45,984, read by Prometheus as a reset; issue 52).
+ * Only a restart of the primary resets the counters. What a worker counted after its last
+ * answer is lost, which never makes a counter go down: no scrape showed it.
  */
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
+import { addCounters, countersOnly } from './ended-workers-metrics.js';
 
 /** How long the primary waits for every worker's values. */
 export const COLLECT_TIMEOUT_MS = 3_000;
 /** How long a worker waits for the primary's answer: the primary's wait and some. */
 export const ASK_TIMEOUT_MS = COLLECT_TIMEOUT_MS + 1_000;
 
-type Values = MetricObjectWithValues<MetricValue<string>>[];
+export type Values = MetricObjectWithValues<MetricValue<string>>[];
 
 /** Worker -> primary: a scrape arrived here; and a worker's own values, asked by the primary. */
 export type MetricsFromWorker =
@@ -94,7 +100,8 @@ export function workerMetrics(registry: Registry, channel: WorkerChannel): { tex
 
 interface Collection {
   readonly waitingFor: Set<number>;
-  readonly values: Values[];
+  /** Each answering worker's values, by worker id. */
+  readonly values: Map<number, Values>;
   settle(err: Error | undefined): void;
 }
 
@@ -102,6 +109,10 @@ interface Collection {
 export function createMetricsCollector(deps: { readonly workers: () => readonly WorkerEnd[]; readonly timeoutMs?: number }) {
   let next = 0;
   const collections = new Map<number, Collection>();
+  /** The last values each live worker sent: what it adds to the sum once it has ended. */
+  const lastSent = new Map<number, Values>();
+  /** The counters and histograms of every worker that ended, summed. */
+  let ended: Values = [];
   const finish = (id: number, err?: Error) => {
     const collection = collections.get(id);
     if (collection === undefined) return;
@@ -118,7 +129,7 @@ export function createMetricsCollector(deps: { readonly workers: () => readonly 
         const late = [...(collections.get(id)?.waitingFor ?? [])].join(', ');
         finish(id, new Error(`worker ${late} did not send its metrics within ${deps.timeoutMs ?? COLLECT_TIMEOUT_MS} ms`));
       }, deps.timeoutMs ?? COLLECT_TIMEOUT_MS);
-      const values: Values[] = [];
+      const values = new Map<number, Values>();
       collections.set(id, {
         waitingFor: new Set(workers.map((w) => w.id)),
         values,
@@ -128,7 +139,7 @@ export function createMetricsCollector(deps: { readonly workers: () => readonly 
           else {
             // aggregate() throws for an aggregator it does not know: a failed scrape, not a dead primary.
             try {
-              AggregatorRegistry.aggregate(values).metrics().then(resolve, reject);
+              AggregatorRegistry.aggregate([...values.values(), ended]).metrics().then(resolve, reject);
             } catch (error: unknown) {
               reject(error instanceof Error ? error : new Error(String(error)));
             }
@@ -156,14 +167,24 @@ export function createMetricsCollector(deps: { readonly workers: () => readonly 
       if (collection === undefined || !collection.waitingFor.delete(worker.id)) return true;
       if (message.metrics === undefined) finish(message.id, new Error(`worker ${worker.id} could not read its metrics: ${message.error ?? 'no reason given'}`));
       else {
-        collection.values.push(message.metrics);
+        collection.values.set(worker.id, message.metrics);
+        lastSent.set(worker.id, message.metrics);
         finish(message.id);
       }
       return true;
     },
-    /** A worker gone while asked: its counts went with it, the others' are still the answer. */
+    /**
+     * A worker has exited: its last counters join the ended workers' sum, and a collection under
+     * way takes them from there (not twice) or goes on without it if it had not answered yet.
+     */
     forget(workerId: number): void {
-      for (const [id, collection] of collections) if (collection.waitingFor.delete(workerId)) finish(id);
+      const last = lastSent.get(workerId);
+      lastSent.delete(workerId);
+      if (last !== undefined) ended = addCounters(ended, countersOnly(last));
+      for (const [id, collection] of collections) {
+        collection.values.delete(workerId);
+        if (collection.waitingFor.delete(workerId)) finish(id);
+      }
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * /metrics of a server with two workers, scraped on a new connection each time (as behind a
  * Service or a load balancer, where consecutive scrapes land on either worker) while requests
- * run: every counter and histogram series only goes up from one scrape to the next.
+ * run: every counter and histogram series only goes up from one scrape to the next, also when a
+ * worker is killed between two scrapes (its counts stay in the sum; issue 52).
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -117,6 +118,34 @@ for (const via of ['the public listener', '--metrics-listen'] as const) {
         loading = false;
         await Promise.all(loaders);
       }
+    });
+
+    it('keeps the counts of a worker killed between two scrapes: no counter series goes down or disappears', async () => {
+      for (let i = 0; i < 40; i++) expect((await getFresh(`${base}/api/version`)).status).to.equal(200);
+      const before = monotonicSeries((await getFresh(metricsUrl)).text);
+      const version = [...before.keys()].find((series) => series.startsWith('svc_http_requests_total{') && series.includes('/api/version'));
+      expect(before.get(version ?? ''), 'the requests counted before the kill').to.be.at.least(40);
+
+      const readyLines = () => logs.split('\n').filter((line) => line.includes('"msg":"worker ready"'));
+      const pids = readyLines().map((line) => (JSON.parse(line) as { pid: number }).pid);
+      const victim = pids[pids.length - 1] as number;
+      const readyBefore = readyLines().length;
+      process.kill(victim, 'SIGKILL');
+      for (const deadline = Date.now() + 30_000; readyLines().length === readyBefore; await new Promise((r) => setTimeout(r, 100))) {
+        if (Date.now() > deadline) throw new Error(`no worker replaced the killed one:\n${logs.slice(-3_000)}`);
+      }
+      expect(logs).to.include('"msg":"worker died; starting another"');
+
+      // Scrapes on fresh connections reach the surviving worker and the new one in turn.
+      const drops: string[] = [];
+      for (let scrape = 1; scrape <= 6; scrape++) {
+        const now = monotonicSeries((await getFresh(metricsUrl)).text);
+        for (const [series, value] of before) {
+          const after = now.get(series);
+          if (after === undefined || after < value) drops.push(`scrape ${scrape} after the kill: ${series} ${value} -> ${after ?? 'gone'}`);
+        }
+      }
+      expect(drops.slice(0, 10), `${drops.length} drops`).to.deep.equal([]);
     });
   });
 }
