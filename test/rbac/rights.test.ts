@@ -170,4 +170,18 @@ describe('rbac/rights: allows() applies the naming rule to SSO callers', () => {
       "https://other.example group role:admin: names starting with 'role:' are reserved for svc's own roles",
     ]);
   });
+  it('explains a refusal with the subjects it asked about and the line or default that decided', async () => {
+    const rights = await createRights(policyOf('p, role:dev, logs, get, team-a/*, allow\ng, carol, role:dev'));
+    const carol: Principal = { username: 'carol', groups: ['devs'], issuer: 'https://idp.example', kind: 'sso', tokenId: 'j', expiresAt: undefined };
+    const explained = rights.explain(carol, 'logs', 'get', 'team-b/x');
+    expect(explained.subjects).to.deep.equal(['carol', 'devs']);
+    expect(explained.rule).to.equal('default: no line matches the caller and policy.default is not set');
+  });
+
+  it('says so when its engine cannot explain a refusal', async () => {
+    const build: BuildEnforcer = async (policy) => ({ policy, can: () => false, cached: () => ({ entries: 0, bytes: 0 }) });
+    const rights = await createRights(policyOf(''), {}, { build });
+    const bob: Principal = { username: 'bob', groups: [], issuer: 'svc', kind: 'session', tokenId: 't', expiresAt: undefined };
+    expect(rights.explain(bob, 'logs', 'get', 'x')).to.deep.equal({ subjects: ['bob'], rule: 'unknown: this engine does not say' });
+  });
 });
