@@ -27,7 +27,14 @@ export interface Principal {
   readonly issuer: string;
   /** `ssoApiKey`: an SSO user's personal API token (src/ssotokens/); its names follow the SSO rule below. */
   readonly kind: 'session' | 'apiKey' | 'sso' | 'ssoApiKey' | 'workload';
+  /** The token's `jti`: revocation, open relays and caches are keyed on it. */
   readonly tokenId: string;
+  /**
+   * API tokens (`apiKey`, `ssoApiKey`): the id `svc account get` and `token-created` show, which
+   * the audit trail records as `svc.tokenId` (http/audit-caller.ts). Not the jti, which is
+   * random per token and shown nowhere.
+   */
+  readonly apiTokenId?: string;
   /**
    * `sso`: the provider's session id (`sid`) of the ID token, when it has one; recorded with a
    * session first seen in use (the CLI's), so that ending it reaches the provider session and grant.

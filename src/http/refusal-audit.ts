@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AuditTrail } from '../audit/trail.js';
 import { PermissionDenied } from '../errors.js';
 import { personOf } from '../person.js';
+import { auditTokenIdOf } from './audit-caller.js';
 import { auditSourceOf } from './audit-source.js';
 import type { TrustedProxies } from './client-address.js';
 
@@ -29,6 +30,6 @@ export function auditRefusal(deps: RefusalAudit | undefined, err: unknown, req: 
     reason: rule,
     user: { name: principal.displayName ?? principal.username, id: person.subject, domain: person.issuer, groups: subjects.slice(1) },
     source: auditSourceOf(req, requestId, deps.trustedProxies),
-    svc: { via, subject: subjects[0] ?? principal.username, resource, action: action, object, rule, tokenKind: principal.kind, tokenId: principal.tokenId, issuer: principal.issuer },
+    svc: { via, subject: subjects[0] ?? principal.username, resource, action: action, object, rule, tokenKind: principal.kind, tokenId: auditTokenIdOf(principal), issuer: principal.issuer },
   });
 }

@@ -3,6 +3,7 @@
  * behind one authenticator (one revocation list, one principal cache) and one reading of the
  * caller (http/caller.ts) that the app, the proxy and WebSocket handshakes share.
  */
+import { withApiTokenIds } from '../accounts/api-token-ids.js';
 import type { ReadCaller, TokenRecheck } from '../http/caller.js';
 import { createReadCaller } from '../http/caller.js';
 import { createSessionUsage } from './session-usage.js';
@@ -39,7 +40,8 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const epoch = await createRevocationsEpoch({ state, log, now, registry: services.metrics.registry });
   const cutoffs = await createAccountCutoffs({ state, log, now });
   const stopFollowing = await followAccounts(cutoffs, settings);
-  const local = createLocalVerifier({ signer, accounts: () => settings.current().accounts, disabledAt: cutoffs.disabledAt, mfaRequired: () => settings.current().mfaRequired });
+  const accounts = () => settings.current().accounts;
+  const local = withApiTokenIds(createLocalVerifier({ signer, accounts, disabledAt: cutoffs.disabledAt, mfaRequired: () => settings.current().mfaRequired }), accounts);
   const authenticator = createAuthenticator({ verifiers: [local, ...verifiers], revocation, epoch });
   const sessions = createSessionRegistry({
     state, revocation, audit: services.audit, log, now,

@@ -65,6 +65,7 @@ export function createSsoTokenVerifier(deps: SsoTokenVerifierDeps): TokenVerifie
       issuer: deps.providerIssuer,
       kind: 'ssoApiKey',
       tokenId: claims.jti,
+      apiTokenId: record.id,
       expiresAt: claims.exp,
     };
     built.set(claims.jti, { record, confirmed, principal });

@@ -136,4 +136,27 @@ describe('audit trail: logins, tokens, passwords, logout and rights refusals', f
     expect(event.svc).to.include({ via: 'proxy', subject: 'alice', resource: 'extensions', action: 'post', object: '*/echo' });
     expect(event.source).to.deep.equal({ ip: '127.0.0.1', userAgent: 'audit-test/1', requestId: refused.headers.get('x-request-id') });
   });
+
+  it('a request of an API token refused by the rights names the token by the id shown at its creation, on the API and the proxy', async () => {
+    const session = await login(server.url, 'alice', NEW_PASSWORD);
+    let mark = audit.events.length;
+    const made = await call(server.url, 'POST', '/api/v1/account/alice/token', { token: session, body: { id: 'ci-refused' } });
+    expect(made.status).to.equal(200);
+    const apiToken = String(made.body['token']);
+    registerAuditSecret(apiToken);
+    expect(only('token-created', mark).svc).to.include({ account: 'alice', tokenId: 'ci-refused' });
+    const shown = await call(server.url, 'GET', '/api/v1/account/alice', { token: session });
+    expect(JSON.stringify(shown.body), 'the id svc account get shows').to.include('"id":"ci-refused"');
+
+    mark = audit.events.length;
+    const refused = await call(server.url, 'GET', '/api/v1/account/bob', { token: apiToken });
+    expect(refused.status).to.equal(403);
+    expect(only('rights-refused', mark).svc).to.include({ via: 'api', tokenKind: 'apiKey', tokenId: 'ci-refused' });
+
+    mark = audit.events.length;
+    const proxied = await fetch(`${server.url}/api/v1/extensions/echo/x`, { method: 'POST', headers: { authorization: `Bearer ${apiToken}` }, body: 'hi' });
+    expect(proxied.status).to.equal(403);
+    await proxied.text();
+    expect(only('rights-refused', mark).svc).to.include({ via: 'proxy', tokenKind: 'apiKey', tokenId: 'ci-refused' });
+  });
 });

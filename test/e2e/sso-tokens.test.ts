@@ -88,6 +88,8 @@ describe('e2e: personal API tokens of SSO users (bundled provider, LDAP, real sl
     expect(Date.parse(made.expiresAt) - Date.now()).to.be.within(3_590_000, 3_600_000);
     expect(await proxied(made.token, 'tools')).to.equal(200);
     expect(await proxied(made.token, 'secret')).to.equal(403);
+    // The refusal names the token by the id its owner sees, not by its jti.
+    expect(audit.of('rights-refused').at(-1)?.svc).to.deep.include({ via: 'proxy', tokenKind: 'ssoApiKey', tokenId: made.id });
 
     const list = await (await listed(made.token)).json() as { items: { id: string; name: string; groups: string[]; expiresAt: string }[] };
     expect(list.items.map((t) => ({ id: t.id, name: t.name, groups: [...t.groups].sort(), expiresAt: t.expiresAt }))).to.deep.equal([{ id: made.id, name: 'ci job', groups: ['devs', 'qa'], expiresAt: made.expiresAt }]);
