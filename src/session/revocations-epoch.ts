@@ -66,6 +66,12 @@ export interface RevocationsEpochDeps {
   readonly registry?: Registry;
   /** Defaults to CHECK_INTERVAL_MS; tests shorten it. */
   readonly checkIntervalMs?: number;
+  /**
+   * When this process began (ms; default: now() less its uptime). Memory state is born with the
+   * process, so its record of revocations begins then: whatever the previous process knew was
+   * lost before this one started, and a token of the previous process is always older.
+   */
+  readonly processStartMs?: number;
 }
 
 export function formatMarker(marker: Marker): string {
@@ -86,8 +92,12 @@ export function lostMessage(atMs: number): string {
 }
 
 /**
- * The rule itself: a session token whose `iat` (whole seconds) is before the cutoff is refused;
- * one without `iat` too, since nothing says it came after. Other kinds are not concerned.
+ * The rule itself: a session token issued before the cutoff is refused; one without `iat` too,
+ * since nothing says it came after. Other kinds are not concerned. `iat` has whole seconds, so a
+ * token of the cutoff's own second is refused unless the cutoff falls on the second: whether it
+ * came before the loss or after cannot be told (fail closed). A replica that starts a record
+ * waits for the next second before it serves (createRevocationsEpoch), so only logins in the
+ * rest of the second in which a running replica finds a loss are refused that way.
  */
 export function refusedBefore(cutoffMs: number | undefined, principal: Pick<Principal, 'kind' | 'issuedAt'>): boolean {
   if (cutoffMs === undefined || !SESSION_KINDS.has(principal.kind)) return false;
@@ -112,6 +122,7 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
   let closed = false;
   let unsubscribe: (() => Promise<void>) | undefined;
   let checking: Promise<void> | undefined;
+  const processStartMs = deps.processStartMs ?? now() - Math.round(process.uptime() * 1000);
 
   function adopt(marker: Marker, how: 'made' | 'found' | 'heard'): void {
     const before = current;
@@ -140,7 +151,7 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
     }
     const found = text === null ? undefined : parseMarker(text);
     if (found !== undefined) return adopt(found, 'found');
-    const made: Marker = { id: randomUUID(), atMs: now() };
+    const made: Marker = { id: randomUUID(), atMs: state.kind === 'memory' ? processStartMs : now() };
     try {
       if (text === null) {
         if (!(await state.setIfAbsent(REVOCATIONS_EPOCH_KEY, formatMarker(made)))) {
@@ -188,6 +199,10 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
 
   await subscribe();
   await check();
+  // A record begun now refuses the tokens of its own second (refusedBefore): this replica serves
+  // from the next one, so its first logins are kept. At most a second, once per start.
+  const untilNextSecond = current === undefined ? 0 : Math.ceil(current.atMs / 1000) * 1000 - now();
+  if (untilNextSecond > 0) await sleep(Math.min(untilNextSecond, 1000));
   const timer = setInterval(() => void check(), deps.checkIntervalMs ?? CHECK_INTERVAL_MS);
   timer.unref();
 

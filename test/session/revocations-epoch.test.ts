@@ -20,7 +20,7 @@ import {
 import { createMemoryState } from '../../src/state/memory.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
 
-const T0 = Date.UTC(2026, 10, 28, 12, 0, 0, 250);
+const T0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 interface Logged {
@@ -67,7 +67,7 @@ describe('session/revocations-epoch', () => {
   });
 
   async function replica(state: StateBackend, now: () => number, registry = new Registry(), log = recorder().log): Promise<RevocationsEpoch> {
-    const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000 });
+    const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000, processStartMs: now() });
     closers.push(() => epoch.close());
     return epoch;
   }
@@ -80,17 +80,17 @@ describe('session/revocations-epoch', () => {
 
   describe('the rule', () => {
     it('refuses session and SSO tokens issued before the cutoff, or without iat; keeps the rest', () => {
-      const cutoff = T0; // 12:00:00.250
+      const cutoff = T0 + 250; // 12:00:00.250
       const second = Math.floor(T0 / 1000);
       expect(refusedBefore(cutoff, session(second - 1))).to.equal(true);
-      expect(refusedBefore(cutoff, session(second)), 'the second of the loss, before or after it: refused').to.equal(true);
+      expect(refusedBefore(cutoff, session(second)), 'the second of the loss: before or after it cannot be told').to.equal(true);
+      expect(refusedBefore(T0, session(second)), 'a cutoff on the second keeps that second').to.equal(false);
       expect(refusedBefore(cutoff, session(second + 1))).to.equal(false);
       expect(refusedBefore(cutoff, session(undefined)), 'no iat: nothing says it came after').to.equal(true);
       expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second - 1 })).to.equal(true);
       expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second + 1 })).to.equal(false);
       for (const kind of ['apiKey', 'ssoApiKey', 'workload'] as const) expect(refusedBefore(cutoff, { kind, issuedAt: second - 3600 }), kind).to.equal(false);
       expect(refusedBefore(undefined, session(0)), 'no marker read yet').to.equal(false);
-      expect(refusedBefore(Math.floor(T0 / 1000) * 1000, session(second)), 'a cutoff on the second keeps that second').to.equal(false);
     });
 
     it('reads back only the markers it writes', () => {
@@ -98,7 +98,7 @@ describe('session/revocations-epoch', () => {
       for (const text of ['', ID, `${ID} `, `${ID} 0`, `${ID} -5`, `${ID} 1e12`, `${ID} 12.5`, `x ${T0}`, `${ID}  ${T0}`, `${ID} ${T0} x`, `${ID} 99999999999999999`]) {
         expect(parseMarker(text), JSON.stringify(text)).to.equal(undefined);
       }
-      expect(lostMessage(T0)).to.equal('the record of revocations was lost at 2026-11-28T12:00:00.250Z; log in again');
+      expect(lostMessage(T0 + 250)).to.equal('the record of revocations was lost at 2026-11-28T12:00:00.250Z; log in again');
     });
   });
 
@@ -110,11 +110,30 @@ describe('session/revocations-epoch', () => {
     expect(epoch.notBefore()).to.equal(T0);
     expect(parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '')?.atMs).to.equal(T0);
     expect(epoch.refusal(session(Math.floor(T0 / 1000) - 60))).to.equal(lostMessage(T0));
-    expect(epoch.refusal(session(Math.floor(T0 / 1000) + 1))).to.equal(undefined);
+    expect(epoch.refusal(session(Math.floor(T0 / 1000) - 1))).to.equal(lostMessage(T0));
+    expect(epoch.refusal(session(Math.floor(T0 / 1000)))).to.equal(undefined);
     expect(epoch.refusal({ kind: 'apiKey', issuedAt: 0 })).to.equal(undefined);
     expect(await metric(registry, LOST_METRIC)).to.equal(1);
     expect(await metric(registry, NOT_BEFORE_METRIC)).to.equal(T0 / 1000);
-    expect(lines).to.deep.equal([{ level: 'info', msg: 'revocations: memory state keeps no revocations across restarts, so every session token issued before this start (2026-11-28T12:00:00.250Z) is refused and people log in again; use Redis to keep sessions across restarts' }]);
+    expect(lines).to.deep.equal([{ level: 'info', msg: 'revocations: memory state keeps no revocations across restarts, so every session token issued before this start (2026-11-28T12:00:00.000Z) is refused and people log in again; use Redis to keep sessions across restarts' }]);
+  });
+
+  it('memory state: the record begins when the process began, whatever the time it is read', async () => {
+    const state = memory();
+    const epoch = await createRevocationsEpoch({ state, log: recorder().log, now: () => T0 + 4_000, processStartMs: T0 });
+    closers.push(() => epoch.close());
+    expect(epoch.notBefore()).to.equal(T0);
+  });
+
+  it('a replica that begins a record in the middle of a second serves from the next one, so its first logins are kept', async () => {
+    const state = asRedis(memory());
+    const started = Date.now();
+    const epoch = await replica(state, () => T0 + 700);
+    expect(Date.now() - started).to.be.within(250, 900);
+    expect(epoch.notBefore()).to.equal(T0 + 700);
+    const joined = Date.now();
+    await replica(state, () => T0 + 1_500); // a record of an earlier second: no wait
+    expect(Date.now() - joined).to.be.below(200);
   });
 
   it('a replica that starts on a kept record joins it: same cutoff, nothing lost, nothing logged', async () => {
@@ -148,7 +167,7 @@ describe('session/revocations-epoch', () => {
     expect(b.refusal(session(issued))).to.equal(lostMessage(t));
     expect([await metric(ra, LOST_METRIC), await metric(rb, LOST_METRIC)]).to.deep.equal([2, 1]);
     expect(await metric(rb, NOT_BEFORE_METRIC)).to.equal(t / 1000);
-    const line = 'revocations: the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before 2026-11-28T12:01:00.250Z is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions';
+    const line = 'revocations: the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before 2026-11-28T12:01:00.000Z is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions';
     expect(la.lines).to.deep.equal([{ level: 'warn', msg: line }]);
     expect(lb.lines).to.deep.equal([{ level: 'warn', msg: line }]);
   });

@@ -1,0 +1,190 @@
+/**
+ * A token refused once stays refused, whatever state is lost (issue 52, finding 1): a logout
+ * lives in the state backend, so when that state is gone (memory state: any restart; Redis:
+ * FLUSHALL, a restart without persistence) svc refuses every session token issued before the
+ * loss, says so in the log and in svc_state_revocations_lost_total, and leaves API tokens alone.
+ * Real processes: svc-server on memory state, restarted; two replicas on one real Redis.
+ */
+import { rm } from 'node:fs/promises';
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { accountsConfigDir, call, login, PASSWORDS, waitFor, type Reply } from '../helpers/accounts-fixture.js';
+import { startRedis, type RedisPeer } from '../helpers/peers.js';
+import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
+import { cleanRedisEnv, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { mintTestToken } from '../helpers/test-issuer.js';
+
+const LOST = /^the record of revocations was lost at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z); log in again$/;
+const REVOKED = 'token is revoked; log in again';
+
+/** A route for any caller (userinfo answers anyone, with or without a valid token). */
+const whoAmI = (base: string, token: string): Promise<Reply> => call(base, 'GET', '/api/v1/account/can-i/accounts/get/alice', { token });
+
+/** The 401's message, or the status when the token was not refused. */
+async function refusal(base: string, token: string): Promise<string> {
+  const reply = await whoAmI(base, token);
+  return reply.status === 401 ? String(reply.body['message']) : `answered ${reply.status}`;
+}
+
+async function apiToken(base: string): Promise<string> {
+  const session = await login(base, 'alice', PASSWORDS.alice);
+  const made = await call(base, 'POST', '/api/v1/account/alice/token', { token: session, body: { id: `ci-${Date.now()}`, expiresIn: '1h' } });
+  expect(made.status, JSON.stringify(made.body)).to.equal(200);
+  return String(made.body['token']);
+}
+
+/** Resolves once the whole second of `iso` is over. */
+async function afterSecondOf(iso: string): Promise<void> {
+  const wait = (Math.floor(Date.parse(iso) / 1000) + 1) * 1000 - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+}
+
+async function metric(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const value = new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1];
+  if (value === undefined) throw new Error(`${name} is not in /metrics`);
+  return Number(value);
+}
+
+describe('revocations lost with the state: session tokens of before are refused (e2e)', function () {
+  cleanUpTempDirs();
+  this.timeout(120_000);
+
+  describe('memory state, svc restarted', () => {
+    let dir: string;
+    let server: ServerProcess | undefined;
+    before(() => {
+      dir = accountsConfigDir();
+    });
+    after(async () => {
+      await server?.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    it('keeps a logged-out token refused, refuses every session of before with the reason, and keeps API tokens', async () => {
+      server = await startServerProcess(dir, 1, cleanRedisEnv({}));
+      const loggedOut = await login(server.url, 'alice', PASSWORDS.alice);
+      const kept = await login(server.url, 'bob', PASSWORDS.bob);
+      const key = await apiToken(server.url);
+      expect((await call(server.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
+      expect(await refusal(server.url, loggedOut)).to.equal(REVOKED);
+      expect((await whoAmI(server.url, kept)).status).to.equal(200);
+
+      await server.stop();
+      server = await startServerProcess(dir, 1, cleanRedisEnv({}));
+
+      const gone = await refusal(server.url, loggedOut);
+      expect(gone, `the logged-out token after the restart: ${server.logTail()}`).to.match(LOST);
+      expect(await refusal(server.url, kept), 'a session of before the restart').to.equal(gone);
+      const since = Date.parse(LOST.exec(gone)?.[1] ?? '');
+      expect(Date.now() - since, 'the cutoff is this start').to.be.within(0, 60_000);
+      const fresh = await login(server.url, 'bob', PASSWORDS.bob);
+      expect((await whoAmI(server.url, fresh)).status).to.equal(200);
+      expect((await whoAmI(server.url, key)).status, 'an API token lives in the config store').to.equal(200);
+      expect(await metric(server.url, 'svc_state_revocations_lost_total')).to.equal(1);
+      expect(await metric(server.url, 'svc_session_tokens_not_before_seconds')).to.equal(since / 1000);
+      expect(server.logTail()).to.include(`every session token issued before this start (${new Date(since).toISOString()}) is refused`);
+    });
+  });
+
+  describe('two replicas on one Redis that loses its data', () => {
+    let redis: RedisPeer;
+    let raw: Redis;
+    let dir: string;
+    let a: Replica;
+    let b: Replica;
+    before(async function () {
+      redis = await startRedis();
+      raw = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+      raw.on('error', () => undefined); // Redis is restarted under it
+      dir = accountsConfigDir();
+      [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+    });
+    after(async () => {
+      await Promise.all([stopReplica(a), stopReplica(b)]);
+      raw?.disconnect();
+      await redis?.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    /** Waits until both replicas refuse `token` as lost after `notBeforeMs`; the message they give. */
+    async function refusedAsLost(token: string, notBeforeMs: number): Promise<string> {
+      let seen: string[] = [];
+      await waitFor(async () => {
+        seen = [await refusal(a.url, token), await refusal(b.url, token)];
+        return seen.every((m) => LOST.test(m) && Date.parse(LOST.exec(m)?.[1] ?? '') >= notBeforeMs);
+      }, 'both replicas to refuse a session of before the loss', 15_000).catch((err: unknown) => {
+        throw new Error(`${String(err)}: ${JSON.stringify(seen)}\n${a.logSince(0)}\n${b.logSince(0)}`);
+      });
+      expect(seen[0], 'both replicas give the same cutoff').to.equal(seen[1]);
+      return seen[0] as string;
+    }
+
+    async function lostCounts(): Promise<number[]> {
+      return [await metric(a.url, 'svc_state_revocations_lost_total'), await metric(b.url, 'svc_state_revocations_lost_total')];
+    }
+
+    it('FLUSHALL: the token logged out on one replica stays refused on both, and so is every other session of before; said in the log and the metric', async () => {
+      const loggedOut = await login(a.url, 'alice', PASSWORDS.alice);
+      const kept = await login(b.url, 'bob', PASSWORDS.bob);
+      const sso = await mintTestToken('sso-user', ['sso-team']);
+      const key = await apiToken(a.url);
+      for (const replica of [a, b]) expect((await whoAmI(replica.url, sso)).status).to.equal(200);
+      expect((await call(a.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
+      await waitFor(async () => (await refusal(b.url, loggedOut)) === REVOKED, 'the logout on b');
+      const counts = await lostCounts();
+      const marks = [a.logMark(), b.logMark()];
+      await new Promise((r) => setTimeout(r, 1_100)); // a new second: the cutoff comes after these tokens' iat
+
+      const flushedAt = Date.now();
+      await raw.flushall();
+      const message = await refusedAsLost(kept, flushedAt);
+      for (const replica of [a, b]) {
+        expect(await refusal(replica.url, loggedOut), 'the logged-out token: still in the replica\'s copy, or lost').to.be.oneOf([REVOKED, message]);
+        expect(await refusal(replica.url, sso), 'an SSO token of before').to.equal(message);
+        expect((await whoAmI(replica.url, key)).status, 'an API token').to.equal(200);
+      }
+      expect(await lostCounts(), 'each replica counted the loss once').to.deep.equal(counts.map((n) => n + 1));
+      const at = LOST.exec(message)?.[1] ?? '';
+      for (const [replica, mark] of [[a, marks[0]], [b, marks[1]]] as const) {
+        expect(replica.logSince(mark ?? 0)).to.include(`the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before ${at} is refused`);
+        expect(await metric(replica.url, 'svc_session_tokens_not_before_seconds')).to.equal(Date.parse(at) / 1000);
+      }
+      await afterSecondOf(at); // a login in the cutoff's own second is refused too (before or after the loss cannot be told)
+      const fresh = await login(b.url, 'bob', PASSWORDS.bob);
+      for (const replica of [a, b]) expect((await whoAmI(replica.url, fresh)).status).to.equal(200);
+
+      // A replica started after the loss never knew the logout: the cutoff alone refuses the token.
+      await stopReplica(b);
+      b = await startReplica(dir, redis.url);
+      expect(await refusal(b.url, loggedOut), 'the logged-out token on a replica started after the loss').to.equal(message);
+      expect(await refusal(b.url, kept)).to.equal(message);
+      expect((await whoAmI(b.url, fresh)).status).to.equal(200);
+      expect((await whoAmI(b.url, key)).status).to.equal(200);
+    });
+
+    it('Redis restarted without persistence: the sessions of before are refused on both replicas once they reconnect', async () => {
+      await new Promise((r) => setTimeout(r, 1_100));
+      const before = await login(a.url, 'bob', PASSWORDS.bob);
+      const loggedOut = await login(b.url, 'alice', PASSWORDS.alice);
+      expect((await call(b.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
+      const key = await apiToken(b.url);
+      for (const replica of [a, b]) expect((await whoAmI(replica.url, before)).status).to.equal(200);
+      const counts = await lostCounts();
+      await new Promise((r) => setTimeout(r, 1_100));
+
+      const restartedAt = Date.now();
+      await redis.restart();
+      const message = await refusedAsLost(before, restartedAt);
+      for (const replica of [a, b]) {
+        expect(await refusal(replica.url, loggedOut)).to.be.oneOf([REVOKED, message]);
+        expect((await whoAmI(replica.url, key)).status).to.equal(200);
+      }
+      expect(await lostCounts()).to.deep.equal(counts.map((n) => n + 1));
+      await afterSecondOf(LOST.exec(message)?.[1] ?? '');
+      const fresh = await login(a.url, 'alice', PASSWORDS.alice);
+      for (const replica of [a, b]) expect((await whoAmI(replica.url, fresh)).status).to.equal(200);
+    });
+  });
+});
