@@ -34,7 +34,7 @@ export interface ExtensionProxyDeps {
   readonly httpMetrics: Pick<HttpMetrics, 'registry' | 'record'>;
   readonly readCaller: ReadCaller;
   /** Open WebSockets are checked again with it, and cut when their token is revoked (open-relays.ts). */
-  readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked'>;
+  readonly authenticator: Pick<Authenticator, 'authenticate' | 'onRevoked' | 'onCutoffMoved'>;
   /** Signs Svc-Identity-Assertion for extensions that ask for it; without it, those extensions answer 503. */
   readonly assertions?: IdentityAssertions;
   /** backend.rateLimit, taken before the checks (rate-limit.ts). */

@@ -31,7 +31,7 @@ export function createExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
   const pools = createBackendPools(deps.log);
   const metrics = createExtensionMetrics(deps.httpMetrics.registry);
   // Taking access away cuts the WebSockets it admitted (open-relays.ts): on a revocation, on a
-  // configuration change, and once a changed policy answers (its enforcer is built after the change).
+  // loss of the record of revocations, on a configuration change, and once a changed policy answers (its enforcer is built after the change).
   const relays = createOpenRelays({ authenticate: (token) => deps.authenticator.authenticate(token), log: deps.log });
   const unsubscribes = [
     deps.settings.onChange((next, previous) => {
@@ -40,6 +40,8 @@ export function createExtensionProxy(deps: ExtensionProxyDeps): ExtensionProxy {
     }),
     deps.rights.onUpdate(() => relays.recheck()),
     deps.authenticator.onRevoked((tokenId) => relays.revoked(tokenId)),
+    // The record of revocations lost: the sessions of before are refused, open ones too.
+    deps.authenticator.onCutoffMoved(() => relays.recheck()),
   ];
   const gateway = createGateway({ ...deps, pools, metrics });
   return {

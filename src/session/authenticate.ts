@@ -26,7 +26,7 @@ export interface AuthenticatorDeps {
   readonly verifiers: readonly TokenVerifier[];
   readonly revocation: Pick<Revocation, 'isRevoked' | 'revokedNow' | 'onRevoked'>;
   /** Session tokens issued before the record of revocations began are refused. */
-  readonly epoch: Pick<RevocationsEpoch, 'refusal'>;
+  readonly epoch: Pick<RevocationsEpoch, 'refusal' | 'onMoved'>;
 }
 
 export type Authenticate = (token: string) => Promise<Principal>;
@@ -37,6 +37,8 @@ export interface Authenticator {
   known(token: string): Principal | undefined;
   /** Each token id this replica learns is revoked (revocation.ts), for what a token keeps open. */
   onRevoked(listener: (tokenId: string) => void): () => void;
+  /** Each time the record of revocations is found lost while running: every open token must be checked again. */
+  onCutoffMoved(listener: () => void): () => void;
 }
 
 export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
@@ -86,5 +88,6 @@ export function createAuthenticator(deps: AuthenticatorDeps): Authenticator {
     },
 
     onRevoked: (listener) => deps.revocation.onRevoked(listener),
+    onCutoffMoved: (listener) => deps.epoch.onMoved(listener),
   };
 }

@@ -56,6 +56,8 @@ export interface RevocationsEpoch {
   refusal(principal: Pick<Principal, 'kind' | 'issuedAt'>): string | undefined;
   /** Reads the marker now (and writes a new one when it is gone). */
   check(): Promise<void>;
+  /** Called each time the cutoff moves forward after start, so what a token keeps open (a relayed WebSocket) is checked again. */
+  onMoved(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -122,6 +124,7 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
   let closed = false;
   let unsubscribe: (() => Promise<void>) | undefined;
   let checking: Promise<void> | undefined;
+  const listeners = new Set<() => void>();
   const processStartMs = deps.processStartMs ?? now() - Math.round(process.uptime() * 1000);
 
   function adopt(marker: Marker, how: 'made' | 'found' | 'heard'): void {
@@ -133,6 +136,13 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
     // A marker found at start is the record this replica joins: nothing was lost.
     if (how === 'found' && before === undefined) return;
     lostCounter?.inc();
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (err: unknown) {
+        log.warn({ err }, 'revocations: a listener failed');
+      }
+    }
     const at = new Date(marker.atMs).toISOString();
     if (state.kind === 'memory') {
       log.info({ notBefore: at, metric: LOST_METRIC }, `revocations: memory state keeps no revocations across restarts, so every session token issued before this start (${at}) is refused and people log in again; use Redis to keep sessions across restarts`);
@@ -212,6 +222,10 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
       return refusedBefore(current?.atMs, principal) ? message : undefined;
     },
     check,
+    onMoved(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async close() {
       closed = true;
       clearInterval(timer);

@@ -6,8 +6,12 @@
  * Real processes: svc-server on memory state, restarted; two replicas on one real Redis.
  */
 import { rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
+import YAML from 'yaml';
+import { WebSocket, WebSocketServer } from 'ws';
+import { closeServer, listen } from '../extensions/helpers.js';
 import { accountsConfigDir, call, login, PASSWORDS, waitFor, type Reply } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
@@ -94,16 +98,28 @@ describe('revocations lost with the state: session tokens of before are refused 
     let dir: string;
     let a: Replica;
     let b: Replica;
+    let backend: Server;
+    let wss: WebSocketServer;
     before(async function () {
       redis = await startRedis();
       raw = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
       raw.on('error', () => undefined); // Redis is restarted under it
-      dir = accountsConfigDir();
+      // A WebSocket echo behind the extension `live`, which bob may use.
+      backend = createServer((_req, res) => res.writeHead(426).end());
+      wss = new WebSocketServer({ noServer: true });
+      backend.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => ws.send(String(data)))));
+      const { url } = await listen(backend);
+      dir = accountsConfigDir({
+        cm: { 'extension.config': YAML.stringify({ extensions: [{ name: 'live', enabled: true, backend: { services: [{ url }] } }] }) },
+        rbac: { 'policy.csv': 'p, bob, extensions, *, */live, allow\n' },
+      });
       [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
     });
     after(async () => {
       await Promise.all([stopReplica(a), stopReplica(b)]);
       raw?.disconnect();
+      wss?.close();
+      if (backend !== undefined) await closeServer(backend);
       await redis?.stop();
       await rm(dir, { recursive: true, force: true });
     });
@@ -133,6 +149,13 @@ describe('revocations lost with the state: session tokens of before are refused 
       for (const replica of [a, b]) expect((await whoAmI(replica.url, sso)).status).to.equal(200);
       expect((await call(a.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
       await waitFor(async () => (await refusal(b.url, loggedOut)) === REVOKED, 'the logout on b');
+      const ws = new WebSocket(`${a.url.replace('http', 'ws')}/api/v1/extensions/live/echo`, { headers: { authorization: `Bearer ${kept}` } });
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('unexpected-response', (_req, res) => reject(new Error(`status ${String(res.statusCode)}`)));
+        ws.once('error', reject);
+      });
+      const cut = new Promise<number>((resolve) => ws.once('close', resolve));
       const counts = await lostCounts();
       const marks = [a.logMark(), b.logMark()];
       await new Promise((r) => setTimeout(r, 1_100)); // a new second: the cutoff comes after these tokens' iat
@@ -140,6 +163,8 @@ describe('revocations lost with the state: session tokens of before are refused 
       const flushedAt = Date.now();
       await raw.flushall();
       const message = await refusedAsLost(kept, flushedAt);
+      const stillOpen = new Promise<string>((resolve) => setTimeout(() => resolve('still open after 5 s'), 5_000).unref());
+      expect(await Promise.race([cut, stillOpen]), 'the WebSocket a session of before keeps open is cut').to.equal(1006);
       for (const replica of [a, b]) {
         expect(await refusal(replica.url, loggedOut), 'the logged-out token: still in the replica\'s copy, or lost').to.be.oneOf([REVOKED, message]);
         expect(await refusal(replica.url, sso), 'an SSO token of before').to.equal(message);

@@ -18,7 +18,7 @@ import { createTestVerifier, mintTestToken } from '../helpers/test-issuer.js';
 
 const log = pino({ level: 'silent' });
 /** No record of revocations was lost: the epoch refuses nothing. */
-const noEpoch = { refusal: () => undefined };
+const noEpoch = { refusal: () => undefined, onMoved: () => () => undefined };
 
 /** The message of the Unauthenticated that `run` throws, or undefined when it passes. */
 async function refusal(run: () => unknown): Promise<string | undefined> {
@@ -231,7 +231,7 @@ describe('session/authenticate: a revoked SSO token', () => {
 describe('session/authenticate: the revocations epoch', () => {
   const cutoffMs = Date.UTC(2026, 0, 2, 3, 4, 5);
   /** Session tokens issued before cutoffMs are refused, as revocations-epoch.ts does after a loss. */
-  const epoch = { refusal: (p: Principal) => (p.kind === 'session' || p.kind === 'sso') && (p.issuedAt ?? 0) * 1000 < cutoffMs ? 'lost at cutoff' : undefined };
+  const epoch = { refusal: (p: Principal) => (p.kind === 'session' || p.kind === 'sso') && (p.issuedAt ?? 0) * 1000 < cutoffMs ? 'lost at cutoff' : undefined, onMoved: () => () => undefined };
   const signer = createTokenSigner({ secretKey: () => 'authenticate-test-key-0123456789', now: () => cutoffMs + 3_600_000 });
   const account: AccountSettings = { name: 'alice', enabled: true, capabilities: ['login', 'apiKey'], tokens: [] };
 

@@ -156,12 +156,17 @@ describe('session/revocations-epoch', () => {
     const a = await replica(state, () => t, ra, la.log);
     const b = await replica(state, () => t, rb, lb.log);
     la.lines.length = 0; // a's first start is a loss too (nothing tells it from an emptied Redis)
+    const moved: string[] = [];
+    a.onMoved(() => moved.push('a'));
+    const off = b.onMoved(() => moved.push('b'));
     t = T0 + 60_000;
     await state.delete(REVOCATIONS_EPOCH_KEY); // FLUSHALL
     await a.check();
     await a.check(); // the marker is a's own now: nothing more
     for (let i = 0; i < 50 && b.notBefore() !== t; i++) await new Promise((r) => setTimeout(r, 10));
     expect([a.notBefore(), b.notBefore()], 'b heard it at once').to.deep.equal([t, t]);
+    expect(moved.sort(), 'each told its listeners once').to.deep.equal(['a', 'b']);
+    void off();
     const issued = Math.floor(T0 / 1000) + 30; // a session of between the two markers
     expect(a.refusal(session(issued))).to.equal(lostMessage(t));
     expect(b.refusal(session(issued))).to.equal(lostMessage(t));
