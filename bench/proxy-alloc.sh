@@ -17,6 +17,7 @@ bench_workdir alloc
 BACKEND_PORT=$(free_port); SVC_PORT=$(free_port); FLOOR_PORT=$(free_port)
 node "$ROOT/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 write_bench_config "$WORK/config" "$BACKEND_PORT"
+split_stores "$WORK/config"
 export ALLOC_PROFILE_DIR=$WORK ALLOC_SAMPLE_MS=$((SAMPLE_S * 1000))
 (cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --import tsx --import ./bench/alloc-sampler.ts dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")
 (cd "$ROOT" && exec node --import tsx --import ./bench/alloc-sampler.ts bench/node-floor-dispatch.ts "$FLOOR_PORT" "http://127.0.0.1:$BACKEND_PORT" >"$WORK/floor.log" 2>&1) & FLOOR_PID=$!; PIDS+=("$FLOOR_PID")

@@ -23,6 +23,7 @@ BACKEND_PORT=$(free_port)
 node "$ROOT/fixtures/backend.cjs" "$BACKEND_PORT" >/dev/null & PIDS+=($!)
 
 write_bench_config "$WORK/config" "$BACKEND_PORT"
+split_stores "$WORK/config"
 
 SVC_PORT=$(free_port); FLOOR_PORT=$(free_port); DISPATCH_PORT=$(free_port)
 (cd "$ROOT" && SVC_LOG_LEVEL=warn exec node --trace-gc-nvp dist/src/commands/svc-server.js --config "$WORK/config" --listen "127.0.0.1:$SVC_PORT" --workers 1 >"$WORK/svc.log" 2>&1) & SVC_PID=$!; PIDS+=("$SVC_PID")

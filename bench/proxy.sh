@@ -56,6 +56,7 @@ awk -v port="$BACKEND_PORT" '
   { print }
   /^    g, bench, role:bench$/ { print "    p, role:bench, extensions, *, */bench-limited, allow" }
 ' "$WORK/config/svc.yaml" >"$WORK/svc.yaml" && mv "$WORK/svc.yaml" "$WORK/config/svc.yaml"
+split_stores "$WORK/config"
 
 # The compiled server, as `npm start` runs it.
 (cd "$ROOT" && node scripts/ensure-built.mjs)

@@ -48,20 +48,21 @@ const backendPort = (backend.address() as AddressInfo).port;
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-stream-'));
 const hash = bcrypt.hashSync('stream-password', 4);
-writeFileSync(join(dir, 'svc.yaml'), `apiVersion: v1
+// One file per store: a store defined in another file is refused (docs/config-store.md).
+writeFileSync(join(dir, 'svc-cm.yaml'), `apiVersion: v1
 kind: ConfigMap
 metadata: { name: svc-cm }
 data:
   extension.config: |
     extensions:
       - { name: bulk, enabled: true, backend: { services: [ { url: "http://127.0.0.1:${backendPort}" } ] } }
----
-apiVersion: v1
+`);
+writeFileSync(join(dir, 'svc-rbac-cm.yaml'), `apiVersion: v1
 kind: ConfigMap
 metadata: { name: svc-rbac-cm }
 data: {}
----
-apiVersion: v1
+`);
+writeFileSync(join(dir, 'svc-secret.yaml'), `apiVersion: v1
 kind: Secret
 metadata: { name: svc-secret, labels: { app.kubernetes.io/part-of: svc } }
 stringData:
