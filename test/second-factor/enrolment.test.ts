@@ -10,7 +10,7 @@ import type { EndOtherSessions } from '../../src/second-factor/other-sessions.js
 import { codeAt } from '../../src/second-factor/totp.js';
 import type { EndContext } from '../../src/session/registry.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, session, type FakeAccounts, type FakeLogin } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, session, type FakeAccounts, type FakeLogin } from './fakes.js';
 
 interface Setup {
   readonly enrolment: Enrolment;
@@ -53,15 +53,6 @@ function setup(): Setup {
 
 const alice = session('alice', 'session-1');
 const source = { requestId: 'r1' };
-
-async function refusal(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise;
-  } catch (err: unknown) {
-    return { code: (err as { code: string }).code, message: (err as Error).message };
-  }
-  return expect.fail('accepted');
-}
 
 describe('second-factor/enrolment', () => {
   it('starts TOTP only with the account password: a wrong one is refused, counted by the login check, and shows no secret', async () => {

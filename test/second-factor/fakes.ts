@@ -3,6 +3,7 @@
  * writes to, a password check and a throttle that record what they were asked, and sessions of
  * one account.
  */
+import { expect } from 'chai';
 import type { AccountSettings, SecondFactorSettings } from '../../src/accounts/account.js';
 import { NO_SECOND_FACTOR } from '../../src/accounts/account.js';
 import { secondFactorKeysFrom, type SecondFactorKeys } from '../../src/second-factor/codes.js';
@@ -92,4 +93,14 @@ export function fakeLogin(): FakeLogin {
 /** A TOTP secret sealed for `name`, as the factor store keeps it. */
 export function sealedTotp(secret: string, name: string): string {
   return keys.totpSealer().seal(secret, name);
+}
+
+/** The typed refusal a call ended with (its code and message); fails the test when the call was accepted. */
+export async function refusal(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await promise;
+  } catch (err: unknown) {
+    return { code: (err as { code: string }).code, message: (err as Error).message };
+  }
+  return expect.fail('accepted');
 }

@@ -8,7 +8,7 @@ import type { PasskeyRecord } from '../../src/accounts/account.js';
 import { createPasskeyEnrolment, type PasskeyEnrolment } from '../../src/second-factor/passkey-enrolment.js';
 import { codeAt, newTotpSecret } from '../../src/second-factor/totp.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, sealedTotp, session, type FakeAccounts, type FakeLogin } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp, session, type FakeAccounts, type FakeLogin } from './fakes.js';
 
 const LAPTOP: PasskeyRecord = { id: 'cred-1', name: 'laptop', publicKey: 'k', counter: 0, createdAt: 1 };
 const alice = session('alice', 'session-1');
@@ -32,15 +32,6 @@ function setup(): { passkeys: PasskeyEnrolment; accounts: FakeAccounts; login: F
     now: () => now,
   });
   return { passkeys, accounts, login, now };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise;
-  } catch (err: unknown) {
-    return { code: (err as { code: string }).code, message: (err as Error).message };
-  }
-  return expect.fail('accepted');
 }
 
 describe('second-factor/passkey-enrolment', () => {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { createRecentProof } from '../../src/second-factor/recent-proof.js';
 import { codeAt, newTotpSecret } from '../../src/second-factor/totp.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, sealedTotp } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp } from './fakes.js';
 
 function setup() {
   const accounts = fakeAccounts(['alice']);
@@ -13,15 +13,6 @@ function setup() {
   const prove = createRecentProof({ checkPassword: login.checkPassword, throttle: login.throttle, codes: { state, factors: accounts.factors, keys, now: () => now } });
   const alice = () => accounts.accounts().get('alice') ?? expect.fail('no alice');
   return { accounts, login, prove, alice, now };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise;
-  } catch (err: unknown) {
-    return { code: (err as { code: string }).code, message: (err as Error).message };
-  }
-  return expect.fail('the proof was accepted');
 }
 
 describe('second-factor/recent-proof', () => {
