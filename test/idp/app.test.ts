@@ -10,30 +10,28 @@ import { routeTable, sealRoutes } from '../../src/http/route-access.js';
 import type { LoginFlow } from '../../src/idp/login/login-flow.js';
 import type { PasswordGuard } from '../../src/idp/login/password-guard.js';
 
+/** The login app's router; building it calls none of its dependencies. */
+function loginRouter(): ReturnType<typeof interactionRoutes> {
+  return interactionRoutes({
+    provider: () => { throw new Error('not called'); },
+    flow: {} as LoginFlow,
+    guard: {} as PasswordGuard,
+    connectors: { list: () => [], get: () => undefined },
+    log: pino({ level: 'silent' }),
+    sourceOf: () => '127.0.0.1',
+  });
+}
+
 describe('idp: the login app\'s paths', function () {
   it('every route of the login app is one of its paths', function () {
-    const router = interactionRoutes({
-      provider: () => { throw new Error('not called'); },
-      flow: {} as LoginFlow,
-      guard: {} as PasswordGuard,
-      connectors: { list: () => [], get: () => undefined },
-      log: pino({ level: 'silent' }),
-      sourceOf: () => '127.0.0.1',
-    });
+    const router = loginRouter();
     const paths = router.stack.map((layer) => String(layer.path).replace(/:[a-z]+/gi, 'x1'));
     expect(paths).to.include.members(['/api/idp/interaction/x1', '/api/idp/callback', '/api/idp/saml/x1/metadata']);
     for (const path of paths) expect(isLoginAppPath(path), path).to.equal(true);
   });
 
   it('every route of the login app declares who may call it, and matches one spelling only', function () {
-    const router = interactionRoutes({
-      provider: () => { throw new Error('not called'); },
-      flow: {} as LoginFlow,
-      guard: {} as PasswordGuard,
-      connectors: { list: () => [], get: () => undefined },
-      log: pino({ level: 'silent' }),
-      sourceOf: () => '127.0.0.1',
-    });
+    const router = loginRouter();
     const routes = routeTable([router]);
     expect(routes.length).to.be.above(8);
     expect(routes.filter((route) => route.access === undefined).map((route) => route.path)).to.deep.equal([]);
