@@ -3,7 +3,7 @@
  * behind one authenticator (one revocation list, one principal cache) and one reading of the
  * caller (http/caller.ts) that the app, the proxy and WebSocket handshakes share.
  */
-import { withApiTokenIds } from '../accounts/api-token-ids.js';
+import { withApiTokenIds } from '../session/api-token-ids.js';
 import type { ReadCaller, TokenRecheck } from '../http/caller.js';
 import { createReadCaller } from '../http/caller.js';
 import { createSessionUsage } from './session-usage.js';

@@ -10,8 +10,8 @@
  */
 import { Unauthenticated } from '../errors.js';
 import type { Principal } from '../principal.js';
-import type { TokenVerifier } from '../session/token-verifier.js';
-import type { AccountSettings } from './account.js';
+import type { TokenVerifier } from './token-verifier.js';
+import type { AccountSettings } from '../accounts/account.js';
 
 export function withApiTokenIds(verifier: TokenVerifier, accounts: () => ReadonlyMap<string, AccountSettings>): TokenVerifier {
   const named = new WeakMap<Principal, Principal>();

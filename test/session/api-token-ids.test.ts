@@ -1,7 +1,7 @@
 /** A local API token's principal carries its record's id (the one its owner sees), looked up once per principal. */
 import { expect } from 'chai';
 import type { AccountSettings, ApiTokenRecord } from '../../src/accounts/account.js';
-import { withApiTokenIds } from '../../src/accounts/api-token-ids.js';
+import { withApiTokenIds } from '../../src/session/api-token-ids.js';
 import { Unauthenticated } from '../../src/errors.js';
 import type { Principal } from '../../src/principal.js';
 import type { TokenVerifier } from '../../src/session/token-verifier.js';
