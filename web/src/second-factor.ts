@@ -4,7 +4,9 @@
  * turns it on and shows the recovery codes once), and passkeys (register-options, then the
  * browser makes one, then register; delete). Starting an enrolment and removing a factor send
  * the password typed in the section, and its code while a factor is on: the server refuses a
- * change of factor with the session alone.
+ * change of factor with the session alone. After an enrolment the page shows the status the
+ * answer carries, not a new GET's: behind a load balancer that GET may reach a replica that has
+ * not read the write yet.
  */
 import { api, byId } from './api.js';
 import { passkeyRegistration } from './webauthn.js';
@@ -62,14 +64,14 @@ function showRecoveryCodes(codes: readonly string[]): void {
 
 export async function showSecondFactor(say: Say, failure: (err: unknown) => string): Promise<void> {
   const section = byId('second-factor');
-  const reload = async (): Promise<void> => {
-    const status = await api<Status>('GET', '/api/v1/account/second-factor');
+  const show = (status: Status): void => {
     byId('second-factor-status').textContent = statusText(status);
     byId('totp-start').hidden = status.totp;
     byId('factor-code-field').hidden = !status.totp && status.passkeys.length === 0;
     const list = byId<HTMLUListElement>('passkey-list');
     list.replaceChildren(...status.passkeys.map((p) => passkeyItem(p, reload, say, failure)));
   };
+  const reload = async (): Promise<void> => show(await api<Status>('GET', '/api/v1/account/second-factor'));
   await reload();
   section.hidden = false;
 
@@ -93,12 +95,12 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
     event.preventDefault();
     void (async () => {
       try {
-        const { recoveryCodes } = await api<{ recoveryCodes: string[] }>('POST', '/api/v1/account/second-factor/totp/confirm', { code: byId<HTMLInputElement>('totp-code').value.trim() });
+        const { recoveryCodes, status } = await api<{ recoveryCodes: string[]; status: Status }>('POST', '/api/v1/account/second-factor/totp/confirm', { code: byId<HTMLInputElement>('totp-code').value.trim() });
         byId('totp-setup').hidden = true;
         confirm.reset();
         showRecoveryCodes(recoveryCodes);
         say('The authenticator app is on: from now on svc asks for its code after your password.', 'ok');
-        await reload();
+        show(status);
       } catch (err: unknown) {
         say(failure(err), 'error');
         byId('totp-code').focus();
@@ -115,11 +117,11 @@ export async function showSecondFactor(say: Say, failure: (err: unknown) => stri
         clearProofFields();
         const response = await passkeyRegistration(options);
         const name = byId<HTMLInputElement>('passkey-name').value.trim();
-        const added = await api<{ recoveryCodes?: string[] }>('POST', '/api/v1/account/second-factor/webauthn/register', { name, response });
+        const added = await api<{ recoveryCodes?: string[]; status: Status }>('POST', '/api/v1/account/second-factor/webauthn/register', { name, response });
         passkeyForm.reset();
         if (added.recoveryCodes !== undefined) showRecoveryCodes(added.recoveryCodes);
         say(`Passkey ${name} added.`, 'ok');
-        await reload();
+        show(added.status);
       } catch (err: unknown) {
         say(err instanceof MissingProof ? err.message : failure(err), 'error');
       }

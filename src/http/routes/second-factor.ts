@@ -1,6 +1,10 @@
 /**
  * /api/v1/account/second-factor/...: the caller enrols, lists and removes its own second
  * factors (second-factor/enrolment.ts, passkeys.ts decide). Thin: parse, call, map.
+ *
+ * An enrolment answers with the factor's status as this replica wrote it (`status`, as GET
+ * answers it): behind a load balancer the page's next GET may reach a replica that has not read
+ * the write yet, and would say that no factor is on.
  */
 import type Router from '@koa/router';
 import { allow, declaredRouter } from '../route-access.js';
@@ -41,7 +45,8 @@ export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: Seco
     const caller = requirePrincipal(ctx);
     const body = await readJson(ctx);
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = await enrolment.confirmTotp(caller, requireString(body, 'code'), source(ctx));
+    const confirmed = await enrolment.confirmTotp(caller, requireString(body, 'code'), source(ctx));
+    ctx.body = { ...confirmed, status: enrolment.status(caller) };
   });
 
   router.delete('/totp', allow('enrolment', PROOF), async function removeTotp(ctx) {
@@ -68,7 +73,8 @@ export function secondFactorRoutes({ enrolment, passkeys, trustedProxies }: Seco
       const caller = requirePrincipal(ctx);
       const body = await readJson(ctx);
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = await passkeys.register(caller, { name: requireString(body, 'name'), response: body['response'] }, source(ctx));
+      const added = await passkeys.register(caller, { name: requireString(body, 'name'), response: body['response'] }, source(ctx));
+      ctx.body = { ...added, status: enrolment.status(caller) };
     });
 
     router.delete('/webauthn/:id', allow('enrolment', PROOF), async function removePasskey(ctx) {
