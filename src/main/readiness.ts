@@ -1,7 +1,8 @@
 /**
- * Readiness (`/readyz`): whether this replica can serve. It can when the configuration is loaded
- * with what tokens need and no switch that turns something off was refused
- * (config/disabling-switches.ts), and its configuration source answers. Liveness (`/healthz`)
+ * Readiness (`/readyz`): whether this replica can serve. It can when it applied what its store
+ * holds, whole (start-gate.ts: a replica that started on a bad value is not ready, naming it),
+ * the configuration is loaded with what tokens need and no switch that turns something off was
+ * refused (config/disabling-switches.ts), and its configuration source answers. Liveness (`/healthz`)
  * stays a bare "the process serves".
  *
  * The state backend is reported but never fails readiness: with Redis down svc serves in
@@ -21,11 +22,15 @@ import type { Services } from './services.js';
  */
 export const READINESS_PING_TIMEOUT_MS = 500;
 
-export function createReadiness(services: Pick<Services, 'settings' | 'state' | 'store'>): Readiness {
+/**
+ * `notServing`: why this replica serves nothing yet (its start gate, then its features being
+ * built), or undefined once it serves.
+ */
+export function createReadiness(services: Pick<Services, 'settings' | 'state' | 'store'>, notServing: () => string | undefined = () => undefined): Readiness {
   return async function readiness() {
-    const configuration = services.settings.current().serverSecretKey === undefined
+    const configuration = notServing() ?? (services.settings.current().serverSecretKey === undefined
       ? 'svc-secret has no server.secretkey: tokens cannot be issued or verified'
-      : (refusedSwitchesReason(services.settings.problems()) ?? 'ok');
+      : (refusedSwitchesReason(services.settings.problems()) ?? 'ok'));
     // Only the Kubernetes store can lose its source; it then serves its last good configuration.
     const store = services.store.connected?.() === false ? 'the Kubernetes API does not answer; serving the last good configuration' : 'ok';
     const state = await stateCheck(services, READINESS_PING_TIMEOUT_MS);

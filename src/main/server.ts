@@ -15,6 +15,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type Router from '@koa/router';
 import type { Registry } from 'prom-client';
 import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
 import { ensureInitialConfig } from '../config/bootstrap.js';
@@ -29,16 +30,19 @@ import { parseTrustedProxies, TRUSTED_PROXIES_KEY } from '../http/client-address
 import { createHttpMetrics } from '../http/metrics.js';
 import { refuseTarget, requestTarget, type RequestTarget } from '../http/request-target.js';
 import { healthRoutes, type MetricsExposition } from '../http/routes/health.js';
+import type { AppState } from '../http/state.js';
 import { versionRoutes } from '../http/routes/version.js';
 import { svcVersion } from '../lib/version.js';
 import { listenForMetrics } from './metrics-listener.js';
 import { routeProviderConsole } from './provider-console.js';
 import { createReadiness } from './readiness.js';
+import { createStartGate, registerStartGateMetric } from './start-gate.js';
+import { waitingListener } from './waiting-listener.js';
 import { registerServerMetrics } from './server-metrics.js';
 import { registerStateMetrics } from './state-metrics.js';
 import { settingsRoutes } from '../http/routes/settings.js';
 import { transportSecurityFor } from '../http/security-headers.js';
-import { createUpgradeHandler } from '../http/upgrade.js';
+import { createUpgradeHandler, type WebSocketRoute } from '../http/upgrade.js';
 import { printable } from '../lib/printable.js';
 import { createRights } from '../rbac/rights.js';
 import { readInt, readLoginLimits } from '../session/limits.js';
@@ -199,9 +203,8 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
 }
 
 /** The raw request listener: a target Node cannot parse is refused, features' raw handlers go first, then the app. */
-function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], exposition: MetricsExposition, publicMetrics: boolean): { listener: (req: IncomingMessage, res: ServerResponse) => void; routes: readonly DeclaredRoute[] } {
+function requestListener(services: Services, authentication: Authentication, features: readonly Feature[], health: Router<AppState>): { listener: (req: IncomingMessage, res: ServerResponse) => void; routes: readonly DeclaredRoute[] } {
   const { log, metrics, settings } = services;
-  const health = healthRoutes({ metrics: exposition, readiness: createReadiness(services), publicMetrics });
   const routers = [health, versionRoutes(svcVersion()), settingsRoutes(settings.current), ...features.flatMap((f) => f.routers ?? [])];
   const app = createApp({
     log,
@@ -250,24 +253,61 @@ function listenAddress(options: ServerOptions): ListenAddress {
   return { host: options.host, port: options.port, tls: options.tls !== undefined };
 }
 
+/** What serves once the configuration is applied: the features, the app and its routes. */
+interface Serving {
+  readonly authentication: Authentication;
+  readonly features: readonly Feature[];
+  readonly listener: (req: IncomingMessage, res: ServerResponse) => void;
+  readonly routes: readonly DeclaredRoute[];
+}
+
+async function buildServing(services: Services, options: ServerOptions, health: Router<AppState>): Promise<Serving> {
+  const { authentication, features } = await buildFeatures(services, options);
+  return { authentication, features, ...requestListener(services, authentication, features, health) };
+}
+
+/**
+ * Listens at once. The features are built from the configuration only once it is applied whole
+ * (start-gate.ts): at once on a store without problems, as before; else when the store is
+ * fixed, while the waiting listener answers /healthz, /readyz and /metrics and 503 to the rest.
+ */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
-  const { authentication, features } = await buildFeatures(services, options);
   registerServerMetrics(services.metrics.registry, services);
   registerStateMetrics(services.metrics.registry, services.state);
+  const gate = createStartGate(services);
+  registerStartGateMetric(services.metrics.registry, gate);
   const { registry } = services.metrics;
   const exposition: MetricsExposition = { contentType: registry.contentType, text: options.metricsText?.(registry) ?? (() => registry.metrics()) };
-  const { listener, routes } = requestListener(services, authentication, features, exposition, options.metricsListen === undefined);
+  const publicMetrics = options.metricsListen === undefined;
+  let serving: Serving | undefined;
+  let buildFailure: string | undefined;
+  const notServing = (): string | undefined => serving !== undefined ? undefined : (gate.reason() ?? buildFailure ?? 'the configuration is applied; this replica is starting its features');
+  const readiness = createReadiness(services, notServing);
+  const health = healthRoutes({ metrics: exposition, readiness, publicMetrics });
+  const waiting = waitingListener({ readiness, reason: () => notServing() ?? 'starting', publicMetrics, metrics: exposition });
+  const listener = (req: IncomingMessage, res: ServerResponse): void => (serving?.listener ?? waiting)(req, res);
+  const webSockets: WebSocketRoute[] = [];
+  let closing = false;
+  const built = gate.applied.then(() => (closing ? undefined : buildServing(services, options, health))).then((ready) => {
+    if (ready === undefined) return;
+    webSockets.push(...ready.features.flatMap((f) => (f.webSocket !== undefined ? [f.webSocket] : [])));
+    serving = ready;
+  });
+  if (gate.reason() === undefined) await built;
+  else {
+    built.catch((err: unknown) => {
+      buildFailure = `the configuration is applied, but this replica could not start: ${err instanceof Error ? err.message : String(err)}`;
+      log.error({ err }, buildFailure);
+    });
+  }
   const server: Server = options.tls
     ? createHttpsServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
     : createHttpServer(listener);
   // Above the usual 5 s of load balancers, so they close idle connections first, not us.
   server.keepAliveTimeout = 65_000;
-  const upgrades = createUpgradeHandler({
-    webSockets: features.flatMap((f) => (f.webSocket !== undefined ? [f.webSocket] : [])),
-    serveHttp: listener,
-  });
+  const upgrades = createUpgradeHandler({ webSockets, serveHttp: listener });
   server.on('upgrade', upgrades.listener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -287,8 +327,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     ...(metricsServer !== undefined ? { metricsUrl: metricsServer.url } : {}),
     services,
-    routes,
+    get routes() {
+      return serving?.routes ?? [];
+    },
     async close(graceMs = 10_000) {
+      closing = true;
+      gate.close();
       await metricsServer?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // close() drops the connections idle at this moment; a keep-alive connection whose
@@ -303,8 +347,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(sweep);
       clearTimeout(timer);
       upgrades.destroyAll();
-      for (const feature of [...features].reverse()) await feature.close?.();
-      await authentication.close();
+      // A gate still shut never builds anything; one that opened may be building now.
+      if (gate.reason() === undefined) await built.catch(() => undefined);
+      for (const feature of [...(serving?.features ?? [])].reverse()) await feature.close?.();
+      await serving?.authentication.close();
       services.settings.close();
       await services.store.close();
       await services.state.close();
