@@ -30,6 +30,7 @@ import { issuerOf, MOUNT_PATH } from './issuer.js';
 import type { PasswordGuard } from './login/password-guard.js';
 import type { ClientSecretGuard } from './client-secret-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
+import { publicClientBasic } from './public-client-basic.js';
 import { pendingOf, requestSource } from './pending-source.js';
 
 /** What the provider needs, and the password form's limits. */
@@ -60,6 +61,8 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
     const provider: Provider = createProvider({ ...deps, keys, pending });
     provider.proxy = secure;
     deps.clientSecretGuard?.install(provider);
+    const guard = deps.clientSecretGuard;
+    provider.use(publicClientBasic(provider, guard === undefined ? {} : { countPresentedSecret: (id) => guard.countPresentedSecret(id) }));
     provider.use(function underMount(ctx, next) {
       (ctx as typeof ctx & { mountPath: string }).mountPath = MOUNT_PATH;
       return next();

@@ -50,6 +50,12 @@ export interface ClientSecretGuardDeps {
 export interface ClientSecretGuard {
   /** Puts the throttle in front of `provider`'s secret checks, and logs its failed client authentications. */
   install(provider: Provider): void;
+  /**
+   * Counts a secret a public client presented in a Basic header (./public-client-basic.ts) as a
+   * failed check: it has no secret, so every one is wrong. A lock changes nothing for it (a
+   * public client's requests compare no secret), so an admission refused is not waited for.
+   */
+  countPresentedSecret(clientId: string): Promise<void>;
 }
 
 type Compare = (this: { clientId: string }, actual: string) => boolean | Promise<boolean>;
@@ -95,6 +101,18 @@ export function createClientSecretGuard(deps: ClientSecretGuardDeps): ClientSecr
   }
 
   return {
+    async countPresentedSecret(clientId) {
+      const name = clientThrottleName(clientId);
+      let attempt: number;
+      try {
+        attempt = await throttle.admit(name);
+      } catch (err: unknown) {
+        if (err instanceof TooManyAttempts) return;
+        throw err;
+      }
+      await throttle.recordFailure(name, attempt);
+      await deps.failureDelay();
+    },
     install(provider) {
       const prototype = provider.Client.prototype as unknown as { compareClientSecret: Compare };
       const compare = prototype.compareClientSecret;

@@ -32,6 +32,7 @@ import { CLI_CLIENT_ID, CLIENT_IDS, ownClients } from './clients.js';
 import type { ConnectorSource } from './connectors/connector-source.js';
 import { issuerOf, MOUNT_PATH } from './issuer.js';
 import { withStaticClients, type StaticClientSource } from './static-clients.js';
+import { answerUnauthorizedClient } from './unauthorized-client.js';
 import type { IdpKeys } from './keys.js';
 import {
   ACCESS_TOKEN_TTL_S, AUTHORIZATION_CODE_TTL_S, DEVICE_CODE_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S,
@@ -157,6 +158,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
   const provider = new Provider(issuerOf(deps.url), config);
   includeSidForCli(provider);
+  answerUnauthorizedClient(provider);
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'identity provider error'));
   provider.on('backchannel.error', (_ctx, err, client) => deps.log.warn({ client: client.clientId, reason: describeFailure(err) }, 'a back-channel logout token could not be delivered to a client; its session there stays until it expires'));
   provider.on('backchannel.success', (_ctx, client) => deps.log.info({ client: client.clientId }, 'back-channel logout token delivered'));

@@ -29,7 +29,7 @@ export function clientMetadataOf(client: StaticClient): ClientMetadata {
     response_types: ['code'],
     ...(client.public
       ? { grant_types: [...grants, DEVICE_CODE_GRANT], token_endpoint_auth_method: 'none' }
-      // Basic only: oidc-provider takes one method per client, and Basic is what OAuth 2.0 libraries try first.
+      // Registered as Basic (what OAuth 2.0 libraries try first); oidc-provider accepts the same secret in the form (client_secret_post) too.
       : { grant_types: grants, token_endpoint_auth_method: 'client_secret_basic', client_secret: client.secret }),
     ...(client.logoURL !== undefined ? { logo_uri: client.logoURL } : {}),
     // With the session required, the provider puts `sid` in this client's ID tokens and logout tokens.

@@ -186,7 +186,7 @@ describe('e2e: other applications as static clients of the bundled identity prov
       });
       expect(res.status).to.equal(400);
       expect(await res.json()).to.deep.equal({
-        error: 'invalid_request', error_description: 'urn:ietf:params:oauth:grant-type:device_code is not allowed for this client',
+        error: 'unauthorized_client', error_description: 'urn:ietf:params:oauth:grant-type:device_code is not allowed for this client',
       });
     });
   });
