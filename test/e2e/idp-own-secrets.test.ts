@@ -7,12 +7,13 @@
  * the listener with any of the values; a connector with a configuration key of its own (the
  * positive control) binds there with its password, which shows the listener would have caught one.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import YAML from 'yaml';
+import { waitFor } from '../helpers/accounts-fixture.js';
 import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
 import { FormBrowser, isPage } from '../helpers/form-browser.js';
 import { idpSvcAddress } from '../helpers/idp-svc.js';
@@ -82,13 +83,23 @@ describe("e2e: an editor of svc-cm cannot have svc send its own secrets to the e
     listener = await capturingListener();
     const at = await idpSvcAddress();
     url = at.url;
-    const connectors = [connector('control', listener.port, '$ldap.bindPW'), ...Object.entries(OWN).map(([id, ref]) => connector(id, listener.port, ref))];
-    dir = idpConfigDir({
+    const control = connector('control', listener.port, '$ldap.bindPW');
+    const configDir = (connectors: Record<string, unknown>[]) => idpConfigDir({
       url, connectors, extensions: [], backendUrl: 'http://127.0.0.1:9', policy: '',
       secrets: { 'server.secretkey': SECRET_KEY, 'admin.password': ADMIN_HASH, 'ldap.bindPW': READER_PASSWORD },
     });
+    dir = configDir([control]);
     await writeFile(join(dir, 'svc-initial-admin-secret.yaml'), secret('svc-initial-admin-secret', { password: INITIAL_PASSWORD }));
+    // The refused connectors come as an edit of a running replica: one started on them would serve nothing (main/start-gate.ts).
     svc = await startTestServer(dir, { port: at.port });
+    const edited = configDir([control, ...Object.entries(OWN).map(([id, ref]) => connector(id, listener.port, ref))]);
+    try {
+      await writeFile(join(dir, '.svc-cm.tmp'), await readFile(join(edited, 'svc-cm.yaml'), 'utf8'));
+      await rename(join(dir, '.svc-cm.tmp'), join(dir, 'svc-cm.yaml'));
+    } finally {
+      await rm(edited, { recursive: true, force: true });
+    }
+    await waitFor(() => svc.services.settings.problems().length === Object.keys(OWN).length, 'the edit with the refused connectors to apply');
   });
 
   after(async function () {
