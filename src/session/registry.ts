@@ -28,6 +28,7 @@ import type { AuditEvent, AuditSource, AuditTrail, AuditUser } from '../audit/tr
 import { NotFound } from '../errors.js';
 import { parsePersonKey, personKey, samePerson, ssoPerson, type Person } from '../person.js';
 import type { StateBackend } from '../state/state.js';
+import { LogoutNotShared, logLogoutRefused } from './logout-refusal.js';
 import type { Revocation } from './revocation.js';
 import { parseRecord, personOfRecord, serializeRecord, tokensOf, type SessionRecord } from './session-record.js';
 
@@ -178,9 +179,29 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
     }
   }
 
+  /** A logout someone asked for: its refusal is logged (logout-refusal.ts), then rethrown. */
+  function refusedLogout(err: unknown, person: Person, sessionId: string, context: EndContext): never {
+    logLogoutRefused(deps.log, err, { account: person.subject, sessionId, via: context.via });
+    throw err;
+  }
+
+  /**
+   * Past the bound the oldest sessions end. When a revocation cannot be shared (a Redis replica
+   * resyncing), the login stands (it is recorded already), the oldest stays until the next login
+   * of the person, and one line says so: nobody logged out, so no "logout refused" (issue 52).
+   */
   async function bound(person: Person): Promise<void> {
     const live = await records(person);
-    for (const oldest of live.slice(max)) await endRecord(oldest, { via: 'bound' });
+    for (const oldest of live.slice(max)) {
+      try {
+        await endRecord(oldest, { via: 'bound' });
+      } catch (err: unknown) {
+        if (!(err instanceof LogoutNotShared)) throw err;
+        const cause = err.cause instanceof Error ? err.cause.message : err.reason;
+        deps.log.warn({ account: person.subject, sessionId: oldest.record.id, reason: err.reason }, `sessions: '${person.subject}' has more than ${max} sessions and the oldest could not be ended now (${cause}); the next login ends it`);
+        return;
+      }
+    }
   }
 
   async function record(session: NewSession): Promise<void> {
@@ -218,13 +239,17 @@ export function createSessionRegistry(deps: SessionRegistryDeps): SessionRegistr
     async end(person, id, context) {
       const found = await stored(person, id);
       if (found === undefined) throw new NotFound(`no session '${id.slice(0, 80)}' of '${person.subject.slice(0, 80)}'`);
-      await endRecord(found, context);
+      await endRecord(found, context).catch((err: unknown) => refusedLogout(err, person, id, context));
       return found.record;
     },
     async logout(person, id, exp, context) {
-      const found = await stored(person, id).catch(() => undefined);
-      if (found !== undefined) return endRecord(found, context);
-      await deps.revocation.revoke(id, exp);
+      try {
+        const found = await stored(person, id).catch(() => undefined);
+        if (found !== undefined) return await endRecord(found, context);
+        await deps.revocation.revoke(id, exp);
+      } catch (err: unknown) {
+        refusedLogout(err, person, id, context);
+      }
       deps.audit.record(endedEvent(person, { id }, context));
     },
     async endOthers(person, keepId, context) {

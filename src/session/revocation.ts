@@ -74,7 +74,7 @@ export interface RevocationDeps {
 
 export async function createRevocation(deps: RevocationDeps): Promise<Revocation> {
   const { state, log, now } = deps;
-  const refusals = createLogoutRefusals({ log, ...(deps.registry !== undefined ? { registry: deps.registry } : {}) });
+  const refusals = createLogoutRefusals(deps.registry !== undefined ? { registry: deps.registry } : {});
   /** jti -> expiry in ms (Infinity: never). */
   const local = new Map<string, number>();
   /** Warn once per outage of the per-request look-up, not once per request. */

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { rm } from 'node:fs/promises';
 import { Counter, Registry } from 'prom-client';
 import { Unavailable } from '../../src/errors.js';
-import { createLogoutRefusals } from '../../src/session/logout-refusal.js';
+import { createLogoutRefusals, logLogoutRefused } from '../../src/session/logout-refusal.js';
 import { NotReplicated, StateUnavailable } from '../../src/state/state.js';
 import { accountsConfigDir, call, login, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { sentinelTopology, startRedisSentinel, type RedisSentinelPeer } from '../helpers/redis-topology.js';
@@ -20,10 +20,11 @@ const NOT_REPLICATED =
 
 describe('session: logout refusals', function () {
   cleanUpTempDirs();
-  it('tells "not replicated" from "unreachable", logs each with the backend reason, counts each, and passes other errors through', async () => {
+  it('tells "not replicated" from "unreachable", counts each, logs nothing itself, and passes other errors through', async () => {
     const warnings: { obj: object; msg: string }[] = [];
+    const log = { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) };
     const registry = new Registry();
-    const refusals = createLogoutRefusals({ log: { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) } as never, registry });
+    const refusals = createLogoutRefusals({ registry });
     const notReplicated = refusals.explain(new NotReplicated('redis set at …: no replica acknowledged the write within 500 ms'));
     expect(notReplicated).to.be.instanceOf(Unavailable);
     expect((notReplicated as Error).message).to.equal(NOT_REPLICATED);
@@ -31,11 +32,15 @@ describe('session: logout refusals', function () {
     expect((unreachable as Error).message).to.match(/^logout could not be recorded: the state backend is unreachable\./);
     const bug = new TypeError('a bug');
     expect(refusals.explain(bug)).to.equal(bug);
+    // Not every revocation is a logout (the bound ends sessions at a login): the caller that knows logs.
+    expect(warnings).to.deep.equal([]);
+    const who = { account: 'alice', sessionId: 's1', via: 'logout' };
+    for (const err of [notReplicated, unreachable, bug]) logLogoutRefused(log, err, who);
     expect(warnings.map((w) => w.msg)).to.deep.equal([
       'logout refused: Redis took the revocation but no replica acknowledged it within the wait; check the Redis replicas',
       'logout refused: the revocation could not be written, the state backend does not answer',
     ]);
-    expect(warnings[0]?.obj).to.deep.equal({ reason: 'not_replicated', cause: 'redis set at …: no replica acknowledged the write within 500 ms' });
+    expect(warnings[0]?.obj).to.deep.equal({ ...who, reason: 'not_replicated', cause: 'redis set at …: no replica acknowledged the write within 500 ms' });
     const counted = await (registry.getSingleMetric('svc_logout_refusals_total') as Counter).get();
     expect(counted.values.map((v) => [v.labels['reason'], v.value])).to.deep.equal([['not_replicated', 1], ['unreachable', 1]]);
   });
