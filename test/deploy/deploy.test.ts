@@ -1,18 +1,20 @@
 /**
  * deploy/ and the Dockerfile, checked without a cluster or a container engine: the Role grants
  * exactly what the store uses (a run of the store on the stand-in API server that enforces the
- * Role: nothing refused, and every grant used), and the facts of the Dockerfile and Deployment.
+ * Role: nothing refused, and every grant used), and the facts of the Dockerfile and Deployment;
+ * the NetworkPolicy on svc's pods, deploy/ha's generated Redis Secret, the image from
+ * `images:` and the ServiceMonitor's `release` label, on renders of a copy of deploy/.
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { startFakeKube, type RbacRule } from '../helpers/fake-kube-apiserver.js';
 import { kubectlFor } from '../helpers/kubectl.js';
 import { startTestServer } from '../helpers/server.js';
 import { makeTestCa } from '../helpers/test-ca.js';
-import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
+import { cleanUpTempDirs, makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 
 const read = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -139,5 +141,196 @@ describe('deploy/', function () {
     expect(user).to.not.equal(undefined);
     expect(user).to.not.match(/^USER (root|0)(:|$)/);
     expect(runtime.filter((l) => l.startsWith('CMD ')).pop()).to.equal('CMD ["svc-server", "--kube"]');
+  });
+});
+
+interface Rendered {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
+interface PolicyPort {
+  port?: number | string;
+  protocol?: string;
+}
+interface PolicyPeer {
+  podSelector?: { matchLabels?: Record<string, string> };
+  namespaceSelector?: { matchLabels?: Record<string, string> };
+  ipBlock?: { cidr: string; except?: string[] };
+}
+interface PolicyRule {
+  from?: PolicyPeer[];
+  to?: PolicyPeer[];
+  ports?: PolicyPort[];
+}
+interface PolicySpec {
+  podSelector: { matchLabels: Record<string, string> };
+  policyTypes: string[];
+  ingress?: PolicyRule[];
+  egress?: PolicyRule[];
+}
+interface PodTemplate {
+  metadata: { labels: Record<string, string> };
+  spec: { containers: { name: string; image: string; ports?: { name: string; containerPort: number }[]; env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] };
+}
+
+const REDIS_PASSWORD = 'redis-password-of-the-test-0123456789';
+
+/**
+ * `kubectl kustomize deploy/<dir>` on a copy of deploy/ with `files` added (deploy/ha's password
+ * file, as the operator writes it); the error text when the build fails.
+ */
+function renderCopy(dir: string, files: Record<string, string>): Rendered[] | { error: string } {
+  const work = makeTempDir('svc-kustomize-copy-');
+  try {
+    const copy = join(work, 'deploy');
+    cpSync(new URL('../../deploy/', import.meta.url).pathname, copy, { recursive: true });
+    rmSync(join(copy, 'ha/redis-password.env'), { force: true });
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(copy, file), text);
+    const home = join(work, 'home');
+    try {
+      const text = execFileSync('kubectl', ['kustomize', join(copy, dir)], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      return YAML.parseAllDocuments(text).map((d) => d.toJS() as Rendered);
+    } catch (err: unknown) {
+      return { error: String((err as { stderr?: unknown }).stderr ?? err) };
+    }
+  } finally {
+    removeTempDir(work);
+  }
+}
+
+function rendered(dir: string): Rendered[] {
+  const out = renderCopy(dir, { 'ha/redis-password.env': `password=${REDIS_PASSWORD}\n` });
+  if ('error' in out) throw new Error(`kubectl kustomize deploy/${dir} failed: ${out.error}`);
+  return out;
+}
+
+const podTemplate = (o: Rendered | undefined): PodTemplate => (o?.spec as { template: PodTemplate } | undefined)?.template ?? { metadata: { labels: {} }, spec: { containers: [] } };
+const matches = (selector: Record<string, string> | undefined, labels: Record<string, string>): boolean => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
+
+/** An IPv4 address or CIDR as [first, last] addresses; undefined for IPv6. */
+function ipv4Range(cidr: string): [number, number] | undefined {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)(?:\/(\d+))?$/.exec(cidr);
+  if (m === null) return undefined;
+  const ip = m.slice(1, 5).reduce((acc, octet) => acc * 256 + Number(octet), 0);
+  const size = 2 ** (32 - Number(m[5] ?? 32));
+  const first = ip - (ip % size);
+  return [first, first + size - 1];
+}
+const inIpv4 = (address: string, cidr: string): boolean => {
+  const [a] = ipv4Range(address) ?? [NaN];
+  const range = ipv4Range(cidr);
+  return range !== undefined && a >= range[0] && a <= range[1];
+};
+
+/** Whether `rule` lets traffic on `port`/`protocol` through (no ports: every port). */
+const allowsPort = (rule: PolicyRule, port: number, protocol = 'TCP'): boolean =>
+  rule.ports === undefined || rule.ports.some((p) => p.port === port && (p.protocol ?? 'TCP') === protocol);
+
+describe('deploy/: network policy, generated Secret, image pinning, ServiceMonitor (issue 52)', function () {
+  cleanUpTempDirs();
+  this.timeout(60_000);
+
+  for (const dir of ['.', 'ha']) {
+    it(`deploy/${dir === '.' ? '' : dir}: a NetworkPolicy on svc's pods: the public port from anywhere, metrics from the monitoring namespace only, egress for DNS, the API and Redis, never the metadata endpoint`, () => {
+      const objects = rendered(dir);
+      const pod = podTemplate(objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'svc'));
+      const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o.spec as unknown as PolicySpec).filter((p) => matches(p.podSelector.matchLabels, pod.metadata.labels));
+      expect(policies, "NetworkPolicies selecting svc's pods").to.have.length(1);
+      const policy = policies[0] as PolicySpec;
+      expect([...policy.policyTypes].sort()).to.deep.equal(['Egress', 'Ingress']);
+
+      const port = (name: string) => pod.spec.containers.find((c) => c.name === 'svc')?.ports?.find((p) => p.name === name)?.containerPort ?? NaN;
+      const ingress = policy.ingress ?? [];
+      // The public port from anywhere (no `from`): the ingress controller's namespace is the cluster's choice.
+      expect(ingress.some((r) => r.from === undefined && allowsPort(r, port('http')))).to.equal(true);
+      // The metrics port only from a namespace selector, never from anywhere or by an any-port rule.
+      const toMetrics = ingress.filter((r) => allowsPort(r, port('metrics')));
+      expect(toMetrics.length).to.be.at.least(1);
+      for (const rule of toMetrics) {
+        expect(rule.ports, 'a rule reaching the metrics port names its ports').to.not.equal(undefined);
+        expect(rule.from?.map((p) => Object.keys(p)), 'metrics reached from the monitoring namespace only').to.deep.equal([['namespaceSelector']]);
+        expect(rule.from?.[0]?.namespaceSelector?.matchLabels).to.deep.equal({ 'kubernetes.io/metadata.name': 'monitoring' });
+      }
+      // No other port is open.
+      const open = ingress.flatMap((r) => (r.ports ?? [{ port: 'any' }]).map((p) => p.port));
+      expect([...new Set(open)].sort()).to.deep.equal([port('http'), port('metrics')].sort());
+
+      const egress = policy.egress ?? [];
+      for (const protocol of ['UDP', 'TCP']) {
+        expect(egress.some((r) => r.to?.some((p) => p.podSelector?.matchLabels?.['k8s-app'] === 'kube-dns') === true && allowsPort(r, 53, protocol)), `DNS over ${protocol}`).to.equal(true);
+      }
+      expect(egress.some((r) => r.to === undefined && allowsPort(r, 443) && allowsPort(r, 6443)), 'the Kubernetes API').to.equal(true);
+      // Redis and its Sentinels: a rule naming the Redis pods on both ports (the StatefulSet's own labels in deploy/ha).
+      const redisRule = egress.find((r) => r.to?.some((p) => p.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'svc-redis-ha') === true);
+      expect(redisRule !== undefined && allowsPort(redisRule, 6379) && allowsPort(redisRule, 26379), 'Redis and Sentinel').to.equal(true);
+      const redis = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'svc-redis-ha-server');
+      if (dir === 'ha') {
+        expect(redis, 'the Redis StatefulSet').to.not.equal(undefined);
+        const selector = redisRule?.to?.find((p) => p.podSelector !== undefined)?.podSelector?.matchLabels;
+        expect(matches(selector, podTemplate(redis).metadata.labels)).to.equal(true);
+        const redisPorts = podTemplate(redis).spec.containers.flatMap((c) => c.ports?.map((p) => p.containerPort) ?? []);
+        expect(redisPorts).to.include.members([6379, 26379]);
+      }
+      // Every egress peer that could reach the cloud metadata endpoint excepts it.
+      const metadata = '169.254.169.254';
+      for (const rule of egress) {
+        expect(rule.to !== undefined || rule.ports !== undefined, 'an egress rule without `to` reaches every address: it names its ports').to.equal(true);
+        for (const peer of rule.to ?? []) {
+          if (peer.ipBlock === undefined || !inIpv4(metadata, peer.ipBlock.cidr)) continue;
+          expect((peer.ipBlock.except ?? []).some((cidr) => inIpv4(metadata, cidr)), `${peer.ipBlock.cidr} excepts ${metadata}`).to.equal(true);
+        }
+        for (const peer of rule.to ?? []) {
+          if (peer.ipBlock?.cidr === '::/0') expect(peer.ipBlock.except).to.include.members(['fe80::/10', 'fd00:ec2::254/128']);
+        }
+      }
+    });
+  }
+
+  it("deploy/ha: the Redis password Secret is generated from the operator's file, referenced by svc and Redis by its generated name, not readable by svc's configuration; no file, no build", () => {
+    const objects = rendered('ha');
+    const secrets = objects.filter((o) => o.kind === 'Secret' && o.metadata.name.startsWith('svc-redis-ha'));
+    expect(secrets, 'one generated Redis Secret').to.have.length(1);
+    const secret = secrets[0] as Rendered;
+    // Generated: the name carries the hash of its content, so a new password rolls Redis and svc onto it.
+    expect(secret.metadata.name).to.match(/^svc-redis-ha-[a-z0-9]{10}$/);
+    expect(Buffer.from(secret.data?.['password'] ?? '', 'base64').toString()).to.equal(REDIS_PASSWORD);
+    // Not part-of svc: a `$secret:key` reference in svc's configuration cannot read it.
+    expect(secret.metadata.labels?.['app.kubernetes.io/part-of']).to.equal(undefined);
+
+    const refs = objects
+      .filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet')
+      .flatMap((o) => podTemplate(o).spec.containers.flatMap((c) => (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef !== undefined && /PASSWORD/.test(e.name)).map((e) => `${o.kind}/${o.metadata.name} ${c.name} ${e.name} ${e.valueFrom?.secretKeyRef?.name ?? ''}`)));
+    expect(refs).to.include.members([`Deployment/svc svc SVC_REDIS_PASSWORD ${secret.metadata.name}`, `Deployment/svc svc SVC_REDIS_SENTINEL_PASSWORD ${secret.metadata.name}`]);
+    expect(refs.filter((r) => r.startsWith('StatefulSet/')).length, 'Redis reads the same Secret').to.be.at.least(1);
+    for (const ref of refs) expect(ref.endsWith(` ${secret.metadata.name}`), ref).to.equal(true);
+
+    // Without the operator's file there is no password, and no build (fail closed: no Redis without a password).
+    const missing = renderCopy('ha', {});
+    expect('error' in missing && missing.error).to.match(/redis-password\.env/);
+    // The file is never committed.
+    expect(execFileSync('git', ['check-ignore', 'deploy/ha/redis-password.env'], { cwd: new URL('../../', import.meta.url).pathname, encoding: 'utf8' }).trim()).to.equal('deploy/ha/redis-password.env');
+  });
+
+  it("the image comes from the kustomization's `images:` entry (where a release is pinned by digest), in both renders", () => {
+    const kustomization = YAML.parse(read('deploy/base/kustomization.yaml')) as { images?: { name: string; newName?: string; newTag?: string; digest?: string }[] };
+    const source = YAML.parse(read('deploy/base/deployment.yaml')) as { spec: { template: PodTemplate } };
+    const written = source.spec.template.spec.containers[0]?.image ?? '';
+    const entry = kustomization.images?.find((i) => i.name === written.split(/[:@]/)[0]);
+    expect(entry, `an images: entry for ${written}`).to.not.equal(undefined);
+    const expected = `${entry?.newName ?? entry?.name ?? ''}${entry?.digest !== undefined ? `@${entry.digest}` : `:${entry?.newTag ?? ''}`}`;
+    for (const dir of ['.', 'ha']) {
+      const pod = podTemplate(rendered(dir).find((o) => o.kind === 'Deployment' && o.metadata.name === 'svc'));
+      expect(pod.spec.containers.map((c) => c.image), dir).to.deep.equal([expected]);
+    }
+    // The comment beside it says how to pin a digest.
+    expect(read('deploy/base/kustomization.yaml')).to.match(/#\s+digest: sha256:/);
+  });
+
+  it('the ServiceMonitor carries the `release` label kube-prometheus-stack selects ServiceMonitors by', () => {
+    const monitor = YAML.parse(read('deploy/monitoring/servicemonitor.yaml')) as { metadata: { labels?: Record<string, string> } };
+    expect(monitor.metadata.labels?.['release']).to.be.a('string').and.not.equal('');
+    expect(read('deploy/monitoring/servicemonitor.yaml')).to.match(/release name/);
   });
 });

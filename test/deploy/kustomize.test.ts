@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { SHUTDOWN_GRACE_MS } from '../../src/commands/serve.js';
@@ -34,7 +34,7 @@ interface Container {
   livenessProbe?: { httpGet?: { path: string; port: string } };
   lifecycle?: { preStop?: { exec?: { command: string[] } } };
   securityContext?: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
-  resources?: { limits?: { cpu?: string; memory?: string } };
+  resources?: { requests?: { cpu?: string; memory?: string }; limits?: { cpu?: string; memory?: string } };
 }
 interface AffinityTerm {
   topologyKey: string;
@@ -61,10 +61,17 @@ interface ServiceSpec {
 
 const deployDir = new URL('../../deploy/', import.meta.url).pathname;
 
+/** What the operator writes before rendering deploy/ha: the Redis password its secretGenerator reads. */
+const REDIS_PASSWORD_FILE = { name: 'ha/redis-password.env', text: 'password=redis-password-of-the-test\n' };
+
+/** `kubectl kustomize deploy/<dir>` on a copy of deploy/ holding the operator's Redis password file. */
 function render(dir: string): K8sObject[] {
   const home = makeTempDir('svc-kustomize-');
   try {
-    const text = execFileSync('kubectl', ['kustomize', join(deployDir, dir)], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
+    const copy = join(home, 'deploy');
+    cpSync(deployDir, copy, { recursive: true });
+    writeFileSync(join(copy, REDIS_PASSWORD_FILE.name), REDIS_PASSWORD_FILE.text);
+    const text = execFileSync('kubectl', ['kustomize', join(copy, dir)], { env: { PATH: process.env['PATH'], HOME: home }, encoding: 'utf8' });
     return YAML.parseAllDocuments(text).map((d) => d.toJS() as K8sObject);
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -92,6 +99,16 @@ const mebibytes = (quantity: string | undefined): number => {
   if (m === null) throw new Error(`not a memory quantity in Mi or Gi: ${String(quantity)}`);
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
 };
+
+/**
+ * Memory from `npm run bench:memory` (docs/benchmarks.md: with --kube the primary takes about
+ * 85 MiB PSS, a worker up to 165 MiB under load and 216 MiB RSS): requested 128 MiB + 192 MiB per
+ * worker, limited to 256 MiB + 256 MiB per worker.
+ */
+function checkMemory(container: Container, workers: number): void {
+  expect(mebibytes(container.resources?.requests?.memory), 'memory request').to.be.at.least(128 + 192 * workers);
+  expect(mebibytes(container.resources?.limits?.memory), 'memory limit').to.be.at.least(256 + 256 * workers);
+}
 
 /** What holds for both renders: the pod's shape, its probes, ports, preStop, security and budget. */
 function checkCommon(objects: readonly K8sObject[]): void {
@@ -159,6 +176,7 @@ describe('deploy/ (kubectl kustomize)', function () {
       'ConfigMap/svc-cm',
       'ConfigMap/svc-rbac-cm',
       'Deployment/svc',
+      'NetworkPolicy/svc',
       'PodDisruptionBudget/svc',
       'Role/svc',
       'RoleBinding/svc',
@@ -175,6 +193,7 @@ describe('deploy/ (kubectl kustomize)', function () {
     const container = svcContainer(objects);
     expect(container.env?.some((e) => e.name.startsWith('SVC_REDIS'))).to.equal(false);
     expect(envOf(container, 'SVC_WORKERS'), 'more than one worker needs Redis').to.equal('1');
+    checkMemory(container, 1);
   });
 
   it('deploy/ha renders two replicas on a three-pod Redis Sentinel, with workers, CPU and memory set together', () => {
@@ -202,17 +221,19 @@ describe('deploy/ (kubectl kustomize)', function () {
     const init = find(objects, 'ConfigMap', 'svc-redis-ha-config').data?.['init.sh'] ?? '';
     const monitored = /sentinel monitor (\S+) /.exec(init)?.[1];
     expect(envOf(container, 'SVC_REDIS_SENTINEL_MASTER')).to.equal(monitored);
-    // Passwords from the operator's Secret, the same one Redis is started with.
+    // Passwords from the Secret generated from the operator's file, the same one Redis is started with.
+    const generated = objects.find((o) => o.kind === 'Secret' && o.metadata.name.startsWith('svc-redis-ha-'))?.metadata.name;
+    expect(generated, 'the generated Redis Secret').to.be.a('string');
     for (const name of ['SVC_REDIS_PASSWORD', 'SVC_REDIS_SENTINEL_PASSWORD']) {
-      expect(container.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef, name).to.deep.equal({ name: 'svc-redis-ha', key: 'password' });
+      expect(container.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef, name).to.deep.equal({ name: generated, key: 'password' });
     }
-    expect(set.template.spec.containers[0]?.env?.[0]?.valueFrom?.secretKeyRef).to.deep.equal({ name: 'svc-redis-ha', key: 'password' });
+    expect(set.template.spec.containers[0]?.env?.[0]?.valueFrom?.secretKeyRef).to.deep.equal({ name: generated, key: 'password' });
 
-    // Workers, CPU and memory: one core per worker, 128 MiB for the primary and 128 MiB per worker (a worker takes about 110).
+    // Workers, CPU and memory: one core per worker, and memory by the rule below.
     const workers = Number(envOf(container, 'SVC_WORKERS'));
     expect(workers).to.be.at.least(2);
     expect(Number(container.resources?.limits?.cpu)).to.equal(workers);
-    expect(mebibytes(container.resources?.limits?.memory)).to.be.at.least(128 * (workers + 1));
+    checkMemory(container, workers);
     expect(objects.some((o) => o.kind === 'PodDisruptionBudget' && o.metadata.name === 'svc-redis-ha')).to.equal(true);
   });
 
