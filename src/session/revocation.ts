@@ -59,6 +59,11 @@ export interface Revocation {
    * WebSocket) can be cut when it is revoked, not only its next request refused.
    */
   onRevoked(listener: (jti: string) => void): () => void;
+  /**
+   * Whether the whole list has been loaded at least once since start. A process that started
+   * while Redis was down has not: it knows no revocation of before it (revocations-epoch.ts).
+   */
+  loadedOnce(): boolean;
   close(): Promise<void>;
 }
 
@@ -92,6 +97,7 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
   /** The load started by the last onLive, awaited by the start. */
   let loading: Promise<void> | undefined;
   let retrying = false;
+  let loaded = false;
   const listeners = new Set<(jti: string) => void>();
 
   function remember(jti: string, untilMs: number): void {
@@ -154,6 +160,7 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
       else remember(jti, until);
     }
     prune();
+    loaded = true;
     if (closed) return;
     if (started === epoch && live) becomeComplete();
     // Redis 7.0 has no per-field TTL: whoever loads the list removes what expired.
@@ -242,6 +249,8 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
     },
 
     revokedNow,
+
+    loadedOnce: () => loaded,
 
     onRevoked(listener) {
       listeners.add(listener);

@@ -1,15 +1,20 @@
 /**
  * A token refused once stays refused, whatever state is lost (issue 52). The revocation list
  * (revocation.ts) lives in the state backend: memory state loses it at every start, Redis when
- * it loses its data (FLUSHALL, a restart without persistence). A logged-out token would then work
- * again. So the state backend also holds a marker, `revocations-epoch` = `<random id> <ms>`,
- * written when the record of revocations begins (the first start, or the first look after a
- * loss). Its absence means "revocations may have been lost": this replica writes a new marker
- * with the present as its time, and every session token (svc's own, `session`, and SSO ones,
- * `sso`) issued before the marker's time is refused ('the record of revocations was lost at
- * <time>; log in again'). That is fail closed: people log in again. API tokens (svc's and SSO
- * users' personal ones) live in the config store and are not affected; neither are workload
- * tokens, which nothing revokes.
+ * it loses its data (FLUSHALL, a restart without persistence, an eviction). A logged-out token
+ * would then work again. So the state backend also holds a marker, REVOCATIONS_EPOCH_KEY =
+ * `<random id> <ms>`, written when the record of revocations begins (the first start, or the
+ * first look after a loss). Its absence means "revocations may have been lost": this replica
+ * writes a new marker with the present as its time, and every token whose revocation lives in
+ * state alone (CUTOFF_KINDS: svc's `session`, `sso`, and `workload` tokens) issued before the
+ * marker's time is refused ('the record of revocations was lost at <time>; log in again'). That
+ * is fail closed: people log in again, workloads exchange again. API tokens (svc's and SSO
+ * users' personal ones) live in the config store and are not affected: a logout with one
+ * deletes its record there (logout.ts), so no revocation of one lives in state alone.
+ *
+ * The marker shares the Redis Cluster slot of the revocation list's hash (its hash tag is the
+ * hash's key, state.ts markKeyFor): one node holds both, so a node that loses its data loses
+ * the marker with the list, never the list alone.
  *
  * When it is read: at start, each time the subscription to REVOCATIONS_EPOCH_CHANNEL becomes
  * live (a Redis that restarted comes back through a new connection), and every
@@ -19,20 +24,31 @@
  * its marker). A cutoff only moves forward. The check per token is a comparison with the copy
  * held here: no round trip per request.
  *
+ * Until this process has read the marker and loaded the revocation list once (a replica or a
+ * respawned worker that starts while Redis is down knows neither), it refuses every such token
+ * issued before this process started, and says so once: a revoked one could be among them.
+ * Tokens issued by this process since are kept, so people log in again here and carry on.
+ *
  * Rejected: a durable place for revocations (a file per replica is not shared, the config store
- * is the operator's); refusing every token while the marker cannot be read (a Redis outage at
- * start would log everyone out; the revocation list's own degraded mode applies then, and the
- * first read that finds the marker gone still refuses what came before).
+ * is the operator's); refusing every token while the marker cannot be read (people could not
+ * even log in again); trusting the other replicas' clocks to the millisecond (CLOCK_SKEW_MS).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Principal } from '../principal.js';
-import { StateUnavailable, type StateBackend } from '../state/state.js';
-import { RETRY_MS } from './revocation.js';
+import { markKeyFor, StateUnavailable, type StateBackend } from '../state/state.js';
+import { RETRY_MS, REVOKED_HASH } from './revocation.js';
 
-export const REVOCATIONS_EPOCH_KEY = 'revocations-epoch';
+/**
+ * In the Cluster slot of the revocation list's hash. Its name until issue 52 was
+ * `revocations-epoch`, in a slot of its own: a replica of this release finds the new key absent
+ * once, counts that as a loss, and refuses the tokens of before once (fail closed).
+ */
+export const REVOCATIONS_EPOCH_KEY = markKeyFor(REVOKED_HASH, 'revocations-epoch');
+/** The marker's name in the log and the docs (its key adds the hash tag). */
+const MARKER_NAME = 'revocations-epoch';
 export const REVOCATIONS_EPOCH_CHANNEL = 'revocations-epoch';
 /** How often the marker is read while the connection stays up (FLUSHALL does not drop it). */
 export const CHECK_INTERVAL_MS = 5_000;
@@ -40,8 +56,22 @@ export const CHECK_INTERVAL_MS = 5_000;
 export const LOST_METRIC = 'svc_state_revocations_lost_total';
 export const NOT_BEFORE_METRIC = 'svc_session_tokens_not_before_seconds';
 
-/** The kinds of token a logout revokes: the ones a lost revocation list could bring back. */
-const SESSION_KINDS: ReadonlySet<Principal['kind']> = new Set(['session', 'sso']);
+/**
+ * The kinds of token whose revocation lives in the state backend alone (a logout revokes their
+ * jti there): the ones a lost revocation list could bring back. Workload tokens are short-lived
+ * and got again by exchange, so they are refused like sessions rather than made irrevocable.
+ */
+export const CUTOFF_KINDS: ReadonlySet<Principal['kind']> = new Set(['session', 'sso', 'workload']);
+
+/**
+ * How far another replica's clock may run ahead of the one that wrote the marker. A token that
+ * replica issued just before the loss carries an `iat` up to this much after the marker's time,
+ * so tokens issued up to this long after it are refused too (fail closed: a later login is
+ * refused and made again; the other way, a token of before the loss, maybe revoked, would be
+ * kept). Not applied with memory state: one process, one clock. Keep replicas' clocks in sync
+ * (NTP) well within it.
+ */
+export const CLOCK_SKEW_MS = 2_000;
 
 export interface Marker {
   readonly id: string;
@@ -50,7 +80,7 @@ export interface Marker {
 }
 
 export interface RevocationsEpoch {
-  /** The cutoff in force (ms); undefined while the marker has not been read since start. */
+  /** The marker's time (ms); undefined while the marker has not been read since start. */
   notBefore(): number | undefined;
   /** Why this token is refused, or undefined: synchronous, a comparison on the copy held here. */
   refusal(principal: Pick<Principal, 'kind' | 'issuedAt'>): string | undefined;
@@ -74,6 +104,14 @@ export interface RevocationsEpochDeps {
    * lost before this one started, and a token of the previous process is always older.
    */
   readonly processStartMs?: number;
+  /**
+   * Whether the revocation list has been loaded once since start (revocation.ts loadedOnce).
+   * Until it has, and the marker has been read, tokens of before this process are refused.
+   * Absent: as loaded (tests of the marker alone).
+   */
+  readonly listLoaded?: () => boolean;
+  /** Defaults to CLOCK_SKEW_MS with a shared backend, 0 with memory state; tests shorten it. */
+  readonly clockSkewMs?: number;
 }
 
 export function formatMarker(marker: Marker): string {
@@ -93,16 +131,21 @@ export function lostMessage(atMs: number): string {
   return `the record of revocations was lost at ${new Date(atMs).toISOString()}; log in again`;
 }
 
+/** What a refused client reads while this process has not read the record of revocations yet. */
+export function unreadMessage(startMs: number): string {
+  return `this server has not read the record of revocations since it started at ${new Date(startMs).toISOString()} (the state backend does not answer), so tokens issued before then are refused; log in again`;
+}
+
 /**
- * The rule itself: a session token issued before the cutoff is refused; one without `iat` too,
- * since nothing says it came after. Other kinds are not concerned. `iat` has whole seconds, so a
+ * The rule itself: a token of CUTOFF_KINDS issued before the cutoff is refused; one without
+ * `iat` too, since nothing says it came after. Other kinds are not concerned. `iat` has whole seconds, so a
  * token of the cutoff's own second is refused unless the cutoff falls on the second: whether it
  * came before the loss or after cannot be told (fail closed). A replica that starts a record
  * waits for the next second before it serves (createRevocationsEpoch), so only logins in the
  * rest of the second in which a running replica finds a loss are refused that way.
  */
 export function refusedBefore(cutoffMs: number | undefined, principal: Pick<Principal, 'kind' | 'issuedAt'>): boolean {
-  if (cutoffMs === undefined || !SESSION_KINDS.has(principal.kind)) return false;
+  if (cutoffMs === undefined || !CUTOFF_KINDS.has(principal.kind)) return false;
   return principal.issuedAt === undefined || principal.issuedAt * 1000 < cutoffMs;
 }
 
@@ -126,6 +169,28 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
   let checking: Promise<void> | undefined;
   const listeners = new Set<() => void>();
   const processStartMs = deps.processStartMs ?? now() - Math.round(process.uptime() * 1000);
+  const skewMs = deps.clockSkewMs ?? (state.kind === 'memory' ? 0 : CLOCK_SKEW_MS);
+  const listLoaded = deps.listLoaded ?? (() => true);
+  /** Neither the marker nor the list has been read since start yet: tokens of before this process are refused. */
+  let unread = true;
+  /** The warning that tokens of before this process are refused was logged: say when that ends. */
+  let saidUnread = false;
+  const unreadText = unreadMessage(processStartMs);
+
+  /** Whether this process still lacks its first reading; says so once when it has it. */
+  function stillUnread(): boolean {
+    if (!unread) return false;
+    if (current === undefined || !listLoaded()) return true;
+    unread = false;
+    if (saidUnread) log.info({ notBefore: new Date(current.atMs).toISOString() }, 'revocations: the record of revocations is read; tokens issued before this process started are judged by it again');
+    return false;
+  }
+
+  /** The cutoff in force (ms), with the margin for other replicas' clocks, and what a refused client reads. */
+  function cutoff(): { readonly atMs: number; readonly text: string } | undefined {
+    if (stillUnread() && (current === undefined || current.atMs < processStartMs)) return { atMs: processStartMs + skewMs, text: unreadText };
+    return current === undefined ? undefined : { atMs: current.atMs + skewMs, text: message };
+  }
 
   function adopt(marker: Marker, how: 'made' | 'found' | 'heard'): void {
     const before = current;
@@ -145,9 +210,9 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
     }
     const at = new Date(marker.atMs).toISOString();
     if (state.kind === 'memory') {
-      log.info({ notBefore: at, metric: LOST_METRIC }, `revocations: memory state keeps no revocations across restarts, so every session token issued before this start (${at}) is refused and people log in again; use Redis to keep sessions across restarts`);
+      log.info({ notBefore: at, metric: LOST_METRIC }, `revocations: memory state keeps no revocations across restarts, so every session and workload token issued before this start (${at}) is refused and people log in again; use Redis to keep sessions across restarts`);
     } else {
-      log.warn({ notBefore: at, metric: LOST_METRIC }, `revocations: the record of revocations in Redis was lost (its marker ${REVOCATIONS_EPOCH_KEY} is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before ${at} is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions`);
+      log.warn({ notBefore: at, metric: LOST_METRIC }, `revocations: the record of revocations in Redis was lost (its marker ${MARKER_NAME} is gone: a first start, FLUSHALL, a restart without persistence, or an eviction), so every session and workload token issued before ${at} (and up to ${String(skewMs)} ms after, for other replicas' clocks) is refused and people log in again; API tokens are not affected. Give Redis persistence, replicas and maxmemory-policy noeviction to keep sessions`);
     }
   }
 
@@ -209,17 +274,24 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
 
   await subscribe();
   await check();
-  // A record begun now refuses the tokens of its own second (refusedBefore): this replica serves
-  // from the next one, so its first logins are kept. At most a second, once per start.
-  const untilNextSecond = current === undefined ? 0 : Math.ceil(current.atMs / 1000) * 1000 - now();
-  if (untilNextSecond > 0) await sleep(Math.min(untilNextSecond, 1000));
+  if (stillUnread()) {
+    saidUnread = true;
+    log.warn({ notBefore: new Date(processStartMs).toISOString() }, `revocations: the state backend does not answer, so this process has not read the record of revocations: until it has, every session, SSO and workload token issued before it started (${new Date(processStartMs).toISOString()}) is refused, since a revoked one could be among them; people log in again`);
+  }
+  // A cutoff of now refuses the tokens of its own second and of the clock margin after it
+  // (refusedBefore): this replica serves from the next second after them, so its first logins
+  // are kept. At most the margin and a second, once per start.
+  const first = cutoff();
+  const untilNextSecond = first === undefined ? 0 : Math.ceil(first.atMs / 1000) * 1000 - now();
+  if (untilNextSecond > 0) await sleep(Math.min(untilNextSecond, skewMs + 1000));
   const timer = setInterval(() => void check(), deps.checkIntervalMs ?? CHECK_INTERVAL_MS);
   timer.unref();
 
   return {
     notBefore: () => current?.atMs,
     refusal(principal) {
-      return refusedBefore(current?.atMs, principal) ? message : undefined;
+      const held = cutoff();
+      return held !== undefined && refusedBefore(held.atMs, principal) ? held.text : undefined;
     },
     check,
     onMoved(listener) {

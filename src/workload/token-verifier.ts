@@ -2,7 +2,9 @@
  * Workload tokens (tokens.ts) as a TokenVerifier, so the authenticator applies the same
  * revocation list and fast path to them as to every other token. On every use the issuer entry
  * that admitted the token must still be configured: removing an entry from workload.config
- * ends its workloads' tokens at once.
+ * ends its workloads' tokens at once. The principal carries `iat`: a logout revokes a workload
+ * token in the state backend alone, so one issued before the record of revocations was lost is
+ * refused (session/revocations-epoch.ts) and the workload exchanges again.
  */
 import { Unauthenticated } from '../errors.js';
 import { reservedExternalName, type Principal } from '../principal.js';
@@ -28,7 +30,7 @@ export function createWorkloadVerifier(deps: WorkloadVerifierDeps): TokenVerifie
     const cached = principals.get(claims);
     if (cached !== undefined && cached.accounts === accounts && cached.principal.issuer === entry.issuer) return cached.principal;
     const groups = claims.groups.filter((g) => reservedExternalName(g, accounts) === undefined);
-    const principal: Principal = { username: claims.username, groups, issuer: entry.issuer, kind: 'workload', tokenId: claims.jti, expiresAt: claims.exp };
+    const principal: Principal = { username: claims.username, groups, issuer: entry.issuer, kind: 'workload', tokenId: claims.jti, expiresAt: claims.exp, issuedAt: claims.iat };
     principals.set(claims, { principal, accounts });
     return principal;
   }

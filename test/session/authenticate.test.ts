@@ -125,6 +125,7 @@ describe('session/authenticate: known() and authenticate()', () => {
     const incomplete: Revocation = {
       revoke: async () => undefined,
       onRevoked: () => () => undefined,
+      loadedOnce: () => true,
       isRevoked: async () => {
         asked++;
         return true;
@@ -212,6 +213,7 @@ describe('session/authenticate: a revoked SSO token', () => {
     const incomplete: Revocation = {
       revoke: async () => undefined,
       onRevoked: () => () => undefined,
+      loadedOnce: () => true,
       isRevoked: async (jti) => {
         asked.push(jti);
         return true;

@@ -16,6 +16,9 @@ import {
   refusedBefore,
   REVOCATIONS_EPOCH_KEY,
   type RevocationsEpoch,
+  type RevocationsEpochDeps,
+  unreadMessage,
+  CLOCK_SKEW_MS,
 } from '../../src/session/revocations-epoch.js';
 import { createMemoryState } from '../../src/state/memory.js';
 import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
@@ -66,8 +69,9 @@ describe('session/revocations-epoch', () => {
     closers = [];
   });
 
-  async function replica(state: StateBackend, now: () => number, registry = new Registry(), log = recorder().log): Promise<RevocationsEpoch> {
-    const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000, processStartMs: now() });
+  /** No clock margin unless asked: it would make each start wait for it. */
+  async function replica(state: StateBackend, now: () => number, registry = new Registry(), log = recorder().log, more: Partial<RevocationsEpochDeps> = {}): Promise<RevocationsEpoch> {
+    const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000, processStartMs: now(), clockSkewMs: 0, ...more });
     closers.push(() => epoch.close());
     return epoch;
   }
@@ -79,7 +83,7 @@ describe('session/revocations-epoch', () => {
   }
 
   describe('the rule', () => {
-    it('refuses session and SSO tokens issued before the cutoff, or without iat; keeps the rest', () => {
+    it('refuses session, SSO and workload tokens issued before the cutoff, or without iat; keeps API tokens', () => {
       const cutoff = T0 + 250; // 12:00:00.250
       const second = Math.floor(T0 / 1000);
       expect(refusedBefore(cutoff, session(second - 1))).to.equal(true);
@@ -89,7 +93,9 @@ describe('session/revocations-epoch', () => {
       expect(refusedBefore(cutoff, session(undefined)), 'no iat: nothing says it came after').to.equal(true);
       expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second - 1 })).to.equal(true);
       expect(refusedBefore(cutoff, { kind: 'sso', issuedAt: second + 1 })).to.equal(false);
-      for (const kind of ['apiKey', 'ssoApiKey', 'workload'] as const) expect(refusedBefore(cutoff, { kind, issuedAt: second - 3600 }), kind).to.equal(false);
+      expect(refusedBefore(cutoff, { kind: 'workload', issuedAt: second - 1 }), 'a workload token: revoked in state alone').to.equal(true);
+      expect(refusedBefore(cutoff, { kind: 'workload', issuedAt: second + 1 })).to.equal(false);
+      for (const kind of ['apiKey', 'ssoApiKey'] as const) expect(refusedBefore(cutoff, { kind, issuedAt: second - 3600 }), kind).to.equal(false);
       expect(refusedBefore(undefined, session(0)), 'no marker read yet').to.equal(false);
     });
 
@@ -115,7 +121,7 @@ describe('session/revocations-epoch', () => {
     expect(epoch.refusal({ kind: 'apiKey', issuedAt: 0 })).to.equal(undefined);
     expect(await metric(registry, LOST_METRIC)).to.equal(1);
     expect(await metric(registry, NOT_BEFORE_METRIC)).to.equal(T0 / 1000);
-    expect(lines).to.deep.equal([{ level: 'info', msg: 'revocations: memory state keeps no revocations across restarts, so every session token issued before this start (2026-11-28T12:00:00.000Z) is refused and people log in again; use Redis to keep sessions across restarts' }]);
+    expect(lines).to.deep.equal([{ level: 'info', msg: 'revocations: memory state keeps no revocations across restarts, so every session and workload token issued before this start (2026-11-28T12:00:00.000Z) is refused and people log in again; use Redis to keep sessions across restarts' }]);
   });
 
   it('memory state: the record begins when the process began, whatever the time it is read', async () => {
@@ -172,7 +178,7 @@ describe('session/revocations-epoch', () => {
     expect(b.refusal(session(issued))).to.equal(lostMessage(t));
     expect([await metric(ra, LOST_METRIC), await metric(rb, LOST_METRIC)]).to.deep.equal([2, 1]);
     expect(await metric(rb, NOT_BEFORE_METRIC)).to.equal(t / 1000);
-    const line = 'revocations: the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before 2026-11-28T12:01:00.000Z is refused and people log in again; API tokens are not affected. Give Redis persistence and replicas to keep sessions';
+    const line = 'revocations: the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, a restart without persistence, or an eviction), so every session and workload token issued before 2026-11-28T12:01:00.000Z (and up to 0 ms after, for other replicas\' clocks) is refused and people log in again; API tokens are not affected. Give Redis persistence, replicas and maxmemory-policy noeviction to keep sessions';
     expect(la.lines).to.deep.equal([{ level: 'warn', msg: line }]);
     expect(lb.lines).to.deep.equal([{ level: 'warn', msg: line }]);
   });
@@ -199,19 +205,59 @@ describe('session/revocations-epoch', () => {
     expect(await metric(registry, LOST_METRIC)).to.equal(1);
   });
 
-  it('while the backend does not answer from the start, refuses nothing on its account; the first answer decides', async () => {
+  it('while the backend does not answer from the start, refuses the tokens of before this process, says so once, and the first answer decides', async () => {
     const state = asRedis(memory());
     await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: ID, atMs: T0 }));
     state.down = true;
-    const epoch = await replica(state, () => T0 + 1_000);
+    const started = T0 + 60_000;
+    const { log, lines } = recorder();
+    const epoch = await replica(state, () => started, new Registry(), log);
     expect(epoch.notBefore()).to.equal(undefined);
-    expect(epoch.refusal(session(0))).to.equal(undefined);
+    const unread = unreadMessage(started);
+    expect(unread).to.equal('this server has not read the record of revocations since it started at 2026-11-28T12:01:00.000Z (the state backend does not answer), so tokens issued before then are refused; log in again');
+    expect(epoch.refusal(session(T0 / 1000 + 30)), 'a token of before this process: it may have been revoked').to.equal(unread);
+    expect(epoch.refusal({ kind: 'workload', issuedAt: T0 / 1000 + 30 })).to.equal(unread);
+    expect(epoch.refusal(session(started / 1000)), 'one issued since it started').to.equal(undefined);
+    expect(epoch.refusal({ kind: 'apiKey', issuedAt: 0 }), 'API tokens live in the config store').to.equal(undefined);
+    expect(epoch.refusal(session(0))).to.equal(unread);
+    expect(lines).to.deep.equal([{ level: 'warn', msg: 'revocations: the state backend does not answer, so this process has not read the record of revocations: until it has, every session, SSO and workload token issued before it started (2026-11-28T12:01:00.000Z) is refused, since a revoked one could be among them; people log in again' }]);
     state.down = false;
     await epoch.check();
     expect(epoch.notBefore()).to.equal(T0);
+    expect(epoch.refusal(session(T0 / 1000 + 30)), 'the record read: judged by the marker again').to.equal(undefined);
+    expect(lines.slice(1)).to.deep.equal([{ level: 'info', msg: 'revocations: the record of revocations is read; tokens issued before this process started are judged by it again' }]);
     state.down = true;
     await epoch.check();
     expect(epoch.notBefore(), 'an outage later keeps the cutoff in force').to.equal(T0);
+    expect(epoch.refusal(session(T0 / 1000 - 1))).to.equal(lostMessage(T0));
+    expect(epoch.refusal(session(T0 / 1000 + 30))).to.equal(undefined);
+  });
+
+  it('with the marker read but the revocation list never loaded, still refuses the tokens of before this process', async () => {
+    const state = asRedis(memory());
+    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: ID, atMs: T0 }));
+    let loaded = false;
+    const started = T0 + 60_000;
+    const epoch = await replica(state, () => started, new Registry(), recorder().log, { listLoaded: () => loaded });
+    expect(epoch.notBefore()).to.equal(T0);
+    expect(epoch.refusal(session(T0 / 1000 + 30))).to.equal(unreadMessage(started));
+    loaded = true;
+    expect(epoch.refusal(session(T0 / 1000 + 30))).to.equal(undefined);
+  });
+
+  it('refuses tokens up to the clock margin after the marker (another replica\'s clock may run ahead), and serves once it is over', async () => {
+    expect(CLOCK_SKEW_MS).to.equal(2_000);
+    const state = asRedis(memory());
+    const started = Date.now();
+    const epoch = await replica(state, () => T0 + 700, new Registry(), recorder().log, { clockSkewMs: 500 });
+    expect(Date.now() - started, 'waits for the second after marker + margin').to.be.within(1_250, 1_700);
+    const second = Math.floor(T0 / 1000);
+    expect(epoch.refusal(session(second)), 'the marker\'s second').to.equal(lostMessage(T0 + 700));
+    expect(epoch.refusal(session(second + 1)), 'within the margin after it').to.equal(lostMessage(T0 + 700));
+    expect(epoch.refusal(session(second + 2)), 'past the margin').to.equal(undefined);
+    const defaulted = await createRevocationsEpoch({ state: memory(), log: recorder().log, now: () => T0, processStartMs: T0 });
+    closers.push(() => defaulted.close());
+    expect(defaulted.refusal(session(second)), 'memory state: one process, one clock, no margin').to.equal(undefined);
   });
 
   it('two replicas that find the marker gone at once agree on one (SET NX)', async () => {
