@@ -218,8 +218,8 @@ describe('deploy/ (kubectl kustomize)', function () {
     const container = svcContainer(objects);
     expect(envOf(container, 'SVC_REDIS_SENTINELS')?.split(',')).to.deep.equal(pods);
     // The master name svc asks for is the one the Sentinels monitor.
-    const init = find(objects, 'ConfigMap', 'svc-redis-ha-config').data?.['init.sh'] ?? '';
-    const monitored = /sentinel monitor (\S+) /.exec(init)?.[1];
+    const start = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('svc-redis-ha-config-'))?.data?.['redis-start.sh'] ?? '';
+    const monitored = /MASTER=\$\{MASTER_NAME:-(\S+)\}/.exec(start)?.[1];
     expect(envOf(container, 'SVC_REDIS_SENTINEL_MASTER')).to.equal(monitored);
     // Passwords from the Secret generated from the operator's file, the same one Redis is started with.
     const generated = objects.find((o) => o.kind === 'Secret' && o.metadata.name.startsWith('svc-redis-ha-'))?.metadata.name;
