@@ -3,7 +3,10 @@
  * account queries and writes, and their routers (the JSON API and the login page's form post).
  */
 import { createAccounts } from '../accounts/account-queries.js';
-import { createApiTokens } from '../accounts/api-tokens.js';
+import { createApiTokens, type ApiTokens } from '../accounts/api-tokens.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { auditUserOf } from '../http/audit-caller.js';
+import type { DeleteStoredToken } from '../session/logout.js';
 import { createPasswordChange } from '../accounts/password-change.js';
 import { accountRoutes } from '../http/routes/account.js';
 import { loginFormRoutes } from '../http/routes/login-form.js';
@@ -54,11 +57,13 @@ export function buildAccounts(services: Services, authentication: Authentication
   const accounts = createAccounts({ accounts: accountMap, rights });
   const configuredUrl = () => settings.current().url;
   const recordLogin = loginRecorder(authentication.sessions, services.trustedProxies, log);
+  const apiTokens = createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: services.maxApiTokensPerAccount });
+  authentication.logout.deleteStoredWith('apiKey', deleteOwnApiToken(apiTokens, services.audit));
   return {
     name: 'accounts',
     routers: [
       sessionRoutes({
-        login, sessions: authentication.sessions, recordLogin, trustedProxies: services.trustedProxies, configuredUrl,
+        login, logout: authentication.logout, recordLogin, trustedProxies: services.trustedProxies, configuredUrl,
         secondStep: secondFactor.complete, passkeyLogin: secondFactor.passkeyLogin,
       }),
       sessionListRoutes({ access: createSessionAccess({ registry: authentication.sessions, rights }), trustedProxies: services.trustedProxies }),
@@ -67,7 +72,7 @@ export function buildAccounts(services: Services, authentication: Authentication
       secondFactorRoutes({ enrolment: secondFactor.enrolment, passkeys: secondFactor.passkeys, trustedProxies: services.trustedProxies }),
       accountRoutes({
         accounts,
-        apiTokens: createApiTokens({ store, accounts, signer: authentication.signer, now, maxTokens: services.maxApiTokensPerAccount }),
+        apiTokens,
         changePassword: createPasswordChange({ store, accounts, checkPassword: (r) => login.checkPassword(r), now }),
         login,
         recordLogin,
@@ -77,5 +82,13 @@ export function buildAccounts(services: Services, authentication: Authentication
       }),
     ],
     close: () => throttle.close(),
+  };
+}
+
+/** A logout with a local API token deletes its record as `svc account delete-token` does, with the same audit event. */
+function deleteOwnApiToken(apiTokens: Pick<ApiTokens, 'remove'>, audit: AuditTrail): DeleteStoredToken {
+  return async function deleteOnLogout(principal, source) {
+    await apiTokens.remove(principal.username, principal.apiTokenId);
+    audit.record({ category: 'iam', type: 'deletion', action: 'token-deleted', outcome: 'success', user: auditUserOf(principal), source, svc: { account: principal.username, tokenId: principal.apiTokenId } });
   };
 }

@@ -12,6 +12,7 @@ import { createSessionRegistry, DEFAULT_SESSIONS_PER_ACCOUNT, SESSIONS_PER_ACCOU
 import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
 import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
 import { createLocalVerifier } from '../session/local-verifier.js';
+import { createLogout, type Logout } from '../session/logout.js';
 import { createRevocation, type Revocation } from '../session/revocation.js';
 import { createRevocationsEpoch, type RevocationsEpoch } from '../session/revocations-epoch.js';
 import { createTokenSigner, type TokenSigner } from '../session/tokens.js';
@@ -27,6 +28,8 @@ export interface Authentication {
   readonly readCaller: ReadCaller;
   /** Every login's session, listed and ended by the session routes and back-channel logout. */
   readonly sessions: SessionRegistry;
+  /** Logout with any kind of token: an API token's record is deleted from the config store (session/logout.ts). */
+  readonly logout: Logout;
   /** The SSO feature's recheck of its sessions' groups, applied by readCaller to every token however sent (set once, after this stage). */
   recheckTokensWith(recheck: TokenRecheck): void;
   close(): Promise<void>;
@@ -37,7 +40,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const { settings, state, log, now } = services;
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now, registry: services.metrics.registry });
-  const epoch = await createRevocationsEpoch({ state, log, now, registry: services.metrics.registry });
+  const epoch = await createRevocationsEpoch({ state, log, now, registry: services.metrics.registry, listLoaded: () => revocation.loadedOnce() });
   const cutoffs = await createAccountCutoffs({ state, log, now });
   const stopFollowing = await followAccounts(cutoffs, settings);
   const accounts = () => settings.current().accounts;
@@ -56,6 +59,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
     epoch,
     authenticator,
     sessions,
+    logout: createLogout({ sessions, revocation, log }),
     readCaller: createReadCaller({ authenticator, configuredUrl: () => settings.current().url, onUse, recheck: () => recheck }),
     recheckTokensWith(given) {
       recheck = given;

@@ -62,6 +62,7 @@ import type { Services } from './services.js';
 import { settingsParserFor } from './settings.js';
 import { prepareBundledSso, prepareSso, ssoChangeNotice } from './sso.js';
 import { buildWeb } from './web.js';
+import { restartNotice } from './restart-notice.js';
 import { prepareSsoTokens } from './sso-tokens.js';
 import { prepareWorkload } from './workload.js';
 
@@ -195,6 +196,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
     ...(sso !== undefined ? [sso.feature(authentication)] : []),
     ssoTokens.feature,
     ssoChangeNotice(services),
+    restartNotice(services, idp !== undefined),
     await buildExtensions(services, authentication),
     buildWeb(services),
     ...(idp !== undefined ? [idp] : []),

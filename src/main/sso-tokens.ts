@@ -7,6 +7,7 @@ import type { AuditSource } from '../audit/trail.js';
 import { ssoTokenRoutes } from '../http/routes/sso-tokens.js';
 import { Unavailable } from '../errors.js';
 import { createSealer, type Sealer } from '../lib/sealed.js';
+import type { DeleteStoredToken } from '../session/logout.js';
 import type { TokenVerifier } from '../session/token-verifier.js';
 import { createPersonalTokens } from '../ssotokens/personal-tokens.js';
 import { createRecheck, type IdentitySource } from '../ssotokens/recheck.js';
@@ -20,6 +21,8 @@ import type { Services } from './services.js';
 export interface SsoTokensStage {
   readonly verifier: TokenVerifier;
   readonly feature: Feature;
+  /** Deletes an SSO user's own personal token; a logout with one does (session/logout.ts). */
+  readonly deleteOwn: DeleteStoredToken;
 }
 
 /** `provider`: the bundled provider's users and issuer, when it is the SSO provider in force. */
@@ -64,5 +67,5 @@ export function prepareSsoTokens(services: Services, provider: { readonly identi
     maxTokens: services.maxApiTokensPerAccount,
     audit: services.audit, now,
   });
-  return { verifier, feature: { name: 'sso-tokens', routers: [ssoTokenRoutes({ tokens, trustedProxies: services.trustedProxies })] } };
+  return { verifier, deleteOwn: (principal, source) => tokens.remove(principal, principal.apiTokenId, source), feature: { name: 'sso-tokens', routers: [ssoTokenRoutes({ tokens, trustedProxies: services.trustedProxies })] } };
 }

@@ -166,7 +166,7 @@ function ssoFeature(
       callback: { client, verifier, refresh, userInfo, localAccountNames: () => settings.current().accounts },
       refresh,
       authenticator: authentication.authenticator,
-      sessions: authentication.sessions,
+      logout: authentication.logout,
       recordLogin: loginRecorder(authentication.sessions, services.trustedProxies, log),
       trustedProxies: services.trustedProxies,
       logoutURL: () => client.provider.logoutURL,

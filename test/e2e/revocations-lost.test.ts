@@ -31,9 +31,9 @@ async function refusal(base: string, token: string): Promise<string> {
   return reply.status === 401 ? String(reply.body['message']) : `answered ${reply.status}`;
 }
 
-async function apiToken(base: string): Promise<string> {
+async function apiToken(base: string, id = `ci-${Date.now()}`): Promise<string> {
   const session = await login(base, 'alice', PASSWORDS.alice);
-  const made = await call(base, 'POST', '/api/v1/account/alice/token', { token: session, body: { id: `ci-${Date.now()}`, expiresIn: '1h' } });
+  const made = await call(base, 'POST', '/api/v1/account/alice/token', { token: session, body: { id, expiresIn: '1h' } });
   expect(made.status, JSON.stringify(made.body)).to.equal(200);
   return String(made.body['token']);
 }
@@ -88,7 +88,26 @@ describe('revocations lost with the state: session tokens of before are refused 
       expect((await whoAmI(server.url, key)).status, 'an API token lives in the config store').to.equal(200);
       expect(await metric(server.url, 'svc_state_revocations_lost_total')).to.equal(1);
       expect(await metric(server.url, 'svc_session_tokens_not_before_seconds')).to.equal(since / 1000);
-      expect(server.logTail()).to.include(`every session token issued before this start (${new Date(since).toISOString()}) is refused`);
+      expect(server.logTail()).to.include(`every session and workload token issued before this start (${new Date(since).toISOString()}) is refused`);
+    });
+
+    it('an API token logged out with DELETE /api/v1/session stays refused after the restart: the logout deleted its record from svc-secret', async () => {
+      server ??= await startServerProcess(dir, 1, cleanRedisEnv({}));
+      const id = 'logged-out';
+      const key = await apiToken(server.url, id);
+      const kept = await apiToken(server.url, 'kept');
+      const out = await call(server.url, 'DELETE', '/api/v1/session', { token: key });
+      expect(out.status, JSON.stringify(out.body)).to.equal(200);
+      const gone = await refusal(server.url, key);
+      expect(gone).to.equal(`this API token of account 'alice' was deleted`);
+      const admin = await login(server.url, 'admin', PASSWORDS.admin);
+      const account = await call(server.url, 'GET', '/api/v1/account/alice', { token: admin });
+      expect(JSON.stringify(account.body), 'svc account get no longer lists it').to.not.include(`"${id}"`);
+
+      await server.stop();
+      server = await startServerProcess(dir, 1, cleanRedisEnv({}));
+      expect(await refusal(server.url, key), 'after the restart: memory state kept nothing, the store did').to.not.equal('answered 200');
+      expect((await whoAmI(server.url, kept)).status, 'another API token').to.equal(200);
     });
   });
 

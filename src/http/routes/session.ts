@@ -9,9 +9,8 @@ import { InvalidRequest } from '../../errors.js';
 import type { PasskeyLogin } from '../../second-factor/passkey-login.js';
 import type { CompleteSecondStep } from '../../second-factor/second-step.js';
 import type { LoginService } from '../../session/login.js';
-import { personOf } from '../../person.js';
 import type { Principal } from '../../principal.js';
-import type { SessionRegistry } from '../../session/registry.js';
+import type { Logout } from '../../session/logout.js';
 import { auditSourceOf } from '../audit-source.js';
 import type { TrustedProxies } from '../client-address.js';
 import { optionalString, readJson, requireString, type JsonObject } from '../body.js';
@@ -22,7 +21,8 @@ import type { AppState } from '../state.js';
 
 export interface SessionRouteDeps {
   readonly login: Pick<LoginService, 'withPassword'>;
-  readonly sessions: Pick<SessionRegistry, 'logout'>;
+  /** Ends the token sent, by its kind (session/logout.ts). */
+  readonly logout: Pick<Logout, 'logout'>;
   readonly recordLogin: RecordLogin;
   readonly trustedProxies: TrustedProxies;
   /** svc-cm `url` in force: an https url makes the cookie Secure (cookies.ts). */
@@ -52,7 +52,7 @@ export function userInfoView(principal: Principal | undefined): UserInfo {
   return { loggedIn: true, username: principal.username, ...shown, iss: principal.issuer, groups: principal.groups, expiresAt: principal.expiresAt ?? null };
 }
 
-export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, configuredUrl, secondStep, passkeyLogin }: SessionRouteDeps): Router<AppState> {
+export function sessionRoutes({ login, logout, recordLogin, trustedProxies, configuredUrl, secondStep, passkeyLogin }: SessionRouteDeps): Router<AppState> {
   const router = declaredRouter('/api/v1/session');
 
   router.post('/', allow('anyone', 'a password, or a login\'s challenge and its second factor'), async function createSession(ctx) {
@@ -84,11 +84,9 @@ export function sessionRoutes({ login, sessions, recordLogin, trustedProxies, co
   router.delete('/', allow('anyone', 'ends the token sent, if any'), async function deleteSession(ctx) {
     const { principal } = ctx.state;
     clearSessionCookie(ctx, configuredUrl());
-    // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503, cookie cleared.
-    if (principal !== undefined) {
-      const source = auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies);
-      await sessions.logout(personOf(principal), principal.tokenId, principal.expiresAt, { via: 'logout', source });
-    }
+    // A failed shared write rejects with Unavailable saying why (session/logout-refusal.ts): 503,
+    // cookie cleared. An API token's record is deleted from the config store (session/logout.ts).
+    if (principal !== undefined) await logout.logout(principal, auditSourceOf(ctx.req, ctx.state.requestId, trustedProxies));
     ctx.body = { revoked: principal !== undefined };
   });
 

@@ -9,12 +9,11 @@ import type Router from '@koa/router';
 import { allow, declaredRouter } from '../route-access.js';
 import type Koa from 'koa';
 import type { Authenticator } from '../../session/authenticate.js';
-import type { SessionRegistry } from '../../session/registry.js';
+import type { Logout } from '../../session/logout.js';
 import { auditSourceOf } from '../audit-source.js';
 import type { TrustedProxies } from '../client-address.js';
 import type { RecordLogin } from './record-login.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
-import { personOf } from '../../person.js';
 import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginStartDeps, type LoginState } from '../../oidc/login-start.js';
 import { logoutRedirect } from '../../oidc/logout.js';
@@ -29,7 +28,8 @@ export interface SsoRouteDeps {
   readonly callback: CallbackDeps;
   readonly refresh: SessionRefresh;
   readonly authenticator: Pick<Authenticator, 'authenticate'>;
-  readonly sessions: Pick<SessionRegistry, 'logout'>;
+  /** Ends the token sent, by its kind (session/logout.ts). */
+  readonly logout: Pick<Logout, 'logout'>;
   readonly recordLogin: RecordLogin;
   readonly trustedProxies: TrustedProxies;
   readonly logoutURL: () => string | undefined;
@@ -118,7 +118,7 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       if (principal !== undefined) {
         await deps.refresh.forget(principal.tokenId);
         const source = auditSourceOf(ctx.req, ctx.state.requestId, deps.trustedProxies);
-        await deps.sessions.logout(personOf(principal), principal.tokenId, principal.expiresAt, { via: 'logout', source });
+        await deps.logout.logout(principal, source);
         if (principal.kind === 'sso' && principal.issuer === deps.callback.client.provider.issuer) idToken = token;
       }
     }
