@@ -14,6 +14,15 @@ import { parseSecondFactor } from './second-factor-config.js';
 import { restrictAccount, type AccountReading } from './restrict.js';
 
 export const ADMIN = 'admin';
+
+/**
+ * Why a name has no account in force. admin is built in: it is missing only when switched off
+ * (`admin.enabled: "false"`, or a switch that stays off), and says so as any disabled account
+ * does. The name is no secret (every svc has it), so this tells an outsider nothing (issue 52).
+ */
+export function missingAccountReason(name: string): string {
+  return name === ADMIN ? `account '${ADMIN}' is disabled` : `account '${name}' does not exist`;
+}
 export const MAX_USERNAME_LENGTH = 32;
 const USERNAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
 

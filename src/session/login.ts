@@ -16,7 +16,7 @@ import { NO_LOGIN_OUTCOMES, type LoginOutcomes, type LoginReason } from './login
 import { randomInt, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { MAX_USERNAME_LENGTH, type AccountSettings } from '../accounts/config.js';
+import { ADMIN, MAX_USERNAME_LENGTH, type AccountSettings } from '../accounts/config.js';
 import { verifyPassword } from '../accounts/passwords.js';
 import { InvalidCredentials, InvalidRequest, TooManyAttempts, TooManyRequests, type SecondFactorRequired } from '../errors.js';
 import type { LoginConcurrency, Release } from './concurrency.js';
@@ -116,7 +116,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
       // Read once: the token is bound to exactly the hash this bcrypt checks.
       const account = deps.accounts().get(username);
       const matches = await verifyPassword(password, account?.passwordHash);
-      const verdict = judge(account, matches, forLogin);
+      const verdict = judge(username, account, matches, forLogin);
       // A login that goes on to a second step is not a success yet: its attempt is handed back
       // and earlier failures stay counted until the second step succeeds, so every wrong code
       // counts as a wrong password does and a right password never wipes the count.
@@ -192,8 +192,13 @@ function whereFrom(request: LoginRequest): { requestId?: string; client?: string
   return { ...(request.requestId !== undefined ? { requestId: request.requestId } : {}), ...(request.client !== undefined ? { client: request.client } : {}) };
 }
 
-function judge(account: AccountSettings | undefined, matches: boolean, forLogin: boolean): Verdict {
-  if (account === undefined) return { reason: 'no such account', counted: 'unknown-user' };
+/**
+ * Every verdict but success answers the same (InvalidCredentials) and counts toward the lockout;
+ * the reason is for the log and the audit trail. admin switched off is a disabled account, as in
+ * Argo CD, not an unknown one: it is built in, so its name tells no one anything (issue 52).
+ */
+function judge(username: string, account: AccountSettings | undefined, matches: boolean, forLogin: boolean): Verdict {
+  if (account === undefined) return username === ADMIN ? { reason: 'account is disabled', counted: 'disabled' } : { reason: 'no such account', counted: 'unknown-user' };
   if (!matches || account.passwordHash === undefined) return { reason: account.passwordHash === undefined ? 'account has no password' : 'wrong password', counted: 'wrong-password' };
   if (!account.enabled) return { reason: 'account is disabled', counted: 'disabled' };
   if (forLogin && !account.capabilities.includes('login')) return { reason: 'account does not have the login capability', counted: 'no-login-capability' };

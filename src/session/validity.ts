@@ -4,7 +4,7 @@
  * local verifier runs it on every use, on the proxy's fast path too. Revocation is not here but
  * in the authenticator (authenticate.ts), which applies it to every issuer's tokens alike.
  */
-import type { AccountSettings, ApiTokenRecord } from '../accounts/config.js';
+import { missingAccountReason, type AccountSettings, type ApiTokenRecord } from '../accounts/config.js';
 import { Unauthenticated } from '../errors.js';
 import type { TokenClaims, TokenSigner } from './tokens.js';
 
@@ -120,7 +120,7 @@ const ACCOUNT_CHECKS: readonly Check[] = [accountEnabled, hasCapability, apiToke
 /** The token's account when every account rule holds; throws Unauthenticated with the first that fails. Synchronous. */
 export function checkAccount(claims: TokenClaims, deps: ValidityDeps): AccountSettings {
   const account = deps.accounts().get(claims.username);
-  if (account === undefined) throw new Unauthenticated(`account '${claims.username}' does not exist`);
+  if (account === undefined) throw new Unauthenticated(missingAccountReason(claims.username));
   for (const check of ACCOUNT_CHECKS) {
     const reason = check(claims, account, deps);
     if (reason !== undefined) throw new Unauthenticated(reason);

@@ -1,7 +1,7 @@
 /** LoginService: equal timing, the failure delay, lockout without a password check, the cap. */
 import bcrypt from 'bcrypt';
 import { expect } from 'chai';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { AccountSettings } from '../../src/accounts/config.js';
 import { BCRYPT_COST } from '../../src/accounts/passwords.js';
@@ -39,7 +39,7 @@ describe('LoginService', function () {
   after(() => state.close());
 
   /** `delay: 'default'` leaves failureDelay out, so the service uses its own default. */
-  function service(options: { maxConcurrent?: number; maxFailCount?: number; delay?: (() => Promise<void>) | 'default' } = {}): LoginService {
+  function service(options: { maxConcurrent?: number; maxFailCount?: number; delay?: (() => Promise<void>) | 'default'; log?: Logger } = {}): LoginService {
     const limits = { maxFailCount: options.maxFailCount ?? 2, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
     const delay = options.delay ?? (async () => undefined);
     return createLoginService({
@@ -48,7 +48,7 @@ describe('LoginService', function () {
       concurrency: createLoginConcurrency(options.maxConcurrent ?? 50),
       signer: createTokenSigner({ secretKey: () => 'k'.repeat(32), now: Date.now }),
       sessionDurationMs: () => 3_600_000,
-      log,
+      log: options.log ?? log,
       now: Date.now,
       ...(delay === 'default' ? {} : { failureDelay: delay }),
     });
@@ -97,6 +97,22 @@ describe('LoginService', function () {
     const err = await failure(service().withPassword({ username: 'nobody-msg', password: 'x' }));
     expect(err.code).to.equal('invalid_credentials');
     expect(err.message).to.equal('invalid username or password');
+  });
+
+  it('calls admin switched off (absent from the accounts) disabled, not unknown, yet answers and counts it as any failure', async function () {
+    const lines: Record<string, unknown>[] = [];
+    const capture = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const login = service({ log: capture });
+    const unknown = await failure(login.withPassword({ username: 'nobody-admin', password: 'x' }));
+    const first = await failure(login.withPassword({ username: 'admin', password: 'x' }));
+    expect([first.code, first.message]).to.deep.equal([unknown.code, unknown.message]);
+    await failure(login.withPassword({ username: 'admin', password: 'y' }));
+    // Counted as any failure: the third attempt is locked out.
+    expect((await failure(login.withPassword({ username: 'admin', password: 'z' }))).code).to.equal('too_many_attempts');
+    const failed = lines.filter((l) => l['msg'] === 'login failed').map((l) => [l['username'], l['reason']]);
+    expect(failed.slice(0, 3)).to.deep.equal([['nobody-admin', 'no such account'], ['admin', 'account is disabled'], ['admin', 'account is disabled']]);
+    await state.delete('login-failures:admin');
+    await state.delete('login-locked:admin');
   });
 
   it('does not check the password while locked', async function () {

@@ -76,6 +76,9 @@ describe('session/validity', () => {
 
   it('refuses a token whose account is gone or lacks the token\'s capability', () => {
     expect(reason({ username: 'bob', kind: 'login', jti: 'j', iat: 100, exp: 200 }, {})).to.equal("account 'bob' does not exist");
+    // admin is built in: absent, it is switched off (admin.enabled "false"), and said as a disabled account is.
+    expect(reason({ username: 'admin', kind: 'login', jti: 'j', iat: 100, exp: 200 }, {})).to.equal("account 'admin' is disabled");
+    expect(reason({ username: 'alice', kind: 'login', jti: 'j', iat: 100, exp: 200 }, { enabled: false })).to.equal("account 'alice' is disabled");
     expect(reason({ username: 'alice', kind: 'login', jti: 'j', iat: 100, exp: 200 }, { capabilities: ['apiKey'] })).to.equal("account 'alice' does not have the login capability");
     expect(reason(apiKey('uuid-1', 100), { capabilities: ['login'], tokens: [{ id: 'ci', jti: 'uuid-1', iat: 100 }] })).to.equal("account 'alice' does not have the apiKey capability");
   });
