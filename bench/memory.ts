@@ -35,6 +35,7 @@ const PROXY_LOOPS = 16;
 const PASSWORD = 'bench-memory-password';
 const ENTRY = join(ROOT, 'dist/src/commands/svc-server.js');
 
+/** MiB (smaps_rollup's kB / 1024). */
 interface Memory {
   readonly rssMb: number;
   readonly pssMb: number;
@@ -209,7 +210,7 @@ async function measure(args: readonly string[], env: NodeJS.ProcessEnv): Promise
 
 function print(name: string, run: Run): void {
   console.log(`\n${name}: ${run.counts.logins} logins and ${run.counts.proxied} proxied requests in ${LOAD_MS / 1000} s, ${run.counts.failed} failed`);
-  console.log(`${'process'.padEnd(10)} ${'idle RSS'.padStart(9)} ${'idle PSS'.padStart(9)} ${'load RSS'.padStart(9)} ${'load PSS'.padStart(9)} ${'after RSS'.padStart(10)} ${'after PSS'.padStart(10)}   (MB, peak under load)`);
+  console.log(`${'process'.padEnd(10)} ${'idle RSS'.padStart(9)} ${'idle PSS'.padStart(9)} ${'load RSS'.padStart(9)} ${'load PSS'.padStart(9)} ${'after RSS'.padStart(10)} ${'after PSS'.padStart(10)}   (MiB; load: the peak)`);
   for (const proc of run.idle.keys()) {
     const f = (r: Reading, k: keyof Memory, w: number) => (r.get(proc)?.[k]?.toFixed(0) ?? '-').padStart(w);
     console.log(`${proc.padEnd(10)} ${f(run.idle, 'rssMb', 9)} ${f(run.idle, 'pssMb', 9)} ${f(run.loaded, 'rssMb', 9)} ${f(run.loaded, 'pssMb', 9)} ${f(run.after, 'rssMb', 10)} ${f(run.after, 'pssMb', 10)}`);
@@ -242,7 +243,7 @@ try {
   print('--kube (stand-in API server)', cluster);
   const all = (r: Run, at: keyof Run) => (r[at] as Reading).get('all');
   const diff = (at: 'idle' | 'loaded', k: keyof Memory) => ((all(cluster, at)?.[k] ?? NaN) - (all(dir, at)?.[k] ?? NaN)).toFixed(0);
-  console.log(`\n--kube minus config dir, all processes: idle RSS ${diff('idle', 'rssMb')} MB, PSS ${diff('idle', 'pssMb')} MB; under load RSS ${diff('loaded', 'rssMb')} MB, PSS ${diff('loaded', 'pssMb')} MB`);
+  console.log(`\n--kube minus config dir, all processes: idle RSS ${diff('idle', 'rssMb')} MiB, PSS ${diff('idle', 'pssMb')} MiB; under load RSS ${diff('loaded', 'rssMb')} MiB, PSS ${diff('loaded', 'pssMb')} MiB`);
 } finally {
   await kube.close();
   await redis.stop();

@@ -102,8 +102,8 @@ const mebibytes = (quantity: string | undefined): number => {
 
 /**
  * Memory from `npm run bench:memory` (docs/benchmarks.md: with --kube the primary takes about
- * 85 MiB PSS, a worker up to 165 MiB under load and 216 MiB RSS): requested 128 MiB + 192 MiB per
- * worker, limited to 256 MiB + 256 MiB per worker.
+ * 85 MiB PSS, a worker up to 180 MiB PSS and 232 MiB RSS under load): requested 128 MiB + 192 MiB
+ * per worker, limited to 256 MiB + 256 MiB per worker.
  */
 function checkMemory(container: Container, workers: number): void {
   expect(mebibytes(container.resources?.requests?.memory), 'memory request').to.be.at.least(128 + 192 * workers);
