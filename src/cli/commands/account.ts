@@ -62,8 +62,11 @@ export function registerAccount(program: Command, ctx: CliContext): void {
     .option('-o, --output <format>', 'json or yaml')
     .action(async function getUserInfo(options: OutputOption) {
       const format = parseOutputFormat(options.output);
-      const { client } = await ctx.client();
-      ctx.io.stdout.write(renderUserInfo(format, await client.userInfo()));
+      const { client, target } = await ctx.client();
+      const info = await client.userInfo();
+      ctx.io.stdout.write(renderUserInfo(format, info));
+      // Printed as argocd prints it, but a refused token is not success: scripts test the exit code.
+      if (!info.loggedIn) throw new CliError(`not logged in: ${target.server} refused the token (expired, revoked or deleted): run 'svc login ${target.server}'`);
     });
   registerPasswordCommand(account, ctx);
   registerTokenCommands(account, ctx);
