@@ -23,7 +23,11 @@ PACKAGES=(redis-server slapd ldap-utils openssl simplesamlphp php-cli php-xml ph
           starman libio-socket-ssl-perl
           # Apache httpd with mod_auth_openidc: a relying party of the bundled identity provider
           # (scripts/peers/start-apache-oidc.sh).
-          apache2 libapache2-mod-auth-openidc)
+          apache2 libapache2-mod-auth-openidc
+          # Foreign clients of the bundled identity provider (test/e2e/idp-foreign-*.test.ts): oidc-agent
+          # 4.2.6 (oidc-gen, oidc-token), a relying party on authlib 1.2 (/usr/bin/python3 with
+          # requests), idwcc (iddawc 1.1.8): the versions of Debian 12.
+          oidc-agent-cli python3-authlib python3-requests idwcc)
 LOCK_WAIT_S=${LOCK_WAIT_S:-900}
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
