@@ -196,7 +196,7 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
     ...(sso !== undefined ? [sso.feature(authentication)] : []),
     ssoTokens.feature,
     ssoChangeNotice(services),
-    restartNotice(services, idp !== undefined),
+    restartNotice({ settings: services.settings, log: services.log, registry: services.metrics.registry }, idp !== undefined),
     await buildExtensions(services, authentication),
     buildWeb(services),
     ...(idp !== undefined ? [idp] : []),

@@ -14,7 +14,6 @@
  * Rejected: starting on the last configuration the replicas share. svc keeps no copy of it
  * anywhere but in the running processes, and a replica that starts alone has none to read.
  */
-import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { formatProblem } from '../config/problems.js';
 import type { LiveSettings } from '../config/live-settings.js';
@@ -31,7 +30,8 @@ export interface StartGate {
 export interface StartGateDeps {
   readonly store: Pick<ConfigStore, 'problems' | 'onLoad'>;
   readonly settings: Pick<LiveSettings<unknown>, 'problems' | 'onChange'>;
-  readonly log: Pick<Logger, 'error' | 'info'>;
+  /** What the gate says: a pino Logger, narrowed to the two calls it makes. */
+  readonly log: { error(fields: object, msg: string): void; info(msg: string): void };
 }
 
 /** The sentence before the problems, in /readyz, in every refused request and in the log. */
