@@ -1,7 +1,7 @@
 /**
  * Checks a code typed for an account's second factor: six digits are a TOTP code (accepted
  * once per time step, totp-replay.ts), anything else a recovery code (used up in svc-secret,
- * factor-store.ts). Answers which factor passed, or undefined; the caller counts the failure.
+ * factor-store.ts). Answers which factor passed, REUSED_CODE or undefined; the caller counts the failure.
  */
 import type { AccountSettings } from '../accounts/account.js';
 import { factorOf } from '../accounts/account.js';
@@ -14,6 +14,14 @@ import { isTotpCode, matchingStep } from './totp.js';
 import { claimTotpStep } from './totp-replay.js';
 
 export type CodeFactor = 'totp' | 'recovery';
+
+/**
+ * A TOTP code that is right for its time step, whose step was already accepted (the enrolment's
+ * own code, say): refused and counted as a wrong code, but said as what it is, since only a
+ * holder of the right code gets it. Never a success: callers test for a CodeFactor.
+ */
+export const REUSED_CODE = 'reused';
+export type CodeCheck = CodeFactor | typeof REUSED_CODE | undefined;
 
 /** The sealer and hasher of the server.secretkey in force, read per use so that a rotated key applies. */
 export interface SecondFactorKeys {
@@ -43,13 +51,14 @@ export function openTotpSecret(keys: SecondFactorKeys, account: AccountSettings)
   return sealed === undefined ? undefined : keys.totpSealer().open(sealed, account.name);
 }
 
-export async function checkCode(deps: CodeCheckDeps, account: AccountSettings, code: string): Promise<CodeFactor | undefined> {
+export async function checkCode(deps: CodeCheckDeps, account: AccountSettings, code: string): Promise<CodeCheck> {
   const trimmed = code.trim();
   if (isTotpCode(trimmed)) {
     const secret = openTotpSecret(deps.keys, account);
     if (secret === undefined) return undefined;
     const step = matchingStep(secret, trimmed, deps.now());
-    return step !== undefined && (await claimTotpStep(deps.state, account.name, step)) ? 'totp' : undefined;
+    if (step === undefined) return undefined;
+    return (await claimTotpStep(deps.state, account.name, step)) ? 'totp' : REUSED_CODE;
   }
   const hash = deps.keys.recoveryHasher()(trimmed);
   if (!factorOf(account).recoveryHashes.includes(hash)) return undefined;

@@ -18,7 +18,7 @@ import type { AccountSettings } from '../accounts/account.js';
 import { hasSecondFactor } from '../accounts/account.js';
 import { InvalidRequest, PermissionDenied } from '../errors.js';
 import type { LoginThrottle } from '../session/throttle.js';
-import { checkCode, type CodeCheckDeps } from './codes.js';
+import { checkCode, REUSED_CODE, type CodeCheckDeps } from './codes.js';
 
 export interface Proof {
   /** The account's password; always required (a missing one is refused uncounted). */
@@ -29,6 +29,7 @@ export interface Proof {
 
 export const WRONG_PASSWORD = 'the password is incorrect';
 export const WRONG_CODE = 'the second-factor code is incorrect or already used';
+export const REUSED_PROOF_CODE = 'this code was already used; wait for the next one (a new code every 30 seconds)';
 
 export interface RecentProofDeps {
   /** The login service's password check (throttle, timing and failure delay included). */
@@ -58,9 +59,10 @@ export function createRecentProof(deps: RecentProofDeps): ProveOwner {
     }
     if (!factorOn) return;
     const attempt = await deps.throttle.admit(account.name);
-    if ((await checkCode(deps.codes, account, code)) === undefined) {
+    const checked = await checkCode(deps.codes, account, code);
+    if (checked !== 'totp' && checked !== 'recovery') {
       await deps.throttle.recordFailure(account.name, attempt);
-      throw new PermissionDenied(WRONG_CODE);
+      throw new PermissionDenied(checked === REUSED_CODE ? REUSED_PROOF_CODE : WRONG_CODE);
     }
     await deps.throttle.recordSuccess(account.name);
   };

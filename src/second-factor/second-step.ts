@@ -5,7 +5,9 @@
  * step too) -> the account still as it was (enabled, login capability, the same password, a
  * factor) -> check the factor -> clear the count and issue the session, or count the failure,
  * wait as a wrong password waits and refuse. Every refusal says the same ("log in again"): the
- * challenge is spent either way, and the reason goes to the log line and the audit trail.
+ * challenge is spent either way, and the reason goes to the log line and the audit trail. One
+ * says more: a right TOTP code of a step already accepted (typed right after enrolling) says to
+ * wait for the next code, counted all the same.
  */
 import type { Logger } from 'pino';
 import type { AccountSettings } from '../accounts/account.js';
@@ -17,14 +19,17 @@ import type { LoginOutcomes } from '../session/login-outcomes.js';
 import type { LoginThrottle } from '../session/throttle.js';
 import type { StateBackend } from '../state/state.js';
 import { createChallenge, takeChallenge, type ChallengeRecord } from './challenge.js';
+import { REUSED_CODE } from './codes.js';
 
 export const WRONG_SECOND_FACTOR = 'invalid or already used second-factor code; log in again';
+/** A right TOTP code of a step already accepted (codes.ts): the one typed to enrol, right after. */
+export const REUSED_SECOND_FACTOR = 'this code was already used; wait for the next one (a new code every 30 seconds) and log in again';
 
 /** What a second step presents: a code, or a passkey's assertion (checked by passkeys.ts). */
 export type SecondFactorAnswer = { readonly code: string } | { readonly webauthn: unknown };
 
 /** Checks one answer for an account: the factor that passed, or undefined. */
-export type AnswerCheck = (account: AccountSettings, answer: SecondFactorAnswer, challenge: string) => Promise<SecondFactorKind | undefined>;
+export type AnswerCheck = (account: AccountSettings, answer: SecondFactorAnswer, challenge: string) => Promise<SecondFactorKind | typeof REUSED_CODE | undefined>;
 
 export interface SecondStepDeps {
   readonly state: StateBackend;
@@ -68,10 +73,10 @@ export function secondStepGate(state: StateBackend): SecondStepGate {
 export type CompleteSecondStep = (request: SecondStepRequest) => Promise<LoginResult & { readonly username: string }>;
 
 export function createSecondStep(deps: SecondStepDeps): CompleteSecondStep {
-  function refuse(username: string, reason: string, source: AuditSource, factor?: string): never {
+  function refuse(username: string, reason: string, source: AuditSource, factor?: string, message = WRONG_SECOND_FACTOR): never {
     deps.log.info({ username, reason, step: 'second-factor', ...(source.requestId !== undefined ? { requestId: source.requestId } : {}) }, 'login failed');
     deps.audit.record({ category: 'authentication', type: 'start', action: 'login', outcome: 'failure', reason, user: { name: username, id: username }, source, svc: { step: 'second-factor', ...(factor !== undefined ? { factor } : {}) } });
-    throw new InvalidCredentials(WRONG_SECOND_FACTOR);
+    throw new InvalidCredentials(message);
   }
 
   /** Why the account may not finish this login any more, or undefined. */
@@ -100,10 +105,11 @@ export function createSecondStep(deps: SecondStepDeps): CompleteSecondStep {
       return refuse(username, refusal ?? 'account has no password', source);
     }
     const factor = await deps.check(account, answer, challenge);
-    if (factor === undefined) {
+    if (factor === undefined || factor === REUSED_CODE) {
       await deps.throttle.recordFailure(username, attempt);
       deps.outcomes.record('local', '', 'wrong-code');
       await deps.failureDelay();
+      if (factor === REUSED_CODE) return refuse(username, 'TOTP code of a time step already used', source, 'code', REUSED_SECOND_FACTOR);
       return refuse(username, 'wrong or reused second-factor answer', source, 'code' in answer ? 'code' : 'webauthn');
     }
     await deps.throttle.recordSuccess(username);

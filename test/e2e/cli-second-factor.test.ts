@@ -23,6 +23,8 @@ describe('svc CLI with a second factor', function () {
   let offset = 0;
   const now = () => Date.now() + offset;
   let secret = '';
+  /** The code typed to enrol: its time step is used up. */
+  let enrolCode = '';
 
   before(async function () {
     dir = accountsConfigDir();
@@ -56,7 +58,8 @@ describe('svc CLI with a second factor', function () {
     const enabled = await svc(['account', 'second-factor', 'enable-totp', '--password', PASSWORDS.alice], async (stdout) => {
       while (!/Secret: [A-Z2-7]+\n/.test(stdout())) await new Promise((r) => setTimeout(r, 20));
       secret = /Secret: ([A-Z2-7]+)\n/.exec(stdout())?.[1] ?? '';
-      return codeAt(secret, now());
+      enrolCode = codeAt(secret, now());
+      return enrolCode;
     });
     expect(enabled.stderr).to.equal('');
     expect(enabled.code).to.equal(0);
@@ -64,6 +67,11 @@ describe('svc CLI with a second factor', function () {
     expect(enabled.stdout).to.match(/[▀▄█]{8}/);
     const codes = enabled.stdout.split('\n').filter((l) => /^ {2}[a-z2-7]{5}-[a-z2-7]{5}$/.test(l));
     expect(codes).to.have.length(10);
+  });
+
+  it('right after enabling, refuses the code typed to enrol saying it was used and to wait for the next one', async function () {
+    const again = await svc(['login', server.url, '--username', 'alice', '--password', PASSWORDS.alice, '--otp', enrolCode]);
+    expect(again).to.include({ code: 1, stderr: 'svc: this code was already used; wait for the next one (a new code every 30 seconds) and log in again\n' });
   });
 
   it('logs in with --otp, and refuses a wrong code with one line', async function () {

@@ -60,8 +60,10 @@ describe('second-factor/recent-proof', () => {
     accounts.set('alice', { totpSealed: sealedTotp(secret, 'alice'), recoveryHashes: [], passkeys: [] });
     await prove(alice(), { password: PASSWORD, code: codeAt(secret, now) });
     login.calls.length = 0;
-    expect(await refusal(prove(alice(), { password: PASSWORD, code: codeAt(secret, now) }))).to.deep.equal({ code: 'permission_denied', message: 'the second-factor code is incorrect or already used' });
-    expect(await refusal(prove(alice(), { password: PASSWORD, code: '000000' }))).to.deep.include({ code: 'permission_denied' });
+    // The same code again: its step is used up, which is said as that (only a holder of the right code hears it).
+    expect(await refusal(prove(alice(), { password: PASSWORD, code: codeAt(secret, now) }))).to.deep.equal({ code: 'permission_denied', message: 'this code was already used; wait for the next one (a new code every 30 seconds)' });
+    const wrong = codeAt(secret, now - 600_000);
+    expect(await refusal(prove(alice(), { password: PASSWORD, code: wrong === codeAt(secret, now) ? '000000' : wrong }))).to.deep.equal({ code: 'permission_denied', message: 'the second-factor code is incorrect or already used' });
     expect(login.calls).to.deep.equal(['check:alice:true', 'admit:alice', 'failure:alice', 'check:alice:true', 'admit:alice', 'failure:alice']);
   });
 

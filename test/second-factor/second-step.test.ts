@@ -67,6 +67,24 @@ describe('second-factor/second-step', function () {
     return complete({ challenge, answer: { code: '123456' }, source: { ip: '192.0.2.1' } }).then(() => undefined, (err: unknown) => err);
   }
 
+  it('says a right code of a time step already used was used, and to wait for the next one; counted as a wrong code', async function () {
+    const challenge = await createChallenge(state, { username: 'alice', pwh: binding(OLD_HASH) });
+    accounts.set('alice', withTotp(OLD_HASH));
+    const reusing = createSecondStep({
+      state, accounts: () => accounts, passwordBinding: binding, failureDelay: async () => undefined, outcomes: { record: () => undefined },
+      throttle: { admit: async () => 1, recordFailure: async (_name, attempt) => void failures.push(attempt), recordSuccess: async () => expect.fail('a reused code is no success') },
+      issueSession: async () => expect.fail('no session for a reused code'),
+      check: async () => 'reused',
+      audit: { record: (event) => void audited.push(event) },
+      log: { info: (fields: object) => void logged.push(fields as Record<string, unknown>) },
+    });
+    const err = await reusing({ challenge, answer: { code: '123456' }, source: { ip: '192.0.2.1' } }).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(InvalidCredentials);
+    expect((err as Error).message).to.equal('this code was already used; wait for the next one (a new code every 30 seconds) and log in again');
+    expect(failures).to.deep.equal([1]);
+    expect(audited.map((e) => [e.outcome, e.reason])).to.deep.equal([['failure', 'TOTP code of a time step already used']]);
+  });
+
   it('refuses a second step whose password changed after the password step, before checking the code', async function () {
     const challenge = await createChallenge(state, { username: 'alice', pwh: binding(OLD_HASH) });
     accounts.set('alice', withTotp(NEW_HASH));
