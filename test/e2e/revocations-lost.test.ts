@@ -17,6 +17,7 @@ import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { cleanRedisEnv, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
+import { CLOCK_SKEW_MS } from '../../src/session/revocations-epoch.js';
 import { mintTestToken } from '../helpers/test-issuer.js';
 
 const LOST = /^the record of revocations was lost at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z); log in again$/;
@@ -38,9 +39,9 @@ async function apiToken(base: string, id = `ci-${Date.now()}`): Promise<string> 
   return String(made.body['token']);
 }
 
-/** Resolves once the whole second of `iso` is over. */
+/** Resolves once the whole second of `iso` and the clock margin after it (CLOCK_SKEW_MS) are over. */
 async function afterSecondOf(iso: string): Promise<void> {
-  const wait = (Math.floor(Date.parse(iso) / 1000) + 1) * 1000 - Date.now();
+  const wait = (Math.floor((Date.parse(iso) + CLOCK_SKEW_MS) / 1000) + 1) * 1000 - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 
@@ -192,10 +193,10 @@ describe('revocations lost with the state: session tokens of before are refused 
       expect(await lostCounts(), 'each replica counted the loss once').to.deep.equal(counts.map((n) => n + 1));
       const at = LOST.exec(message)?.[1] ?? '';
       for (const [replica, mark] of [[a, marks[0]], [b, marks[1]]] as const) {
-        expect(replica.logSince(mark ?? 0)).to.include(`the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, or a restart without persistence), so every session token issued before ${at} is refused`);
+        expect(replica.logSince(mark ?? 0)).to.include(`the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, a restart without persistence, or an eviction), so every session and workload token issued before ${at} (and up to 2000 ms after, for other replicas' clocks) is refused`);
         expect(await metric(replica.url, 'svc_session_tokens_not_before_seconds')).to.equal(Date.parse(at) / 1000);
       }
-      await afterSecondOf(at); // a login in the cutoff's own second is refused too (before or after the loss cannot be told)
+      await afterSecondOf(at); // a login in the cutoff's own second and the clock margin is refused too (before or after the loss cannot be told)
       const fresh = await login(b.url, 'bob', PASSWORDS.bob);
       for (const replica of [a, b]) expect((await whoAmI(replica.url, fresh)).status).to.equal(200);
 
@@ -206,6 +207,35 @@ describe('revocations lost with the state: session tokens of before are refused 
       expect(await refusal(b.url, kept)).to.equal(message);
       expect((await whoAmI(b.url, fresh)).status).to.equal(200);
       expect((await whoAmI(b.url, key)).status).to.equal(200);
+    });
+
+    it('a replica started while Redis is down has read no revocation: it refuses the tokens issued before it started, says so, and serves its own logins', async () => {
+      await new Promise((r) => setTimeout(r, 1_100));
+      const loggedOut = await login(a.url, 'alice', PASSWORDS.alice);
+      const other = await login(a.url, 'bob', PASSWORDS.bob);
+      const key = await apiToken(a.url);
+      expect((await call(a.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
+      expect(await refusal(a.url, loggedOut)).to.equal(REVOKED);
+      const cutoffs = async () => [await metric(a.url, 'svc_session_tokens_not_before_seconds'), await metric(b.url, 'svc_session_tokens_not_before_seconds')];
+      const known = await cutoffs();
+      await redis.stop();
+      const late = await startReplica(dir, redis.url);
+      try {
+        const unread = /^this server has not read the record of revocations since it started at (\S+) \(the state backend does not answer\), so tokens issued before then are refused; log in again$/;
+        expect(await refusal(late.url, loggedOut), `the token logged out before it started: ${late.logSince(0)}`).to.match(unread);
+        expect(await refusal(late.url, other), 'any session of before: it cannot tell which were revoked').to.match(unread);
+        expect((await whoAmI(late.url, key)).status, 'an API token lives in the config store').to.equal(200);
+        expect(late.logSince(0)).to.include('revocations: the state backend does not answer, so this process has not read the record of revocations: until it has, every session, SSO and workload token issued before it started');
+        const fresh = await login(late.url, 'bob', PASSWORDS.bob);
+        expect((await whoAmI(late.url, fresh)).status, 'a login on it since').to.equal(200);
+      } finally {
+        await stopReplica(late);
+        await redis.restart();
+      }
+      // The restart emptied Redis: the next test starts once both replicas took the loss and its margin is over.
+      let moved: number[] = [];
+      await waitFor(async () => (moved = await cutoffs()).every((t, i) => t > (known[i] ?? 0)), 'both replicas to find the emptied Redis', 15_000);
+      await afterSecondOf(new Date(Math.max(...moved) * 1000).toISOString());
     });
 
     it('Redis restarted without persistence: the sessions of before are refused on both replicas once they reconnect', async () => {
