@@ -61,6 +61,15 @@ export interface GenerateTokenRequest {
 }
 
 /** One session as GET /api/v1/session/list gives it. */
+/** GET /api/v1/account/second-factor: what is on, never a secret. */
+export interface SecondFactorStatus {
+  readonly totp: boolean;
+  readonly passkeys: readonly { readonly id: string; readonly name: string; readonly createdAt: number }[];
+  readonly recoveryCodesLeft: number;
+  /** users.mfa.required in force. */
+  readonly required: boolean;
+}
+
 export interface SessionInfo {
   readonly id: string;
   readonly kind: string;
@@ -120,8 +129,16 @@ export class ApiClient {
   }
 
   /** The logged-in account's second factor: what is on, never a secret. */
-  secondFactorStatus(): Promise<{ readonly totp: boolean; readonly passkeys: readonly unknown[] }> {
+  secondFactorStatus(): Promise<SecondFactorStatus> {
     return this.request('GET', '/api/v1/account/second-factor');
+  }
+
+  /**
+   * Turns TOTP off for the logged-in account, with the recent proof the API takes (the password
+   * and a code: the app's or a recovery code). Ends every session of the account, this one too.
+   */
+  async removeTotp(proof: { readonly password: string; readonly code: string }): Promise<void> {
+    await this.request('DELETE', '/api/v1/account/second-factor/totp', proof);
   }
 
   /**

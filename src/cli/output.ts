@@ -3,7 +3,7 @@
  * kubectl and argocd). Pure functions from data to text, so they are tested without a process.
  */
 import YAML from 'yaml';
-import type { Account, SessionInfo, TokenInfo, UserInfo } from './api-client.js';
+import type { Account, SecondFactorStatus, SessionInfo, TokenInfo, UserInfo } from './api-client.js';
 import { CliError } from './errors.js';
 
 export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
@@ -72,6 +72,18 @@ export function renderUserInfo(format: OutputFormat, info: UserInfo): string {
     lines.push(`Issuer: ${info.iss ?? ''}`, `Groups: ${(info.groups ?? []).join(',')}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** `svc account second-factor status`: what is on, as the account page says it. */
+export function renderSecondFactorStatus(format: OutputFormat, status: SecondFactorStatus): string {
+  if (format === 'json' || format === 'yaml') return renderData(format, status);
+  const passkeys = status.passkeys.length === 0 ? 'none' : `${status.passkeys.length} (${status.passkeys.map((p) => p.name).join(', ')})`;
+  return [
+    `TOTP:            ${status.totp ? 'on' : 'off'}`,
+    `Passkeys:        ${passkeys}`,
+    `Recovery codes:  ${status.recoveryCodesLeft} left`,
+    `Required:        ${status.required ? 'yes (users.mfa.required)' : 'no'}`,
+  ].join('\n') + '\n';
 }
 
 /**

@@ -2,7 +2,7 @@
  * The CLI and a second factor, in-process against a real server: `svc account second-factor
  * enable-totp` (the password as its proof; URI, terminal QR code, a code read from standard
  * input, recovery codes once), then `svc login` with `--otp`, or refused without it when it
- * cannot ask.
+ * cannot ask; `status`, and `disable` with the password and a code.
  */
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -89,5 +89,25 @@ describe('svc CLI with a second factor', function () {
   it('asks for --otp when the server wants a code and stdin is not a terminal', async function () {
     const r = await svc(['login', server.url, '--username', 'alice', '--password', PASSWORDS.alice]);
     expect(r).to.include({ code: 1, stderr: 'svc: --otp is required (stdin is not a terminal, so svc cannot prompt for it)\n' });
+  });
+
+  it('shows the status, and disables TOTP only with the password and a code, ending every session of the account', async function () {
+    const on = await svc(['account', 'second-factor', 'status']);
+    expect(on).to.deep.equal({ code: 0, stderr: '', stdout: 'TOTP:            on\nPasskeys:        none\nRecovery codes:  10 left\nRequired:        no\n' });
+    const json = await svc(['account', 'second-factor', 'status', '-o', 'json']);
+    expect(JSON.parse(json.stdout)).to.deep.equal({ totp: true, passkeys: [], recoveryCodesLeft: 10, required: false });
+    // The recent proof the API takes: the password and a code, both.
+    const bare = await svc(['account', 'second-factor', 'disable', '--password', PASSWORDS.alice]);
+    expect(bare).to.include({ code: 1, stderr: 'svc: --otp is required (stdin is not a terminal, so svc cannot prompt for it)\n' });
+    offset += 4 * 30_000;
+    const wrong = await svc(['account', 'second-factor', 'disable', '--password', PASSWORDS.alice, '--otp', codeAt(secret, now() - 600_000)]);
+    expect(wrong).to.include({ code: 1, stderr: 'svc: the second-factor code is incorrect or already used\n' });
+    const badPassword = await svc(['account', 'second-factor', 'disable', '--password', 'wrong', '--otp', codeAt(secret, now())]);
+    expect(badPassword).to.include({ code: 1, stderr: 'svc: the password is incorrect\n' });
+    const off = await svc(['account', 'second-factor', 'disable', '--password', PASSWORDS.alice, '--otp', codeAt(secret, now())]);
+    expect(off).to.deep.equal({ code: 0, stderr: '', stdout: `TOTP is disabled. Every session of the account has ended, this one too: run 'svc login ${server.url}'\n` });
+    expect((await svc(['account', 'get-user-info'])).code, 'the CLI\'s own session ended').to.equal(1);
+    expect((await svc(['login', server.url, '--username', 'alice', '--password', PASSWORDS.alice])).code).to.equal(0);
+    expect((await svc(['account', 'second-factor', 'status'])).stdout).to.match(/^TOTP: {12}off\n/);
   });
 });
