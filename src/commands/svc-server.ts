@@ -26,6 +26,7 @@ import type { ClusterStoreOptions } from '../config/kube/open.js';
 import { svcVersion } from '../lib/version.js';
 import { validateState } from './validate-state.js';
 import { AUDIT_LOG_VARIABLE, AuditLogUnwritable, openAuditSink } from '../audit/open-sink.js';
+import { countingTrail, stderrAuditNote } from '../audit/offline.js';
 import type { AuditTrail } from '../audit/trail.js';
 import { createLogger } from '../main/log.js';
 
@@ -196,7 +197,8 @@ function auditLogOption(otherwise: string): [string, string, string | undefined]
 
 /**
  * Runs an offline command with its audit sink: the file, else stderr (stdout is the command's
- * answer, read by scripts). The sink is flushed before the command's exit code is returned.
+ * answer, read by scripts), followed there by one line saying what those lines are. The sink is
+ * flushed before the command's exit code is returned.
  */
 async function withAudit(opts: AuditFlags, run: (audit: AuditTrail) => Promise<number>): Promise<number> {
   let opened;
@@ -206,10 +208,13 @@ async function withAudit(opts: AuditFlags, run: (audit: AuditTrail) => Promise<n
     if (err instanceof AuditLogUnwritable) return fail(err.message);
     throw err;
   }
+  const trail = countingTrail(opened.sink);
   try {
-    return await run(opened.sink);
+    return await run(trail);
   } finally {
     await opened.sink.close();
+    const note = opened.file === undefined ? stderrAuditNote(trail.recorded()) : undefined;
+    if (note !== undefined) process.stderr.write(`svc-server: ${note}\n`);
   }
 }
 

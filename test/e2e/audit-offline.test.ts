@@ -34,6 +34,7 @@ describe('audit trail: offline administration commands', function () {
     expect(code, stderr).to.equal(0);
     expect(stdout).to.equal(`${INITIAL}\n`);
     expect(stderr).to.not.include('"log.logger"');
+    expect(stderr, 'no note when the events go to the file').to.not.include('audit event');
     const text = readFileSync(file, 'utf8');
     expect(text).to.not.include(INITIAL);
     expect(statSync(file).mode & 0o777).to.equal(0o600);
@@ -68,6 +69,10 @@ describe('audit trail: offline administration commands', function () {
     const [line] = validAuditLines(auditLine ?? '');
     expect(line?.['event']).to.deep.include({ action: 'initial-password-read', outcome: 'failure', reason: `Secret ${INITIAL_ADMIN_SECRET} not found in ${dir}` });
     expect(message.join('\n')).to.include('it is written by the first start only');
+    // Said once, after the line: what it is, and where it could go instead.
+    expect(message.filter((l) => l.includes('audit event'))).to.deep.equal([
+      "svc-server: the JSON line above is this command's audit event (docs/audit.md), written to stderr for want of an audit log: pass --audit-log FILE or set SVC_AUDIT_LOG to append them to the server's audit trail",
+    ]);
   });
 
   it('an audit log that cannot be opened stops the command, naming the option and the path', async () => {
