@@ -10,6 +10,11 @@ export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(redis-server slapd ldap-utils openssl simplesamlphp php-cli php-xml php-mbstring
           nginx wrk curl chromium
+          # The image's test (test/e2e/image.test.ts): podman with Debian's runc builds and runs
+          # the Dockerfile on a base mmdebstrap makes from Debian's packages (no registry needed).
+          # Rootful, as the suite runs as root: rootless podman's uidmap, slirp4netns and
+          # fuse-overlayfs are not needed.
+          podman runc mmdebstrap
           # LemonLDAP::NG, the upstream OpenID provider of the oidc connector's and the external
           # OIDC provider's tests (and of
           # bench/sso-login.ts), served by plackup. With --no-install-recommends several Perl
