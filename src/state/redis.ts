@@ -37,6 +37,7 @@ import {
 } from './state.js';
 import { createSubscriber, quit } from './redis-subscriber.js';
 import { chargeBudget, releaseBudget, type Evaluate } from './redis-budget.js';
+import { checkEvictionPolicy } from './redis-eviction.js';
 import { reviveWhenEnded } from './redis-revive.js';
 import { leaseTokensOnRedis, takeTokenOnRedis } from './redis-token-bucket.js';
 
@@ -140,6 +141,8 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     return opened;
   };
   const client = open('redis', { connectionName: 'svc' });
+  // An evicted revocation or marker is a lost revocation (./redis-eviction.ts): said once, at the first connection.
+  client.once('ready', () => void checkEvictionPolicy(client, where, log));
   /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
   const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => open('redis (replicated writes)', { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 }));
 

@@ -21,7 +21,8 @@ import {
   CLOCK_SKEW_MS,
 } from '../../src/session/revocations-epoch.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { KEY_PREFIX, StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { REVOKED_HASH } from '../../src/session/revocation.js';
 
 const T0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
@@ -97,6 +98,13 @@ describe('session/revocations-epoch', () => {
       expect(refusedBefore(cutoff, { kind: 'workload', issuedAt: second + 1 })).to.equal(false);
       for (const kind of ['apiKey', 'ssoApiKey'] as const) expect(refusedBefore(cutoff, { kind, issuedAt: second - 3600 }), kind).to.equal(false);
       expect(refusedBefore(undefined, session(0)), 'no marker read yet').to.equal(false);
+    });
+
+    it('keeps the marker in the Redis Cluster slot of the revocation list: one node loses both or neither', () => {
+      // Redis hashes only the first non-empty {…} of a key: the marker's is the list's whole key.
+      const tag = /\{([^}]+)\}/.exec(`${KEY_PREFIX}${REVOCATIONS_EPOCH_KEY}`)?.[1];
+      expect(tag).to.equal(`${KEY_PREFIX}${REVOKED_HASH}`);
+      expect(REVOKED_HASH, 'the list itself carries no tag').to.not.match(/[{}]/);
     });
 
     it('reads back only the markers it writes', () => {
