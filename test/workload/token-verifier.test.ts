@@ -30,6 +30,8 @@ describe('workload tokens as a token verifier', () => {
     const { token, jti } = await issue('workload:ci:job');
     const principal = await verifier.verify(token);
     expect(principal).to.include({ username: 'workload:ci:job', kind: 'workload', issuer: 'https://ci.example', tokenId: jti });
+    // A logout revokes it in state alone: the cutoff of a lost record of revocations reads its iat.
+    expect(principal.issuedAt).to.be.a('number').and.to.be.closeTo(now() / 1000, 5);
     expect(verifier.known(token)).to.equal(principal);
   });
 
