@@ -12,8 +12,8 @@ import { buildImage, containerLogs, dockerfileUser, podman, testBaseImage, ulimi
 import { freePort } from '../helpers/peers.js';
 import { cleanUpTempDirs, makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 
-/** The suite's image: one tag, rebuilt each run on the layers of the previous one. */
-const IMAGE = 'localhost/svc:suite';
+/** This run's image, removed at the end; its layers stay, so the next run's build reuses them. */
+const IMAGE = `localhost/svc:suite-${String(process.pid)}`;
 /** Where the container finds its stores (the mounted temp dir). */
 const DATA = '/data';
 /** The base, the build and the start on two busy cores, cold (no base yet, no layers): a few minutes. */
@@ -67,6 +67,7 @@ describe('e2e: the image, built from the Dockerfile and started', function () {
   after(async function () {
     this.timeout(60_000);
     await podman(['rm', '--force', '--time', '0', container]).catch(() => undefined);
+    await podman(['rmi', IMAGE]).catch(() => undefined); // not built
     if (data !== undefined) removeTempDir(data);
   });
 

@@ -142,14 +142,11 @@ async function npmCache(): Promise<string> {
 /**
  * `podman build` of the checkout's Dockerfile on `base`, tagged `tag`. Layers are kept, so a run
  * whose lock file and sources did not change reuses every step. The build's network is the
- * host's (npm's registry is reachable only from there); the image it replaces under `tag` is removed.
+ * host's (npm's registry is reachable only from there).
  */
 export async function buildImage(base: string, tag: string): Promise<void> {
-  const before = await podman(['image', 'inspect', '--format', '{{.Id}}', tag]).then((o) => o.stdout.trim(), () => undefined);
   await podman(['build', '--quiet', '--layers', '--network', 'host', ...ulimitFlags(),
     '--volume', `${await npmCache()}:/root/.npm`, '--build-arg', `NODE_IMAGE=${base}`, '--tag', tag, ROOT], { nice: true });
-  const after = (await podman(['image', 'inspect', '--format', '{{.Id}}', tag])).stdout.trim();
-  if (before !== undefined && before !== after) await podman(['rmi', before]).catch(() => undefined); // still used by a container: left
 }
 
 /** The last USER of the Dockerfile: the user the image runs as. */
