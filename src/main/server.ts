@@ -189,6 +189,8 @@ async function buildFeatures(services: Services, options: ServerOptions): Promis
   // Personal API tokens need the bundled provider's connectors to check their users again.
   const ssoTokens = prepareSsoTokens(services, idp !== undefined && sso !== undefined ? { identities: idp.identities, issuer: sso.verifier.issuer } : undefined);
   const authentication = await buildAuthentication(services, [...(sso !== undefined ? [sso.verifier] : []), ssoTokens.verifier, workload.verifier, ...(options.verifiers?.(services) ?? [])]);
+  // A logout with an SSO user's personal token deletes its record (session/logout.ts).
+  authentication.logout.deleteStoredWith('ssoApiKey', ssoTokens.deleteOwn);
   const throttle = buildLoginThrottle(services);
   const features: readonly Feature[] = [
     buildAccounts(services, authentication, throttle),

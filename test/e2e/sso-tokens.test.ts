@@ -105,6 +105,16 @@ describe('e2e: personal API tokens of SSO users (bundled provider, LDAP, real sl
     expect(audit.of('token-deleted').at(-1)?.svc).to.deep.include({ tokenKind: 'sso', tokenId: made.id });
   });
 
+  it('logging out with a personal token deletes its record, as deleting it does: no revocation of it lives in state alone', async function () {
+    const session = await logIn('bob', 'bob123');
+    const made = await makeToken(session, 'logged out');
+    const out = await call(made.token, 'DELETE', '/api/v1/session');
+    expect(out.status, await out.clone().text()).to.equal(200);
+    expect(await proxied(made.token, 'tools')).to.equal(401);
+    expect(await (await listed(session)).json(), 'gone from svc-secret').to.deep.equal({ items: [] });
+    expect(audit.of('token-deleted').at(-1)?.svc).to.deep.include({ tokenKind: 'sso', tokenId: made.id });
+  });
+
   it('refuses a user whom no rule grants tokens, create, self with 403 and the reason', async function () {
     const session = await logIn('dave', 'dave123');
     const res = await call(session, 'POST', '/api/v1/session/tokens', { name: 'x', expiresIn: '1h' });
