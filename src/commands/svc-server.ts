@@ -12,7 +12,7 @@
 // First: refuses an unsupported Node before any dependency loads (lib/supported-runtime.ts).
 import '../lib/supported-runtime.js';
 import { Command, InvalidArgumentError } from 'commander';
-import { parseRedisTopology, RedisConfigError, type RedisTopology } from '../state/redis-topology.js';
+import { parseRedisTopology, RedisConfigError, withoutUnusedCredentials, type RedisTopology, type RedisTopologyInput } from '../state/redis-topology.js';
 import { defaultWorkerCount } from '../main/cpu-limit.js';
 import { runServe, type ServeOptions } from './serve.js';
 import { runRotateKeys } from './idp.js';
@@ -102,7 +102,7 @@ withKubeOptions(withRedisOptions(program.command('validate')), 'check the object
   .description('check every store of a config dir (or, with --kube, of the cluster), and the Redis topology when one is given; exit 0 when clean, 1 with one line per problem')
   .option('--config <dir>', 'configuration directory')
   .action(async (opts: { config?: string } & KubeFlags & RedisFlags) => {
-    const topology = redisTopology(opts);
+    const topology = validateTopology(opts);
     const kube = kubeOptions(opts);
     let stores: number;
     if (kube !== undefined) stores = await runValidateCluster(kube, process.stdout, process.stderr);
@@ -297,21 +297,38 @@ interface RedisFlags {
   redisDb?: string;
 }
 
+/** The Redis options from the flags and the environment, unparsed. */
+function redisInput(opts: RedisFlags): RedisTopologyInput {
+  return {
+    redis: opts.redis,
+    sentinels: opts.redisSentinel,
+    sentinelMaster: opts.redisSentinelMaster,
+    cluster: opts.redisCluster,
+    tls: opts.redisTls === true || /^(1|true|yes)$/i.test(env('SVC_REDIS_TLS') ?? ''),
+    db: opts.redisDb,
+    username: env('SVC_REDIS_USERNAME'),
+    password: env('SVC_REDIS_PASSWORD'),
+    sentinelUsername: env('SVC_REDIS_SENTINEL_USERNAME'),
+    sentinelPassword: env('SVC_REDIS_SENTINEL_PASSWORD'),
+  };
+}
+
+/**
+ * For validate: credentials no topology reads are said unused (one warning line on stderr) and
+ * left out, not refused (withoutUnusedCredentials).
+ */
+function validateTopology(opts: RedisFlags): RedisTopology | undefined {
+  const { input, unused } = withoutUnusedCredentials(redisInput(opts));
+  if (unused.length > 0) {
+    process.stderr.write(`svc-server: warning: ${unused.join(', ')} ${unused.length === 1 ? 'is' : 'are'} set but unused (no Redis topology here reads ${unused.length === 1 ? 'it' : 'them'}); validate ignores ${unused.length === 1 ? 'it' : 'them'}, a server started so refuses to start\n`);
+  }
+  return redisTopology(opts, input);
+}
+
 /** The Redis topology from the flags and the environment; one line naming the flag when wrong. */
-function redisTopology(opts: RedisFlags): RedisTopology | undefined {
+function redisTopology(opts: RedisFlags, input: RedisTopologyInput = redisInput(opts)): RedisTopology | undefined {
   try {
-    return parseRedisTopology({
-      redis: opts.redis,
-      sentinels: opts.redisSentinel,
-      sentinelMaster: opts.redisSentinelMaster,
-      cluster: opts.redisCluster,
-      tls: opts.redisTls === true || /^(1|true|yes)$/i.test(env('SVC_REDIS_TLS') ?? ''),
-      db: opts.redisDb,
-      username: env('SVC_REDIS_USERNAME'),
-      password: env('SVC_REDIS_PASSWORD'),
-      sentinelUsername: env('SVC_REDIS_SENTINEL_USERNAME'),
-      sentinelPassword: env('SVC_REDIS_SENTINEL_PASSWORD'),
-    });
+    return parseRedisTopology(input);
   } catch (err: unknown) {
     if (err instanceof RedisConfigError) return fail(err.message);
     throw err;

@@ -102,6 +102,29 @@ export function parseRedisTopology(input: RedisTopologyInput): RedisTopology | u
   return undefined;
 }
 
+/**
+ * Credentials read from the environment only, given where no topology reads them: the Sentinel
+ * user and password without --redis-sentinel, the node user and password without any Redis. They
+ * grant nothing there, so `validate` (which checks a config dir, perhaps on a machine whose
+ * environment holds them for another svc) warns and leaves them out rather than refusing to run;
+ * a server still refuses them (parseRedisTopology): it may have been meant for Sentinel.
+ */
+export function withoutUnusedCredentials(input: RedisTopologyInput): { readonly input: RedisTopologyInput; readonly unused: readonly string[] } {
+  const given = (v: string | undefined): boolean => v !== undefined && v !== '';
+  const noSentinels = !given(input.sentinels);
+  const noRedis = noSentinels && !given(input.redis) && !given(input.cluster);
+  const unused: [keyof RedisTopologyInput, string, boolean][] = [
+    ['sentinelUsername', 'SVC_REDIS_SENTINEL_USERNAME', noSentinels],
+    ['sentinelPassword', 'SVC_REDIS_SENTINEL_PASSWORD', noSentinels],
+    ['username', 'SVC_REDIS_USERNAME', noRedis],
+    ['password', 'SVC_REDIS_PASSWORD', noRedis],
+  ];
+  const dropped = unused.filter(([key, , applies]) => applies && given(input[key] as string | undefined));
+  const rest: Record<string, unknown> = { ...input };
+  for (const [key] of dropped) delete rest[key];
+  return { input: rest as RedisTopologyInput, unused: dropped.map(([, name]) => name) };
+}
+
 /** `HOST:PORT[,HOST:PORT…]`; IPv6 in brackets. */
 export function parseHostPorts(value: string, name: string): HostPort[] {
   const parts = value.split(',').map((p) => p.trim());

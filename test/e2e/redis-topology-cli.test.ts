@@ -92,6 +92,11 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
     expect(ok.stdout).to.include(`state: redis sentinel, master '${peer.masterName}' (sentinels ${sentinels.replaceAll(',', ', ')}): primary at 127.0.0.1:${await peer.primaryPort()} (role master)\n`);
     const memory = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({}));
     expect(memory.stdout).to.include('state: in memory (not shared between replicas)');
+    // A Sentinel password in the environment without sentinels (a shell that holds it for another svc): said unused, not refused.
+    const unused = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }));
+    expect(unused.code, unused.stderr).to.equal(0);
+    expect(unused.stdout).to.include('state: in memory (not shared between replicas)');
+    expect(unused.stderr).to.equal('svc-server: warning: SVC_REDIS_SENTINEL_PASSWORD is set but unused (no Redis topology here reads it); validate ignores it, a server started so refuses to start\n');
     const wrong = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.match(/^state: redis sentinel, master 'nosuch' .* cannot be used: no sentinel knows a master named 'nosuch' \(--redis-sentinel-master\)\n$/);
@@ -112,6 +117,7 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
       [['--redis-cluster', '127.0.0.1:7000', '--redis-db', '2'], {}, '--redis-db (or SVC_REDIS_DB): a Redis Cluster has only database 0'],
       [['--redis', 'redis://127.0.0.1:6379'], { SVC_REDIS_PASSWORD: 'x' }, 'SVC_REDIS_PASSWORD: only with --redis-sentinel or --redis-cluster; --redis (or SVC_REDIS_URL) carries its user, password, TLS (rediss://) and database in the URL'],
       [[], { SVC_REDIS_SENTINEL_MASTER: 'svc' }, '--redis-sentinel-master (or SVC_REDIS_SENTINEL_MASTER): only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
+      [[], { SVC_REDIS_SENTINEL_PASSWORD: 'x' }, 'SVC_REDIS_SENTINEL_PASSWORD: only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
     ];
     for (const [args, env, message] of cases) {
       const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env));
