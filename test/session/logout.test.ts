@@ -106,6 +106,6 @@ describe('session/logout', () => {
     expect(err).to.be.instanceOf(InvalidRequest);
     expect((err as Error).message).to.equal("an API token is not ended by logging out: its revocation would be kept only in the state backend, which can lose it; delete the token with 'svc account delete-token b3c1 (logged in with svc login --sso)'");
     expect(calls, 'nothing revoked in state alone').to.deep.equal([]);
-    expect(deleteCommandFor({ kind: 'apiKey', username: 'ci', apiTokenId: undefined })).to.equal('svc account delete-token --account ci <id>');
+    expect(deleteCommandFor({ kind: 'apiKey', username: 'ci' })).to.equal('svc account delete-token --account ci <id>');
   });
 });
