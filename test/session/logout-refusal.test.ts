@@ -22,7 +22,7 @@ describe('session: logout refusals', function () {
   cleanUpTempDirs();
   it('tells "not replicated" from "unreachable", counts each, logs nothing itself, and passes other errors through', async () => {
     const warnings: { obj: object; msg: string }[] = [];
-    const log = { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) };
+    const log = { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) } as never;
     const registry = new Registry();
     const refusals = createLogoutRefusals({ registry });
     const notReplicated = refusals.explain(new NotReplicated('redis set at …: no replica acknowledged the write within 500 ms'));
