@@ -14,6 +14,7 @@ import { isMap, REDIRECT_URI_PROBLEM } from './config-schema.js';
 import { github } from './github/index.js';
 import { gitlab } from './gitlab/index.js';
 import { ldap } from './ldap/index.js';
+import { microsoft } from './microsoft/index.js';
 import { oidc } from './oidc/index.js';
 import { saml } from './saml/index.js';
 
@@ -31,6 +32,7 @@ export const CONNECTOR_TYPES: ConnectorTypes = connectorTypes(
   github,
   gitlab,
   oidc,
+  microsoft,
 );
 
 /**

@@ -1,5 +1,5 @@
 /**
- * What the GitHub and GitLab connectors share to talk to their upstream over HTTP: a request with
+ * What the GitHub, GitLab and Microsoft connectors share to talk to their upstream over HTTP: a request with
  * the login's abort signal, JSON read with a size bound, a bearer-token GET, every page of a list
  * (Link rel="next", bounded, never leaving the API's origin) and the authorization-code and
  * refresh-token grants. Failures become the user-safe errors of ../errors.ts after the reason is
@@ -106,7 +106,7 @@ export interface Tokens {
 }
 
 /** An OAuth2 error answer of the token endpoint (RFC 6749 §5.2): the code only, never a secret. */
-export type TokenAnswer = { readonly ok: true; readonly tokens: Tokens } | { readonly ok: false; readonly error: string; readonly description?: string };
+export type TokenAnswer = { readonly ok: true; readonly tokens: Tokens; readonly idToken?: string } | { readonly ok: false; readonly error: string; readonly description?: string };
 
 /**
  * POSTs a grant to the token endpoint (client_secret_post, as GitHub and GitLab document it) and
@@ -132,7 +132,9 @@ export async function tokenGrant(up: Upstream, tokenUrl: string, grant: URLSearc
     return { ok: false, error: error ?? `HTTP ${res.status} without an access token`, ...(description !== undefined ? { description: description.slice(0, 200) } : {}) };
   }
   const refreshToken = field('refresh_token');
-  return { ok: true, tokens: { accessToken, ...(refreshToken !== undefined ? { refreshToken } : {}) } };
+  // The ID token stays apart from `tokens`, which GitLab keeps as connectorData.
+  const idToken = field('id_token');
+  return { ok: true, tokens: { accessToken, ...(refreshToken !== undefined ? { refreshToken } : {}) }, ...(idToken !== undefined ? { idToken } : {}) };
 }
 
 /** A non-200 answer logged with its status; 5xx and 429 are the upstream's trouble, the rest a misconfiguration. */

@@ -65,8 +65,8 @@ function testRegistry() {
 
 describe('connector registry', () => {
   describe('types', () => {
-    it('knows ldap, saml, github, gitlab and oidc by name', () => {
-      expect([...CONNECTOR_TYPES.keys()]).to.deep.equal(['ldap', 'saml', 'github', 'gitlab', 'oidc']);
+    it('knows ldap, saml, github, gitlab, oidc and microsoft by name', () => {
+      expect([...CONNECTOR_TYPES.keys()]).to.deep.equal(['ldap', 'saml', 'github', 'gitlab', 'oidc', 'microsoft']);
       for (const [name, type] of CONNECTOR_TYPES) expect(type.type).to.equal(name);
     });
 
@@ -104,16 +104,17 @@ describe('connector registry', () => {
   - { type: github, id: github, name: GitHub, config: { clientID: a, clientSecret: $dex.clientSecret } }
   - { type: gitlab, id: gitlab, name: GitLab, config: { clientID: a, clientSecret: b } }
   - { type: oidc, id: oidc, name: OIDC, config: { issuer: "https://accounts.example.com", clientID: a, clientSecret: b } }
+  - { type: microsoft, id: entra, name: Entra, config: { tenant: contoso.onmicrosoft.com, clientID: a, clientSecret: b } }
 `,
         [],
       );
       expect(problems).to.deep.equal([]);
       const { registry } = testRegistry();
       await registry.update(idp?.connectors ?? []);
-      expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser']);
+      expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser', 'microsoft:browser']);
       const ctx = { callbackUrl: 'https://svc.example.com/api/idp/callback', wantGroups: false, signal: AbortSignal.timeout(1000) };
-      // The oidc connector discovers its provider first, which needs a network: its own tests run it against real ones.
-      for (const { type, connector } of registry.list().filter((live) => !['ldap', 'oidc'].includes(live.type))) {
+      // The oidc and microsoft connectors discover their provider first, which needs a network: their own tests run them against a provider.
+      for (const { type, connector } of registry.list().filter((live) => !['ldap', 'oidc', 'microsoft'].includes(live.type))) {
         if (connector.kind !== 'browser') throw new Error(`${type} is not a browser connector`);
         const start = await connector.begin('state-1', ctx);
         expect(start.via, type).to.equal('redirect');
@@ -133,7 +134,7 @@ describe('connector registry', () => {
         [],
       );
       expect(problems).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].type: \'kerberos\' is not a connector type: one of fake, ldap, saml, github, gitlab, oidc',
+        'svc-cm: idp.config: connectors[0].type: \'kerberos\' is not a connector type: one of fake, ldap, saml, github, gitlab, oidc, microsoft',
         'svc-cm: idp.config: connectors[1].config: required',
       ]);
       expect(idp?.connectors.map((c) => c.id)).to.deep.equal(['ok']);

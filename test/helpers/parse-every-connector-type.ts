@@ -14,6 +14,7 @@ const CONFIGS: Record<string, string> = {
   github: '{ clientID: a, clientSecret: b }',
   gitlab: '{ clientID: a, clientSecret: b }',
   oidc: '{ issuer: "https://accounts.example.com", clientID: a, clientSecret: b }',
+  microsoft: '{ tenant: organizations, clientID: a, clientSecret: b }',
 };
 
 const types = [...CONNECTOR_TYPES.keys()];
