@@ -27,6 +27,7 @@ import { onConnectionClose } from './connection-close.js';
 import { responseHeaderList } from './headers.js';
 import { isTlsError } from './tls.js';
 import type { AuthorizedRequest } from './authorized-request.js';
+import { failSpan, SpanKind, startSpan, traceHeaders, tracingOn, type Span } from '../tracing/spans.js';
 
 export interface ForwardRequest {
   readonly dispatcher: Dispatcher;
@@ -76,12 +77,15 @@ export function forward(request: ForwardRequest, res: ServerResponse, tally: Tal
   if (clientGone(res)) return; // nobody to answer, and no 'close' would ever abort the exchange
   const relay = new ResponseRelay(request, res, tally, onFailure);
   const { method, path, headers, request: decided } = request.authorized;
+  // Checked first: with tracing off no span and no new header list are made.
+  const span = tracingOn() ? backendSpan(method, request) : undefined;
+  if (span !== undefined) relay.span = span;
   const free = request.dispatcher.dispatch(
     {
       path,
       method: method as Dispatcher.HttpMethod,
       // undici only reads the list; its type asks for a mutable one.
-      headers: headers as string[],
+      headers: (span === undefined ? headers : withTraceHeaders(headers, span)) as string[],
       body: request.body === null || decided.body === null ? null : countedBody(request.body, decided.body.length, tally),
       headersTimeout: request.idleMs,
       bodyTimeout: request.idleMs,
@@ -91,6 +95,32 @@ export function forward(request: ForwardRequest, res: ServerResponse, tally: Tal
   // false: the pool has no free connection left (this request may be the one that took the last,
   // or it waits in the queue). Only then is a timer worth its cost.
   if (!free) relay.limitQueueWait(request.queueMs);
+}
+
+/** The client span of the call to the backend (semantic conventions: named after the method). */
+function backendSpan(method: string, request: ForwardRequest): Span | undefined {
+  const url = new URL(request.origin);
+  return startSpan(method, {
+    'http.request.method': method,
+    'server.address': url.hostname,
+    'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    'svc.extension': request.extension,
+  }, SpanKind.CLIENT);
+}
+
+/**
+ * The header list with our span's `traceparent` (and `tracestate`) in place of any the client
+ * sent: the backend joins svc's trace, whose parent is the client's only when a trusted proxy
+ * sent it (tracing/server-span.ts).
+ */
+function withTraceHeaders(headers: readonly string[], span: Span): string[] {
+  const list: string[] = [];
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    const name = (headers[i] as string).toLowerCase();
+    if (name !== 'traceparent' && name !== 'tracestate') list.push(headers[i] as string, headers[i + 1] as string);
+  }
+  for (const [name, value] of Object.entries(traceHeaders(span))) list.push(name, value);
+  return list;
 }
 
 /** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
@@ -122,6 +152,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private unwatchConnection: (() => void) | undefined;
   /** Body bytes still expected when the backend declared a length; -1 otherwise. */
   private remaining = -1;
+  /** The client span of this call, when tracing is on; ended in settle(). */
+  span: Span | undefined;
 
   constructor(
     private readonly request: ForwardRequest,
@@ -172,6 +204,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // 1xx (103 Early Hints): not relayed, the final answer follows
     this.started = true;
+    this.span?.setAttribute('http.response.status_code', statusCode);
     // The raw name/value list, not undici's parsed object: names keep their case and repeated
     // headers their order, and headers.ts filters it in one pass. HTTP/1.1 (the only protocol
     // the pools speak) always gives the list.
@@ -229,6 +262,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.settled) return; // already answered (pool wait limit)
+    if (this.span !== undefined) failSpan(this.span, err);
     this.settle();
     if (this.clientLeft) return; // nobody to answer
     if (this.started || this.res.headersSent) {
@@ -241,6 +275,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
 
   private settle(): void {
     this.settled = true;
+    this.span?.end();
     this.res.off('close', this.onClientClose);
     this.unwatchConnection?.();
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);

@@ -31,6 +31,7 @@ import type { RateLimiter } from './rate-limit.js';
 import type { IdentityAssertions } from './identity-assertion.js';
 import type { ExtensionMetrics } from './metrics.js';
 import { QUEUE_WAIT_MS, type BackendPools } from './pools.js';
+import { nameRoute } from '../tracing/spans.js';
 import { auditRefusal, type RefusalAudit } from '../http/refusal-audit.js';
 
 /** The route label of every proxied request in svc_http_requests_total. */
@@ -97,6 +98,7 @@ class Exchange {
 
   begin(): void {
     const extension = this.request.name === '' ? undefined : findExtension(this.deps.settings.current(), this.request.name);
+    nameRoute(this.req.method ?? 'GET', GATEWAY_ROUTE);
     // 'close' comes once per response: on() spares the once-wrapper per request.
     this.res.on('close', () => this.observe(extension?.name));
     if (this.request.name === '') throw new ExtensionNotFound('name an extension: /api/v1/extensions/<name>[/<path>]');

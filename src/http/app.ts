@@ -15,6 +15,7 @@ import { requestContext } from './request-context.js';
 import type { AppState } from './state.js';
 import type { RefusalAudit } from './refusal-audit.js';
 import { sealRoutes } from './route-access.js';
+import { nameRoute, tracingOn } from '../tracing/spans.js';
 
 export interface AppDeps {
   readonly log: Logger;
@@ -39,6 +40,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Outside the error middleware, so that a request that failed is counted with the status the
   // client got (401, 404, 500), not the 404 Koa holds while the error is on its way.
   app.use(deps.metrics.middleware);
+  if (tracingOn()) app.use(nameTraceSpan);
   app.use(errorMiddleware(deps.log, deps.audit));
   app.use(deps.authenticate);
   for (const router of deps.routers) {
@@ -55,6 +57,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 function noRoute(ctx: Koa.ParameterizedContext<AppState>): void {
   if (ctx.status !== 404 || ctx.body !== undefined) return;
   throw new NotFound(`no route for ${ctx.method} ${ctx.path}`);
+}
+
+/** The request's server span takes the route as matched (the metrics' label), after the routers ran. */
+async function nameTraceSpan(ctx: Koa.ParameterizedContext<AppState>, next: Koa.Next): Promise<void> {
+  try {
+    await next();
+  } finally {
+    nameRoute(ctx.method, typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched');
+  }
 }
 
 function accessLog(log: Logger, level: AccessLogLevel): Koa.Middleware<AppState> {

@@ -65,6 +65,8 @@ import { buildWeb } from './web.js';
 import { restartNotice } from './restart-notice.js';
 import { prepareSsoTokens } from './sso-tokens.js';
 import { prepareWorkload } from './workload.js';
+import { tracedListener } from '../tracing/server-span.js';
+import { tracingOn } from '../tracing/spans.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -291,7 +293,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const readiness = createReadiness(services, notServing);
   const health = healthRoutes({ metrics: exposition, readiness, publicMetrics });
   const waiting = waitingListener({ readiness, reason: () => notServing() ?? 'starting', publicMetrics, metrics: exposition });
-  const listener = (req: IncomingMessage, res: ServerResponse): void => (serving?.listener ?? waiting)(req, res);
+  const untraced = (req: IncomingMessage, res: ServerResponse): void => (serving?.listener ?? waiting)(req, res);
+  // Chosen once: with tracing off the listener is the plain one and pays nothing per request.
+  const listener = tracingOn() ? tracedListener(untraced, services.trustedProxies, options.tls !== undefined) : untraced;
   const webSockets: WebSocketRoute[] = [];
   let closing = false;
   const built = gate.applied.then(() => (closing ? undefined : buildServing(services, options, health))).then((ready) => {
