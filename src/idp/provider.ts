@@ -9,7 +9,10 @@
  */
 import { logProviderRefusals } from '../http/provider-refusals.js';
 import type { AuditTrail } from '../audit/trail.js';
-import { auditTokenGrants } from './token-audit.js';
+import { auditTokenChecks, auditTokenGrants } from './token-audit.js';
+import { createTokenIntrospection } from './token-introspection.js';
+import { createUserStanding, type UserStanding } from './user-standing.js';
+import { DEFAULT_GROUPS_RECHECK_MS } from '../ssotokens/settings-section.js';
 import Provider, { type Configuration, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Identity } from '../../connectors/connector.js';
@@ -67,6 +70,10 @@ export interface ProviderDeps {
   readonly audit?: AuditTrail;
   /** Where logins through an upstream OIDC session are linked to it, for its back-channel logout (./upstream-link.ts). */
   readonly upstreamLinks?: UpstreamLinks;
+  /** `users.sso.groupsRecheck` (ms): how often introspection asks the connector about a token's user; DEFAULT_GROUPS_RECHECK_MS when absent. */
+  readonly groupsRecheckMs?: () => number;
+  /** The users' standing at their connectors (./user-standing.ts); built from the other deps when absent. */
+  readonly standing?: UserStanding;
 }
 
 
@@ -77,6 +84,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   const now = deps.now ?? Date.now;
   const pending = pendingOf(deps, now);
   const xsrfKey = deps.keys.cookie[0] ?? '';
+  const standing = deps.standing ?? standingOf(deps, now);
+  const introspection = createTokenIntrospection({ staticClients: deps.staticClients ?? (() => []), standing });
   const config: Configuration = {
     adapter: withStaticClients(answeringUnavailable(withSessionSidIndex(createStateAdapterClass(deps.state, {
       serverSecretKey: deps.serverSecretKey,
@@ -90,7 +99,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Dex puts the scope claims in the ID token too; svc reads groups from it.
     conformIdTokenClaims: false,
     extraParams: ['connector_id'],
-    findAccount: findAccount(deps),
+    findAccount: findAccount(deps, standing),
     loadExistingGrant: impliedGrant,
     issueRefreshToken: async (_ctx, client, code) =>
       client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access') && code.accountId !== undefined && (await canRefresh(deps, code.accountId)),
@@ -126,7 +135,11 @@ export function createProvider(deps: ProviderDeps): Provider {
         },
       },
       // A client revokes only its own tokens; anything else is answered as RFC 7009 says, 200 and no effect.
+      // A public client (svc-cli's logout) may revoke its own: RFC 7009 §2.1 lets it, and whoever
+      // holds one of its tokens could only give it up. A refresh token takes its whole grant along.
       revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      // Confidential static clients only, their own tokens unless `introspection: any` (./token-introspection.ts).
+      introspection: introspection.feature,
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: (ctx, form) => {
@@ -165,6 +178,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   logProviderRefusals(provider as unknown as Parameters<typeof logProviderRefusals>[0], deps.log);
   if (deps.audit !== undefined) auditTokenGrants(provider as unknown as Parameters<typeof auditTokenGrants>[0], deps.audit, pending.trustedProxies);
   provider.use(limitRequestSize);
+  // The audit outside the answer's shaping: it records what the client was told.
+  if (deps.audit !== undefined) provider.use(auditTokenChecks(deps.audit, pending.trustedProxies) as unknown as Parameters<typeof provider.use>[0]);
+  provider.use(introspection.answer);
   provider.use(serveDevicePage(issuerOf(deps.url), xsrfKey, new URL(deps.url).protocol === 'https:'));
   withDeviceXsrf(provider, xsrfKey);
   // A Session removal at a resume is a re-key, which need not wait for a replica (./storage/session-rekey.ts).
@@ -195,7 +211,14 @@ function deviceErrorOf(err: Error): 'wrong_code' | 'aborted' | 'failed' {
   return err.name === 'AbortedError' ? 'aborted' : 'failed';
 }
 
-function findAccount(deps: ProviderDeps): FindAccount {
+function standingOf(deps: ProviderDeps, now: () => number): UserStanding {
+  return createUserStanding({
+    state: deps.state, accounts: deps.accounts, connectors: deps.connectors, now, log: deps.log,
+    recheckMs: deps.groupsRecheckMs ?? (() => DEFAULT_GROUPS_RECHECK_MS), callbackUrl: `${issuerOf(deps.url)}/callback`,
+  });
+}
+
+function findAccount(deps: ProviderDeps, standing: UserStanding): FindAccount {
   return async (_ctx, sub, token) => {
     if (isSidlessCliRefresh(token)) {
       deps.log.info({ client: CLI_CLIENT_ID }, 'identity provider: a command-line refresh token without sid (from before svc-cli carried one) refused; the user logs in again with svc login --sso');
@@ -206,6 +229,8 @@ function findAccount(deps: ProviderDeps): FindAccount {
     let identity = account.identity;
     if (token?.kind === 'RefreshToken') {
       const fresh = await refreshed(deps, account.connectorId, identity);
+      // The user's other tokens learn of it at introspection (./user-standing.ts).
+      if (fresh !== UPSTREAM_DOWN) await standing.record(sub, fresh === null);
       if (fresh === null) return undefined;   // invalid_grant: the upstream no longer vouches for the user
       if (fresh === UPSTREAM_DOWN) throw temporarilyUnavailable('the source of this login cannot be reached now; try again later');
       identity = fresh;

@@ -9,6 +9,10 @@
  *   secret itself: the ConfigMap is readable by more people than the Secret.
  * - `trustedPeers` is refused when it lists any client: svc issues no cross-client tokens
  *   (docs/decisions.md), and a setting that silently did nothing would mislead.
+ * - `introspection` is `own` (the default: a client introspects only the tokens issued to it) or
+ *   `any` (a resource server for the other registered applications, RFC 7662 §4); a public
+ *   client introspects nothing (it cannot authenticate, RFC 7662 §2.1), so `any` there is a
+ *   problem rather than a setting that silently does nothing.
  */
 import { z } from 'zod';
 import type { ScopedSink } from '../config/problems.js';
@@ -28,7 +32,13 @@ export interface StaticClient {
   readonly logoURL?: string;
   /** OIDC Back-Channel Logout: the client's endpoint for logout tokens (with `sid`). */
   readonly backchannelLogoutUri?: string;
+  /** Whose tokens it may introspect (RFC 7662): its own, or those of every registered application; absent: DEFAULT_INTROSPECTION. */
+  readonly introspection?: IntrospectionReach;
 }
+
+export type IntrospectionReach = 'own' | 'any';
+/** Off by default: a client learns nothing of another client's tokens unless its entry says so. */
+export const DEFAULT_INTROSPECTION: IntrospectionReach = 'own';
 
 /** At most this many static clients are served; each one is looked up on every request that names it. */
 export const MAX_STATIC_CLIENTS = 200;
@@ -49,6 +59,7 @@ const entrySchema = z.strictObject({
   trustedPeers: z.array(z.string()).optional(),
   logoURL: z.string().optional(),
   backchannelLogoutUri: z.string().optional(),
+  introspection: z.enum(['own', 'any']).optional(),
 });
 
 type Entry = z.infer<typeof entrySchema>;
@@ -95,6 +106,7 @@ function parseEntry(raw: unknown, secrets: SecretLookup, at: ScopedSink): Static
   }
   if (entry.logoURL !== undefined) checkLogoUrl(entry.logoURL, at);
   if (entry.backchannelLogoutUri !== undefined) checkBackchannelUri(entry.backchannelLogoutUri, at);
+  if (isPublic && entry.introspection === 'any') at.add(['introspection'], 'a public client cannot introspect tokens (it has no secret to authenticate with); remove introspection, or remove public: true');
   if (isPublic && at.count === before && !isNativeClient({ public: true, redirectURIs: entry.redirectURIs, postLogoutRedirectURIs: entry.postLogoutRedirectURIs ?? [] })
     && entry.redirectURIs.some((uri) => !/^https?:/i.test(uri))) {
     at.add(['redirectURIs'], 'custom-scheme URIs cannot be mixed with http URIs on other hosts than loopback, nor with https on loopback');
@@ -107,6 +119,7 @@ function parseEntry(raw: unknown, secrets: SecretLookup, at: ScopedSink): Static
     public: isPublic,
     redirectURIs: entry.redirectURIs,
     postLogoutRedirectURIs: entry.postLogoutRedirectURIs ?? [],
+    introspection: entry.introspection ?? DEFAULT_INTROSPECTION,
     ...(secret !== undefined ? { secret } : {}),
     ...(entry.logoURL !== undefined ? { logoURL: entry.logoURL } : {}),
     ...(entry.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: entry.backchannelLogoutUri } : {}),

@@ -94,6 +94,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
   const upstreamLinks = createUpstreamLinks(state);
   const app = createIdpApp({ url, keys: inForce(), serverSecretKey: secretKey, state, pending, accounts, connectors, passwordGuard, clientSecretGuard, log: idpLog, outcomes: services.loginOutcomes, audit: services.audit, upstreamLinks,
     staticClients: () => settings.current().idp?.staticClients ?? [],
+    groupsRecheckMs: () => settings.current().ssoTokenLimits.groupsRecheckMs,
   });
   // What the provider publishes: the keys it was last built with (createIdpApp, then publish).
   let published = inForce().signing;

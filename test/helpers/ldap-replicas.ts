@@ -20,6 +20,12 @@ export interface LdapReplicasConfig {
   readonly secretKey: string;
   /** svc-rbac-cm's policy.csv. */
   readonly policy: string;
+  /** idp.config's staticClients; none when absent. */
+  readonly staticClients?: readonly unknown[];
+  /** Further svc-cm keys (users.sso.groupsRecheck, ...). */
+  readonly cm?: Readonly<Record<string, string>>;
+  /** Further svc-secret keys (the static clients' secrets). */
+  readonly secrets?: Readonly<Record<string, string>>;
 }
 
 export interface LdapReplicas {
@@ -27,6 +33,8 @@ export interface LdapReplicas {
   readonly url: string;
   /** The shared config dir (for rotate-keys, say). */
   readonly dir: string;
+  /** slapd's port, to change the directory as its admin (connectors/ldap/directory-admin.ts). */
+  readonly ldapPort: number;
   readonly replicas: Readonly<Record<ReplicaName, Replica>>;
   /** Sends every request through the forwarder from now on to this replica (first: a). */
   to(name: ReplicaName): void;
@@ -60,9 +68,11 @@ export async function startLdapReplicas(config: LdapReplicasConfig): Promise<Lda
     });
     const url = lb.url;
     dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [corpLdapConnector(directory)] }) }),
+      'svc-cm.yaml': configMap('svc-cm', {
+        ...config.cm, url, 'idp.config': YAML.stringify({ connectors: [corpLdapConnector(directory)], ...(config.staticClients !== undefined ? { staticClients: config.staticClients } : {}) }),
+      }),
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': config.policy }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': config.secretKey, ...LDAP_BIND_SECRETS }),
+      'svc-secret.yaml': secret('svc-secret', { ...config.secrets, 'server.secretkey': config.secretKey, ...LDAP_BIND_SECRETS }),
     });
     // Both at once (they must agree on the keys); one that started is stopped if the other did not.
     const [a, b] = await Promise.allSettled([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
@@ -73,7 +83,7 @@ export async function startLdapReplicas(config: LdapReplicasConfig): Promise<Lda
     const started = { a: a.value, b: b.value };
     replicas = started;
     const configDir = dir;
-    return { url, dir: configDir, replicas: started, to: (name) => { target = name; }, served, close };
+    return { url, dir: configDir, ldapPort: directory.port, replicas: started, to: (name) => { target = name; }, served, close };
   } catch (err: unknown) {
     await close();
     throw err;
