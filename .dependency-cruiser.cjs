@@ -53,9 +53,9 @@ module.exports = {
     {
       name: 'connectors-import-only-shared',
       severity: 'error',
-      comment: 'A connector imports of svc only the errors, the settings problems, secret references and lib/: it knows nothing of the provider, HTTP or state.',
+      comment: 'A connector imports of svc only the errors, the settings problems, secret references, lib/ and the span helpers (tracing/spans.ts): it knows nothing of the provider, HTTP or state.',
       from: { path: '^connectors/' },
-      to: { path: '^src/', pathNot: '^src/(errors\\.ts|config/(problems|zod-problems|secret-ref)\\.ts|lib/)' },
+      to: { path: '^src/', pathNot: '^src/(errors\\.ts|config/(problems|zod-problems|secret-ref)\\.ts|lib/|tracing/spans\\.ts)' },
     },
     {
       name: 'http-knows-no-feature',

@@ -13,6 +13,7 @@ import { ConstraintViolationError, InvalidCredentialsError, NoSuchObjectError, t
 import type { GroupSearch, LdapConfig } from './config.js';
 import { attributeValues, firstValue, requestedAttributes, type DirectoryEntry } from './entry.js';
 import { matchFilter } from './filter.js';
+import { inSpan, SpanKind } from '../../src/tracing/spans.js';
 
 /** TCP connect plus, for ldaps, the TLS handshake. */
 export const CONNECT_TIMEOUT_MS = 10_000;
@@ -160,8 +161,8 @@ export class DirectoryConnection {
     if (this.boundAsService) return;
     const bind = this.config.bind;
     try {
-      if (bind === undefined) await this.client.bind('', '');
-      else await this.client.bind(bind.dn, bind.password);
+      if (bind === undefined) await ldapSpan('bind', 'service-bind', () => this.client.bind('', ''));
+      else await ldapSpan('bind', 'service-bind', () => this.client.bind(bind.dn, bind.password));
       this.#asService = true;
     } catch (err: unknown) {
       const stage = isConnectionError(err) ? 'connect' : 'service-bind';
@@ -181,14 +182,14 @@ export class DirectoryConnection {
     this.joinTurn();
     let entries: Entry[];
     try {
-      ({ searchEntries: entries } = await this.client.search(search.baseDN, {
+      ({ searchEntries: entries } = await ldapSpan('search', 'user-search', () => this.client.search(search.baseDN, {
         scope: search.scope,
         filter: matchFilter(search.filter, search.username, username),
         attributes,
         // Two are enough to know it is ambiguous; ldapts returns them with the size-limit result.
         sizeLimit: 2,
         timeLimit: SEARCH_TIME_LIMIT_S,
-      }));
+      })));
     } catch (err: unknown) {
       if (err instanceof NoSuchObjectError) return undefined;
       throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'user-search', `the user search failed: ${describe(err)}`, { cause: err });
@@ -205,7 +206,7 @@ export class DirectoryConnection {
     // From here the connection is the user's, or anonymous after a refused bind (RFC 4513 §4.2.1).
     this.#asService = false;
     try {
-      await this.client.bind(dn, password);
+      await ldapSpan('bind', 'user-bind', () => this.client.bind(dn, password));
       return true;
     } catch (err: unknown) {
       if (err instanceof InvalidCredentialsError || err instanceof ConstraintViolationError) return false;
@@ -243,12 +244,12 @@ export class DirectoryConnection {
     this.ensureOpen();
     this.joinTurn();
     try {
-      const { searchEntries } = await this.client.search(groupSearch.baseDN, {
+      const { searchEntries } = await ldapSpan('search', 'group-search', () => this.client.search(groupSearch.baseDN, {
         scope: groupSearch.scope,
         filter: matchFilter(groupSearch.filter, groupAttr, value),
         attributes: [groupSearch.nameAttr],
         timeLimit: SEARCH_TIME_LIMIT_S,
-      });
+      }));
       return searchEntries;
     } catch (err: unknown) {
       // Dex: a missing group base means no groups, not a failed login.
@@ -256,4 +257,12 @@ export class DirectoryConnection {
       throw new DirectoryFailure(isConnectionError(err) ? 'connect' : 'group-search', `the group search failed: ${describe(err)}`, { cause: err });
     }
   }
+}
+
+/**
+ * One LDAP operation as a span (`ldap.bind`, `ldap.search`) with its stage; never a DN, a filter
+ * or a password. Starts the operation in the same turn, so a corked turn still leaves in one write.
+ */
+function ldapSpan<T>(op: 'bind' | 'search', stage: FailureStage, work: () => Promise<T>): Promise<T> {
+  return inSpan(`ldap.${op}`, { 'svc.ldap.stage': stage }, work, SpanKind.CLIENT);
 }

@@ -20,6 +20,7 @@ import type { SamlConfig } from './config.js';
 import { responseShape } from './document.js';
 import { REFUSED, SamlRefused } from './errors.js';
 import { identityOf, type Attributes } from './identity.js';
+import { inSpan } from '../../src/tracing/spans.js';
 
 /** A SAMLResponse larger than this (base64) is refused unread; real ones are a few KiB. */
 const MAX_RESPONSE_CHARS = 512 * 1024;
@@ -97,7 +98,7 @@ export class SamlConnector {
 
   /** Signature (Response or Assertion, against `ca`), one assertion, Audience, status: node-saml. */
   private async readSigned(encoded: string, acs: string): Promise<Profile> {
-    const { profile } = await this.saml(acs).validatePostResponseAsync({ SAMLResponse: encoded });
+    const { profile } = await inSpan('saml.validate', {}, () => this.saml(acs).validatePostResponseAsync({ SAMLResponse: encoded }));
     if (profile === null) throw new SamlRefused(REFUSED.unverified, 'the response holds no assertion');
     return profile;
   }

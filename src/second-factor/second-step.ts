@@ -20,6 +20,7 @@ import type { LoginThrottle } from '../session/throttle.js';
 import type { StateBackend } from '../state/state.js';
 import { createChallenge, takeChallenge, type ChallengeRecord } from './challenge.js';
 import { REUSED_CODE } from './codes.js';
+import { inSpan } from '../tracing/spans.js';
 
 export const WRONG_SECOND_FACTOR = 'invalid or already used second-factor code; log in again';
 /** A right TOTP code of a step already accepted (codes.ts): the one typed to enrol, right after. */
@@ -104,7 +105,7 @@ export function createSecondStep(deps: SecondStepDeps): CompleteSecondStep {
       deps.outcomes.record('local', '', 'refused');
       return refuse(username, refusal ?? 'account has no password', source);
     }
-    const factor = await deps.check(account, answer, challenge);
+    const factor = await inSpan('svc.login.second_factor', { 'svc.factor': 'code' in answer ? 'code' : 'webauthn' }, () => deps.check(account, answer, challenge));
     if (factor === undefined || factor === REUSED_CODE) {
       await deps.throttle.recordFailure(username, attempt);
       deps.outcomes.record('local', '', 'wrong-code');

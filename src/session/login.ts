@@ -23,6 +23,7 @@ import type { LoginConcurrency, Release } from './concurrency.js';
 import type { LoginThrottle } from './throttle.js';
 import type { TokenSigner } from './tokens.js';
 import type { AuditSource } from '../audit/trail.js';
+import { inSpan } from '../tracing/spans.js';
 
 export const FAILURE_DELAY_MIN_MS = 500;
 export const FAILURE_DELAY_MAX_MS = 1000;
@@ -115,7 +116,7 @@ export function createLoginService(deps: LoginDeps): LoginService {
     try {
       // Read once: the token is bound to exactly the hash this bcrypt checks.
       const account = deps.accounts().get(username);
-      const matches = await verifyPassword(password, account?.passwordHash);
+      const matches = await inSpan('svc.login.password', {}, () => verifyPassword(password, account?.passwordHash));
       const verdict = judge(username, account, matches, forLogin);
       // A login that goes on to a second step is not a success yet: its attempt is handed back
       // and earlier failures stay counted until the second step succeeds, so every wrong code

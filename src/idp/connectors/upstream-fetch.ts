@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Connector, ConnectorDeps, ConnectorFactory } from '../../../connectors/connector.js';
 import { createTlsFetch, describeFailure, isCertificateError, type TlsFetch } from '../../lib/tls-fetch.js';
+import { inSpan, SpanKind, tracingOn } from '../../tracing/spans.js';
 
 export interface UpstreamFetches {
   upstreamFetch(rootCAs?: readonly string[]): typeof globalThis.fetch;
@@ -23,7 +24,7 @@ export function upstreamFetches(log: Logger, insecureSkipVerify: boolean): Upstr
       pools.push(tls);
       return (async (input: Parameters<typeof globalThis.fetch>[0], init?: RequestInit) => {
         try {
-          return await tls.fetch(input, init);
+          return await upstreamSpan(input, init, () => tls.fetch(input, init));
         } catch (err: unknown) {
           const host = hostOf(input);
           if (isCertificateError(err)) log.error({ host, reason: describeFailure(err) }, `the certificate of ${host} is not trusted: give its CA as rootCA`);
@@ -52,6 +53,33 @@ export function openWithUpstreamFetches(factory: ConnectorFactory, deps: Omit<Co
       await fetches.close();
     },
   });
+}
+
+/**
+ * A connector's call to its upstream (token, userinfo, keys, discovery) as an HTTP client span
+ * named after the method; its attributes are the host, port, path and status, never the query,
+ * a header or the body (codes, secrets and tokens travel there).
+ */
+async function upstreamSpan(input: Parameters<typeof globalThis.fetch>[0], init: RequestInit | undefined, send: () => Promise<Response>): Promise<Response> {
+  if (!tracingOn()) return send();
+  const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+  const url = urlOf(input);
+  return inSpan(method, {
+    'http.request.method': method,
+    ...(url !== undefined ? { 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)), 'url.path': url.pathname } : {}),
+  }, async (span) => {
+    const response = await send();
+    span.setAttribute('http.response.status_code', response.status);
+    return response;
+  }, SpanKind.CLIENT);
+}
+
+function urlOf(input: Parameters<typeof globalThis.fetch>[0]): URL | undefined {
+  try {
+    return new URL(input instanceof Request ? input.url : String(input));
+  } catch {
+    return undefined;
+  }
 }
 
 function hostOf(input: Parameters<typeof globalThis.fetch>[0]): string {
