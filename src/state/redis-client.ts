@@ -16,6 +16,8 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { KEY_PREFIX } from './state.js';
 import type { HostPort, RedisNodeAuth, RedisTopology } from './redis-topology.js';
+import { traceRedisCommands } from './redis-spans.js';
+import { tracingOn } from '../tracing/spans.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -61,6 +63,12 @@ function reconnectOnReadonly(err: Error): boolean {
 }
 
 export function openClient(topology: RedisTopology, options: ClientOptions): RedisClient {
+  const client = openUntraced(topology, options);
+  // The subscriber's messages belong to no request; with tracing off the client is left as it is.
+  return tracingOn() && options.subscriber !== true ? traceRedisCommands(client) : client;
+}
+
+function openUntraced(topology: RedisTopology, options: ClientOptions): RedisClient {
   const common = {
     ...FAIL_FAST,
     connectionName: options.connectionName,
