@@ -30,6 +30,13 @@ export interface Identity {
   readonly connectorData?: string;
   /** The upstream's own session of this login, for its back-channel logout; absent when it names none. */
   readonly upstreamSession?: UpstreamSession;
+  /**
+   * What the source said of the user, as the claim rules read it (`claims`, docs/claims.md): an
+   * OIDC source's ID token claims (with userinfo's), an LDAP entry's attributes, a SAML
+   * assertion's attributes and `nameID`, a profile's fields; `groups` as the connector found them.
+   * Absent: the rules read the identity's own fields. Used at login only, never kept.
+   */
+  readonly claims?: Readonly<Record<string, unknown>>;
 }
 
 /** An OIDC upstream's session: its issuer, the user's `sub` there and its session id `sid` (when it gives one). */

@@ -131,6 +131,8 @@ export class GithubConnector implements BrowserConnector {
       emailVerified: true,
       groups,
       connectorData: JSON.stringify({ accessToken: token }),
+      // The profile's fields as read, for the claim rules.
+      claims: { ...user, ...(email !== undefined ? { email } : {}), groups: [...groups] },
     };
   }
 

@@ -119,6 +119,8 @@ export class GitlabConnector implements BrowserConnector {
       emailVerified: true,
       groups,
       connectorData: JSON.stringify(tokens),
+      // The profile's fields as read, for the claim rules.
+      claims: { ...user, groups: [...groups] },
     };
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Identity } from '../connector.js';
 import type { UserSearch } from './config.js';
-import { firstValue, type DirectoryEntry } from './entry.js';
+import { attributeValues, firstValue, type DirectoryEntry } from './entry.js';
 
 /** What refresh needs: the username to search again, the DN to check it is still the same entry. */
 export interface LdapConnectorData {
@@ -42,7 +42,15 @@ export function identityFromEntry(entry: DirectoryEntry, search: UserSearch, typ
     emailVerified: true,
     groups: [...groups],
     connectorData: JSON.stringify(data),
+    claims: claimsOf(entry, groups),
   };
+}
+
+/** The entry as the claim rules read it: each attribute the search read as a list of strings, `dn`, and the groups found. */
+function claimsOf(entry: DirectoryEntry, groups: readonly string[]): Record<string, unknown> {
+  const claims: Record<string, unknown> = {};
+  for (const name of Object.keys(entry)) if (name !== 'dn') claims[name] = attributeValues(entry, name);
+  return { ...claims, dn: entry.dn, groups: [...groups] };
 }
 
 /** The stored data, or undefined when it is not this connector's (then refresh cannot help). */

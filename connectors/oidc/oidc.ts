@@ -176,7 +176,8 @@ export class OidcConnector implements BrowserConnector {
   }
 
   private identity(claims: Claims, refreshToken: string | undefined, sub: string): Identity {
-    const identity = identityFromClaims(claims, this.config, this.asksEmail);
+    // The claims as they came (the ID token's, with userinfo's under getUserInfo), for the claim rules.
+    const identity = { ...identityFromClaims(claims, this.config, this.asksEmail), claims };
     return refreshToken === undefined ? identity : { ...identity, connectorData: encodeRefreshData({ refreshToken, sub }) };
   }
 

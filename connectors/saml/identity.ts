@@ -50,5 +50,12 @@ export function identityOf(config: SamlConfig, nameId: string | undefined, attri
     }
     if (config.filterGroups) groups = kept;
   }
-  return { userId: nameId, username, email, emailVerified: true, groups: wantGroups ? groups : [] };
+  return { userId: nameId, username, email, emailVerified: true, groups: wantGroups ? groups : [], claims: claimsOf(nameId, attributes) };
+}
+
+/** The assertion as the claim rules read it: each attribute as a list of its string values, and `nameID`. */
+function claimsOf(nameId: string, attributes: Attributes): Record<string, unknown> {
+  const claims: Record<string, unknown> = {};
+  for (const name of Object.keys(attributes)) claims[name] = values(attributes, name);
+  return { ...claims, nameID: nameId };
 }

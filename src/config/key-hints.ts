@@ -4,6 +4,8 @@
  * is still reported and still not used.
  */
 
+import { CLAIM_RULE_KEYS } from '../claims/keys.js';
+
 type Path = readonly (string | number)[];
 
 /** The svc-cm keys whose names are fixed (accounts.<name>… follow a pattern, see accounts/config.ts). */
@@ -36,8 +38,16 @@ export function unknownKeyMessage(path: Path, key: string, known: readonly strin
   if (key === 'cluster' && where.includes('services')) {
     return "unknown key: Argo CD's cluster: {name: …} is clusterName: … here (the name of the cluster Secret)";
   }
-  const near = closest(key, known);
+  const near = closest(key, isConnectorConfig(path) ? [...known, ...CLAIM_RULE_KEYS] : known);
   return near === undefined ? 'unknown key' : `unknown key; did you mean '${near}'?`;
+}
+
+/**
+ * `idp.config: connectors[i].config` itself: every type's schema lists only its own keys, and the
+ * claim rules every type takes (src/claims/) are checked apart, so they are added here.
+ */
+function isConnectorConfig(path: Path): boolean {
+  return path.length === 4 && path[0] === 'idp.config' && path[1] === 'connectors' && typeof path[2] === 'number' && path[3] === 'config';
 }
 
 /** The known name within two edits of `key` (or equal but for case), when there is exactly one best. */

@@ -4,6 +4,8 @@
  * rejected unless skipAudienceCheckWhenTokenHasNoAudience is true.
  */
 import { z } from 'zod';
+import { isMap } from '../../connectors/config-schema.js';
+import { NO_CLAIM_RULES, parseClaimRules, type CLAIM_RULE_KEYS, type ClaimRules } from '../claims/rules-config.js';
 import { parseDuration } from '../lib/duration.js';
 import type { ScopedSink } from '../config/problems.js';
 import { resolveForChecking, type SecretLookup } from '../config/secret-ref.js';
@@ -36,15 +38,21 @@ const schema = z.strictObject({
   userInfoCacheExpiration: z.string().refine((v) => parseDuration(v) !== undefined, 'not a duration (for example 5m)').optional(),
   logoutURL: z.string().min(1).optional(),
   rootCA: z.string().includes('-----BEGIN CERTIFICATE-----', { message: 'not a PEM certificate' }).optional(),
+  // Checked and compiled by parseClaimRules (src/claims/), with their own key paths.
+  claimValidationRules: z.unknown().optional(),
+  claimMappings: z.unknown().optional(),
+  userValidationRules: z.unknown().optional(),
 }).superRefine((c, ctx) => {
   if (c.clientSecret === undefined && !c.enablePKCEAuthentication) {
     ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'is required unless enablePKCEAuthentication is true' });
   }
 });
 
-export type OidcConfig = Readonly<z.infer<typeof schema>> & {
+export type OidcConfig = Readonly<Omit<z.infer<typeof schema>, (typeof CLAIM_RULE_KEYS)[number]>> & {
   /** allowedAudiences after its default: clientID and cliClientID when none were listed. */
   readonly audiences: readonly string[];
+  /** claimValidationRules, claimMappings and userValidationRules, compiled (docs/claims.md). */
+  readonly claimRules: ClaimRules;
 };
 
 /** `sink` is scoped at `svc-cm: oidc.config`; `serverUrl` (svc-cm's url) names the redirect URI svc sends. */
@@ -64,9 +72,11 @@ export function parseOidcConfig(text: string | undefined, secrets: SecretLookup,
   // Checked whole even when a reference fails, so that its other problems are reported too.
   const { value: resolved, unresolved } = resolveForChecking(value, secrets, sink);
   const parsed = parseWith(schema, resolved, sink, unresolved);
-  if (parsed === undefined || sink.count > before) return previous;
-  const audiences = parsed.allowedAudiences.length > 0
-    ? parsed.allowedAudiences
-    : [parsed.clientID, ...(parsed.cliClientID !== undefined ? [parsed.cliClientID] : [])];
-  return { ...parsed, audiences };
+  const claimRules = isMap(resolved) ? parseClaimRules(resolved, sink) : NO_CLAIM_RULES;
+  if (parsed === undefined || claimRules === undefined || sink.count > before) return previous;
+  const { claimValidationRules: _v, claimMappings: _m, userValidationRules: _u, ...fields } = parsed;
+  const audiences = fields.allowedAudiences.length > 0
+    ? fields.allowedAudiences
+    : [fields.clientID, ...(fields.cliClientID !== undefined ? [fields.cliClientID] : [])];
+  return { ...fields, audiences, claimRules };
 }

@@ -3,6 +3,7 @@
  * from the bundled provider later (issuer `<url>/api/idp`, client `svc`), so login, callback,
  * logout and token verification never read either configuration themselves.
  */
+import type { ClaimRules } from '../claims/rules-config.js';
 import { parseDuration } from '../lib/duration.js';
 import type { OidcConfig } from './config.js';
 
@@ -22,6 +23,8 @@ export interface SsoProvider {
   readonly logoutURL: string | undefined;
   readonly userInfo: { readonly path: string; readonly cacheMs: number | undefined } | undefined;
   readonly tls: { readonly rootCA: string | undefined; readonly insecureSkipVerify: boolean };
+  /** oidc.config's claim rules (docs/claims.md), applied to every ID token taken; absent for the bundled provider, whose connectors apply their own. */
+  readonly claimRules?: ClaimRules;
 }
 
 export function ssoProviderFromOidc(config: OidcConfig, insecureSkipVerify: boolean): SsoProvider {
@@ -41,5 +44,6 @@ export function ssoProviderFromOidc(config: OidcConfig, insecureSkipVerify: bool
     logoutURL: config.logoutURL,
     userInfo,
     tls: { rootCA: config.rootCA, insecureSkipVerify },
+    claimRules: config.claimRules,
   };
 }

@@ -7,6 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { applyClaimRules } from '../claims/evaluate.js';
+import { hasClaimRules, type ClaimRules } from '../claims/rules-config.js';
 import { Unauthenticated, Unavailable } from '../errors.js';
 import { BoundedCache, UNUSED_TOKEN_MS } from '../lib/bounded-cache.js';
 import { readableNameOf, type Principal } from '../principal.js';
@@ -100,12 +102,12 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
       const claims = await check(token, undefined);
       const fromToken = groupsOf(claims.payload, deps.groupClaims());
       const extra = deps.groupSource === undefined ? undefined : await deps.groupSource(claims, token);
-      const displayName = readableNameOf(claims.payload);
+      const person = underRules(provider.claimRules, claims, extra === undefined ? fromToken : [...new Set([...fromToken, ...extra.groups])], extra?.groups);
       const sid = claims.payload['sid'];
       const principal: Principal = {
-        username: claims.sub,
-        ...(displayName !== undefined ? { displayName } : {}),
-        groups: extra === undefined ? fromToken : [...new Set([...fromToken, ...extra.groups])],
+        username: person.username,
+        ...(person.displayName !== undefined ? { displayName: person.displayName } : {}),
+        groups: person.groups,
         issuer: provider.issuer,
         kind: 'sso',
         tokenId: claims.tokenId,
@@ -129,6 +131,26 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
       return check(token, new Date(Math.min(deps.now(), exp * 1000 - 1000)));
     },
   };
+}
+
+/**
+ * The principal's name, readable name and groups: the token's, or what oidc.config's claim rules
+ * make of them (docs/claims.md). Every ID token taken comes through here, at the login's
+ * callback and as a bearer, so no path skips the rules; a refusal throws ClaimRuleRefused.
+ * `claims` is the token's, with userinfo's groups (`infoGroups`, when read) added to `groups`.
+ */
+function underRules(rules: ClaimRules | undefined, verified: VerifiedClaims, groups: readonly string[], infoGroups: readonly string[] | undefined): { username: string; displayName: string | undefined; groups: readonly string[] } {
+  const { payload } = verified;
+  if (rules === undefined || !hasClaimRules(rules)) return { username: verified.sub, displayName: readableNameOf(payload), groups };
+  const claims = infoGroups === undefined ? payload : { ...payload, groups: [...new Set([...groupsOf(payload, ['groups']), ...infoGroups])] };
+  const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const user = applyClaimRules(rules, claims, { uid: verified.sub, username: verified.sub, email: text(payload['email']), name: text(payload['name']), groups });
+  const displayName = readableNameOf({
+    preferred_username: rules.claimMappings.username !== undefined ? user.username : payload['preferred_username'],
+    email: user.email,
+    name: user.name,
+  });
+  return { username: user.username, displayName, groups: user.groups };
 }
 
 function refusal(err: unknown): Error {

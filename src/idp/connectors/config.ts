@@ -8,7 +8,10 @@
  */
 import { z } from 'zod';
 import { isMap } from '../../../connectors/config-schema.js';
+import type { ConnectorFactory } from '../../../connectors/connector.js';
 import { CONNECTOR_TYPES, parseConnectorConfig, type ConnectorTypes, type ParsedConnector } from '../../../connectors/registry.js';
+import { withClaimRules } from '../../claims/connector-rules.js';
+import { parseClaimRules, withoutClaimRules } from '../../claims/rules-config.js';
 import type { ScopedSink } from '../../config/problems.js';
 import type { SecretLookup } from '../../config/secret-ref.js';
 import { parseYamlValue } from '../../config/yaml-value.js';
@@ -90,8 +93,19 @@ function parseConnector(raw: unknown, { schema, secrets, types }: EntryContext, 
   let open;
   if (typeof type === 'string' && types.has(type)) {
     if (raw['config'] === undefined) at.add(['config'], 'required');
-    else open = parseConnectorConfig(type, { raw: raw['config'], secrets, at: at.at('config') }, types);
+    else open = parseConfig(type, raw['config'], { secrets, types }, at.at('config'));
   }
   if (entry === undefined || open === undefined || at.count !== before) return undefined;
   return { type: entry.type, id: entry.id, name: entry.name, open };
+}
+
+/**
+ * A connector's `config`: the claim rules (src/claims/), which every type takes, apart from the
+ * type's own keys; the factory's connectors hand out identities under the rules.
+ */
+function parseConfig(type: string, config: unknown, { secrets, types }: Omit<EntryContext, 'schema'>, at: ScopedSink): ConnectorFactory | undefined {
+  if (!isMap(config)) return parseConnectorConfig(type, { raw: config, secrets, at }, types);
+  const rules = parseClaimRules(config, at);
+  const open = parseConnectorConfig(type, { raw: withoutClaimRules(config), secrets, at }, types);
+  return open === undefined || rules === undefined ? undefined : withClaimRules(open, rules);
 }

@@ -287,6 +287,8 @@ function refusal(outcome: Exclude<GuardedOutcome, { kind: 'ok' | 'exhausted' }>)
   switch (outcome.kind) {
     case 'wrong': return [401, WRONG];
     case 'unavailable': return [503, UNAVAILABLE];
+    // The connector's claim rules: the rule's own message, as written by the operator.
+    case 'refused': return [403, sentence(outcome.message)];
     case 'busy': return [429, BUSY];
     case 'locked': return [429, lockoutText(outcome.retryAfterS, new Date())];
   }
@@ -310,4 +312,10 @@ async function impliedConsent(provider: Provider, interaction: Interaction): Pro
   if (details.missingOIDCClaims !== undefined) grant.addOIDCClaims(details.missingOIDCClaims);
   for (const [indicator, scopes] of Object.entries(details.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
   return grant.save();
+}
+
+/** An operator's message as a sentence on the page: a capital first, a full stop unless it has one. */
+function sentence(message: string): string {
+  const text = `${message.charAt(0).toUpperCase()}${message.slice(1)}`;
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }

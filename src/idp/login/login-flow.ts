@@ -22,6 +22,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext, UpstreamSession } from '../../../connectors/connector.js';
 import { upstreamReason } from '../../../connectors/errors.js';
+import { ClaimRuleRefused } from '../../claims/evaluate.js';
 import { secretKeyObject } from '../../lib/secret-key.js';
 import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
@@ -67,7 +68,9 @@ export type PasswordOutcome =
   /** `why`: what the connector said, when it said (ldap: unknown user, wrong password). */
   | { readonly kind: 'wrong'; readonly why?: string }
   /** `why`: the failure in one line, for the log, as the connector gave it (its stack is logged at debug). */
-  | { readonly kind: 'unavailable'; readonly why: string };
+  | { readonly kind: 'unavailable'; readonly why: string }
+  /** The password was right, but the connector's claim rules refused the identity: `message` is the rule's, `why` names it. */
+  | { readonly kind: 'refused'; readonly message: string; readonly why: string };
 
 /** A browser connector's start, and the binding the browser must keep (a cookie) to complete it. */
 export interface BoundStart {
@@ -166,6 +169,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
         const ctx: LoginContext = { ...contextFor(req.scope), refused: (reason) => { why = reason; }, ...(admitEntry === undefined ? {} : { admitEntry }) };
         identity = await connector.login(username, password, ctx);
       } catch (err: unknown) {
+        if (err instanceof ClaimRuleRefused) return { kind: 'refused', message: err.message, why: err.reason };
         // The attempt's one line (password-guard.ts) says why; the stack is for debugging only.
         deps.log.debug({ err, connector: req.connectorId }, 'identity provider: password connector failed');
         return { kind: 'unavailable', why: upstreamReason(err) ?? `the identity source failed: ${describeFailure(err)}` };
@@ -284,7 +288,9 @@ function logCallbackFailure(log: Logger, outcomes: LoginOutcomes, connector: str
   // Not in the groups, cancelled (permission_denied), or an answer the connector would not take (a SAML check).
   const refused = code === 'permission_denied' || code === 'unauthenticated';
   const operatorReason = (err as { reason?: unknown }).reason;
-  const reason = typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
+  // A claim rule's refusal: the rule's message and which rule, both for the audit trail.
+  const reason = err instanceof ClaimRuleRefused ? `${err.message} (${err.reason})`
+    : typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
   const fields = { connector, reason, requestId };
   if (refused) {
     outcomes.record('idp-browser', connector, 'refused', { detail: reason, source: { requestId } });

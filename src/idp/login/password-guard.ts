@@ -153,6 +153,7 @@ export function createPasswordGuard(deps: PasswordGuardDeps): PasswordGuard {
     if (outcome.kind === 'ok') outcomes.record('idp-password', attempt.connectorId, 'ok', { user: attempt.username, source: { requestId: attempt.requestId } });
     else if (outcome.kind === 'wrong') await failed(attempt, outcome.why ?? 'wrong username or password', outcome.why === 'unknown user' ? 'unknown-user' : 'wrong-password');
     else if (outcome.kind === 'unavailable') refused(attempt, outcome.why, 'unavailable');
+    else if (outcome.kind === 'refused') refused(attempt, `${outcome.message} (${outcome.why})`, 'refused');
     else if (outcome.kind === 'locked') await failed(attempt, 'the directory entry is locked after too many failures', 'locked');
     else await failed(attempt, 'too many attempts in flight for the directory entry', 'busy');
   }

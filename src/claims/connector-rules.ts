@@ -1,0 +1,87 @@
+/**
+ * The claim rules of a connector's `config`, applied wherever the connector hands out an
+ * identity: a password login, a browser login's completion, and a refresh (the refresh grant,
+ * the personal API tokens' recheck). idp.config parsing (src/idp/connectors/config.ts) wraps
+ * every connector's factory with this, whatever its type, so a connector type has no code of
+ * its own for the rules: it only puts what its source said in `Identity.claims`.
+ *
+ * The wrapper is a Proxy that replaces `login`, `complete` and `refresh` and passes every other
+ * member through: rejected, a hand-written object listing the contract's members, which would
+ * silently drop a member the contract gains later (metadata, logoutTokens, ...).
+ */
+import type { Connector, ConnectorDeps, ConnectorFactory, Identity, LoginContext } from '../../connectors/connector.js';
+import { applyClaimRules, ClaimRuleRefused, type RuleUser } from './evaluate.js';
+import { hasClaimRules, type ClaimRules } from './rules-config.js';
+
+/** What `claims` holds for a connector that gives none of its own: the identity's fields, under the names of the provider's claims. */
+export function claimsOfIdentity(identity: Identity): Record<string, unknown> {
+  return {
+    sub: identity.userId,
+    name: identity.username,
+    preferred_username: identity.preferredUsername ?? identity.username,
+    ...(identity.email !== undefined ? { email: identity.email } : {}),
+    email_verified: identity.emailVerified,
+    groups: [...identity.groups],
+  };
+}
+
+/** The identity after the rules, without its `claims` (they are not kept with the account). Throws ClaimRuleRefused. */
+export function identityUnderRules(rules: ClaimRules, identity: Identity): Identity {
+  const { claims, ...rest } = identity;
+  if (!hasClaimRules(rules)) return rest;
+  const user: RuleUser = {
+    uid: identity.userId,
+    username: identity.preferredUsername ?? identity.username,
+    email: identity.email,
+    name: identity.username,
+    groups: identity.groups,
+  };
+  const mapped = applyClaimRules(rules, claims ?? claimsOfIdentity(identity), user);
+  const { email: _email, ...withoutEmail } = rest;
+  const map = rules.claimMappings;
+  return {
+    ...(map.email === undefined ? rest : withoutEmail),
+    // The provider's `preferred_username` is the login name, its `name` the person's (Dex's Username).
+    ...(map.username !== undefined ? { preferredUsername: mapped.username } : {}),
+    ...(map.name !== undefined && mapped.name !== undefined ? { username: mapped.name } : {}),
+    ...(map.email !== undefined && mapped.email !== undefined
+      ? { email: mapped.email, emailVerified: identity.emailVerified && mapped.email === identity.email }
+      : map.email !== undefined ? { emailVerified: false } : {}),
+    ...(map.groups !== undefined ? { groups: mapped.groups } : {}),
+  };
+}
+
+/** `open` whose connectors hand out identities under `rules`. */
+export function withClaimRules(open: ConnectorFactory, rules: ClaimRules): ConnectorFactory {
+  return (deps: ConnectorDeps) => underRules(open(deps), rules, deps);
+}
+
+type Method = (...args: never[]) => Promise<Identity | null>;
+
+function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps): Connector {
+  const login = (method: Method) => async (...args: never[]): Promise<Identity | null> => {
+    const identity = await method.apply(connector, args);
+    return identity === null ? null : identityUnderRules(rules, identity);
+  };
+  const refresh = (method: Method) => async (identity: Identity, ctx: LoginContext): Promise<Identity | null> => {
+    const fresh = await (method as (identity: Identity, ctx: LoginContext) => Promise<Identity | null>).call(connector, identity, ctx);
+    if (fresh === null) return null;
+    try {
+      return identityUnderRules(rules, fresh);
+    } catch (err: unknown) {
+      if (!(err instanceof ClaimRuleRefused)) throw err;
+      // No longer let in: a refusal of the user, as a connector's own null is.
+      deps.log.info({ reason: err.reason, user: fresh.userId }, 'identity provider: the claim rules refused a refreshed identity');
+      return null;
+    }
+  };
+  return new Proxy(connector, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property === 'login' || property === 'complete') return login(value as Method);
+      if (property === 'refresh') return refresh(value as Method);
+      return (value as (...args: unknown[]) => unknown).bind(target);
+    },
+  });
+}
