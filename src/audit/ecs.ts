@@ -37,6 +37,10 @@ export function toEcs(event: AuditEvent, at: number, service: AuditService): Jso
   if (source?.ip !== undefined) line['source'] = { ip: source.ip };
   if (source?.userAgent !== undefined) line['user_agent'] = { original: source.userAgent };
   if (source?.requestId !== undefined) line['http'] = { request: { id: source.requestId } };
+  if (event.trace !== undefined) {
+    line['trace'] = { id: event.trace.traceId };
+    line['span'] = { id: event.trace.spanId };
+  }
   line['svc'] = { ...definedOnly(event.svc), audit: { version: AUDIT_SCHEMA_VERSION } };
   return line;
 }

@@ -49,6 +49,8 @@ export interface AuditEvent {
   readonly user?: AuditUser;
   readonly source?: AuditSource;
   readonly svc?: AuditDetails;
+  /** The trace of the request that recorded it (ECS trace.id, span.id), when tracing is on. */
+  readonly trace?: { readonly traceId: string; readonly spanId: string };
 }
 
 export interface AuditTrail {
@@ -56,6 +58,17 @@ export interface AuditTrail {
   record(event: AuditEvent): void;
   /** Events the sink dropped because it could not keep up (svc_audit_events_dropped_total); absent for trails that never drop. */
   readonly dropped?: () => number;
+}
+
+/** A trail that adds the active span's ids to each event that has none, then records it in `trail`. */
+export function withTraceIds(trail: AuditTrail, ids: () => AuditEvent['trace']): AuditTrail {
+  return {
+    record(event) {
+      const trace = event.trace ?? ids();
+      trail.record(trace === undefined ? event : { ...event, trace });
+    },
+    ...(trail.dropped !== undefined ? { dropped: trail.dropped } : {}),
+  };
 }
 
 /** Records nothing: for offline code paths and tests that do not look at the trail. */

@@ -24,6 +24,9 @@ import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
 import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 import { openAuditSink, type OpenedAuditSink } from '../audit/open-sink.js';
+import { readTracingConfig } from '../tracing/config.js';
+import { startTracing } from '../tracing/start.js';
+import { svcVersion } from '../lib/version.js';
 import { createRestartBudgets, MAX_RESTARTS, RESTART_WINDOW_MS } from './restart-budget.js';
 
 
@@ -52,11 +55,15 @@ export async function runServe(options: ServeOptions): Promise<void> {
     // Read here once, so that a bad value is warned about once; the workers read them quietly.
     readLoginLimits(process.env, log);
     accessLogLevelFromEnv(process.env, log);
+    // A bad OTEL_ value stops the start once, here; each worker then starts its own exporter.
+    readTracingConfig(process.env);
     // Opened once here so that a path nobody can write stops the start with its name, not as N worker failures.
     if (options.auditLog !== undefined) await (await openAuditSink({ file: options.auditLog, fd: 1, log })).sink.close();
     runPrimary(options.workers, log, options.auditLog !== undefined);
     return;
   }
+  // Before anything is opened: the Redis clients and the listener are traced only when it is on.
+  const tracing = await startTracing(process.env, log, svcVersion(), cluster.isWorker);
   const audit = await openAuditSink({ file: options.auditLog, fd: 1, log });
   if (audit.file !== undefined) process.on('SIGHUP', () => audit.reopen());
   const running = cluster.isWorker ? await startWorker(options, log, audit) : await startServer({ ...options, log, audit: audit.sink });
@@ -65,7 +72,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down: finishing in-flight requests');
-    running.close(SHUTDOWN_GRACE_MS).then(() => audit.sink.close()).then(
+    running.close(SHUTDOWN_GRACE_MS).then(() => tracing.shutdown().catch((err: unknown) => log.warn({ err }, 'the last spans could not be sent'))).then(() => audit.sink.close()).then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');

@@ -1,5 +1,6 @@
 /** pino JSON logs; anything that could carry a credential is redacted wherever it appears. */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { activeTraceIds } from '../tracing/spans.js';
 
 export const REDACT_PATHS = [
   'password', '*.password', 'newPassword', '*.newPassword', 'currentPassword', '*.currentPassword',
@@ -9,7 +10,15 @@ export const REDACT_PATHS = [
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
   const level = options.level ?? logLevelFromEnv();
-  return pino({ level, base: { service: 'svc' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, options.destination);
+  return pino({ level, base: { service: 'svc' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, mixin: traceFields }, options.destination);
+}
+
+const NO_FIELDS = Object.freeze({});
+
+/** The ECS trace.id and span.id of the active span, on each line written inside a traced request. */
+function traceFields(): object {
+  const ids = activeTraceIds();
+  return ids === undefined ? NO_FIELDS : { 'trace.id': ids.traceId, 'span.id': ids.spanId };
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type Router from '@koa/router';
 import type { Registry } from 'prom-client';
-import { NO_AUDIT, type AuditTrail } from '../audit/trail.js';
+import { NO_AUDIT, withTraceIds, type AuditTrail } from '../audit/trail.js';
 import { ensureInitialConfig } from '../config/bootstrap.js';
 import { openDirStore } from '../config/dir-store.js';
 import { openClusterStore, type ClusterStoreOptions } from '../config/kube/open.js';
@@ -66,7 +66,7 @@ import { restartNotice } from './restart-notice.js';
 import { prepareSsoTokens } from './sso-tokens.js';
 import { prepareWorkload } from './workload.js';
 import { tracedListener } from '../tracing/server-span.js';
-import { tracingOn } from '../tracing/spans.js';
+import { activeTraceIds, tracingOn } from '../tracing/spans.js';
 
 export interface ServerOptions {
   readonly configDir: string;
@@ -277,7 +277,9 @@ async function buildServing(services: Services, options: ServerOptions, health: 
  * (start-gate.ts): at once on a store without problems, as before; else when the store is
  * fixed, while the waiting listener answers /healthz, /readyz and /metrics and 503 to the rest.
  */
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
+export async function startServer(given: ServerOptions): Promise<RunningServer> {
+  // Traced: each event carries the ids of the request that recorded it; untouched with tracing off.
+  const options = tracingOn() && given.audit !== undefined ? { ...given, audit: withTraceIds(given.audit, activeTraceIds) } : given;
   const log = options.log ?? createLogger();
   const services = await buildServices(options, log);
   registerServerMetrics(services.metrics.registry, services);
