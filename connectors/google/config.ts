@@ -42,7 +42,7 @@ const domainToAdminEmail = z
     const keys = Object.keys(map);
     if (keys.length === 0) ctx.addIssue({ code: 'custom', message: 'must name at least one domain (or * for every domain)' });
     for (const key of keys) {
-      if (key !== ANY_DOMAIN && !DOMAIN.test(key)) ctx.addIssue({ code: 'custom', path: [key], message: `the key '${key.slice(0, 60)}' is not a domain name or *` });
+      if (key !== ANY_DOMAIN && !DOMAIN.test(key)) ctx.addIssue({ code: 'custom', path: [key], message: `'${key.slice(0, 60)}' is not a domain name or *` });
     }
   })
   .transform((map) => new Map(Object.entries(map).map(([key, admin]) => [key.toLowerCase(), admin] as const)));
