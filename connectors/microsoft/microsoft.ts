@@ -186,7 +186,8 @@ export class MicrosoftConnector implements BrowserConnector {
  * svc's identity: `oid` (the user's object id, the same for every app of the tenant, as Dex's
  * `id`) as the user id; `name`, else `preferred_username`, as the username. Entra's `email`
  * claim is not verified by Entra (an administrator or the user may set it), so it is passed on
- * with email_verified false.
+ * with email_verified false. `claims` (what the claim rules read) are the ID token's, with
+ * `groups` replaced by the groups that count (names or ids, filtered), never the overage pointer.
  */
 function identityOf(claims: Record<string, unknown>, groups: readonly string[]): Identity {
   const str = (key: string): string | undefined => (typeof claims[key] === 'string' && claims[key] !== '' ? claims[key] : undefined);
@@ -202,7 +203,15 @@ function identityOf(claims: Record<string, unknown>, groups: readonly string[]):
     ...(email !== undefined ? { email } : {}),
     emailVerified: false,
     groups,
+    // For the claim rules (docs/claims.md): the ID token's claims, with `groups` as resolved here.
+    claims: { ...withoutOverage(claims), groups: [...groups] },
   };
+}
+
+/** The claims without the overage indication, which pointed at Graph and says nothing of the user. */
+function withoutOverage(claims: Record<string, unknown>): Record<string, unknown> {
+  const { _claim_names: _names, _claim_sources: _sources, hasgroups: _has, ...rest } = claims;
+  return rest;
 }
 
 /** An OAuth error code is short ASCII (RFC 6749 §5.2); anything else is not echoed. */

@@ -65,6 +65,7 @@ describe('the Microsoft Entra ID connector (against a local Entra stand-in)', fu
     expect(identity).to.deep.include({ userId: ALICE.oid, username: 'Alice Liddell', preferredUsername: ALICE.upn, email: ALICE.email, emailVerified: false });
     expect(identity.groups).to.have.members([OPS.id, DEV.id, COFFEE.id]).and.have.length(3);
     expect(graphCalls()).to.deep.equal({});
+    expect(identity.claims).to.deep.include({ tid: TENANT_ID, oid: ALICE.oid, preferred_username: ALICE.upn });
   });
 
   it('gives the groups\' display names with groupNameFormat: name (one getByIds)', async () => {
@@ -97,6 +98,9 @@ describe('the Microsoft Entra ID connector (against a local Entra stand-in)', fu
     fake.graphCalls.clear();
     const names = await login(open({ groupNameFormat: 'name', groups: ['ops', 'team-345', 'absent'] }), MANYGROUPS.upn);
     expect(names.groups).to.have.members(['ops', 'team-345']).and.have.length(2);
+    // The claim rules read the groups that count, never the overage pointer.
+    expect(names.claims?.['groups']).to.have.members(['ops', 'team-345']);
+    expect(names.claims).not.to.have.any.keys('_claim_names', '_claim_sources');
   });
 
   it('refuses the login, in words, when Graph answers 500 on the overage or on names', async () => {
