@@ -125,14 +125,18 @@ export class GoogleConnector implements BrowserConnector {
     const email = text(claims['email']);
     if (sub === undefined) throw this.misconfigured('the ID token has no sub');
     this.checkHostedDomain(claims, email);
-    const groups = await this.groups(email, ctx);
+    const { fetched, kept } = await this.groups(email, ctx);
     const username = text(claims['name']) ?? email ?? sub;
     return {
       userId: sub,
       username,
       ...(email !== undefined ? { email } : {}),
       emailVerified: claims['email_verified'] === true,
-      groups,
+      groups: kept,
+      // For the claim rules: the ID token's claims, and the groups as the Directory API gave them
+      // (before `groups` filters them); no `groups` at all without a service account, so a rule
+      // that reads them fails (and refuses) rather than see an empty list.
+      claims: fetched === undefined ? claims : { ...claims, groups: fetched },
       ...(refreshToken !== undefined ? { connectorData: JSON.stringify({ refreshToken, sub } satisfies RefreshData) } : {}),
     };
   }
@@ -148,26 +152,30 @@ export class GoogleConnector implements BrowserConnector {
     }
   }
 
-  /** The groups, filtered to `groups`; [] when none are needed or no service account reads them. */
-  private async groups(email: string | undefined, ctx: LoginContext): Promise<string[]> {
-    const filter = this.config.groups;
-    if (this.directory === undefined || (filter === undefined && !ctx.wantGroups)) return [];
+  /**
+   * The groups as the Directory API gave them, and those that count (filtered to `groups`);
+   * none without a service account. With one they are read at every login, asked for or not:
+   * `groups` must hold whatever the client asks, and the claim rules may read them.
+   */
+  private async groups(email: string | undefined, ctx: LoginContext): Promise<{ fetched?: string[]; kept: string[] }> {
+    if (this.directory === undefined) return { kept: [] };
     if (email === undefined) throw this.misconfigured('the ID token has no email, which the Directory API needs (add the email scope)');
-    let all: string[];
+    let fetched: string[];
     try {
-      all = await groupsOf(this.directory, email, this.config.fetchTransitiveGroupMembership, ctx.signal);
+      fetched = await groupsOf(this.directory, email, this.config.fetchTransitiveGroupMembership, ctx.signal);
     } catch (err: unknown) {
       this.deps.log.error({ email, reason: upstreamReason(err) ?? describeFailure(err) }, 'google: login refused: the groups could not be read from the Directory API');
       throw err;
     }
-    if (filter === undefined) return all;
+    const filter = this.config.groups;
+    if (filter === undefined) return { fetched, kept: fetched };
     const wanted = new Set(filter.map((g) => g.toLowerCase()));
-    const kept = all.filter((g) => wanted.has(g.toLowerCase()));
+    const kept = fetched.filter((g) => wanted.has(g.toLowerCase()));
     if (kept.length === 0) {
       this.deps.log.info({ email }, 'google: login refused: not in the configured groups');
       throw new LoginRefused(NOT_IN_GROUPS);
     }
-    return kept;
+    return { fetched, kept };
   }
 
   private misconfigured(reason: string): UpstreamMisconfigured {

@@ -130,10 +130,17 @@ describe('the Google connector (against a local Google stand-in)', function () {
     expect(await refusal(login(connector, 'bob@acme.example', false))).to.have.property('message', NOT_IN_GROUPS);
   });
 
-  it('reads no groups when none are asked for and none are required', async () => {
+  it('reads the groups at every login, asked for or not, and hands the claim rules the ID token\'s claims with the groups as fetched', async () => {
     const requestsBefore = fake.directoryRequests().length;
-    expect((await login(open(), 'alice@acme.example', false)).groups).to.deep.equal([]);
-    expect(fake.directoryRequests().length).to.equal(requestsBefore);
+    const identity = await login(open({ groups: ['dev@acme.example'] }), 'alice@acme.example', false);
+    expect(fake.directoryRequests().length).to.equal(requestsBefore + 1);
+    expect(identity.groups).to.deep.equal(['dev@acme.example']);
+    expect(identity.claims).to.deep.include({ sub: '100000000000000000001', email: 'alice@acme.example', hd: 'acme.example', email_verified: true });
+    expect(identity.claims?.['groups']).to.have.members(ALICE_GROUPS);
+    // Without a service account there are no groups to give: `groups` is absent, not an empty list.
+    const plain = await login(open({ serviceAccountKey: undefined, domainToAdminEmail: undefined }), 'alice@acme.example');
+    expect(plain.groups).to.deep.equal([]);
+    expect(plain.claims).to.include({ hd: 'acme.example' }).and.not.to.have.property('groups');
   });
 
   it('refuses the login in words when the Directory API fails, rather than log the user in without groups', async () => {
