@@ -13,6 +13,7 @@ import type { Connector, ConnectorFactory, ConnectorType, ParseInput } from './c
 import { isMap, REDIRECT_URI_PROBLEM } from './config-schema.js';
 import { github } from './github/index.js';
 import { gitlab } from './gitlab/index.js';
+import { google } from './google/index.js';
 import { ldap } from './ldap/index.js';
 import { microsoft } from './microsoft/index.js';
 import { oidc } from './oidc/index.js';
@@ -33,6 +34,7 @@ export const CONNECTOR_TYPES: ConnectorTypes = connectorTypes(
   gitlab,
   oidc,
   microsoft,
+  google,
 );
 
 /**

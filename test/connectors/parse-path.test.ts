@@ -11,6 +11,6 @@ describe('the connector parse path', () => {
     const { code, stdout, stderr } = await runEntry('test/helpers/parse-every-connector-type.ts', [], process.env, undefined, {}, ['--import', './test/helpers/refuse-connector-libraries.ts']);
     expect(stderr).to.equal('');
     expect(code).to.equal(0);
-    expect(stdout).to.equal('parsed 6\nrefused\n');
+    expect(stdout).to.equal('parsed 7\nrefused\n');
   });
 });

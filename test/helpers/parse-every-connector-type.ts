@@ -15,6 +15,7 @@ const CONFIGS: Record<string, string> = {
   gitlab: '{ clientID: a, clientSecret: b }',
   oidc: '{ issuer: "https://accounts.example.com", clientID: a, clientSecret: b }',
   microsoft: '{ tenant: organizations, clientID: a, clientSecret: b }',
+  google: '{ clientID: a, clientSecret: b, hostedDomains: [example.com] }',
 };
 
 const types = [...CONNECTOR_TYPES.keys()];
