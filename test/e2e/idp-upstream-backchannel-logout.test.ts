@@ -6,9 +6,12 @@
  * upstream makes it post a logout token naming its `sid`, which svc verifies with the
  * upstream's keys: the provider session that login made ends, and the svc session with it
  * (its token refused), while the same user's login through another upstream session stays.
+ * A static client's token of the ended provider session then introspects `{"active": false}`.
  */
 import { expect } from 'chai';
+import * as client from 'openid-client';
 import YAML from 'yaml';
+import { authorizationRequest } from '../helpers/authorization.js';
 import { collectAudit } from '../helpers/audit.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
@@ -29,6 +32,8 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
   let browsers: ProviderBrowsers;
   let dir: string;
   let url: string;
+  const WIKI = 'https://wiki.example.org/cb';
+  const WIKI_SECRET = 'wiki-secret-0123456789';
 
   before(async function () {
     const port = await freePort();
@@ -40,9 +45,9 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
       config: { issuer: upstream.issuer, clientID: PROVIDER_CLIENT_ID, clientSecret: '$corp.clientSecret', rootCA: ca.caPem, userNameKey: 'sub', insecureSkipEmailVerified: true },
     };
     dir = tempConfigDir({
-      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [connector] }) }),
+      'svc-cm.yaml': configMap('svc-cm', { url, 'idp.config': YAML.stringify({ connectors: [connector], staticClients: [{ id: 'wiki', secret: '$wiki.secret', redirectURIs: [WIKI] }] }) }),
       'svc-rbac-cm.yaml': configMap('svc-rbac-cm', { 'policy.csv': '' }),
-      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'idp-upstream-backchannel-secret-key-0123', 'corp.clientSecret': PROVIDER_CLIENT_SECRET }),
+      'svc-secret.yaml': secret('svc-secret', { 'server.secretkey': 'idp-upstream-backchannel-secret-key-0123', 'corp.clientSecret': PROVIDER_CLIENT_SECRET, 'wiki.secret': WIKI_SECRET }),
     });
     server = await startTestServer(dir, { port, audit });
     browsers = providerBrowsers(ca, upstream.issuer);
@@ -79,5 +84,20 @@ describe('e2e: back-channel logout from an upstream oidc connector of the bundle
     // The provider session is gone: svc's login goes to the upstream again, which asks for the login.
     const again = await first.browse(`${url}/auth/login?return_url=/apps`, 'alice', (u) => u.startsWith(upstream.issuer));
     expect(again.url.startsWith(upstream.issuer), 'back at the upstream').to.equal(true);
+  });
+
+  it("answers a static client's introspection of a token of the provider session {active: false} once the upstream's logout token ended it", async function () {
+    const b = browser();
+    await login(b);
+    // wiki's login through the same provider session: no upstream round trip.
+    const wiki = await client.discovery(new URL(`${url}/api/idp`), 'wiki', undefined, client.ClientSecretBasic(WIKI_SECRET), { execute: [client.allowInsecureRequests] });
+    const request = await authorizationRequest(wiki, WIKI, 'openid');
+    const { url: landed } = await b.browse(request.href, 'alice', (u) => u.startsWith(WIKI));
+    const tokens = await client.authorizationCodeGrant(wiki, new URL(landed), { pkceCodeVerifier: request.verifier, expectedState: request.state });
+    expect(await client.tokenIntrospection(wiki, tokens.access_token)).to.include({ active: true, client_id: 'wiki' });
+
+    await logOutAtProvider(b, upstream.issuer);
+
+    expect(await client.tokenIntrospection(wiki, tokens.access_token)).to.deep.equal({ active: false });
   });
 });

@@ -68,6 +68,14 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
     const { validate, server, served, exit } = await problemsOf([GOOD, { id: 'cli', public: true, redirectURIs: ['http://127.0.0.1/cb', 'com.example.app:/cb'] }]);
     expect({ validate, server, exit }).to.deep.equal({ validate: [], server: [], exit: 0 });
     expect(served.map((c) => [c.id, c.public, c.secret])).to.deep.equal([['wiki', false, 'wiki-secret-value'], ['cli', true, undefined]]);
+    // Off by default: a client introspects only its own tokens.
+    expect(served.map((c) => c.introspection)).to.deep.equal(['own', 'own']);
+  });
+
+  it('serves introspection: any as given', async function () {
+    const { server, served } = await problemsOf([{ ...GOOD, introspection: 'any' }]);
+    expect(server).to.deep.equal([]);
+    expect(served.map((c) => c.introspection)).to.deep.equal(['any']);
   });
 
   const cases: [what: string, clients: unknown[], problem: string][] = [
@@ -93,6 +101,9 @@ describe('idp/static-clients-config: staticClients of idp.config', function () {
     ['a logo that is not an http(s) URL', [{ ...GOOD, logoURL: 'javascript:alert(1)' }], `${AT}[0].logoURL: 'javascript:alert(1)' must be an absolute http or https URL`],
     ['a back-channel logout URI that is not http(s)', [{ ...GOOD, backchannelLogoutUri: 'ftp://wiki.example.org/bc' }], `${AT}[0].backchannelLogoutUri: 'ftp://wiki.example.org/bc' must be an absolute http or https URL`],
     ['a back-channel logout URI with a fragment', [{ ...GOOD, backchannelLogoutUri: 'https://wiki.example.org/bc#x' }], `${AT}[0].backchannelLogoutUri: 'https://wiki.example.org/bc#x' must not have a fragment (#)`],
+    ['introspection on a public client', [{ id: 'cli', public: true, redirectURIs: ['http://127.0.0.1/cb'], introspection: 'any' }],
+      `${AT}[0].introspection: a public client cannot introspect tokens (it has no secret to authenticate with); remove introspection, or remove public: true`],
+    ['an introspection reach that is neither own nor any', [{ ...GOOD, introspection: 'all' }], `${AT}[0].introspection: 'all' must be one of 'own', 'any'`],
     ['an unknown key', [{ ...GOOD, secretEnv: 'X' }], `${AT}[0].secretEnv: unknown key`],
     ['not a list', 'wiki' as unknown as unknown[], `${AT}: must be a list`],
   ];
