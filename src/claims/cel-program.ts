@@ -124,7 +124,7 @@ interface Comprehension { iterVar: string; iterRange?: Node; accuVar: string; ac
 const asNode = (expr: unknown): Node => expr as Node;
 
 /** Operators and macros the parser writes as calls, which the function table does not list by these names. */
-const OPERATORS = new Set(['_&&_', '_||_', '_?_:_', '!_', '-_', '@not_strictly_false', 'has']);
+const OPERATORS = new Set(['_&&_', '_||_', '_?_:_', '_[_]', '_[?_]', '_?._', '@not_strictly_false', '__not_strictly_false__']);
 
 /** The first problem of the tree: an unknown name, an unknown function, comprehensions nested too deep, a message type. */
 function checkTree(expr: unknown, funcs: { find(name: string): unknown }, scope: ReadonlySet<string>, depth: number): string | undefined {

@@ -68,4 +68,18 @@ describe('oidc.config', () => {
     expect(provider.tls.insecureSkipVerify).to.equal(true);
     expect(provider.tls.rootCA).to.include('BEGIN CERTIFICATE');
   });
+
+  it('compiles the claim rules and names a bad expression or a misspelt key (with "did you mean"); the config is then not used', () => {
+    const good = parse({ ...BASE, claimMappings: { groups: { expression: 'claims.roles' } } });
+    expect(good.problems).to.deep.equal([]);
+    expect(Object.keys(good.parsed?.claimRules.claimMappings ?? {})).to.deep.equal(['groups']);
+    expect(ssoProviderFromOidc(good.parsed!, false).claimRules).to.equal(good.parsed?.claimRules);
+    expect(good.parsed).to.not.have.property('claimMappings');
+    const bad = parse({ ...BASE, claimMapings: {}, claimMappings: { groups: { expression: 'claims.roles.frob()' } } });
+    expect(bad.parsed).to.equal(undefined);
+    expect(bad.problems).to.have.members([
+      "svc-cm: oidc.config: claimMapings: unknown key; did you mean 'claimMappings'?",
+      "svc-cm: oidc.config: claimMappings.groups.expression: does not compile: found no function 'frob'",
+    ]);
+  });
 });

@@ -5,6 +5,9 @@
 import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type { Configuration } from 'openid-client';
+import { ClaimRuleRefused } from '../../src/claims/evaluate.js';
+import { parseClaimRules } from '../../src/claims/rules-config.js';
+import { ProblemSink } from '../../src/config/problems.js';
 import { checkAudience } from '../../src/oidc/audience.js';
 import type { ProviderClient } from '../../src/oidc/client.js';
 import type { SsoProvider } from '../../src/oidc/provider.js';
@@ -76,6 +79,23 @@ describe('SSO token verifier', () => {
   function verifier(p = provider(), fetches = { count: 0 }, cooldownMs = 60_000) {
     return createSsoVerifier({ client: fakeClient(p, k, fetches), groupClaims: () => ['groups'], jwksCooldownMs: cooldownMs, now: Date.now });
   }
+
+  it('applies oidc.config\'s claim rules to every token it takes (a login\'s and a bearer\'s): mapped name and groups, or a refusal with the rule\'s message', async () => {
+    const sink = new ProblemSink();
+    const claimRules = parseClaimRules({
+      claimValidationRules: [{ expression: 'claims.email_verified == true', message: 'the email address is not verified' }],
+      claimMappings: { username: { expression: 'claims.preferred_username' }, groups: { expression: 'claims.groups.map(g, "corp:" + g)' } },
+    }, sink.scoped('svc-cm').at('oidc.config'));
+    expect(sink.problems).to.deep.equal([]);
+    const v = verifier(provider({ ...(claimRules !== undefined ? { claimRules } : {}) }));
+    const principal = await v.verify(await k.sign(claims({ email_verified: true, preferred_username: 'ann' })));
+    expect(principal).to.include({ username: 'ann', displayName: 'ann' });
+    expect(principal.groups).to.deep.equal(['corp:g1', 'corp:g2']);
+    const err = await v.verify(await k.sign(claims({ email_verified: false, preferred_username: 'ann' }))).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(ClaimRuleRefused);
+    expect((err as ClaimRuleRefused).message).to.equal('the email address is not verified');
+    expect((err as ClaimRuleRefused).reason).to.equal('claimValidationRules[0] gave false');
+  });
 
   it('carries the token\'s provider session id (sid) when it has one, a non-empty string only', async () => {
     const v = verifier();

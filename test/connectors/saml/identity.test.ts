@@ -25,7 +25,10 @@ function refusal(run: () => unknown): { message: string; reason: string } | unde
 
 describe('saml identity', () => {
   it('maps NameID, the first user name and email, every group once (strings only), email verified', () => {
-    expect(identityOf(CONFIG, 'n-1', ATTRIBUTES, true)).to.deep.equal({ userId: 'n-1', username: 'alice', email: 'alice@example.org', emailVerified: true, groups: ['admins', 'devs'] });
+    const { claims, ...identity } = identityOf(CONFIG, 'n-1', ATTRIBUTES, true);
+    expect(identity).to.deep.equal({ userId: 'n-1', username: 'alice', email: 'alice@example.org', emailVerified: true, groups: ['admins', 'devs'] });
+    // For the claim rules: every attribute as a list of its strings, and the NameID.
+    expect(claims).to.deep.equal({ uid: ['alice', 'second'], mail: ['alice@example.org'], groups: ['admins', 'devs', 'devs'], nameID: 'n-1' });
     expect(identityOf(CONFIG, 'n-1', { ...ATTRIBUTES, groups: 'solo' }, true).groups).to.deep.equal(['solo']);
     expect(identityOf(CONFIG, 'n-1', ATTRIBUTES, false).groups).to.deep.equal([]);
   });

@@ -79,7 +79,7 @@ describe('saml connector under fuzzing', function () {
         try {
           const identity = await connector.complete(form, saved, { callbackUrl: CLOCK.acs, wantGroups: true, signal: AbortSignal.timeout(5_000) });
           outcomes.signedIn++;
-          expect(identity).to.deep.equal(ALICE);
+          expect(identity).to.deep.include(ALICE);
         } catch (err: unknown) {
           expect((err as Error).name, String((err as Error).stack)).to.equal('SamlRefused');
           expect(MESSAGES).to.include((err as Error).message);
