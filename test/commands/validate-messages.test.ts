@@ -150,7 +150,7 @@ const CASES: readonly Case[] = [
     mistake: 'a bundled provider\'s client: the id and the connector type quoted',
     cm: { 'idp.config': YAML.stringify({ connectors: [{ type: 'kerberos', id: 'Corp_1', name: 'Corp', config: {} }] }) },
     says: [
-      "svc-cm: idp.config: connectors[0].type: 'kerberos' is not a connector type: one of ldap, saml, github, gitlab, oidc, microsoft",
+      "svc-cm: idp.config: connectors[0].type: 'kerberos' is not a connector type: one of ldap, saml, github, gitlab, oidc, microsoft, google",
       "svc-cm: idp.config: connectors[0].id: 'Corp_1': lower-case letters, digits, \"-\" and \"_\" only",
     ],
   },

@@ -65,8 +65,8 @@ function testRegistry() {
 
 describe('connector registry', () => {
   describe('types', () => {
-    it('knows ldap, saml, github, gitlab, oidc and microsoft by name', () => {
-      expect([...CONNECTOR_TYPES.keys()]).to.deep.equal(['ldap', 'saml', 'github', 'gitlab', 'oidc', 'microsoft']);
+    it('knows ldap, saml, github, gitlab, oidc, microsoft and google by name', () => {
+      expect([...CONNECTOR_TYPES.keys()]).to.deep.equal(['ldap', 'saml', 'github', 'gitlab', 'oidc', 'microsoft', 'google']);
       for (const [name, type] of CONNECTOR_TYPES) expect(type.type).to.equal(name);
     });
 
@@ -105,16 +105,17 @@ describe('connector registry', () => {
   - { type: gitlab, id: gitlab, name: GitLab, config: { clientID: a, clientSecret: b } }
   - { type: oidc, id: oidc, name: OIDC, config: { issuer: "https://accounts.example.com", clientID: a, clientSecret: b } }
   - { type: microsoft, id: entra, name: Entra, config: { tenant: contoso.onmicrosoft.com, clientID: a, clientSecret: b } }
+  - { type: google, id: google, name: Google, config: { clientID: a, clientSecret: b, hostedDomains: [example.com] } }
 `,
         [],
       );
       expect(problems).to.deep.equal([]);
       const { registry } = testRegistry();
       await registry.update(idp?.connectors ?? []);
-      expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser', 'microsoft:browser']);
+      expect(registry.list().map((live) => `${live.type}:${live.connector.kind}`)).to.deep.equal(['ldap:password', 'saml:browser', 'github:browser', 'gitlab:browser', 'oidc:browser', 'microsoft:browser', 'google:browser']);
       const ctx = { callbackUrl: 'https://svc.example.com/api/idp/callback', wantGroups: false, signal: AbortSignal.timeout(1000) };
-      // The oidc and microsoft connectors discover their provider first, which needs a network: their own tests run them against a provider.
-      for (const { type, connector } of registry.list().filter((live) => !['ldap', 'oidc', 'microsoft'].includes(live.type))) {
+      // The oidc, microsoft and google connectors discover their provider first, which needs a network: their own tests run them against a provider.
+      for (const { type, connector } of registry.list().filter((live) => !['ldap', 'oidc', 'microsoft', 'google'].includes(live.type))) {
         if (connector.kind !== 'browser') throw new Error(`${type} is not a browser connector`);
         const start = await connector.begin('state-1', ctx);
         expect(start.via, type).to.equal('redirect');
@@ -134,7 +135,7 @@ describe('connector registry', () => {
         [],
       );
       expect(problems).to.deep.equal([
-        'svc-cm: idp.config: connectors[0].type: \'kerberos\' is not a connector type: one of fake, ldap, saml, github, gitlab, oidc, microsoft',
+        'svc-cm: idp.config: connectors[0].type: \'kerberos\' is not a connector type: one of fake, ldap, saml, github, gitlab, oidc, microsoft, google',
         'svc-cm: idp.config: connectors[1].config: required',
       ]);
       expect(idp?.connectors.map((c) => c.id)).to.deep.equal(['ok']);
