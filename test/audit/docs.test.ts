@@ -6,7 +6,7 @@ import { validAuditLine } from '../helpers/audit-schema.js';
 const DOC = readFileSync(new URL('../../docs/audit.md', import.meta.url), 'utf8');
 const ACTIONS = [
   'login', 'lockout-started', 'lockout-lifted', 'token-created', 'token-deleted', 'password-changed', 'session-ended', 'rights-refused',
-  'config-applied', 'config-refused', 'signing-keys-rotated', 'initial-password-read', 'client-token-issued', 'client-token-refused',
+  'config-applied', 'config-refused', 'signing-keys-rotated', 'initial-password-read', 'client-token-issued', 'client-token-refused', 'client-token-introspected', 'client-token-revoked',
   'backchannel-logout', 'idp-session-ended', 'idp-grant-revoked', 'second-factor-enrolled', 'second-factor-removed', 'recovery-code-used', 'recovery-codes-replaced',
   'account-created', 'account-password-set', 'account-disabled', 'account-enabled', 'second-factor-reset',
   'assertion-key-rotated', 'sso-identity-refused',

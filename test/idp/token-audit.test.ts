@@ -70,4 +70,19 @@ describe('idp token audit: logins through a connector, tokens issued and refused
     expect(refused).to.deep.include({ outcome: 'failure', svc: { clientId: 'svc', grant: 'authorization_code', error: 'invalid_grant' } });
     expect(JSON.stringify(refused)).to.not.include('made-up-code');
   });
+
+  it('introspection and revocation: the caller, what it was told or whether the token went, never the token', async () => {
+    const basic = `Basic ${Buffer.from(`svc:${webClientSecret(SECRET_KEY)}`).toString('base64')}`;
+    const post = (path: string, token: string) => fetch(`${url}/api/idp${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic }, body: new URLSearchParams({ token }),
+    });
+    // svc's own client may not introspect (only confidential static clients may).
+    expect((await post('/token/introspection', 'some-token-0123456789')).status).to.equal(400);
+    const introspected = last('client-token-introspected');
+    expect(introspected).to.deep.include({ category: 'authentication', type: 'info', outcome: 'failure', svc: { clientId: 'svc', error: 'unauthorized_client' } });
+    expect((await post('/token/revocation', 'unknown-token-0123456789')).status).to.equal(200);
+    const revoked = last('client-token-revoked');
+    expect(revoked).to.deep.include({ category: 'session', type: 'end', outcome: 'success', svc: { clientId: 'svc', revoked: false, tokenType: '(unknown)' } });
+    expect(JSON.stringify([introspected, revoked])).to.not.include('-token-0123456789');
+  });
 });
