@@ -1,6 +1,6 @@
 /**
  * The provider checks a confidential client's secret wherever a client authenticates: the token
- * endpoint, revocation, device authorization (and introspection, were it enabled). Each check is
+ * endpoint, revocation, introspection, device authorization. Each check is
  * throttled as the login is (session/throttle.ts): counted before the secret is compared, in the
  * state backend so that every replica sees one count; SVC_SESSION_FAILURE_MAX_FAIL_COUNT failures
  * within SVC_SESSION_FAILURE_WINDOW_SECONDS lock the client for a window, and each failure waits

@@ -22,7 +22,7 @@ import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 
-/** The endpoints where oidc-provider authenticates a client (introspection is off, but harmless). */
+/** The endpoints where oidc-provider authenticates a client. */
 const CLIENT_AUTH_PATHS: ReadonlySet<string> = new Set(['/token', '/token/revocation', '/token/introspection', '/device/auth']);
 /** Far above a token or device request (under 2 KB), below oidc-provider's own 56 KB bound. */
 export const MAX_REWRITTEN_FORM_BYTES = 16 * 1024;
