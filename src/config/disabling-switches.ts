@@ -38,9 +38,12 @@ export function refusedDisablingSwitches(problems: readonly ConfigProblem[]): re
   });
 }
 
-/** The readiness sentence for refused switches; undefined when none is refused. */
-export function refusedSwitchesReason(problems: readonly ConfigProblem[]): string | undefined {
+/**
+ * The readiness sentence for refused switches; undefined when none is refused. `format` writes
+ * each problem: /readyz passes one that leaves the refused value out, since anyone reads it.
+ */
+export function refusedSwitchesReason(problems: readonly ConfigProblem[], format: (problem: ConfigProblem) => string = formatProblem): string | undefined {
   const refused = refusedDisablingSwitches(problems);
   if (refused.length === 0) return undefined;
-  return `a switch that turns something off was refused, so more stays on than svc-cm says: ${refused.map(formatProblem).join('; ')}`;
+  return `a switch that turns something off was refused, so more stays on than svc-cm says: ${refused.map(format).join('; ')}`;
 }

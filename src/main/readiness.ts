@@ -3,7 +3,8 @@
  * holds, whole (start-gate.ts: a replica that started on a bad value is not ready, naming it),
  * the configuration is loaded with what tokens need and no switch that turns something off was
  * refused (config/disabling-switches.ts), and its configuration source answers. Liveness (`/healthz`)
- * stays a bare "the process serves".
+ * stays a bare "the process serves". Anyone may read /readyz, so a configuration problem shows
+ * as its store, key and category (start-gate.ts publicProblem), never its value: the log has that.
  *
  * The state backend is reported but never fails readiness: with Redis down svc serves in
  * degraded mode (logins, throttling in memory, tokens verified), and every replica shares the
@@ -15,6 +16,7 @@
 import { refusedSwitchesReason } from '../config/disabling-switches.js';
 import type { Readiness } from '../http/routes/health.js';
 import type { Services } from './services.js';
+import { publicProblem } from './start-gate.js';
 
 /**
  * A state backend slower than this counts as degraded. Under Kubernetes' default probe timeout
@@ -30,7 +32,7 @@ export function createReadiness(services: Pick<Services, 'settings' | 'state' | 
   return async function readiness() {
     const configuration = notServing() ?? (services.settings.current().serverSecretKey === undefined
       ? 'svc-secret has no server.secretkey: tokens cannot be issued or verified'
-      : (refusedSwitchesReason(services.settings.problems()) ?? 'ok'));
+      : (refusedSwitchesReason(services.settings.problems(), publicProblem) ?? 'ok'));
     // Only the Kubernetes store can lose its source; it then serves its last good configuration.
     const store = services.store.connected?.() === false ? 'the Kubernetes API does not answer; serving the last good configuration' : 'ok';
     const state = await stateCheck(services, READINESS_PING_TIMEOUT_MS);

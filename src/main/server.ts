@@ -308,8 +308,9 @@ export async function startServer(given: ServerOptions): Promise<RunningServer> 
   if (gate.reason() === undefined) await built;
   else {
     built.catch((err: unknown) => {
-      buildFailure = `the configuration is applied, but this replica could not start: ${err instanceof Error ? err.message : String(err)}`;
-      log.error({ err }, buildFailure);
+      // Anyone reads the public sentence (/readyz, every 503); the error, which may quote a value, goes to the log only.
+      buildFailure = "the configuration is applied, but this replica could not start its features; its log says why";
+      log.error({ err }, `the configuration is applied, but this replica could not start: ${err instanceof Error ? err.message : String(err)}`);
     });
   }
   const server: Server = options.tls

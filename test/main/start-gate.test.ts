@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { ConfigProblem } from '../../src/config/problems.js';
-import { createStartGate, NOT_APPLIED, registerStartGateMetric } from '../../src/main/start-gate.js';
+import { createStartGate, DETAILS_IN_LOG, NOT_APPLIED, publicProblem, registerStartGateMetric } from '../../src/main/start-gate.js';
 
 /** A store and settings whose problems the test sets, and a load that tells both listeners. */
 function fakes(storeProblems: ConfigProblem[], settingsProblems: ConfigProblem[]) {
@@ -42,13 +42,13 @@ describe('start gate', () => {
   it('names every problem of the store and the settings, logs each distinct reason once, and opens for good at the first clean load', async () => {
     const f = fakes([badFile], [badUrl]);
     const gate = createStartGate(f.deps);
-    const reason = `${NOT_APPLIED}: config/svc-rbac-cm.yaml: YAML does not parse; svc-cm: url: 'ftp://x' is not an http(s) URL`;
-    expect(gate.reason()).to.equal(reason);
+    expect(gate.reason()).to.equal(`${NOT_APPLIED}: config/svc-rbac-cm.yaml: does not parse; svc-cm: url: invalid value (${DETAILS_IN_LOG})`);
     f.load([badFile], [badUrl]);
-    expect(f.logged).to.deep.equal([{ level: 'error', msg: reason }]);
+    expect(f.logged).to.deep.equal([{ level: 'error', msg: `${NOT_APPLIED}: config/svc-rbac-cm.yaml: YAML does not parse; svc-cm: url: 'ftp://x' is not an http(s) URL` }]);
     f.load([], [badUrl]);
-    expect(gate.reason()).to.equal(`${NOT_APPLIED}: svc-cm: url: 'ftp://x' is not an http(s) URL`);
+    expect(gate.reason()).to.equal(`${NOT_APPLIED}: svc-cm: url: invalid value (${DETAILS_IN_LOG})`);
     expect(f.logged).to.have.length(2);
+    expect(f.logged[1]?.msg).to.equal(`${NOT_APPLIED}: svc-cm: url: 'ftp://x' is not an http(s) URL`);
     let opened = false;
     void gate.applied.then(() => (opened = true));
     f.load([], []);
@@ -60,6 +60,32 @@ describe('start gate', () => {
     // A bad edit after that is a running replica's: it keeps its last good configuration, the gate stays open.
     f.load([], [badUrl]);
     expect(gate.reason()).to.equal(undefined);
+  });
+
+  it('answers anyone with the store, the key and a category, never the value; the log has the value', () => {
+    const badLine: ConfigProblem = {
+      source: 'svc-rbac-cm',
+      path: ['policy.csv', 'line 2'],
+      message: 'expected 6 fields, the previous version of policy.csv stays in force (at start: the line is ignored): "p, role:x, applications, get, secret-project-name/*"',
+    };
+    const notAUrl: ConfigProblem = { source: 'svc-cm', path: ['url'], message: "'internal.example:9/x' is not an http(s) URL" };
+    const f = fakes([], [badLine, notAUrl]);
+    const reason = createStartGate(f.deps).reason() ?? '';
+    expect(reason).to.equal(`${NOT_APPLIED}: svc-rbac-cm: policy.csv: line 2: invalid value; svc-cm: url: invalid value (${DETAILS_IN_LOG})`);
+    for (const value of ['secret-project-name', 'internal.example']) {
+      expect(reason).not.to.include(value);
+      expect(f.logged[0]?.msg).to.include(value);
+    }
+  });
+
+  it('publicProblem: a fixed category for each kind of problem, whatever its message says', () => {
+    const at = (path: (string | number)[], message: string) => publicProblem({ source: 'svc-cm', path, message });
+    expect(at([], 'YAML does not parse (line 3: "password: hunter2")')).to.equal('svc-cm: does not parse');
+    expect(at([], 'cannot be read: EACCES')).to.equal('svc-cm: cannot be read');
+    expect(at([], 'a document is not a Kubernetes object (a map with kind and metadata)')).to.equal('svc-cm: cannot be used');
+    expect(at(['polcy.default'], 'unknown key')).to.equal('svc-cm: polcy.default: unknown key');
+    expect(at(['ConfigMap', 'metadata', 'name'], 'is missing')).to.equal('svc-cm: ConfigMap: metadata.name: missing');
+    expect(at(['oidc.config', 'clientSecret'], "'$oidc.secret' names no key of svc-secret")).to.equal('svc-cm: oidc.config: clientSecret: invalid value');
   });
 
   it('svc_config_applied is 0 while the gate is shut, 1 once open', async () => {
