@@ -11,8 +11,11 @@
  *   server running in this process (read from the request's headers);
  * - no shape of a secret: a JWT, a bcrypt hash, a PEM block;
  * - every line matches docs/audit.schema.json.
+ *
+ * Every span a stand-in OTLP receiver gets (helpers/otlp-receiver.ts) goes through the same two
+ * searches (known secrets, shapes of secrets), from a capture file of its own.
  */
-import { appendFileSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { Server, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,8 +97,13 @@ const SHAPES: readonly [string, RegExp][] = [
 
 /** Every problem of the captured lines; the capture file is emptied. */
 export function checkCapturedAudit(): string[] {
-  const text = readFileSync(captureFile(), 'utf8');
-  writeFileSync(captureFile(), '');
+  return [...checkCaptured(captureFile(), 'an audit line', validAuditLine), ...checkCaptured(spanCaptureFile(), 'a span', () => undefined)];
+}
+
+function checkCaptured(file: string, where: string, valid: (line: string) => void): string[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  writeFileSync(file, '');
   if (text === '') return [];
   if (shared.literals === undefined) {
     shared.literals = literalSecrets();
@@ -105,14 +113,22 @@ export function checkCapturedAudit(): string[] {
   for (const line of text.split('\n')) {
     if (line === '') continue;
     try {
-      validAuditLine(line);
+      valid(line);
     } catch (err: unknown) {
       problems.push((err as Error).message);
     }
-    for (const [what, shape] of SHAPES) if (shape.test(line)) problems.push(`${what} in an audit line: ${line}`);
-    for (const secret of secrets) if (line.includes(secret)) problems.push(`a secret the tests used (${secret.length} characters, starting '${secret.slice(0, 2)}') in an audit line: ${line}`);
+    for (const [what, shape] of SHAPES) if (shape.test(line)) problems.push(`${what} in ${where}: ${line}`);
+    for (const secret of secrets) if (line.includes(secret)) problems.push(`a secret the tests used (${secret.length} characters, starting '${secret.slice(0, 2)}') in ${where}: ${line}`);
   }
   return problems;
+}
+
+/** The spans a stand-in OTLP receiver got in this process (helpers/otlp-receiver.ts), checked as the audit lines are. */
+const spanCaptureFile = (): string => join(process.env[CAPTURE_VARIABLE] ?? tmpdir(), `svc-span-capture-${process.pid}.ndjson`);
+
+/** One exported span, as the receiver read it (JSON), for the secret search after the file. */
+export function captureSpan(line: string): void {
+  appendFileSync(spanCaptureFile(), `${line}\n`, { mode: 0o600 });
 }
 
 export const mochaHooks = {

@@ -22,6 +22,7 @@ import type { Logger } from 'pino';
 import { errorReply, sendErrorReply } from './errors.js';
 import { CLIENT_GONE, type HttpMetrics } from './metrics.js';
 import { requestIdFrom } from './request-id.js';
+import { nameRoute } from '../tracing/spans.js';
 
 /**
  * Work a feature does before any request is dispatched (to the raw handlers or Koa): undefined
@@ -68,6 +69,7 @@ export function recordRequest(deps: RawRequestDeps, route: string, requestId: st
 export function observeRawRequest(req: IncomingMessage, res: ServerResponse, route: string, path: string, deps: RawRequestDeps): string {
   const requestId = requestIdOf(req);
   const start = performance.now();
+  nameRoute(req.method ?? 'GET', route);
   res.setHeader('X-Request-Id', requestId);
   // 'close' comes once per response, also when the client leaves first.
   res.on('close', () => {

@@ -10,7 +10,7 @@ export const REDACT_PATHS = [
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
   const level = options.level ?? logLevelFromEnv();
-  return pino({ level, base: { service: 'svc' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, mixin: traceFields }, options.destination);
+  return pino({ level, base: { service: 'svc' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, mixin: traceFields, mixinMergeStrategy: mergeTraceFields }, options.destination);
 }
 
 const NO_FIELDS = Object.freeze({});
@@ -19,6 +19,11 @@ const NO_FIELDS = Object.freeze({});
 function traceFields(): object {
   const ids = activeTraceIds();
   return ids === undefined ? NO_FIELDS : { 'trace.id': ids.traceId, 'span.id': ids.spanId };
+}
+
+/** pino's default merge writes into the mixin's object: the shared empty one is left alone. */
+function mergeTraceFields(fields: object, mixin: object): object {
+  return mixin === NO_FIELDS ? fields : Object.assign(mixin, fields);
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

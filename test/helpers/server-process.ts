@@ -41,9 +41,9 @@ const LOG_TAIL_CHARS = 12_000;
 /** Warning lines kept for warnings(): the audit lines of a login stream push them out of logTail(). */
 const WARNINGS_KEPT = 40;
 
-/** Starts the server and resolves once /healthz answers 200 (within 60 s). */
-export async function startServerProcess(configDir: string, workers: number, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const port = await freePort();
+/** Starts the server and resolves once /healthz answers 200 (within 60 s); on `port` when given (the config's url names it). */
+export async function startServerProcess(configDir: string, workers: number, env: NodeJS.ProcessEnv, givenPort?: number): Promise<ServerProcess> {
+  const port = givenPort ?? await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [...entryArgs(SERVER_ENTRY), '--config', configDir, '--listen', `127.0.0.1:${port}`, '--workers', String(workers)], { cwd: ROOT, env });
   let tail = '';
