@@ -29,6 +29,11 @@ export const REVOKED_PREFIX = 'revoked-token:';
 export const REVOKED_CHANNEL = 'revoked-token';
 /** The whole list, one call to load: field jti, value expiry in ms or 'Infinity'. */
 export const REVOKED_HASH = 'revoked-tokens';
+/**
+ * The field of REVOKED_HASH that holds the marker of the record of revocations
+ * (revocations-epoch.ts), not a revoked id: a jti is a UUID, never this name.
+ */
+export const MARKER_FIELD = 'revocations-epoch';
 /** How often the list is reloaded while subscribed (a PUBLISH can fail after its write). */
 export const RELOAD_INTERVAL_MS = 60_000;
 /** How soon a failed load or subscribe is tried again. */
@@ -155,6 +160,7 @@ export async function createRevocation(deps: RevocationDeps): Promise<Revocation
     const t = now();
     const expired: string[] = [];
     for (const [jti, value] of Object.entries(all)) {
+      if (jti === MARKER_FIELD) continue;
       const until = parseExpiry(value);
       if (until <= t) expired.push(jti);
       else remember(jti, until);

@@ -2,26 +2,30 @@
  * A token refused once stays refused, whatever state is lost (issue 52). The revocation list
  * (revocation.ts) lives in the state backend: memory state loses it at every start, Redis when
  * it loses its data (FLUSHALL, a restart without persistence, an eviction). A logged-out token
- * would then work again. So the state backend also holds a marker, REVOCATIONS_EPOCH_KEY =
- * `<random id> <ms>`, written when the record of revocations begins (the first start, or the
- * first look after a loss). Its absence means "revocations may have been lost": this replica
- * writes a new marker with the present as its time, and every token whose revocation lives in
+ * would then work again. So the state backend also holds a marker, the field MARKER_FIELD of
+ * the revocation list's own hash (REVOKED_HASH) = `<random id> <ms>`, written when the record
+ * of revocations begins (the first start, or the first look after a loss). Its absence means
+ * "revocations may have been lost": this replica writes a new marker with the present as its
+ * time (on Redis, Redis's own clock, TIME: not the writing replica's), and every token whose revocation lives in
  * state alone (CUTOFF_KINDS: svc's `session`, `sso`, and `workload` tokens) issued before the
  * marker's time is refused ('the record of revocations was lost at <time>; log in again'). That
  * is fail closed: people log in again, workloads exchange again. API tokens (svc's and SSO
  * users' personal ones) live in the config store and are not affected: a logout with one
  * deletes its record there (logout.ts), so no revocation of one lives in state alone.
  *
- * The marker shares the Redis Cluster slot of the revocation list's hash (its hash tag is the
- * hash's key, state.ts markKeyFor): one node holds both, so a node that loses its data loses
- * the marker with the list, never the list alone.
+ * The marker is a field of the list's hash, not a key of its own: the two are lost together or
+ * not at all (an eviction, a DEL, a Cluster node's loss of the hash takes the marker with it). A
+ * marker in a key of its own survived an eviction of the list alone and brought logged-out
+ * tokens back (issue 52, review). The hash has no TTL; expired revocations are HDEL'd by field.
  *
  * When it is read: at start, each time the subscription to REVOCATIONS_EPOCH_CHANNEL becomes
  * live (a Redis that restarted comes back through a new connection), and every
  * CHECK_INTERVAL_MS (FLUSHALL keeps the connection). A new marker is published, so the other
  * replicas adopt it at once; any replica that reads a marker with another id and a later time
- * adopts it (SET NX: of replicas that find it absent together, one writes, the others read
- * its marker). A cutoff only moves forward. The check per token is a comparison with the copy
+ * adopts it (HSETNX: of replicas that find it absent together, one writes, the others read
+ * its marker). A marker whose time is more than the clock margin ahead of this replica's clock
+ * is adopted with this replica's present instead, and said: a replica with a clock ahead must
+ * not refuse everyone's logins until its own time. A cutoff only moves forward. The check per token is a comparison with the copy
  * held here: no round trip per request.
  *
  * Until this process has read the marker and loaded the revocation list once (a replica or a
@@ -38,17 +42,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Principal } from '../principal.js';
-import { markKeyFor, StateUnavailable, type StateBackend } from '../state/state.js';
-import { RETRY_MS, REVOKED_HASH } from './revocation.js';
+import { StateUnavailable, type StateBackend } from '../state/state.js';
+import { MARKER_FIELD, RETRY_MS, REVOKED_HASH } from './revocation.js';
 
-/**
- * In the Cluster slot of the revocation list's hash. Its name until issue 52 was
- * `revocations-epoch`, in a slot of its own: a replica of this release finds the new key absent
- * once, counts that as a loss, and refuses the tokens of before once (fail closed).
- */
-export const REVOCATIONS_EPOCH_KEY = markKeyFor(REVOKED_HASH, 'revocations-epoch');
-/** The marker's name in the log and the docs (its key adds the hash tag). */
-const MARKER_NAME = 'revocations-epoch';
+/** The marker's name in the log and the docs: a field of the revocation list's hash. */
+const MARKER_NAME = MARKER_FIELD;
 export const REVOCATIONS_EPOCH_CHANNEL = 'revocations-epoch';
 /** How often the marker is read while the connection stays up (FLUSHALL does not drop it). */
 export const CHECK_INTERVAL_MS = 5_000;
@@ -192,8 +190,18 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
     return current === undefined ? undefined : { atMs: current.atMs + skewMs, text: message };
   }
 
-  function adopt(marker: Marker, how: 'made' | 'found' | 'heard'): void {
+  /** A marker more than the margin ahead of this clock: its id, with the present as its time. */
+  function notAhead(marker: Marker): Marker {
+    const t = now();
+    if (marker.atMs <= t + skewMs) return marker;
+    log.warn({ marker: marker.id, markerAt: new Date(marker.atMs).toISOString(), now: new Date(t).toISOString(), marginMs: skewMs }, `revocations: the marker ${MARKER_NAME} of the record of revocations says ${new Date(marker.atMs).toISOString()}, later than this replica's clock and its margin (${String(skewMs)} ms): its present is used instead, so logins made from now on are kept; check the clocks (NTP) of the replicas and Redis`);
+    return { id: marker.id, atMs: t };
+  }
+
+  function adopt(found: Marker, how: 'made' | 'found' | 'heard'): void {
     const before = current;
+    if (before?.id === found.id) return;
+    const marker = notAhead(found);
     if (before !== undefined && (before.id === marker.id || marker.atMs <= before.atMs)) return;
     current = marker;
     message = lostMessage(marker.atMs);
@@ -219,26 +227,28 @@ export async function createRevocationsEpoch(deps: RevocationsEpochDeps): Promis
   async function read(): Promise<void> {
     let text: string | null;
     try {
-      text = await state.get(REVOCATIONS_EPOCH_KEY);
+      text = await state.hashGet(REVOKED_HASH, MARKER_FIELD);
     } catch (err: unknown) {
       if (!(err instanceof StateUnavailable)) log.warn({ err }, 'revocations: cannot read the marker of the record of revocations');
       return;
     }
     const found = text === null ? undefined : parseMarker(text);
     if (found !== undefined) return adopt(found, 'found');
-    const made: Marker = { id: randomUUID(), atMs: state.kind === 'memory' ? processStartMs : now() };
+    let made: Marker;
     try {
+      // Redis's clock, one for every replica: a replica with a clock ahead must not set it.
+      made = { id: randomUUID(), atMs: state.kind === 'memory' ? processStartMs : await state.time() };
       if (text === null) {
-        if (!(await state.setIfAbsent(REVOCATIONS_EPOCH_KEY, formatMarker(made)))) {
-          // Another replica wrote it between the GET and the SET NX: its marker is the record's.
-          const theirs = await state.get(REVOCATIONS_EPOCH_KEY);
+        if (!(await state.hashSetIfAbsent(REVOKED_HASH, MARKER_FIELD, formatMarker(made)))) {
+          // Another replica wrote it between the HGET and the HSETNX: its marker is the record's.
+          const theirs = await state.hashGet(REVOKED_HASH, MARKER_FIELD);
           const marker = theirs === null ? undefined : parseMarker(theirs);
           if (marker !== undefined) adopt(marker, current === undefined ? 'found' : 'heard');
           return;
         }
       } else {
-        log.warn({ key: REVOCATIONS_EPOCH_KEY }, 'revocations: the marker of the record of revocations is unreadable; it is replaced and counted as lost');
-        await state.set(REVOCATIONS_EPOCH_KEY, formatMarker(made));
+        log.warn({ key: REVOKED_HASH, field: MARKER_FIELD }, 'revocations: the marker of the record of revocations is unreadable; it is replaced and counted as lost');
+        await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker(made));
       }
     } catch (err: unknown) {
       if (!(err instanceof StateUnavailable)) log.warn({ err }, 'revocations: cannot write the marker of the record of revocations');

@@ -222,6 +222,21 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return true;
     },
 
+    async hashSetIfAbsent(key, field, value) {
+      const entry = hashEntry(key);
+      if (entry === undefined) {
+        entries.set(key, { kind: 'hash', fields: new Map([[field, value]]), expiresAt: null });
+        return true;
+      }
+      if (entry.fields.has(field)) return false;
+      entry.fields.set(field, value);
+      return true;
+    },
+
+    async time() {
+      return now();
+    },
+
     async hashDelete(key, ...fields) {
       const entry = hashEntry(key);
       if (entry === undefined) return;

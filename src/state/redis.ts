@@ -297,6 +297,15 @@ export function createRedisState(options: RedisStateOptions): RedisState {
       return reply === 1;
     },
 
+    async hashSetIfAbsent(key, field, value) {
+      return (await run('hashSetIfAbsent', (c) => c.hsetnx(key, field, value))) === 1;
+    },
+
+    async time() {
+      const [seconds, micros] = await run('time', (c) => c.time());
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    },
+
     async hashDelete(key, ...fields) {
       if (fields.length === 0) return;
       await run('hashDelete', (c) => c.hdel(key, ...fields));

@@ -198,6 +198,12 @@ export interface StateBackend {
    */
   hashSet(key: string, field: string, value: string, opts?: HashSetOptions & WriteOptions): Promise<boolean>;
 
+  /**
+   * Sets one field only if the hash lacks it (HSETNX), creating the hash if needed and leaving
+   * its TTL as it is; true when this call stored it. Of replicas setting it at once, one wins.
+   */
+  hashSetIfAbsent(key: string, field: string, value: string): Promise<boolean>;
+
   /** Removes fields; removing the last field removes the hash. Absent fields are ignored. */
   hashDelete(key: string, ...fields: readonly string[]): Promise<void>;
 
@@ -229,6 +235,12 @@ export interface StateBackend {
     handler: (message: string) => void,
     watch?: SubscriptionWatch,
   ): Promise<() => Promise<void>>;
+
+  /**
+   * The backend's clock in ms since the epoch (Redis TIME): one clock for every replica, so a
+   * time written for all of them is not the writing replica's own. Memory: this process's.
+   */
+  time(): Promise<number>;
 
   /** Resolves when the backend answers; StateUnavailable otherwise. */
   ping(): Promise<void>;

@@ -14,15 +14,14 @@ import {
   NOT_BEFORE_METRIC,
   parseMarker,
   refusedBefore,
-  REVOCATIONS_EPOCH_KEY,
   type RevocationsEpoch,
   type RevocationsEpochDeps,
   unreadMessage,
   CLOCK_SKEW_MS,
 } from '../../src/session/revocations-epoch.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { KEY_PREFIX, StateUnavailable, type StateBackend } from '../../src/state/state.js';
-import { REVOKED_HASH } from '../../src/session/revocation.js';
+import { StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { MARKER_FIELD, REVOKED_HASH } from '../../src/session/revocation.js';
 
 const T0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
@@ -42,23 +41,28 @@ async function metric(registry: Registry, name: string): Promise<number | undefi
   return (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
 }
 
-/** The same backend seen as Redis (the log line differs), and able to stop answering. */
-function asRedis(state: StateBackend): StateBackend & { down: boolean } {
-  const flags = { down: false };
+type AsRedis = StateBackend & { down: boolean; clock: () => number };
+
+/** The same backend seen as Redis (the log line differs), able to stop answering, with Redis's own clock (TIME). */
+function asRedis(state: StateBackend): AsRedis {
+  const flags = { down: false, clock: Date.now };
   return new Proxy(state, {
     get(target, prop, receiver) {
       if (prop === 'kind') return 'redis';
       if (prop === 'down') return flags.down;
+      if (prop === 'clock') return flags.clock;
+      if (prop === 'time') return () => (flags.down ? Promise.reject(new StateUnavailable('redis is down')) : Promise.resolve(flags.clock()));
       const value: unknown = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function' || prop === 'close' || prop === 'connection') return value;
       return (...args: unknown[]) => (flags.down ? Promise.reject(new StateUnavailable('redis is down')) : (value as (...a: unknown[]) => unknown).apply(target, args));
     },
     set(_target, prop, value) {
-      if (prop !== 'down') return false;
-      flags.down = value as boolean;
+      if (prop === 'clock') flags.clock = value as () => number;
+      else if (prop === 'down') flags.down = value as boolean;
+      else return false;
       return true;
     },
-  }) as StateBackend & { down: boolean };
+  }) as AsRedis;
 }
 
 const session = (issuedAt: number | undefined): Pick<Principal, 'kind' | 'issuedAt'> => ({ kind: 'session', ...(issuedAt !== undefined ? { issuedAt } : {}) });
@@ -71,7 +75,9 @@ describe('session/revocations-epoch', () => {
   });
 
   /** No clock margin unless asked: it would make each start wait for it. */
+  /** On a Redis stand-in whose clock is not set apart, Redis's clock is this replica's. */
   async function replica(state: StateBackend, now: () => number, registry = new Registry(), log = recorder().log, more: Partial<RevocationsEpochDeps> = {}): Promise<RevocationsEpoch> {
+    if (state.kind === 'redis' && (state as AsRedis).clock === Date.now) (state as AsRedis).clock = now;
     const epoch = await createRevocationsEpoch({ state, log, now, registry, checkIntervalMs: 60_000, processStartMs: now(), clockSkewMs: 0, ...more });
     closers.push(() => epoch.close());
     return epoch;
@@ -100,11 +106,12 @@ describe('session/revocations-epoch', () => {
       expect(refusedBefore(undefined, session(0)), 'no marker read yet').to.equal(false);
     });
 
-    it('keeps the marker in the Redis Cluster slot of the revocation list: one node loses both or neither', () => {
-      // Redis hashes only the first non-empty {…} of a key: the marker's is the list's whole key.
-      const tag = /\{([^}]+)\}/.exec(`${KEY_PREFIX}${REVOCATIONS_EPOCH_KEY}`)?.[1];
-      expect(tag).to.equal(`${KEY_PREFIX}${REVOKED_HASH}`);
-      expect(REVOKED_HASH, 'the list itself carries no tag').to.not.match(/[{}]/);
+    it('keeps the marker in the revocation list\'s own hash: the list is never lost without it', async () => {
+      const state = memory();
+      await replica(state, () => T0);
+      expect(Object.keys(await state.hashGetAll(REVOKED_HASH))).to.deep.equal([MARKER_FIELD]);
+      await state.delete(REVOKED_HASH); // an eviction of the list alone
+      expect(await state.hashGet(REVOKED_HASH, MARKER_FIELD), 'the marker went with it').to.equal(null);
     });
 
     it('reads back only the markers it writes', () => {
@@ -122,7 +129,7 @@ describe('session/revocations-epoch', () => {
     const { log, lines } = recorder();
     const epoch = await replica(state, () => T0, registry, log);
     expect(epoch.notBefore()).to.equal(T0);
-    expect(parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '')?.atMs).to.equal(T0);
+    expect(parseMarker((await state.hashGet(REVOKED_HASH, MARKER_FIELD)) ?? '')?.atMs).to.equal(T0);
     expect(epoch.refusal(session(Math.floor(T0 / 1000) - 60))).to.equal(lostMessage(T0));
     expect(epoch.refusal(session(Math.floor(T0 / 1000) - 1))).to.equal(lostMessage(T0));
     expect(epoch.refusal(session(Math.floor(T0 / 1000)))).to.equal(undefined);
@@ -174,7 +181,7 @@ describe('session/revocations-epoch', () => {
     a.onMoved(() => moved.push('a'));
     const off = b.onMoved(() => moved.push('b'));
     t = T0 + 60_000;
-    await state.delete(REVOCATIONS_EPOCH_KEY); // FLUSHALL
+    await state.delete(REVOKED_HASH); // FLUSHALL
     await a.check();
     await a.check(); // the marker is a's own now: nothing more
     for (let i = 0; i < 50 && b.notBefore() !== t; i++) await new Promise((r) => setTimeout(r, 10));
@@ -193,29 +200,54 @@ describe('session/revocations-epoch', () => {
 
   it('a replica that missed the message adopts a newer marker on its next check, never an older one', async () => {
     const state = asRedis(memory());
-    const b = await replica(state, () => T0);
+    let t = T0;
+    const b = await replica(state, () => t);
     const newer = { id: ID, atMs: T0 + 5_000 };
-    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker(newer)); // written by a replica b did not hear
+    t = newer.atMs;
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker(newer)); // written by a replica b did not hear
     await b.check();
     expect(b.notBefore()).to.equal(newer.atMs);
-    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: '1f8fad5b-d9cb-469f-a165-70867728950e', atMs: T0 })); // an older one (a clock behind)
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: '1f8fad5b-d9cb-469f-a165-70867728950e', atMs: T0 })); // an older one (a clock behind)
     await b.check();
     expect(b.notBefore(), 'a cutoff only moves forward').to.equal(newer.atMs);
   });
 
+  it('writes the marker with Redis\'s clock (TIME), not the writing replica\'s', async () => {
+    const state = asRedis(memory());
+    state.clock = () => T0;
+    const epoch = await replica(state, () => T0 + 1_000); // this replica's clock runs a second ahead
+    expect(parseMarker((await state.hashGet(REVOKED_HASH, MARKER_FIELD)) ?? '')?.atMs).to.equal(T0);
+    expect(epoch.notBefore()).to.equal(T0);
+  });
+
+  it('a marker later than its clock and margin (a replica or Redis with a clock ahead) is adopted with the present instead, and said', async () => {
+    const state = asRedis(memory());
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: ID, atMs: T0 + 3_600_000 }));
+    const { log, lines } = recorder();
+    const epoch = await replica(state, () => T0, new Registry(), log, { clockSkewMs: 500 });
+    expect(epoch.notBefore(), 'not an hour of refused logins').to.equal(T0);
+    expect(epoch.refusal(session(Math.floor(T0 / 1000) + 1)), 'a login after the margin').to.equal(undefined);
+    expect(lines.map((l) => l.msg)).to.include("revocations: the marker revocations-epoch of the record of revocations says 2026-11-28T13:00:00.000Z, later than this replica's clock and its margin (500 ms): its present is used instead, so logins made from now on are kept; check the clocks (NTP) of the replicas and Redis");
+    await epoch.check();
+    expect(epoch.notBefore(), 'the same marker read again changes nothing').to.equal(T0);
+    const within = asRedis(memory());
+    await within.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: ID, atMs: T0 + 400 }));
+    expect((await replica(within, () => T0, new Registry(), recorder().log, { clockSkewMs: 500 })).notBefore(), 'within the margin: as written').to.equal(T0 + 400);
+  });
+
   it('an unreadable marker counts as lost: replaced by a new one', async () => {
     const state = asRedis(memory());
-    await state.set(REVOCATIONS_EPOCH_KEY, 'garbage');
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, 'garbage');
     const registry = new Registry();
     const epoch = await replica(state, () => T0, registry);
     expect(epoch.notBefore()).to.equal(T0);
-    expect(parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '')?.atMs).to.equal(T0);
+    expect(parseMarker((await state.hashGet(REVOKED_HASH, MARKER_FIELD)) ?? '')?.atMs).to.equal(T0);
     expect(await metric(registry, LOST_METRIC)).to.equal(1);
   });
 
   it('while the backend does not answer from the start, refuses the tokens of before this process, says so once, and the first answer decides', async () => {
     const state = asRedis(memory());
-    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: ID, atMs: T0 }));
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: ID, atMs: T0 }));
     state.down = true;
     const started = T0 + 60_000;
     const { log, lines } = recorder();
@@ -243,7 +275,7 @@ describe('session/revocations-epoch', () => {
 
   it('with the marker read but the revocation list never loaded, still refuses the tokens of before this process', async () => {
     const state = asRedis(memory());
-    await state.set(REVOCATIONS_EPOCH_KEY, formatMarker({ id: ID, atMs: T0 }));
+    await state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: ID, atMs: T0 }));
     let loaded = false;
     const started = T0 + 60_000;
     const epoch = await replica(state, () => started, new Registry(), recorder().log, { listLoaded: () => loaded });
@@ -271,7 +303,7 @@ describe('session/revocations-epoch', () => {
   it('two replicas that find the marker gone at once agree on one (SET NX)', async () => {
     const state = asRedis(memory());
     const [a, b] = await Promise.all([replica(state, () => T0), replica(state, () => T0 + 7)]);
-    const stored = parseMarker((await state.get(REVOCATIONS_EPOCH_KEY)) ?? '');
+    const stored = parseMarker((await state.hashGet(REVOKED_HASH, MARKER_FIELD)) ?? '');
     expect(a.notBefore()).to.equal(stored?.atMs);
     expect(b.notBefore()).to.equal(stored?.atMs);
   });
