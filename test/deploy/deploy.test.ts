@@ -280,16 +280,23 @@ describe('deploy/: network policy, generated Secret, image pinning, ServiceMonit
         const redisPorts = podTemplate(redis).spec.containers.flatMap((c) => c.ports?.map((p) => p.containerPort) ?? []);
         expect(redisPorts).to.include.members([6379, 26379]);
       }
-      // Every egress peer that could reach the cloud metadata endpoint excepts it.
-      const metadata = '169.254.169.254';
+      // Every egress peer that could reach a cloud metadata endpoint excepts it: AWS, GCP, Azure
+      // and most others, ECS, EKS Pod Identity, Tencent, Scaleway, Alibaba, Oracle Cloud Classic.
+      const metadataV4 = ['169.254.169.254', '169.254.170.2', '169.254.170.23', '169.254.0.23', '169.254.42.42', '100.100.100.200', '192.0.0.192'];
+      const metadataV6 = ['fe80::/10', 'fd00:ec2::254/128', 'fd00:ec2::23/128', 'fd20:ce::254/128', 'fd00:42::42/128'];
       for (const rule of egress) {
         expect(rule.to !== undefined || rule.ports !== undefined, 'an egress rule without `to` reaches every address: it names its ports').to.equal(true);
+        // Such a rule never opens port 80, where every metadata service listens.
+        if (rule.to === undefined) expect(allowsPort(rule, 80), 'an egress rule to every address opens port 80').to.equal(false);
         for (const peer of rule.to ?? []) {
-          if (peer.ipBlock === undefined || !inIpv4(metadata, peer.ipBlock.cidr)) continue;
-          expect((peer.ipBlock.except ?? []).some((cidr) => inIpv4(metadata, cidr)), `${peer.ipBlock.cidr} excepts ${metadata}`).to.equal(true);
-        }
-        for (const peer of rule.to ?? []) {
-          if (peer.ipBlock?.cidr === '::/0') expect(peer.ipBlock.except).to.include.members(['fe80::/10', 'fd00:ec2::254/128']);
+          for (const metadata of metadataV4) {
+            if (peer.ipBlock === undefined || !inIpv4(metadata, peer.ipBlock.cidr)) continue;
+            expect((peer.ipBlock.except ?? []).some((cidr) => inIpv4(metadata, cidr)), `${peer.ipBlock.cidr} excepts ${metadata}`).to.equal(true);
+          }
+          if (peer.ipBlock?.cidr.includes(':') === true) {
+            expect(peer.ipBlock.cidr, 'an IPv6 block is all of IPv6, whose excepts are checked').to.equal('::/0');
+            expect(peer.ipBlock.except).to.include.members(metadataV6);
+          }
         }
       }
     });
