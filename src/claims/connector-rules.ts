@@ -10,7 +10,7 @@
  * silently drop a member the contract gains later (metadata, logoutTokens, ...).
  */
 import type { Connector, ConnectorDeps, ConnectorFactory, Identity, LoginContext } from '../../connectors/connector.js';
-import { applyClaimRules, ClaimRuleRefused, type RuleUser } from './evaluate.js';
+import { applyClaimRules, isClaimRuleRefused, type RuleUser } from './evaluate.js';
 import { hasClaimRules, type ClaimRules } from './rules-config.js';
 
 /** What `claims` holds for a connector that gives none of its own: the identity's fields, under the names of the provider's claims. */
@@ -69,7 +69,7 @@ function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps
     try {
       return identityUnderRules(rules, fresh);
     } catch (err: unknown) {
-      if (!(err instanceof ClaimRuleRefused)) throw err;
+      if (!isClaimRuleRefused(err)) throw err;
       // No longer let in: a refusal of the user, as a connector's own null is.
       deps.log.info({ reason: err.reason, user: fresh.userId }, 'identity provider: the claim rules refused a refreshed identity');
       return null;

@@ -34,6 +34,14 @@ export class ClaimRuleRefused extends PermissionDenied {
   }
 }
 
+/**
+ * Whether `err` is a ClaimRuleRefused. By shape, not instanceof: a module graph loaded twice
+ * (a connector loaded with import(), as connectors/errors.ts says) holds another copy of the class.
+ */
+export function isClaimRuleRefused(err: unknown): err is ClaimRuleRefused {
+  return err instanceof Error && err.name === 'ClaimRuleRefused' && (err as { code?: unknown }).code === 'permission_denied' && typeof (err as { reason?: unknown }).reason === 'string';
+}
+
 const MAPPING_FAILED = 'the identity source\'s answer could not be turned into a user by the claim mappings';
 
 /** The user after the rules; throws ClaimRuleRefused when a rule refuses or fails. */

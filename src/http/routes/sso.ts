@@ -14,7 +14,7 @@ import { auditSourceOf } from '../audit-source.js';
 import type { TrustedProxies } from '../client-address.js';
 import type { RecordLogin } from './record-login.js';
 import { PermissionDenied, Unauthenticated } from '../../errors.js';
-import { ClaimRuleRefused } from '../../claims/evaluate.js';
+import { isClaimRuleRefused } from '../../claims/evaluate.js';
 import { finishLogin, ReservedSubject, type CallbackDeps, type FinishedLogin } from '../../oidc/callback.js';
 import { LOGIN_STATE_COOKIE, LOGIN_STATE_TTL_MS, openLoginState, redirectUri, startLogin, type LoginStartDeps, type LoginState } from '../../oidc/login-start.js';
 import { logoutRedirect } from '../../oidc/logout.js';
@@ -88,10 +88,10 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
     } catch (err: unknown) {
       // Once, at info, however the answer goes (a page or a JSON error); the request id is in the logger.
       if (err instanceof ReservedSubject) ctx.state.log.warn({ sub: printable(err.sub), issuer: err.issuer, reason: err.reason }, err.message);
-      else if (err instanceof ClaimRuleRefused) ctx.state.log.info({ reason: err.reason, issuer: deps.callback.client.provider.issuer }, `SSO login refused by oidc.config's claim rules: ${err.message}`);
+      else if (isClaimRuleRefused(err)) ctx.state.log.info({ reason: err.reason, issuer: deps.callback.client.provider.issuer }, `SSO login refused by oidc.config's claim rules: ${err.message}`);
       else ctx.state.log.info({ reason: (err as Error).message, issuer: deps.callback.client.provider.issuer }, 'SSO login failed');
-      const refused = err instanceof ReservedSubject || err instanceof ClaimRuleRefused;
-      const detail = err instanceof ClaimRuleRefused ? `${err.message} (${err.reason})` : (err as Error).message;
+      const refused = err instanceof ReservedSubject || isClaimRuleRefused(err);
+      const detail = isClaimRuleRefused(err) ? `${err.message} (${err.reason})` : (err as Error).message;
       deps.outcomes?.record('sso', '', refused ? 'refused' : err instanceof Unauthenticated ? 'invalid-token' : 'other', { detail, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);

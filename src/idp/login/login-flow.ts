@@ -22,7 +22,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { BrowserStart, Connector, Identity, LoginContext, UpstreamSession } from '../../../connectors/connector.js';
 import { upstreamReason } from '../../../connectors/errors.js';
-import { ClaimRuleRefused } from '../../claims/evaluate.js';
+import { isClaimRuleRefused } from '../../claims/evaluate.js';
 import { secretKeyObject } from '../../lib/secret-key.js';
 import { describeFailure } from '../../lib/tls-fetch.js';
 import { NO_LOGIN_OUTCOMES, type LoginOutcomes } from '../../session/login-outcomes.js';
@@ -169,7 +169,7 @@ export function createLoginFlow(deps: LoginFlowDeps): LoginFlow {
         const ctx: LoginContext = { ...contextFor(req.scope), refused: (reason) => { why = reason; }, ...(admitEntry === undefined ? {} : { admitEntry }) };
         identity = await connector.login(username, password, ctx);
       } catch (err: unknown) {
-        if (err instanceof ClaimRuleRefused) return { kind: 'refused', message: err.message, why: err.reason };
+        if (isClaimRuleRefused(err)) return { kind: 'refused', message: err.message, why: err.reason };
         // The attempt's one line (password-guard.ts) says why; the stack is for debugging only.
         deps.log.debug({ err, connector: req.connectorId }, 'identity provider: password connector failed');
         return { kind: 'unavailable', why: upstreamReason(err) ?? `the identity source failed: ${describeFailure(err)}` };
@@ -289,7 +289,7 @@ function logCallbackFailure(log: Logger, outcomes: LoginOutcomes, connector: str
   const refused = code === 'permission_denied' || code === 'unauthenticated';
   const operatorReason = (err as { reason?: unknown }).reason;
   // A claim rule's refusal: the rule's message and which rule, both for the audit trail.
-  const reason = err instanceof ClaimRuleRefused ? `${err.message} (${err.reason})`
+  const reason = isClaimRuleRefused(err) ? `${err.message} (${err.reason})`
     : typeof operatorReason === 'string' ? operatorReason : refused ? (err as Error).message : describeFailure(err);
   const fields = { connector, reason, requestId };
   if (refused) {
