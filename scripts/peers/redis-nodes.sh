@@ -42,6 +42,25 @@ wait_replica_synced() {
   return 1
 }
 
+# wait_replica_acks <primary-port> [password]: until the primary lists a replica online and a
+# write on it is acknowledged by one (WAIT 1), 10 s. A replica's link being up
+# (master_link_status:up, wait_replica_synced) is not enough: after a diskless full sync the
+# primary streams nothing to the replica until it has the replica's first REPLCONF ACK, and a
+# write meanwhile is not acknowledged, so the first write that waits for a replica (a logout's
+# revocation) failed under load. The probe key is deleted in the same write stream.
+wait_replica_acks() {
+  local port=$1 pass=${2:-} acked
+  for _ in $(seq 1 200); do
+    if rcli "$pass" -h 127.0.0.1 -p "$port" info replication 2>/dev/null | grep -q '^slave[0-9]*:.*state=online'; then
+      acked=$(printf 'SET peer:replication-probe 1\nDEL peer:replication-probe\nWAIT 1 100\n' | rcli "$pass" -h 127.0.0.1 -p "$port" 2>/dev/null | tail -n 1)
+      [ "$acked" = 1 ] && return 0
+    fi
+    sleep 0.05
+  done
+  echo "no replica of 127.0.0.1:$port acknowledged a write within 10 s; see the logs in the peer dir" >&2
+  return 1
+}
+
 # Common server arguments: loopback, no persistence of data, a full sync that starts at once
 # (the default waits 5 s for more replicas; a primary killed meanwhile could not fail over).
 node_args() {

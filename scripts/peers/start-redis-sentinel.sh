@@ -62,6 +62,7 @@ setsid bash "$DIR/supervise.sh" </dev/null >/dev/null 2>&1 &
 echo $! >"$PIDFILE"
 wait_ping "$PRIMARY" "$PASS"; wait_ping "$REPLICA" "$PASS"
 wait_replica_synced "$REPLICA" "$PASS"
+wait_replica_acks "$PRIMARY" "$PASS"
 for s in "${SENTINELS[@]}"; do wait_ping "$s" "$SPASS"; done
 # Ready when every sentinel knows the replica and the other two sentinels.
 for s in "${SENTINELS[@]}"; do
