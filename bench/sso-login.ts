@@ -25,7 +25,11 @@
  * Peers: scripts/peers/start-slapd.sh (fixtures/ldap/ldap-connector.ldif),
  * scripts/peers/start-lemonldap-ng.sh (install: scripts/install-bench-deps.sh as root) and, with
  * --svc-workers above 1, start-redis.sh.
- * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh]
+ * Claim rules (--claims, issue 54): a second LDAP connector, the same directory with three claim
+ * rules and a groups mapping (docs/claims.md), and svc's logins through it between two phases of
+ * logins through the plain one, in one run: svc's CPU per login with the rules against without.
+ *
+ * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh] [--claims]
  *   [--no-bare (skip the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
  *   [--json FILE (the ratios and rates, for bench/check.ts)]
@@ -40,6 +44,8 @@ import { pino } from 'pino';
 import { ldap as ldapType } from '../connectors/ldap/index.js';
 import type { Identity, PasswordConnector } from '../connectors/connector.js';
 import { ProblemSink } from '../src/config/problems.js';
+import { identityUnderRules } from '../src/claims/connector-rules.js';
+import { parseClaimRules } from '../src/claims/rules-config.js';
 import { webClientSecret } from '../src/idp/clients.js';
 import { isPage, type FormBrowser, type Page } from '../test/helpers/form-browser.js';
 import { closeLeanAgent, LeanBrowser, leanFetch } from './lean-browser.js';
@@ -56,6 +62,7 @@ const { values: opts } = parseArgs({
     'no-logins': { type: 'boolean', default: false },
     'no-refresh': { type: 'boolean', default: false },
     'no-bare': { type: 'boolean', default: false },
+    claims: { type: 'boolean', default: false },
     'svc-cpu-prof': { type: 'string' },
     'svc-root': { type: 'string' },
     json: { type: 'string' },
@@ -91,12 +98,14 @@ interface Flow {
   submit(browser: FormBrowser, page: Page, username: string, password: string): Promise<URL | Page>;
 }
 
-async function logIn(flow: Flow, username: string, password: string, scope: string): Promise<client.TokenEndpointResponse> {
+/** `connector`: svc's connector to log in through (connector_id), when idp.config has more than one. */
+async function logIn(flow: Flow, username: string, password: string, scope: string, connector?: string): Promise<client.TokenEndpointResponse> {
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const start = client.buildAuthorizationUrl(flow.rp, {
     redirect_uri: flow.redirectUri, scope, state,
     code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    ...(connector !== undefined ? { connector_id: connector } : {}),
   });
   const browser = new LeanBrowser();
   const form = await browser.go(start.href, flow.redirectUri);
@@ -137,11 +146,26 @@ const ldap = {
   userSearch: { baseDN: 'ou=people,dc=example,dc=org', filter: '(objectClass=inetOrgPerson)', username: 'uid', idAttr: 'uid', emailAttr: 'mail', nameAttr: 'cn', preferredUsernameAttr: 'uid' },
   groupSearch: { baseDN: 'ou=groups,dc=example,dc=org', nameAttr: 'cn', userMatchers: [{ userAttr: 'DN', groupAttr: 'member' }] },
 };
+/** Three rules and a groups mapping (--claims): what a login through the `rules` connector pays for. */
+const CLAIM_RULES = {
+  claimValidationRules: [
+    { expression: 'claims.mail[0].endsWith("@example.org")', message: 'only example.org accounts' },
+    { expression: '"devs" in claims.groups || "admins" in claims.groups', message: 'only developers and administrators' },
+  ],
+  claimMappings: { groups: { expression: 'claims.groups.map(g, "ldap:" + g)' } },
+  userValidationRules: [{ expression: '!user.groups.exists(g, g == "ldap:contractors")', message: 'contractors use the partner portal' }],
+};
+const connectors = [
+  { type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap },
+  ...(opts.claims ? [{ type: 'ldap', id: 'rules', name: 'Corp directory, claim rules', config: { ...ldap, ...CLAIM_RULES } }] : []),
+];
+/** With two connectors every login names its own: the plain one unless a phase says otherwise. */
+const PLAIN = opts.claims ? 'corp' : undefined;
 const manifest = (kind: string, name: string, key: string, data: Record<string, string>) =>
   YAML.stringify({ apiVersion: 'v1', kind, metadata: { name, ...(kind === 'Secret' ? { labels: { 'app.kubernetes.io/part-of': 'svc' } } : {}) }, [key]: data });
 await writeFile(join(configDir, 'svc-cm.yaml'), manifest('ConfigMap', 'svc-cm', 'data', {
   url: svcUrl,
-  'idp.config': YAML.stringify({ connectors: [{ type: 'ldap', id: 'corp', name: 'Corp directory', config: ldap }] }),
+  'idp.config': YAML.stringify({ connectors }),
 }));
 await writeFile(join(configDir, 'svc-secret.yaml'), manifest('Secret', 'svc-secret', 'stringData', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }));
 const svc = await startSvc({
@@ -203,7 +227,7 @@ async function refreshChains(scope: string): Promise<string[]> {
 
 async function offlineLogin(i: number, scope: string): Promise<string> {
   const [u, p] = user(i);
-  const tokens = await logIn(svcFlow, u, p, `${scope} offline_access`);
+  const tokens = await logIn(svcFlow, u, p, `${scope} offline_access`, PLAIN);
   if (tokens.refresh_token === undefined) throw new Error('no refresh token with offline_access');
   return tokens.refresh_token;
 }
@@ -301,6 +325,8 @@ interface Results {
   readonly refreshes?: Tally | undefined;
   readonly bareRefreshes?: Tally | undefined;
   readonly connectorRefreshes?: Tally | undefined;
+  /** --claims: logins through the plain connector, through the one with rules, through the plain one again. */
+  readonly claims?: readonly [Tally, Tally, Tally] | undefined;
 }
 
 /**
@@ -318,7 +344,42 @@ function refreshCeiling(bare: Tally, connector: Tally): string {
   return `${parts.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(' + ')} = ${total.toFixed(2)} ms of CPU per grant → at most ${ceiling.toFixed(0)} /s on ${cpus().length} cores, every one busy all the time`;
 }
 
-function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector }: Results): boolean {
+/**
+ * The rules alone, in this process: CPU per login of the three rules and the mapping on an
+ * identity as the LDAP connector gives it (bob: his entry's attributes and two groups), with no
+ * HTTP, directory or provider around them; steadier than the difference of two loaded phases.
+ */
+function rulesAloneMs(): number {
+  const sink = new ProblemSink();
+  const rules = parseClaimRules(CLAIM_RULES, sink.scoped('bench', ['rules']));
+  if (rules === undefined) throw new Error(`the bench's claim rules are refused: ${JSON.stringify(sink.problems)}`);
+  const bob: Identity = {
+    userId: 'bob', username: 'Bob Builder', preferredUsername: 'bob', email: 'bob@example.org', emailVerified: true, groups: ['devs', 'engineering'],
+    claims: { uid: ['bob'], mail: ['bob@example.org'], cn: ['Bob Builder'], dn: 'uid=bob,ou=people,dc=example,dc=org', groups: ['devs', 'engineering'] },
+  };
+  for (let i = 0; i < 2_000; i++) identityUnderRules(rules, bob);
+  const rounds = 20_000;
+  const start = process.cpuUsage();
+  for (let i = 0; i < rounds; i++) identityUnderRules(rules, bob);
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000 / rounds;
+}
+
+/** svc's CPU per login through the connector with rules against the mean of the two plain phases around it. */
+function claimsLines([before, rules, after]: readonly [Tally, Tally, Tally]): string[] {
+  const plain = (cpuMsPer(before, 'svc') + cpuMsPer(after, 'svc')) / 2;
+  const ruled = cpuMsPer(rules, 'svc');
+  const noise = Math.abs(cpuMsPer(before, 'svc') - cpuMsPer(after, 'svc')) / plain;
+  const alone = rulesAloneMs();
+  return [
+    `claim rules alone (in this process): ${(alone * 1000).toFixed(1)} µs of CPU per login = ${((alone / plain) * 100).toFixed(2)} % of svc's CPU per plain login (target < 5 %)`,
+    `claim rules (3 rules and a groups mapping) against none, svc CPU per login: ${ruled.toFixed(3)} ms against ${plain.toFixed(3)} ms`
+      + ` = ${(((ruled - plain) / plain) * 100).toFixed(1)} % (target < 5 %; the two plain phases differ by ${(noise * 100).toFixed(1)} %)`,
+    `  logins/s: plain ${rate(before).toFixed(1)}, rules ${rate(rules).toFixed(1)}, plain ${rate(after).toFixed(1)}; errors ${before.errors + rules.errors + after.errors}`,
+  ];
+}
+
+function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims }: Results): boolean {
   const fmt = (n: number) => n.toFixed(1).padStart(9);
   const line = (t: Tally) => `${fmt(rate(t))} /s  (${t.ok} ok, ${t.errors} errors, ${t.seconds.toFixed(1)} s, load ${t.load[0].toFixed(2)}→${t.load[1].toFixed(2)})`;
   const verdict = (ok: boolean) => (ok ? 'pass' : 'below target');
@@ -348,6 +409,7 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
       console.log(`svc / provider alone  ${ratio.toFixed(2).padStart(9)} x   target >= ${REFRESH_GOAL} x    ${verdict(refreshPass)}`);
     }
   }
+  if (claims !== undefined) for (const text of claimsLines(claims)) console.log(text);
   if (connector !== undefined) console.log(`LDAP connector alone  ${line(connector)}   the directory lookup of one refresh, in the bench's process`);
   if (bareRefreshes !== undefined && connector !== undefined) console.log(`refresh floor         ${refreshCeiling(bareRefreshes, connector)}`);
   console.log(`CPU per phase: % of one core (the machine has ${cpus().length * 100} %), and CPU ms per login or grant:`);
@@ -395,7 +457,8 @@ function summary({ svcLogins, llngLogins, refreshes, bareRefreshes }: Results): 
 try {
   const svcScope = 'openid profile email groups';
   // Warm-up: one login each, so a broken setup fails here and not as a column of errors.
-  await logIn(svcFlow, 'alice', 'alice123', svcScope);
+  await logIn(svcFlow, 'alice', 'alice123', svcScope, PLAIN);
+  if (opts.claims) await logIn(svcFlow, 'alice', 'alice123', svcScope, 'rules');
   if (llngFlow !== undefined) await logIn(llngFlow, 'alice', 'alice123', 'openid profile email');
 
   let svcLogins: Tally | undefined;
@@ -404,7 +467,7 @@ try {
     console.error(`svc logins: ${CONCURRENCY} workers, ${DURATION_S} s`);
     svcLogins = await load(CONCURRENCY, DURATION_S, async (w, i) => {
       const [u, p] = user(w + i);
-      await logIn(svcFlow, u, p, svcScope);
+      await logIn(svcFlow, u, p, svcScope, PLAIN);
     });
     if (llngFlow !== undefined) {
       const flow = llngFlow;
@@ -416,13 +479,25 @@ try {
     }
   }
 
+  let claims: Results['claims'];
+  if (opts.claims) {
+    const through = (connector: string) => {
+      console.error(`svc logins through ${connector}: ${CONCURRENCY} workers, ${DURATION_S} s`);
+      return load(CONCURRENCY, DURATION_S, async (w, i) => {
+        const [u, p] = user(w + i);
+        await logIn(svcFlow, u, p, svcScope, connector);
+      });
+    };
+    claims = [await through('corp'), await through('rules'), await through('corp')];
+  }
+
   const refreshes = opts['no-refresh'] ? undefined : await refreshGrants(svcScope);
   const bareRefreshes = opts['no-refresh'] || opts['no-bare'] ? undefined : await bareProviderRefreshes();
   const connector = opts['no-refresh'] || opts['no-bare'] ? undefined : await connectorRefreshes();
 
-  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector }) ? 0 : 1;
+  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims }) ? 0 : 1;
   if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary({ svcLogins, llngLogins, refreshes, bareRefreshes })));
-  if ([svcLogins, refreshes].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
+  if ([svcLogins, refreshes, ...(claims ?? [])].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
 } finally {
   await closeLeanAgent();
   await cleanUp();
