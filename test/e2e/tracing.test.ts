@@ -5,7 +5,7 @@
  * one traceparent are one trace, with the login's LDAP and Redis spans under the requests' server
  * spans and the backend called with the proxy span's traceparent; a client that is not a trusted
  * proxy starts no trace of its own choosing; each worker exports its own spans; log and audit
- * lines carry the ids. Every span received goes through the suite's secret check (audit-capture.ts).
+ * lines carry the ids; http/json is exported too. Every span received goes through the suite's secret check (audit-capture.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -164,5 +164,17 @@ describe('e2e: OpenTelemetry traces to an OTLP receiver', function () {
   it('has each worker export its own spans', async function () {
     for (let i = 0; i < 8; i++) expect((await fresh(url, 'GET', '/healthz')).status).to.equal(200);
     await receiver.waitFor((spans) => new Set(spans.filter((s) => s.name === 'GET /healthz').map((s) => s.resource['process.pid'])).size === 2, 'health checks from both workers');
+  });
+
+  it('exports over http/protobuf by default, and over http/json when OTEL_EXPORTER_OTLP_PROTOCOL says so', async function () {
+    expect(new Set(receiver.contentTypes)).to.deep.equal(new Set(['application/x-protobuf']));
+    const json = await startServerProcess(dir, 1, cleanRedisEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'svc-json', OTEL_BSP_SCHEDULE_DELAY: '100' }));
+    try {
+      expect((await fresh(json.url, 'GET', '/healthz')).status).to.equal(200);
+      await receiver.waitFor((spans) => spans.some((s) => s.resource['service.name'] === 'svc-json' && s.name === 'GET /healthz'), 'the JSON exporter\'s span');
+      expect(receiver.contentTypes).to.include('application/json');
+    } finally {
+      await json.stop();
+    }
   });
 });
