@@ -108,7 +108,7 @@ describe('second factor over the API', function () {
     expect(info.body).to.deep.include({ loggedIn: true, username: 'alice' });
     const reused = await loginWithCode(base, 'alice', PASSWORDS.alice, code);
     expect(reused.status).to.equal(401);
-    expect(reused.body).to.deep.equal({ error: 'invalid_credentials', message: 'invalid or already used second-factor code; log in again' });
+    expect(reused.body).to.deep.equal({ error: 'invalid_credentials', message: 'this code was already used; wait for the next one (a new code every 30 seconds) and log in again' });
     const logins = audit.of('login').filter((e) => e.svc?.['step'] === 'second-factor');
     expect(logins.map((e) => e.outcome)).to.deep.equal(['success', 'failure']);
     expect(logins[0]?.svc).to.deep.equal({ step: 'second-factor', factor: 'totp' });
