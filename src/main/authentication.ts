@@ -11,6 +11,7 @@ import { readInt } from '../session/limits.js';
 import { createSessionRegistry, DEFAULT_SESSIONS_PER_ACCOUNT, SESSIONS_PER_ACCOUNT_ENV, type SessionRegistry } from '../session/registry.js';
 import { createAccountCutoffs, followAccounts } from '../session/account-cutoffs.js';
 import { createAuthenticator, type Authenticator } from '../session/authenticate.js';
+import { createDisabledAccountTokens } from '../session/disabled-account-tokens.js';
 import { createLocalVerifier } from '../session/local-verifier.js';
 import { createLogout, type Logout } from '../session/logout.js';
 import { createRevocation, type Revocation } from '../session/revocation.js';
@@ -41,7 +42,9 @@ export async function buildAuthentication(services: Services, verifiers: readonl
   const signer = createTokenSigner({ secretKey: () => settings.current().serverSecretKey, now });
   const revocation = await createRevocation({ state, log, now, registry: services.metrics.registry });
   const epoch = await createRevocationsEpoch({ state, log, now, registry: services.metrics.registry, listLoaded: () => revocation.loadedOnce() });
-  const cutoffs = await createAccountCutoffs({ state, log, now });
+  // A disabled or removed account's API tokens are deleted from svc-secret: the cutoff above lives in state, which can be lost.
+  const disabledTokens = createDisabledAccountTokens({ store: services.store, audit: services.audit, log });
+  const cutoffs = await createAccountCutoffs({ state, log, now, onRecorded: (name, how, atMs) => void disabledTokens.deleteTokensOf(name, how, atMs) });
   const stopFollowing = await followAccounts(cutoffs, settings);
   const accounts = () => settings.current().accounts;
   const local = withApiTokenIds(createLocalVerifier({ signer, accounts, disabledAt: cutoffs.disabledAt, mfaRequired: () => settings.current().mfaRequired }), accounts);
@@ -66,6 +69,7 @@ export async function buildAuthentication(services: Services, verifiers: readonl
     },
     async close() {
       stopFollowing();
+      disabledTokens.close();
       await cutoffs.close();
       await revocation.close();
       await epoch.close();

@@ -14,17 +14,29 @@
  * been enabled and disabled again while no replica ran. A disable that no replica ever saw (svc
  * stopped throughout) leaves no record; that limit is documented.
  *
- * Storage: the hash `account-disabled-at` (name -> ms), loaded at start, on every (re)subscribe
+ * Storage: the hash DISABLED_AT_HASH (name -> ms), loaded at start, on every (re)subscribe
  * and every RELOAD_INTERVAL_MS; each record is also published, so other replicas apply it at once.
- * Records only move forward in time. The check reads this replica's copy, synchronously.
+ * Records only move forward in time. The check reads this replica's copy, synchronously. The
+ * write waits for a Redis replica (`replicated`), as a revocation does, and the hash shares the
+ * revocation list's Cluster slot (hash tag {svc:revoked-tokens}), so a node's loss takes both,
+ * and the loss cutoff (revocations-epoch.ts) then covers the session tokens it held.
+ *
+ * What a loss of state still takes: the record itself. Session tokens of before it are refused
+ * by the loss cutoff; API tokens are not (revocations-epoch.ts), so each record also has the
+ * account's API token records deleted from svc-secret (`onRecorded`, disabled-account-tokens.ts):
+ * durable, as `svc account delete-token`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { AccountSettings } from '../accounts/config.js';
-import { StateUnavailable, type StateBackend } from '../state/state.js';
-import { RELOAD_INTERVAL_MS, RETRY_MS } from './revocation.js';
+import { markKeyFor, StateUnavailable, type StateBackend } from '../state/state.js';
+import type { AccountEnd } from './disabled-account-tokens.js';
+import { RELOAD_INTERVAL_MS, RETRY_MS, REVOKED_HASH } from './revocation.js';
 
-export const DISABLED_AT_HASH = 'account-disabled-at';
+/** In the revocation list's Cluster slot: `account-disabled-at{svc:revoked-tokens}`. */
+export const DISABLED_AT_HASH = markKeyFor(REVOKED_HASH, 'account-disabled-at');
+/** Its name before issue 52's review, in a slot of its own: still read, so an upgrade keeps its records. */
+export const FORMER_DISABLED_AT_HASH = 'account-disabled-at';
 export const DISABLED_AT_CHANNEL = 'account-disabled-at';
 
 export interface AccountCutoffs {
@@ -57,9 +69,11 @@ export interface AccountCutoffsDeps {
   readonly state: StateBackend;
   readonly log: Pick<Logger, 'warn'>;
   readonly now: () => number;
+  /** Told of each account this replica records as disabled or removed, with the record's time (ms). */
+  readonly onRecorded?: (name: string, how: AccountEnd, atMs: number) => void;
 }
 
-export async function createAccountCutoffs({ state, log, now }: AccountCutoffsDeps): Promise<AccountCutoffs> {
+export async function createAccountCutoffs({ state, log, now, onRecorded }: AccountCutoffsDeps): Promise<AccountCutoffs> {
   const local = new Map<string, number>();
   let closed = false;
   let unsubscribe: (() => Promise<void>) | undefined;
@@ -70,7 +84,9 @@ export async function createAccountCutoffs({ state, log, now }: AccountCutoffsDe
 
   async function load(): Promise<void> {
     try {
-      for (const [name, value] of Object.entries(await state.hashGetAll(DISABLED_AT_HASH))) apply(name, Number(value));
+      for (const hash of [DISABLED_AT_HASH, FORMER_DISABLED_AT_HASH]) {
+        for (const [name, value] of Object.entries(await state.hashGetAll(hash))) apply(name, Number(value));
+      }
     } catch (err: unknown) {
       if (!(err instanceof StateUnavailable)) log.warn({ err }, 'account cutoffs: cannot load them');
     }
@@ -93,11 +109,12 @@ export async function createAccountCutoffs({ state, log, now }: AccountCutoffsDe
   }
 
   /** Locally first, so this replica refuses at once even when the state backend is away. */
-  async function record(name: string): Promise<void> {
+  async function record(name: string, how: AccountEnd): Promise<void> {
     const atMs = now();
     apply(name, atMs);
+    onRecorded?.(name, how, atMs);
     try {
-      await state.hashSet(DISABLED_AT_HASH, name, String(atMs));
+      await state.hashSet(DISABLED_AT_HASH, name, String(atMs), { replicated: true });
       await state.publish(DISABLED_AT_CHANNEL, `${name} ${atMs}`);
     } catch (err: unknown) {
       log.warn({ err, account: name }, 'account cutoffs: cannot share that the account was disabled; other replicas learn it when they see it');
@@ -115,7 +132,7 @@ export async function createAccountCutoffs({ state, log, now }: AccountCutoffsDe
       const disabled = [...next].filter(([name, account]) => !account.enabled && (previous === undefined || previous.get(name)?.enabled !== false)).map(([name]) => name);
       // An account removed and added again later must not revive its tokens either.
       const removed = previous === undefined ? [] : [...previous.keys()].filter((name) => !next.has(name));
-      await Promise.all([...disabled, ...removed].map(record));
+      await Promise.all([...disabled.map((name) => record(name, 'disabled')), ...removed.map((name) => record(name, 'removed'))]);
     },
     async close() {
       closed = true;
