@@ -66,6 +66,9 @@ function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps
   const refresh = (method: Method) => async (identity: Identity, ctx: LoginContext): Promise<Identity | null> => {
     const fresh = await (method as (identity: Identity, ctx: LoginContext) => Promise<Identity | null>).call(connector, identity, ctx);
     if (fresh === null) return null;
+    // The identity the rules made at login, handed back with nothing new read (an oidc upstream
+    // that sends no ID token on refresh): mapping it again would map the mapped values.
+    if (fresh.claims === undefined && sameUser(fresh, identity)) return fresh;
     try {
       return identityUnderRules(rules, fresh);
     } catch (err: unknown) {
@@ -84,4 +87,10 @@ function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps
       return (value as (...args: unknown[]) => unknown).bind(target);
     },
   });
+}
+
+/** The same user with the same fields (connectorData aside). */
+function sameUser(a: Identity, b: Identity): boolean {
+  return a.userId === b.userId && a.username === b.username && a.preferredUsername === b.preferredUsername && a.email === b.email
+    && a.emailVerified === b.emailVerified && a.groups.length === b.groups.length && a.groups.every((g, i) => g === b.groups[i]);
 }

@@ -60,4 +60,16 @@ describe('claims/connector-rules', () => {
     expect((err as Error).message).to.equal('staff use the other door');
     expect(await wrapped.refresh?.(IDENTITY, ctx)).to.equal(null);
   });
+
+  it('hands back unchanged an identity a refresh returns as it was given, with nothing new read: the mapped values are not mapped again', async () => {
+    const mapping = rules({ claimMappings: { groups: { expression: 'claims.groups.map(g, "corp:" + g)' } } });
+    const { claims: _c, ...stored } = identityUnderRules(mapping, IDENTITY);
+    expect(stored.groups).to.deep.equal(['corp:staff']);
+    const connector: PasswordConnector = { kind: 'password', prompt: 'Username', login: () => Promise.resolve(null), refresh: (identity) => Promise.resolve({ ...identity, connectorData: 'new' }) };
+    const wrapped = withClaimRules(() => connector, mapping)(deps) as PasswordConnector;
+    expect((await wrapped.refresh?.(stored, ctx))?.groups).to.deep.equal(['corp:staff']);
+    // With something new read (its claims), the rules apply again.
+    const reread: PasswordConnector = { ...connector, refresh: () => Promise.resolve(IDENTITY) };
+    expect((await (withClaimRules(() => reread, mapping)(deps) as PasswordConnector).refresh?.(stored, ctx))?.groups).to.deep.equal(['corp:staff']);
+  });
 });
