@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import YAML from 'yaml';
 import { WebSocket, WebSocketServer } from 'ws';
 import { closeServer, listen } from '../extensions/helpers.js';
-import { accountsConfigDir, call, login, PASSWORDS, waitFor, type Reply } from '../helpers/accounts-fixture.js';
+import { accountsConfigDir, call, editConfigMap, login, PASSWORDS, waitFor, type Reply } from '../helpers/accounts-fixture.js';
 import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { startReplica, stopReplica, type Replica } from '../helpers/replica-process.js';
 import { cleanRedisEnv, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -109,6 +109,34 @@ describe('revocations lost with the state: session tokens of before are refused 
       server = await startServerProcess(dir, 1, cleanRedisEnv({}));
       expect(await refusal(server.url, key), 'after the restart: memory state kept nothing, the store did').to.not.equal('answered 200');
       expect((await whoAmI(server.url, kept)).status, 'another API token').to.equal(200);
+    });
+
+    it('an API token refused because its account was disabled stays refused after the restart: the disable deleted its record from svc-secret', async () => {
+      server ??= await startServerProcess(dir, 1, cleanRedisEnv({}));
+      const admin = await login(server.url, 'admin', PASSWORDS.admin);
+      const made = await call(server.url, 'POST', '/api/v1/account/alice/token', { token: admin, body: { id: 'before-disable' } });
+      expect(made.status, JSON.stringify(made.body)).to.equal(200);
+      const key = String(made.body['token']);
+      expect((await call(server.url, 'GET', '/api/v1/account', { token: key })).status).to.equal(200);
+
+      editConfigMap(dir, (text) => `${text}  accounts.alice.enabled: "false"\n`);
+      await waitFor(async () => (await call(server!.url, 'GET', '/api/v1/account', { token: key })).status === 401, 'alice disabled');
+      editConfigMap(dir, (text) => text.replace('  accounts.alice.enabled: "false"\n', ''));
+      await waitFor(async () => (await login(server!.url, 'alice', PASSWORDS.alice).then(() => true, () => false)), 'alice enabled again');
+      expect((await call(server.url, 'GET', '/api/v1/account', { token: key })).status, 'enabled again: still refused').to.equal(401);
+      const log = server.logTail();
+
+      await server.stop();
+      server = await startServerProcess(dir, 1, cleanRedisEnv({}));
+      const after = await call(server.url, 'GET', '/api/v1/account', { token: key });
+      expect(after.status, `after the restart (memory state lost the record of the disable): ${JSON.stringify(after.body)}`).to.equal(401);
+      expect(after.body['message']).to.equal(`this API token of account 'alice' was deleted`);
+      const admin2 = await login(server.url, 'admin', PASSWORDS.admin);
+      expect(JSON.stringify((await call(server.url, 'GET', '/api/v1/account/alice', { token: admin2 })).body), 'svc account get no longer lists it').to.not.include('"before-disable"');
+      const deleted = log.split('\n').find((line) => line.includes('"action":"token-deleted"') && line.includes('"tokenId":"before-disable"'));
+      expect(deleted, 'the audit event of the deletion').to.be.a('string').and.to.include('"reason":"account-disabled: the account was disabled"');
+      const fresh = await call(server.url, 'POST', '/api/v1/account/alice/token', { token: admin2, body: { id: 'after-enable' } });
+      expect((await call(server.url, 'GET', '/api/v1/account', { token: String(fresh.body['token']) })).status, 'a token made after the enable').to.equal(200);
     });
   });
 
@@ -207,6 +235,23 @@ describe('revocations lost with the state: session tokens of before are refused 
       expect(await refusal(b.url, kept)).to.equal(message);
       expect((await whoAmI(b.url, fresh)).status).to.equal(200);
       expect((await whoAmI(b.url, key)).status).to.equal(200);
+    });
+
+    it('the revocation list evicted alone (its hash and keys deleted): a restarted replica still refuses the logged-out token, since the marker went with the list', async () => {
+      await new Promise((r) => setTimeout(r, 1_100));
+      const loggedOut = await login(a.url, 'alice', PASSWORDS.alice);
+      expect((await call(a.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
+      expect(await refusal(a.url, loggedOut)).to.equal(REVOKED);
+      const keys = await raw.keys('svc:revoked-token*');
+      expect(keys, 'the list\'s hash and its per-token keys').to.include('svc:revoked-tokens');
+      await raw.del(...keys);
+      await stopReplica(b);
+      b = await startReplica(dir, redis.url);
+      const answer = await refusal(b.url, loggedOut);
+      expect(answer, `the logged-out token on the restarted replica: ${b.logSince(0)}`).to.match(LOST);
+      const at = LOST.exec(answer)?.[1] ?? '';
+      expect(await refusal(a.url, loggedOut), 'on the replica that kept its copy').to.be.oneOf([REVOKED, answer]);
+      await afterSecondOf(at);
     });
 
     it('a replica started while Redis is down has read no revocation: it refuses the tokens issued before it started, says so, and serves its own logins', async () => {
