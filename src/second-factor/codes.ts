@@ -58,7 +58,8 @@ export async function checkCode(deps: CodeCheckDeps, account: AccountSettings, c
     if (secret === undefined) return undefined;
     const step = matchingStep(secret, trimmed, deps.now());
     if (step === undefined) return undefined;
-    return (await claimTotpStep(deps.state, account.name, step)) ? 'totp' : REUSED_CODE;
+    // A step of before a loss of state is refused as used: its use may have been lost with it.
+    return (await claimTotpStep(deps.state, account.name, step, deps.now())) ? 'totp' : REUSED_CODE;
   }
   const hash = deps.keys.recoveryHasher()(trimmed);
   if (!factorOf(account).recoveryHashes.includes(hash)) return undefined;

@@ -5,6 +5,14 @@
  * replicas checking codes of one account at once cannot both accept (the state backend has no
  * compare-and-set). The mark lives only as long as a code of its step could still be accepted.
  *
+ * The mark lives in state, which can be lost (memory state at every start; Redis emptied): a
+ * code used just before would be accepted again (issue 52, review finding 3). So a code whose
+ * step begins at or before the marker of the record of revocations (revocations-epoch.ts: when
+ * the state svc keeps began, kept in the same backend and lost with it) is refused too, with the
+ * clock margin on a shared backend: after a loss, the user waits for the next step's code, at
+ * most one period. No marker (the state lost, and no replica wrote a new one yet): every step
+ * begun by now is refused.
+ *
  * Keys (the backend adds `svc:`):
  *   mfa-totp-last:<name>   the last accepted step, TTL MARK_TTL_MS
  *   mfa-totp-lock:<name>   held while one check runs, TTL LOCK_TTL_MS
@@ -12,6 +20,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TooManyRequests } from '../errors.js';
+import { MARKER_FIELD, REVOKED_HASH } from '../session/revocation.js';
+import { CLOCK_SKEW_MS, parseMarker } from '../session/revocations-epoch.js';
 import type { StateBackend } from '../state/state.js';
 import { TOTP_PERIOD_SECONDS, TOTP_SKEW_STEPS } from './totp.js';
 
@@ -23,8 +33,24 @@ const LOCK_TTL_MS = 5_000;
 const LOCK_TRIES = 20;
 const LOCK_POLL_MS = 50;
 
-/** True when `step` is newer than the account's last accepted step, which it then becomes. */
-export async function claimTotpStep(state: StateBackend, name: string, step: number): Promise<boolean> {
+/**
+ * The time (ms) at or before which a step's code is refused because the record of used steps
+ * may have been lost then: the marker's time (and the clock margin on a shared backend), or
+ * `nowMs` when there is no readable marker.
+ */
+export async function stepsLostUntil(state: StateBackend, nowMs: number): Promise<number> {
+  const text = await state.hashGet(REVOKED_HASH, MARKER_FIELD);
+  const marker = text === null ? undefined : parseMarker(text);
+  if (marker === undefined) return nowMs;
+  return marker.atMs + (state.kind === 'memory' ? 0 : CLOCK_SKEW_MS);
+}
+
+/**
+ * True when `step` is newer than the account's last accepted step, which it then becomes, and
+ * begins after the record of used steps began (stepsLostUntil).
+ */
+export async function claimTotpStep(state: StateBackend, name: string, step: number, nowMs = Date.now()): Promise<boolean> {
+  if (step * TOTP_PERIOD_SECONDS * 1000 <= (await stepsLostUntil(state, nowMs))) return false;
   const lock = LOCK_PREFIX + name;
   const mine = randomUUID();
   await acquire(state, lock, mine);

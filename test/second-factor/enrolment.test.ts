@@ -9,8 +9,7 @@ import { createEnrolment, type Enrolment } from '../../src/second-factor/enrolme
 import type { EndOtherSessions } from '../../src/second-factor/other-sessions.js';
 import { codeAt } from '../../src/second-factor/totp.js';
 import type { EndContext } from '../../src/session/registry.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, session, type FakeAccounts, type FakeLogin } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, session, type FakeAccounts, type FakeLogin, stateWithRecord } from './fakes.js';
 
 interface Setup {
   readonly enrolment: Enrolment;
@@ -35,7 +34,7 @@ function setup(): Setup {
     return Promise.resolve(2);
   };
   const enrolment = createEnrolment({
-    state: createMemoryState(),
+    state: stateWithRecord(),
     accounts: accounts.accounts,
     factors: accounts.factors,
     keys,

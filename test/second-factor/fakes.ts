@@ -9,6 +9,10 @@ import { NO_SECOND_FACTOR } from '../../src/accounts/account.js';
 import { secondFactorKeysFrom, type SecondFactorKeys } from '../../src/second-factor/codes.js';
 import type { FactorStore } from '../../src/second-factor/factor-store.js';
 import type { Principal } from '../../src/principal.js';
+import { MARKER_FIELD, REVOKED_HASH } from '../../src/session/revocation.js';
+import { formatMarker } from '../../src/session/revocations-epoch.js';
+import { createMemoryState } from '../../src/state/memory.js';
+import type { StateBackend } from '../../src/state/state.js';
 
 export const PASSWORD = 'the-right-password';
 export const keys: SecondFactorKeys = secondFactorKeysFrom(() => 'a-server-secret-key-for-the-unit-tests-0123456789');
@@ -103,4 +107,16 @@ export async function refusal(promise: Promise<unknown>): Promise<{ code: string
     return { code: (err as { code: string }).code, message: (err as Error).message };
   }
   return expect.fail('accepted');
+}
+
+/**
+ * Memory state as a running server holds it: its record began at `beganMs` (the marker of the
+ * record of revocations, revocations-epoch.ts, long ago by default), so the TOTP steps of a test
+ * are not refused as steps of before a loss of state (totp-replay.ts).
+ */
+export function stateWithRecord(beganMs = 1): StateBackend {
+  const state = createMemoryState();
+  // Memory's hashSet stores before its first await: the marker is there when this returns.
+  void state.hashSet(REVOKED_HASH, MARKER_FIELD, formatMarker({ id: '00000000-0000-4000-8000-000000000000', atMs: beganMs }));
+  return state;
 }

@@ -7,8 +7,7 @@ import { expect } from 'chai';
 import type { PasskeyRecord } from '../../src/accounts/account.js';
 import { createPasskeyEnrolment, type PasskeyEnrolment } from '../../src/second-factor/passkey-enrolment.js';
 import { codeAt, newTotpSecret } from '../../src/second-factor/totp.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp, session, type FakeAccounts, type FakeLogin } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp, session, type FakeAccounts, type FakeLogin, stateWithRecord } from './fakes.js';
 
 const LAPTOP: PasskeyRecord = { id: 'cred-1', name: 'laptop', publicKey: 'k', counter: 0, createdAt: 1 };
 const alice = session('alice', 'session-1');
@@ -19,7 +18,7 @@ function setup(): { passkeys: PasskeyEnrolment; accounts: FakeAccounts; login: F
   const login = fakeLogin();
   const now = Date.now();
   const passkeys = createPasskeyEnrolment({
-    state: createMemoryState(),
+    state: stateWithRecord(),
     accounts: accounts.accounts,
     factors: accounts.factors,
     keys,

@@ -2,13 +2,12 @@
 import { expect } from 'chai';
 import { createRecentProof } from '../../src/second-factor/recent-proof.js';
 import { codeAt, newTotpSecret } from '../../src/second-factor/totp.js';
-import { createMemoryState } from '../../src/state/memory.js';
-import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp } from './fakes.js';
+import { fakeAccounts, fakeLogin, keys, PASSWORD, refusal, sealedTotp, stateWithRecord } from './fakes.js';
 
 function setup() {
   const accounts = fakeAccounts(['alice']);
   const login = fakeLogin();
-  const state = createMemoryState();
+  const state = stateWithRecord();
   const now = Date.now();
   const prove = createRecentProof({ checkPassword: login.checkPassword, throttle: login.throttle, codes: { state, factors: accounts.factors, keys, now: () => now } });
   const alice = () => accounts.accounts().get('alice') ?? expect.fail('no alice');
