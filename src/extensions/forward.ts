@@ -97,13 +97,28 @@ export function forward(request: ForwardRequest, res: ServerResponse, tally: Tal
   if (!free) relay.limitQueueWait(request.queueMs);
 }
 
+/** server.address and server.port of each backend origin, parsed once (a URL per request was measurable). */
+const originParts = new Map<string, { readonly address: string; readonly port: number }>();
+
+function partsOf(origin: string): { readonly address: string; readonly port: number } {
+  let parts = originParts.get(origin);
+  if (parts === undefined) {
+    const url = new URL(origin);
+    parts = { address: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
+    // Origins come from the extension config: few, but a config that changes often must not grow this for good.
+    if (originParts.size >= 1_000) originParts.clear();
+    originParts.set(origin, parts);
+  }
+  return parts;
+}
+
 /** The client span of the call to the backend (semantic conventions: named after the method). */
 function backendSpan(method: string, request: ForwardRequest): Span | undefined {
-  const url = new URL(request.origin);
+  const { address, port } = partsOf(request.origin);
   return startSpan(method, {
     'http.request.method': method,
-    'server.address': url.hostname,
-    'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    'server.address': address,
+    'server.port': port,
     'svc.extension': request.extension,
   }, SpanKind.CLIENT);
 }
