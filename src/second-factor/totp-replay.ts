@@ -46,11 +46,13 @@ export async function stepsLostUntil(state: StateBackend, nowMs: number): Promis
 }
 
 /**
- * True when `step` is newer than the account's last accepted step, which it then becomes, and
- * begins after the record of used steps began (stepsLostUntil).
+ * True when `step` is newer than the account's last accepted step, which it then becomes, and,
+ * given `nowMs`, begins after the record of used steps began (stepsLostUntil). The enrolment's
+ * confirmation gives none: its secret is new, so no code of it was used before a loss, and an
+ * enrolment right after a start is not made to wait a step.
  */
-export async function claimTotpStep(state: StateBackend, name: string, step: number, nowMs = Date.now()): Promise<boolean> {
-  if (step * TOTP_PERIOD_SECONDS * 1000 <= (await stepsLostUntil(state, nowMs))) return false;
+export async function claimTotpStep(state: StateBackend, name: string, step: number, nowMs?: number): Promise<boolean> {
+  if (nowMs !== undefined && step * TOTP_PERIOD_SECONDS * 1000 <= (await stepsLostUntil(state, nowMs))) return false;
   const lock = LOCK_PREFIX + name;
   const mine = randomUUID();
   await acquire(state, lock, mine);

@@ -49,6 +49,7 @@ describe('second-factor/totp-replay', () => {
     const now = 59_000_000 * STEP_MS + 10_000;
     expect(await claimTotpStep(state, 'alice', 59_000_000, now)).to.equal(false);
     expect(await claimTotpStep(state, 'alice', 59_000_001, now)).to.equal(true);
+    expect(await claimTotpStep(state, 'bob', 59_000_000), 'an enrolment\'s confirmation (no time given): its secret is new').to.equal(true);
   });
 
   it('on a shared backend, a step begun within the clock margin after the marker is refused too', async () => {
