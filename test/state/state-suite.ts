@@ -350,6 +350,24 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
         expect(await state.get(key('h'))).to.equal('now a string');
       });
 
+      it('sets a field only when absent (HSETNX), of concurrent calls one wins, keeping the hash\'s TTL', async function () {
+        const wins = await Promise.all(['x', 'y', 'z'].map((v) => state.hashSetIfAbsent(key('h'), 'm', v)));
+        expect(wins.filter(Boolean)).to.have.length(1);
+        const kept = await state.hashGet(key('h'), 'm');
+        expect(await state.hashSetIfAbsent(key('h'), 'm', 'later')).to.equal(false);
+        expect(await state.hashGet(key('h'), 'm')).to.equal(kept);
+        await state.hashSet(key('t'), 'a', '1', { extendTtlMs: 60_000 });
+        expect(await state.hashSetIfAbsent(key('t'), 'b', '2')).to.equal(true);
+        expect(await state.ttlMs(key('t'))).to.be.within(50_000, 60_000);
+      });
+
+      it('tells the time by its own clock (Redis TIME), in ms', async function () {
+        const before = Date.now();
+        const t = await state.time();
+        expect(Number.isSafeInteger(t)).to.equal(true);
+        expect(t).to.be.within(before - 1_000, Date.now() + 1_000);
+      });
+
       it('rejects a string operation on a hash key', async function () {
         await state.hashSet(key('h'), 'a', '1');
         const err = await state.get(key('h')).catch((e: unknown) => e);
