@@ -6,6 +6,9 @@
  * the published one (./check-verdict.ts). Not in CI: timings on shared machines are noise, and
  * a ratio of two servers measured in the same minute is the least noisy figure there is.
  *
+ * The SSO bench runs with --tracing: logins with tracing on (every login sampled) against off, in
+ * alternation, beside the proxy bench's svc-traced pairs (issue 55).
+ *
  * Each bench runs `--rounds` times (3 by default) and the median ratio of the rounds is judged: on
  * a shared host one 5 s phase's ratio moves by ±40 % from one run to the next.
  *
@@ -44,11 +47,11 @@ function run(command: string, args: readonly string[], env: Record<string, strin
 const published = parsePublished(JSON.parse(await readFile(join(ROOT, 'bench', 'published.json'), 'utf8')));
 const dir = await mkdtemp(join(tmpdir(), 'bench-check-'));
 try {
-  const rounds: Partial<Record<'ssoLogins' | 'refreshGrants' | 'proxy' | 'identityAssertion' | 'rateLimit', number | undefined>>[] = [];
+  const rounds: Partial<Record<'ssoLogins' | 'refreshGrants' | 'proxy' | 'identityAssertion' | 'rateLimit' | 'tracingSso' | 'tracingProxy', number | undefined>>[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const summaryFile = join(dir, `sso-${round}.json`);
     console.error(`bench:check round ${round}/${ROUNDS}: SSO bench, ${opts.duration} s per phase`);
-    const ssoOut = await run(process.execPath, ['--import', 'tsx', 'bench/sso-login.ts', '--duration', opts.duration, '--json', summaryFile]);
+    const ssoOut = await run(process.execPath, ['--import', 'tsx', 'bench/sso-login.ts', '--duration', opts.duration, '--tracing', '--json', summaryFile]);
     const sso = JSON.parse(await readFile(summaryFile, 'utf8').catch(() => '{}')) as Partial<SsoSummary>;
     console.error(`bench:check round ${round}/${ROUNDS}: proxy bench, ${opts['proxy-duration']} per target`);
     const proxyOut = await run('bash', ['bench/proxy.sh', opts['proxy-duration'], '64'], { PACED_DELAY_MS: '0' });
@@ -61,6 +64,8 @@ try {
       ssoLogins: sso.loginsRatio, refreshGrants: sso.refreshRatio, proxy: ratioOf(/svc\/node floor ([0-9.]+)/),
       // Each against plain svc, measured in alternation with it (bench/proxy.sh, paired()).
       identityAssertion: ratioOf(/identity assertion on\/off ([0-9.]+)/), rateLimit: ratioOf(/rate limit far above the load: ([0-9.]+) x svc/),
+      // Tracing on (every request sampled) / off, in alternation (sso-login.ts --tracing, proxy.sh's svc-traced).
+      tracingSso: sso.tracingRatio, tracingProxy: ratioOf(/tracing on\/off ([0-9.]+)/),
     });
   }
 

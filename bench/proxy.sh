@@ -6,14 +6,15 @@
 # svc are each measured in alternation with plain svc (PAIRS pairs, the median ratio printed):
 # svc-assert, an extension with backend.identityAssertion (a signed Svc-Identity-Assertion on
 # every request, reused per caller for part of its life), and svc-ratelimit, an extension whose
-# backend.rateLimit is far above the load; each ratio is that feature's cost.
+# backend.rateLimit is far above the load, and svc-traced, a second svc with tracing on and every
+# request sampled (spans to bench/otlp-sink.ts); each ratio is that feature's cost.
 # Targets: svc >= 0.6 x nginx; p99 added by svc over direct <= 2 ms.
 # Then the same targets paced (bench/paced.lua: each connection waits a random PACED_DELAY_MS
 # on average between requests, about 10k req/s in all): the p50 and p99 a proxy adds when it is
 # not saturated, where a saturated run's p99 mostly measures its queue (see docs/benchmarks.md).
 # Usage: bench/proxy.sh [duration=10s] [connections=64]
 # Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), PAIRS (default 3), PACED_DELAY_MS
-#      (default 6; 0 skips the paced runs), KOA_PROXIES=1 also measures a
+#      (default 6; 0 skips the paced runs), TRACING_BENCH=0 skips svc-traced, KOA_PROXIES=1 also measures a
 #      Koa + koa-proxies 0.12.4 gateway (devDependency; used once for docs/benchmarks.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,6 +66,21 @@ split_stores "$WORK/config"
 SVC_PID=$!
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:$SVC_PORT/healthz" || { cat "$WORK/svc.log" >&2; exit 1; }
+# Tracing variant (issue 55): a second svc of the same build (same workers, config and Redis) with
+# every request sampled (OTEL_TRACES_SAMPLER=always_on) and its spans sent to a stand-in OTLP
+# endpoint (bench/otlp-sink.ts); measured below in alternation with plain svc, whose tracing is
+# off. Started beside plain svc, before the bench's token is issued: a replica that starts later
+# may refuse tokens older than itself (the record of revocations, docs/state.md).
+if [ "${TRACING_BENCH:-1}" = 1 ]; then
+  SINK_PORT=$(free_port); TRACED_PORT=$(free_port)
+  (cd "$ROOT" && exec setsid node --import tsx bench/otlp-sink.ts "$SINK_PORT" >"$WORK/otlp-sink.log" 2>&1) &
+  SINK_PID=$!
+  (cd "$ROOT" && SVC_LOG_LEVEL=warn OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" OTEL_TRACES_SAMPLER=always_on exec setsid node dist/src/commands/svc-server.js \
+    --config "$WORK/config" --listen "127.0.0.1:$TRACED_PORT" --redis "redis://127.0.0.1:$REDIS_PORT" --workers "$WORKERS" >"$WORK/svc-traced.log" 2>&1) &
+  TRACED_PID=$!
+  trap 'kill -- "-$SINK_PID" "-$TRACED_PID" 2>/dev/null || true; cleanup' EXIT
+  for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$TRACED_PORT/healthz" 2>/dev/null && break; sleep 0.1; done
+fi
 TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 check_proxies "$SVC_URL" "$TOKEN"
@@ -146,6 +162,19 @@ echo "identity assertion on/off $MEDIAN (target >= 0.90; median of pairs: ${PAIR
 # Rate-limit variant (see above): the cost of backend.rateLimit beside plain svc.
 read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/")"
 echo "svc with a rate limit far above the load: $MEDIAN x svc (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
+
+# Tracing variant (started with plain svc, above): svc-traced against plain svc in alternation.
+if [ "${TRACING_BENCH:-1}" = 1 ]; then
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$TRACED_PORT/api/v1/extensions/bench/")" = 200 ] \
+    || { echo "traced svc does not proxy" >&2; cat "$WORK/svc-traced.log" >&2; exit 1; }
+  read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-traced "http://127.0.0.1:$TRACED_PORT/api/v1/extensions/bench/")"
+  echo "tracing on/off $MEDIAN (target >= 0.85; median of pairs: ${PAIRS_SEEN// /, })"
+  kill -- "-$TRACED_PID" 2>/dev/null || true
+  kill -TERM "$SINK_PID" 2>/dev/null || true
+  sleep 0.5
+  tail -1 "$WORK/otlp-sink.log"
+  trap cleanup EXIT
+fi
 
 # Audit variant (see above): the same flood of refused requests against two single-process svc of
 # the same build, one without an audit sink and one writing its events to a file; the ratio is

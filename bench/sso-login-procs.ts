@@ -68,6 +68,8 @@ export interface SvcOptions {
   readonly cpuProfDir?: string;
   /** Another checkout's compiled build (its dist/), to compare two versions; built by hand. */
   readonly root?: string;
+  /** Further environment (OTEL_ variables for the tracing phases). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -84,7 +86,7 @@ export async function startSvc(options: SvcOptions): Promise<{ pid: number; log:
     ...(options.cpuProfDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir] : []),
     'dist/src/commands/svc-server.js', 'serve', '--config', options.configDir, '--listen', `127.0.0.1:${options.port}`,
     '--workers', String(options.workers), ...(options.redisUrl !== undefined ? ['--redis', options.redisUrl] : []),
-  ], { cwd: root, detached: true, stdio: ['ignore', out.fd, out.fd], env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+  ], { cwd: root, detached: true, stdio: ['ignore', out.fd, out.fd], env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...options.env } });
   await out.close();
   children.push(child);
   let exited: string | undefined;

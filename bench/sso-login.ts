@@ -29,11 +29,18 @@
  * rules and a groups mapping (docs/claims.md), and svc's logins through it between two phases of
  * logins through the plain one, in one run: svc's CPU per login with the rules against without.
  *
- * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh] [--claims]
+ * Tracing (--tracing, issue 55): a second svc of the same build and config with tracing on, every
+ * login sampled (OTEL_TRACES_SAMPLER=always_on), its spans sent to a stand-in OTLP endpoint in this
+ * process; logins against svc without tracing and with it in alternation (off, on, off, on), the
+ * median of the two pairs' ratios printed and written for bench/check.ts.
+ *
+ * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh] [--claims] [--tracing]
  *   [--no-bare (skip the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
  *   [--json FILE (the ratios and rates, for bench/check.ts)]
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -63,6 +70,7 @@ const { values: opts } = parseArgs({
     'no-refresh': { type: 'boolean', default: false },
     'no-bare': { type: 'boolean', default: false },
     claims: { type: 'boolean', default: false },
+    tracing: { type: 'boolean', default: false },
     'svc-cpu-prof': { type: 'string' },
     'svc-root': { type: 'string' },
     json: { type: 'string' },
@@ -163,11 +171,14 @@ const connectors = [
 const PLAIN = opts.claims ? 'corp' : undefined;
 const manifest = (kind: string, name: string, key: string, data: Record<string, string>) =>
   YAML.stringify({ apiVersion: 'v1', kind, metadata: { name, ...(kind === 'Secret' ? { labels: { 'app.kubernetes.io/part-of': 'svc' } } : {}) }, [key]: data });
-await writeFile(join(configDir, 'svc-cm.yaml'), manifest('ConfigMap', 'svc-cm', 'data', {
-  url: svcUrl,
-  'idp.config': YAML.stringify({ connectors }),
-}));
-await writeFile(join(configDir, 'svc-secret.yaml'), manifest('Secret', 'svc-secret', 'stringData', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }));
+async function writeConfig(dir: string, url: string): Promise<void> {
+  await writeFile(join(dir, 'svc-cm.yaml'), manifest('ConfigMap', 'svc-cm', 'data', {
+    url,
+    'idp.config': YAML.stringify({ connectors }),
+  }));
+  await writeFile(join(dir, 'svc-secret.yaml'), manifest('Secret', 'svc-secret', 'stringData', { 'server.secretkey': SECRET_KEY, 'ldap.bindPW': 'readerpw' }));
+}
+await writeConfig(configDir, svcUrl);
 const svc = await startSvc({
   configDir, port: svcPort, workers: SVC_WORKERS,
   ...(redisUrl !== undefined ? { redisUrl } : {}),
@@ -177,11 +188,37 @@ const svc = await startSvc({
 groups.set('svc', svc.pid);
 
 const insecure = { execute: [client.allowInsecureRequests], [client.customFetch]: leanFetch };
-const svcFlow: Flow = {
-  rp: await client.discovery(new URL(`${svcUrl}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), insecure),
-  redirectUri: `${svcUrl}/auth/callback`,
-  submit: (browser, page, username, password) => browser.submit(page, { username, password }, `${svcUrl}/auth/callback`),
-};
+const flowAt = async (url: string): Promise<Flow> => ({
+  rp: await client.discovery(new URL(`${url}/api/idp`), 'svc', undefined, client.ClientSecretBasic(webClientSecret(SECRET_KEY)), insecure),
+  redirectUri: `${url}/auth/callback`,
+  submit: (browser, page, username, password) => browser.submit(page, { username, password }, `${url}/auth/callback`),
+});
+const svcFlow = await flowAt(svcUrl);
+
+/** --tracing: the same svc with tracing on, every login sampled, spans to a sink in this process that counts them. */
+let tracedFlow: Flow | undefined;
+const otlpSink = { requests: 0, bytes: 0 };
+if (opts.tracing) {
+  const sink = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (otlpSink.bytes += chunk.length));
+    req.on('end', () => {
+      otlpSink.requests++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  const tracedPort = await freePort();
+  const tracedUrl = `http://127.0.0.1:${tracedPort}`;
+  const tracedDir = await tempDir('svc-config-traced');
+  await writeConfig(tracedDir, tracedUrl);
+  const traced = await startSvc({
+    configDir: tracedDir, port: tracedPort, workers: SVC_WORKERS, ...(redisUrl !== undefined ? { redisUrl } : {}),
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, OTEL_TRACES_SAMPLER: 'always_on' },
+  });
+  groups.set('svc-traced', traced.pid);
+  tracedFlow = await flowAt(tracedUrl);
+}
 
 let llngFlow: Flow | undefined;
 let llngMissing: string | undefined = opts['no-llng'] || opts['no-logins'] ? 'skipped (--no-llng)' : undefined;
@@ -327,6 +364,25 @@ interface Results {
   readonly connectorRefreshes?: Tally | undefined;
   /** --claims: logins through the plain connector, through the one with rules, through the plain one again. */
   readonly claims?: readonly [Tally, Tally, Tally] | undefined;
+  /** --tracing: pairs of logins against svc with tracing off, then on. */
+  readonly tracing?: readonly (readonly [Tally, Tally])[] | undefined;
+}
+
+/** The median of the pairs' ratios (logins/s on / off); undefined when a phase had an error. */
+function tracingRatio(pairs: readonly (readonly [Tally, Tally])[]): number | undefined {
+  if (pairs.some(([off, on]) => off.errors > 0 || on.errors > 0 || off.ok === 0)) return undefined;
+  const ratios = pairs.map(([off, on]) => rate(on) / rate(off)).sort((a, b) => a - b);
+  const mid = Math.floor(ratios.length / 2);
+  return ratios.length % 2 === 1 ? ratios[mid] : ((ratios[mid - 1] as number) + (ratios[mid] as number)) / 2;
+}
+
+function tracingLines(pairs: readonly (readonly [Tally, Tally])[]): string[] {
+  const ratio = tracingRatio(pairs);
+  return [
+    `tracing on/off, SSO logins ${ratio === undefined ? 'n/a (errors)' : ratio.toFixed(2)} (target >= 0.85; pairs: ${pairs.map(([off, on]) => (rate(on) / rate(off)).toFixed(2)).join(', ')})`,
+    ...pairs.map(([off, on]) => `  pair: off ${rate(off).toFixed(1)} logins/s, ${cpuMsPer(off, 'svc').toFixed(2)} ms svc CPU each; on ${rate(on).toFixed(1)} logins/s, ${cpuMsPer(on, 'svc-traced').toFixed(2)} ms; errors ${off.errors + on.errors}`),
+    `  OTLP sink: ${otlpSink.requests} export requests, ${(otlpSink.bytes / 1024).toFixed(0)} KiB`,
+  ];
 }
 
 /**
@@ -379,7 +435,7 @@ function claimsLines([before, rules, after]: readonly [Tally, Tally, Tally]): st
   ];
 }
 
-function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims }: Results): boolean {
+function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims, tracing }: Results): boolean {
   const fmt = (n: number) => n.toFixed(1).padStart(9);
   const line = (t: Tally) => `${fmt(rate(t))} /s  (${t.ok} ok, ${t.errors} errors, ${t.seconds.toFixed(1)} s, load ${t.load[0].toFixed(2)}→${t.load[1].toFixed(2)})`;
   const verdict = (ok: boolean) => (ok ? 'pass' : 'below target');
@@ -410,6 +466,7 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
     }
   }
   if (claims !== undefined) for (const text of claimsLines(claims)) console.log(text);
+  if (tracing !== undefined) for (const text of tracingLines(tracing)) console.log(text);
   if (connector !== undefined) console.log(`LDAP connector alone  ${line(connector)}   the directory lookup of one refresh, in the bench's process`);
   if (bareRefreshes !== undefined && connector !== undefined) console.log(`refresh floor         ${refreshCeiling(bareRefreshes, connector)}`);
   console.log(`CPU per phase: % of one core (the machine has ${cpus().length * 100} %), and CPU ms per login or grant:`);
@@ -441,9 +498,12 @@ export interface SsoSummary {
   readonly refreshGrantsPerS?: number;
   readonly svcCpuMsPerLogin?: number;
   readonly svcCpuMsPerGrant?: number;
+  /** --tracing: logins/s with tracing on (every login sampled) / off, median of the pairs. */
+  readonly tracingRatio?: number;
 }
 
-function summary({ svcLogins, llngLogins, refreshes, bareRefreshes }: Results): SsoSummary {
+function summary({ svcLogins, llngLogins, refreshes, bareRefreshes, tracing }: Results): SsoSummary {
+  const traced = tracing === undefined ? undefined : tracingRatio(tracing);
   const clean = (t: Tally | undefined): t is Tally => t !== undefined && t.errors === 0 && t.ok > 0;
   const usableReference = (t: Tally | undefined): t is Tally => t !== undefined && t.ok > 0 && t.errors <= t.ok / 100;
   return {
@@ -451,6 +511,7 @@ function summary({ svcLogins, llngLogins, refreshes, bareRefreshes }: Results): 
     ...(clean(refreshes) && usableReference(bareRefreshes) ? { refreshRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
     ...(clean(svcLogins) ? { svcLoginsPerS: rate(svcLogins), svcCpuMsPerLogin: cpuMsPer(svcLogins, 'svc') } : {}),
     ...(clean(refreshes) ? { refreshGrantsPerS: rate(refreshes), svcCpuMsPerGrant: cpuMsPer(refreshes, 'svc') } : {}),
+    ...(traced !== undefined ? { tracingRatio: traced } : {}),
   };
 }
 
@@ -459,6 +520,7 @@ try {
   // Warm-up: one login each, so a broken setup fails here and not as a column of errors.
   await logIn(svcFlow, 'alice', 'alice123', svcScope, PLAIN);
   if (opts.claims) await logIn(svcFlow, 'alice', 'alice123', svcScope, 'rules');
+  if (tracedFlow !== undefined) await logIn(tracedFlow, 'alice', 'alice123', svcScope, PLAIN);
   if (llngFlow !== undefined) await logIn(llngFlow, 'alice', 'alice123', 'openid profile email');
 
   let svcLogins: Tally | undefined;
@@ -491,12 +553,26 @@ try {
     claims = [await through('corp'), await through('rules'), await through('corp')];
   }
 
+  let tracing: Results['tracing'];
+  if (tracedFlow !== undefined) {
+    const against = (flow: Flow, label: string) => {
+      console.error(`svc logins, tracing ${label}: ${CONCURRENCY} workers, ${DURATION_S} s`);
+      return load(CONCURRENCY, DURATION_S, async (w, i) => {
+        const [u, p] = user(w + i);
+        await logIn(flow, u, p, svcScope, PLAIN);
+      });
+    };
+    const pairs: (readonly [Tally, Tally])[] = [];
+    for (let pair = 0; pair < 2; pair++) pairs.push([await against(svcFlow, 'off'), await against(tracedFlow, 'on')]);
+    tracing = pairs;
+  }
+
   const refreshes = opts['no-refresh'] ? undefined : await refreshGrants(svcScope);
   const bareRefreshes = opts['no-refresh'] || opts['no-bare'] ? undefined : await bareProviderRefreshes();
   const connector = opts['no-refresh'] || opts['no-bare'] ? undefined : await connectorRefreshes();
 
-  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims }) ? 0 : 1;
-  if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary({ svcLogins, llngLogins, refreshes, bareRefreshes })));
+  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims, tracing }) ? 0 : 1;
+  if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary({ svcLogins, llngLogins, refreshes, bareRefreshes, tracing })));
   if ([svcLogins, refreshes, ...(claims ?? [])].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
 } finally {
   await closeLeanAgent();

@@ -29,7 +29,7 @@ describe('bench:check verdict', () => {
     expect(() => parsePublished({ logins: { ...entry, what: '' } })).to.throw('logins.what: expected a sentence');
     expect(() => parsePublished([])).to.throw('expected an object of ratios');
     const shipped = parsePublished(JSON.parse(readFileSync(new URL('../../bench/published.json', import.meta.url), 'utf8')));
-    expect(Object.keys(shipped)).to.have.members(['ssoLogins', 'refreshGrants', 'proxy', 'identityAssertion', 'rateLimit']);
+    expect(Object.keys(shipped)).to.have.members(['ssoLogins', 'refreshGrants', 'proxy', 'identityAssertion', 'rateLimit', 'tracingSso', 'tracingProxy']);
   });
 
   it("judges the rounds' median, and no ratio when a round measured none", () => {
