@@ -24,8 +24,7 @@ import { accessLogLevelFromEnv, createLogger } from '../main/log.js';
 import { readLoginLimits } from '../session/limits.js';
 import { startServer, type RunningServer, type ServerOptions } from '../main/server.js';
 import { openAuditSink, type OpenedAuditSink } from '../audit/open-sink.js';
-import { readTracingConfig } from '../tracing/config.js';
-import { startTracing } from '../tracing/start.js';
+import { checkTracingEnvironment, startTracing } from '../tracing/start.js';
 import { svcVersion } from '../lib/version.js';
 import { createRestartBudgets, MAX_RESTARTS, RESTART_WINDOW_MS } from './restart-budget.js';
 
@@ -56,7 +55,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     readLoginLimits(process.env, log);
     accessLogLevelFromEnv(process.env, log);
     // A bad OTEL_ value stops the start once, here; each worker then starts its own exporter.
-    readTracingConfig(process.env);
+    checkTracingEnvironment(process.env, log);
     // Opened once here so that a path nobody can write stops the start with its name, not as N worker failures.
     if (options.auditLog !== undefined) await (await openAuditSink({ file: options.auditLog, fd: 1, log })).sink.close();
     runPrimary(options.workers, log, options.auditLog !== undefined);

@@ -14,12 +14,22 @@ export interface Tracing {
 
 const OFF: Tracing = { on: false, shutdown: async () => undefined };
 
+/** A cluster primary's check, before its workers start: throws for a bad variable, warns once about unused ones. */
+export function checkTracingEnvironment(env: Readonly<Record<string, string | undefined>>, log: Pick<Logger, 'warn'>): void {
+  if (readTracingConfig(env) !== undefined) return;
+  warnUnused(env, log);
+}
+
+function warnUnused(env: Readonly<Record<string, string | undefined>>, log: Pick<Logger, 'warn'>): void {
+  const unused = unusedTracingVariables(env);
+  if (unused.length > 0) log.warn({ variables: unused }, `${unused.join(', ')} set but no OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT): tracing stays off`);
+}
+
 /** Throws TracingConfigInvalid for a bad variable; `quiet` for a worker whose primary already said what is unused. */
 export async function startTracing(env: Readonly<Record<string, string | undefined>>, log: Pick<Logger, 'info' | 'warn'>, version: string, quiet = false): Promise<Tracing> {
   const config = readTracingConfig(env);
   if (config === undefined) {
-    const unused = unusedTracingVariables(env);
-    if (unused.length > 0 && !quiet) log.warn({ variables: unused }, `${unused.join(', ')} set but no OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT): tracing stays off`);
+    if (!quiet) warnUnused(env, log);
     return OFF;
   }
   const { registerTracing } = await import('./sdk.js');
