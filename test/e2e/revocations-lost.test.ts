@@ -6,6 +6,7 @@
  * Real processes: svc-server on memory state, restarted; two replicas on one real Redis.
  */
 import { rm } from 'node:fs/promises';
+import bcrypt from 'bcryptjs';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
@@ -19,6 +20,18 @@ import { cleanRedisEnv, startServerProcess, type ServerProcess } from '../helper
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 import { CLOCK_SKEW_MS } from '../../src/session/revocations-epoch.js';
 import { mintTestToken } from '../helpers/test-issuer.js';
+import { enrolTotp, loginWithCode } from '../helpers/second-factor.js';
+import { REUSED_SECOND_FACTOR } from '../../src/second-factor/second-step.js';
+import { codeAt } from '../../src/second-factor/totp.js';
+
+/** erin: a login account of the Redis runs that turns TOTP on (the others log in with a password alone). */
+const ERIN_PASSWORD = 'erin-pass-123';
+const STEP_MS = 30_000;
+
+/** Resolves once a TOTP step begins after the one of now. */
+async function nextStep(): Promise<void> {
+  await new Promise((r) => setTimeout(r, (Math.floor(Date.now() / STEP_MS) + 1) * STEP_MS - Date.now() + 50));
+}
 
 const LOST = /^the record of revocations was lost at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z); log in again$/;
 const REVOKED = 'token is revoked; log in again';
@@ -160,7 +173,9 @@ describe('revocations lost with the state: session tokens of before are refused 
       dir = accountsConfigDir({
         cm: { 'extension.config': YAML.stringify({ extensions: [{ name: 'live', enabled: true, backend: { services: [{ url }] } }] }) },
         rbac: { 'policy.csv': 'p, bob, extensions, *, */live, allow\n' },
+        secret: { 'accounts.erin.password': bcrypt.hashSync(ERIN_PASSWORD, 4) },
       });
+      editConfigMap(dir, (text) => `${text}  accounts.erin: login\n`);
       [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
     });
     after(async () => {
@@ -252,6 +267,26 @@ describe('revocations lost with the state: session tokens of before are refused 
       const at = LOST.exec(answer)?.[1] ?? '';
       expect(await refusal(a.url, loggedOut), 'on the replica that kept its copy').to.be.oneOf([REVOKED, answer]);
       await afterSecondOf(at);
+    });
+
+    it('FLUSHALL: a TOTP code used before is refused after it (its use was lost with the state), and the next step\'s code is accepted', async function () {
+      this.timeout(120_000);
+      const erin = await enrolTotp(a.url, 'erin', ERIN_PASSWORD, Date.now);
+      await nextStep(); // the enrolment used this step's code
+      const code = codeAt(erin.secret, Date.now());
+      const used = await loginWithCode(a.url, 'erin', ERIN_PASSWORD, code);
+      expect(used.status, JSON.stringify(used.body)).to.equal(200);
+      const counts = await lostCounts();
+      await new Promise((r) => setTimeout(r, 1_100));
+      await raw.flushall();
+      await waitFor(async () => (await lostCounts()).every((n, i) => n > (counts[i] ?? 0)), 'both replicas to find the loss', 15_000);
+      for (const replica of [b, a]) {
+        const again = await loginWithCode(replica.url, 'erin', ERIN_PASSWORD, code);
+        expect([again.status, again.body['message']], `the same code on a replica after the loss: ${JSON.stringify(again.body)}`).to.deep.equal([401, REUSED_SECOND_FACTOR]);
+      }
+      await nextStep();
+      const next = await loginWithCode(b.url, 'erin', ERIN_PASSWORD, codeAt(erin.secret, Date.now()));
+      expect(next.status, JSON.stringify(next.body)).to.equal(200);
     });
 
     it('a replica started while Redis is down has read no revocation: it refuses the tokens issued before it started, says so, and serves its own logins', async () => {
