@@ -37,7 +37,7 @@ export function deletionReason(how: AccountEnd): string {
 }
 
 export interface DisabledAccountTokensDeps {
-  readonly store: Pick<ConfigStore, 'updateSecret'>;
+  readonly store: Pick<ConfigStore, 'updateSecret' | 'current'>;
   readonly audit: AuditTrail;
   readonly log: Pick<Logger, 'warn' | 'info'>;
   /** Tests shorten it. */
@@ -81,6 +81,8 @@ export function createDisabledAccountTokens(deps: DisabledAccountTokensDeps): Di
 
   async function once(name: string, atMs: number): Promise<Removed> {
     let removed: Removed = { ids: [], unreadable: false };
+    // No svc-secret at all: no record to delete, and a write would create the Secret.
+    if (!store.current().secrets.has(SETTINGS_SECRET)) return removed;
     await store.updateSecret(SETTINGS_SECRET, ownKeysOnly((current) => {
       const dropped = dropRecordsBefore(current, name, atMs);
       removed = dropped.removed;

@@ -1,6 +1,6 @@
 /** A disabled or removed account's API tokens are deleted from svc-secret, durably, with the audit event of a deletion. */
 import { expect } from 'chai';
-import { SETTINGS_SECRET } from '../../src/config/manifests.js';
+import { SETTINGS_SECRET, type StoreSnapshot } from '../../src/config/manifests.js';
 import { patchedValues, type SecretPatch } from '../../src/config/store.js';
 import type { AuditEvent } from '../../src/audit/trail.js';
 import { createDisabledAccountTokens, type DisabledAccountTokens } from '../../src/session/disabled-account-tokens.js';
@@ -9,10 +9,15 @@ const T = 1_700_000_000_000;
 const record = (id: string, iatMs: number) => ({ id, jti: `jti-${id}`, iat: Math.floor(iatMs / 1000) });
 
 /** svc-secret in a map, written by the same read-modify-write the stores run; `failures` writes fail first. */
-function fakeStore(data: Record<string, string>) {
+function fakeStore(data: Record<string, string>, hasSecret = true) {
   const held = { data: { ...data }, writes: 0, failures: 0, calls: 0 };
   return {
     held,
+    current: (): StoreSnapshot => ({
+      configMaps: new Map(),
+      secrets: new Map(hasSecret ? [[SETTINGS_SECRET, { name: SETTINGS_SECRET, file: 'svc-secret.yaml', labels: {}, data: held.data }]] : []),
+      applications: [],
+    }),
     updateSecret(name: string, mutate: (current: Readonly<Record<string, string>>) => SecretPatch): Promise<void> {
       held.calls++;
       if (name !== SETTINGS_SECRET) return Promise.reject(new Error(`unexpected secret ${name}`));
@@ -91,6 +96,12 @@ describe('session/disabled-account-tokens', () => {
     expect(warnings).to.have.length(2);
     expect(warnings[0]).to.equal("accounts: the API tokens of account 'alice' (disabled) could not be deleted from svc-secret; tried again in 10 ms, and refused meanwhile by the record in the state backend, which a loss of state would take with it");
     expect(events).to.have.length(1);
+  });
+
+  it('writes nothing where there is no svc-secret (a write would create it)', async () => {
+    const store = fakeStore({}, false);
+    await create(store).deleteTokensOf('alice', 'disabled', T);
+    expect([store.held.calls, events.length]).to.deep.equal([0, 0]);
   });
 
   it('stops trying once closed', async () => {
