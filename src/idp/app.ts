@@ -32,6 +32,7 @@ import type { ClientSecretGuard } from './client-secret-guard.js';
 import { createProvider, type ProviderDeps } from './provider.js';
 import { publicClientBasic } from './public-client-basic.js';
 import { pendingOf, requestSource } from './pending-source.js';
+import { noRouteBody } from './route-spelling.js';
 
 /** What the provider needs, and the password form's limits. */
 export interface IdpAppDeps extends ProviderDeps {
@@ -120,5 +121,5 @@ export function createIdpApp(deps: IdpAppDeps): IdpApp {
 function noRoute(ctx: Koa.Context, path: string): void {
   if (ctx.status !== 404 || (ctx.body !== undefined && ctx.body !== null)) return;
   ctx.status = 404;
-  ctx.body = { error: 'not_found', message: `no route for ${ctx.method} ${path}` };
+  ctx.body = noRouteBody(ctx.method, path);
 }

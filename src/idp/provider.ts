@@ -46,6 +46,7 @@ import { setPageHeaders } from '../http/security-headers.js';
 import { pendingOf, requestSource, type PendingDeps } from './pending-source.js';
 import { consentPortOf } from './login/loopback-consent.js';
 import { limitRequestSize, serveDevicePage, withDeviceXsrf } from './request-bounds.js';
+import { onlyRouteSpellings } from './route-spelling.js';
 
 
 export interface ProviderDeps {
@@ -177,6 +178,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('backchannel.success', (_ctx, client) => deps.log.info({ client: client.clientId }, 'back-channel logout token delivered'));
   logProviderRefusals(provider as unknown as Parameters<typeof logProviderRefusals>[0], deps.log);
   if (deps.audit !== undefined) auditTokenGrants(provider as unknown as Parameters<typeof auditTokenGrants>[0], deps.audit, pending.trustedProxies);
+  // First: every check below compares ctx.path with a route's spelling, which the router would not (./route-spelling.ts).
+  provider.use(onlyRouteSpellings(MOUNT_PATH));
   provider.use(limitRequestSize);
   // The audit outside the answer's shaping: it records what the client was told.
   if (deps.audit !== undefined) provider.use(auditTokenChecks(deps.audit, pending.trustedProxies) as unknown as Parameters<typeof provider.use>[0]);
