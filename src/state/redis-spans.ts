@@ -11,7 +11,7 @@
  */
 import type { Cluster, Command, Redis } from 'ioredis';
 import { context, trace } from '@opentelemetry/api';
-import { failSpan, SpanKind, startSpan } from '../tracing/spans.js';
+import { failSpan, SpanKind, startSpan, type Attributes } from '../tracing/spans.js';
 
 type Send = (command: Command, ...rest: unknown[]) => unknown;
 interface Sending {
@@ -24,9 +24,10 @@ export function traceRedisCommands<C extends Redis | Cluster>(client: C): C {
   const spanFor = (command: Command): void => {
     if (seen.has(command)) return; // queued in a pipeline first, sent by it later
     seen.add(command);
-    if (trace.getSpan(context.active()) === undefined) return;
-    const name = command.name.toUpperCase();
-    const span = startSpan(name, { 'db.system.name': 'redis', 'db.operation.name': name }, SpanKind.CLIENT);
+    const active = context.active();
+    if (trace.getSpan(active) === undefined) return;
+    const { name, attributes } = namedCommand(command.name);
+    const span = startSpan(name, attributes, SpanKind.CLIENT, active);
     if (span === undefined) return;
     command.promise.then(() => span.end(), (err: unknown) => {
       failSpan(span, err);
@@ -41,6 +42,21 @@ export function traceRedisCommands<C extends Redis | Cluster>(client: C): C {
     return made;
   }) as typeof client.pipeline;
   return client;
+}
+
+/** A command's span name and attributes, made once per command name (the SDK copies attributes it is given). */
+const commandNames = new Map<string, { readonly name: string; readonly attributes: Attributes }>();
+
+function namedCommand(command: string): { readonly name: string; readonly attributes: Attributes } {
+  let named = commandNames.get(command);
+  if (named === undefined) {
+    const name = command.toUpperCase();
+    named = { name, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } };
+    // Command names are ioredis's: a few hundred at most; bounded all the same.
+    if (commandNames.size >= 1_000) commandNames.clear();
+    commandNames.set(command, named);
+  }
+  return named;
 }
 
 function wrapSend(target: Sending, spanFor: (command: Command) => void): void {

@@ -22,11 +22,27 @@ export interface TracingConfig {
   readonly serviceName: string;
   /** OTEL_BSP_SCHEDULE_DELAY: how long spans wait to be sent in a batch (ms). */
   readonly scheduleDelayMs: number;
+  /** OTEL_BSP_MAX_EXPORT_BATCH_SIZE: the most spans one export sends; a full batch leaves at once. */
+  readonly maxExportBatchSize: number;
+  /** OTEL_BSP_MAX_QUEUE_SIZE: the most spans waiting; a span ended while it is full is dropped. */
+  readonly maxQueueSize: number;
 }
 
 export const DEFAULT_SERVICE_NAME = 'svc';
 /** The specification's default delay between two batches. */
 export const DEFAULT_SCHEDULE_DELAY_MS = 5_000;
+/**
+ * Larger than the specification's 512: the serializer's cost per batch (the resource, the scope,
+ * the buffer sized before it is written) and an export request are paid a quarter as often under
+ * load (issue 55, docs/benchmarks.md).
+ */
+export const DEFAULT_MAX_EXPORT_BATCH_SIZE = 2_048;
+/**
+ * Four batches (the specification's 2048 is four of its 512): while one batch is on its way, a
+ * worker at 10k requests per second (2–3 spans each) fills 2048 places in a tenth of a second and
+ * would drop spans.
+ */
+export const DEFAULT_MAX_QUEUE_SIZE = 8_192;
 
 export class TracingConfigInvalid extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -73,6 +89,9 @@ export function readTracingConfig(env: Env): TracingConfig | undefined {
   const delay = value(env, 'OTEL_BSP_SCHEDULE_DELAY');
   const scheduleDelayMs = delay === undefined ? DEFAULT_SCHEDULE_DELAY_MS : Number(delay);
   if (!/^\d{1,7}$/.test(delay ?? '0') || scheduleDelayMs < 1) problems.push(`OTEL_BSP_SCHEDULE_DELAY: '${(delay ?? '').slice(0, 40)}' is not a whole number of milliseconds from 1`);
+  const maxQueueSize = countOf(env, 'OTEL_BSP_MAX_QUEUE_SIZE', DEFAULT_MAX_QUEUE_SIZE, problems);
+  const maxExportBatchSize = countOf(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', Math.min(DEFAULT_MAX_EXPORT_BATCH_SIZE, maxQueueSize), problems);
+  if (maxExportBatchSize > maxQueueSize) problems.push(`OTEL_BSP_MAX_EXPORT_BATCH_SIZE: ${maxExportBatchSize} is more than OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize}); a batch is taken from the queue`);
   if (problems.length > 0) throw new TracingConfigInvalid(problems);
   const base = samplerName.replace(/^parentbased_/, '');
   return {
@@ -81,7 +100,21 @@ export function readTracingConfig(env: Env): TracingConfig | undefined {
     parentBased: samplerName.startsWith('parentbased_'),
     serviceName: value(env, 'OTEL_SERVICE_NAME') ?? DEFAULT_SERVICE_NAME,
     scheduleDelayMs,
+    maxExportBatchSize,
+    maxQueueSize,
   };
+}
+
+/** A count of spans from 1 to 1,000,000: `fallback` when unset. */
+function countOf(env: Env, key: string, fallback: number, problems: string[]): number {
+  const raw = value(env, key);
+  if (raw === undefined) return fallback;
+  const count = Number(raw);
+  if (!/^\d{1,7}$/.test(raw) || count < 1 || count > 1_000_000) {
+    problems.push(`${key}: '${raw.slice(0, 40)}' is not a whole number of spans from 1 to 1000000`);
+    return fallback;
+  }
+  return count;
 }
 
 /** OTEL_TRACES_SAMPLER_ARG: a ratio from 0 to 1; 1 when unset. */

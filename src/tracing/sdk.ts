@@ -48,7 +48,7 @@ export function registerTracing(config: TracingConfig, version: string): Running
   const provider = new TracerProvider({
     resource,
     sampler: samplerOf(config),
-    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.scheduleDelayMs })],
+    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.maxExportBatchSize, maxQueueSize: config.maxQueueSize })],
   });
   const contextManager = new AsyncLocalStorageContextManager();
   context.setGlobalContextManager(contextManager.enable());

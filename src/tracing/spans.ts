@@ -13,7 +13,7 @@
  * Attributes are chosen here and at each call, never copied from a request: no header, query,
  * body, cookie, token, code or password ever becomes an attribute (docs/operations.md, Tracing).
  */
-import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 
 export { SpanKind, type Span, type Attributes, type Context };
 
@@ -21,10 +21,13 @@ export { SpanKind, type Span, type Attributes, type Context };
 export const TRACER_NAME = 'svc';
 
 let on = false;
+/** svc's tracer, taken once the SDK is registered: asking the API for it on each span builds its cache key each time. */
+let svcTracer: Tracer | undefined;
 
 /** Set once, by ./sdk.ts, when the SDK is registered. */
 export function markTracingOn(): void {
   on = true;
+  svcTracer = trace.getTracer(TRACER_NAME);
 }
 
 /** Whether spans are recorded at all in this process. */
@@ -32,7 +35,7 @@ export function tracingOn(): boolean {
   return on;
 }
 
-const tracer = () => trace.getTracer(TRACER_NAME);
+const tracer = (): Tracer => svcTracer ?? trace.getTracer(TRACER_NAME);
 /** What `work` gets with tracing off: a span that records nothing, made once. */
 const NOT_RECORDED = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
@@ -84,11 +87,20 @@ export function activeTraceIds(): { readonly traceId: string; readonly spanId: s
   return isSpanContextValid(ids) ? { traceId: ids.traceId, spanId: ids.spanId } : undefined;
 }
 
-/** The W3C headers (`traceparent`, and `tracestate` when there is one) that carry `span` on to a peer. */
+/**
+ * The W3C headers (`traceparent`, and `tracestate` when there is one) that carry `span` on to a
+ * peer, written from its ids as W3CTraceContextPropagator writes them. The propagator itself was
+ * taken per proxied request before (issue 55): a new context, the global propagator's lookup and a
+ * setter for two strings; svc registers no other propagator.
+ */
 export function traceHeaders(span: Span): Record<string, string> {
-  const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpan(context.active(), span), carrier);
-  return carrier;
+  const ids = span.spanContext();
+  if (!isSpanContextValid(ids)) return {};
+  const flags = (ids.traceFlags & 0xff).toString(16).padStart(2, '0');
+  const headers: Record<string, string> = { traceparent: `00-${ids.traceId}-${ids.spanId}-${flags}` };
+  const state = ids.traceState?.serialize();
+  if (state !== undefined && state !== '') headers['tracestate'] = state;
+  return headers;
 }
 
 /** Runs `fn` with `span` active (its children are made under it). */

@@ -27,14 +27,14 @@ describe('tracing config (the standard OTEL_ variables)', function () {
   });
 
   it('defaults to http/protobuf, parent-based always-on, service svc', function () {
-    expect(readTracingConfig(ENDPOINT)).to.deep.equal({ protocol: 'http/protobuf', sampler: { kind: 'always_on' }, parentBased: true, serviceName: 'svc', scheduleDelayMs: 5000 });
+    expect(readTracingConfig(ENDPOINT)).to.deep.equal({ protocol: 'http/protobuf', sampler: { kind: 'always_on' }, parentBased: true, serviceName: 'svc', scheduleDelayMs: 5000, maxExportBatchSize: 2048, maxQueueSize: 8192 });
   });
 
   it('reads the traces endpoint, protocol, sampler, ratio, service name and batch delay', function () {
     expect(readTracingConfig({
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector/v1/traces', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
       OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25', OTEL_SERVICE_NAME: 'gateway', OTEL_BSP_SCHEDULE_DELAY: '100',
-    })).to.deep.equal({ protocol: 'http/json', sampler: { kind: 'traceidratio', ratio: 0.25 }, parentBased: false, serviceName: 'gateway', scheduleDelayMs: 100 });
+    })).to.deep.equal({ protocol: 'http/json', sampler: { kind: 'traceidratio', ratio: 0.25 }, parentBased: false, serviceName: 'gateway', scheduleDelayMs: 100, maxExportBatchSize: 2048, maxQueueSize: 8192 });
     expect(readTracingConfig({ ...ENDPOINT, OTEL_TRACES_SAMPLER: 'parentbased_always_off' })).to.include({ parentBased: true }).and.deep.include({ sampler: { kind: 'always_off' } });
   });
 
@@ -52,6 +52,18 @@ describe('tracing config (the standard OTEL_ variables)', function () {
       "OTEL_BSP_SCHEDULE_DELAY: 'soon' is not a whole number of milliseconds from 1",
     ]);
     expect(problems.join(' ')).to.not.contain('hunter22');
+  });
+
+  it('reads the batch size and queue bound, a batch no larger than the queue', function () {
+    expect(readTracingConfig({ ...ENDPOINT, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512', OTEL_BSP_MAX_QUEUE_SIZE: '2048' })).to.include({ maxExportBatchSize: 512, maxQueueSize: 2048 });
+    expect(readTracingConfig({ ...ENDPOINT, OTEL_BSP_MAX_QUEUE_SIZE: '1000' }), 'the default batch shrinks to a smaller queue').to.include({ maxExportBatchSize: 1000, maxQueueSize: 1000 });
+    expect(problemsOf({ ...ENDPOINT, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096', OTEL_BSP_MAX_QUEUE_SIZE: '2048' })).to.deep.equal([
+      'OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 4096 is more than OTEL_BSP_MAX_QUEUE_SIZE (2048); a batch is taken from the queue',
+    ]);
+    expect(problemsOf({ ...ENDPOINT, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0', OTEL_BSP_MAX_QUEUE_SIZE: 'lots' })).to.deep.equal([
+      "OTEL_BSP_MAX_QUEUE_SIZE: 'lots' is not a whole number of spans from 1 to 1000000",
+      "OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0' is not a whole number of spans from 1 to 1000000",
+    ]);
   });
 
   it('refuses a ratio that is not a plain number', function () {
