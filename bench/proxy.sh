@@ -14,7 +14,8 @@
 # not saturated, where a saturated run's p99 mostly measures its queue (see docs/benchmarks.md).
 # Usage: bench/proxy.sh [duration=10s] [connections=64]
 # Env: SVC_WORKERS (default: cores), WRK_THREADS (default 2), PAIRS (default 3), PACED_DELAY_MS
-#      (default 6; 0 skips the paced runs), TRACING_BENCH=0 skips svc-traced, KOA_PROXIES=1 also measures a
+#      (default 6; 0 skips the paced runs), ASSERT_BENCH=0, RATELIMIT_BENCH=0, AUDIT_BENCH=0 and
+#      TRACING_BENCH=0 skip svc-assert, svc-ratelimit, the audit variant and svc-traced, KOA_PROXIES=1 also measures a
 #      Koa + koa-proxies 0.12.4 gateway (devDependency; used once for docs/benchmarks.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -156,12 +157,16 @@ paired() {
 }
 
 # Identity assertion (see the top): signing on every request, reused per caller.
-read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-assert "$SIGNED_URL")"
-echo "identity assertion on/off $MEDIAN (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
+if [ "${ASSERT_BENCH:-1}" = 1 ]; then
+  read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-assert "$SIGNED_URL")"
+  echo "identity assertion on/off $MEDIAN (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
+fi
 
 # Rate-limit variant (see above): the cost of backend.rateLimit beside plain svc.
-read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/")"
-echo "svc with a rate limit far above the load: $MEDIAN x svc (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
+if [ "${RATELIMIT_BENCH:-1}" = 1 ]; then
+  read -r MEDIAN PAIRS_SEEN <<<"$(paired svc-ratelimit "http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench-limited/")"
+  echo "svc with a rate limit far above the load: $MEDIAN x svc (target >= 0.90; median of pairs: ${PAIRS_SEEN// /, })"
+fi
 
 # Tracing variant (started with plain svc, above): svc-traced against plain svc in alternation.
 if [ "${TRACING_BENCH:-1}" = 1 ]; then
