@@ -5,9 +5,14 @@
  * every connector's factory with this, whatever its type, so a connector type has no code of
  * its own for the rules: it only puts what its source said in `Identity.claims`.
  *
- * The wrapper is a Proxy that replaces `login`, `complete` and `refresh` and passes every other
- * member through: rejected, a hand-written object listing the contract's members, which would
+ * The wrapper is a Proxy that replaces `login`, `begin`, `complete` and `refresh` and passes every
+ * other member through: rejected, a hand-written object listing the contract's members, which would
  * silently drop a member the contract gains later (metadata, logoutTokens, ...).
+ *
+ * A connector with rules is always asked for groups (`wantGroups: true`), whatever the scope of
+ * the authorization request: the rules decide on the groups the source has, and the scope only
+ * decides what the token carries (src/idp/claims.ts). Otherwise a client that leaves `groups`
+ * out of its scope would hand a rule on groups an empty list, and pass it (issue 54).
  */
 import type { Connector, ConnectorDeps, ConnectorFactory, Identity, LoginContext } from '../../connectors/connector.js';
 import { applyClaimRules, isClaimRuleRefused, type RuleUser } from './evaluate.js';
@@ -58,13 +63,21 @@ export function withClaimRules(open: ConnectorFactory, rules: ClaimRules): Conne
 
 type Method = (...args: never[]) => Promise<Identity | null>;
 
+/** The arguments with the LoginContext (every method's last) asking for groups. */
+function askingForGroups(args: readonly unknown[]): never[] {
+  const last = args.at(-1);
+  if (typeof last !== 'object' || last === null || !('wantGroups' in last)) return args as never[];
+  return [...args.slice(0, -1), { ...(last as LoginContext), wantGroups: true }] as never[];
+}
+
 function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps): Connector {
   const login = (method: Method) => async (...args: never[]): Promise<Identity | null> => {
-    const identity = await method.apply(connector, args);
+    const identity = await method.apply(connector, askingForGroups(args));
     return identity === null ? null : identityUnderRules(rules, identity);
   };
+  const begin = (method: (...args: never[]) => unknown) => (...args: never[]): unknown => method.apply(connector, askingForGroups(args));
   const refresh = (method: Method) => async (identity: Identity, ctx: LoginContext): Promise<Identity | null> => {
-    const fresh = await (method as (identity: Identity, ctx: LoginContext) => Promise<Identity | null>).call(connector, identity, ctx);
+    const fresh = await (method as (identity: Identity, ctx: LoginContext) => Promise<Identity | null>).call(connector, identity, { ...ctx, wantGroups: true });
     if (fresh === null) return null;
     // The identity the rules made at login, handed back with nothing new read (an oidc upstream
     // that sends no ID token on refresh): mapping it again would map the mapped values.
@@ -83,6 +96,7 @@ function underRules(connector: Connector, rules: ClaimRules, deps: ConnectorDeps
       const value: unknown = Reflect.get(target, property, receiver);
       if (typeof value !== 'function') return value;
       if (property === 'login' || property === 'complete') return login(value as Method);
+      if (property === 'begin') return begin(value as (...args: never[]) => unknown);
       if (property === 'refresh') return refresh(value as Method);
       return (value as (...args: unknown[]) => unknown).bind(target);
     },

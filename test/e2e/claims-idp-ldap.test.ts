@@ -3,15 +3,20 @@
  * against a real slapd: `claims` is the user entry's attributes (each a list) and the groups the
  * connector found. A login that passes with the mapped groups, and one refused by each kind of
  * rule with the rule's message on the password form, in the log and in the audit trail; a
- * refusal is not a wrong password.
+ * refusal is not a wrong password. A client that leaves `groups` out of its scope gets the same
+ * refusal: the rules read the directory's groups whatever the scope (issue 54).
  */
 import { expect } from 'chai';
+import * as client from 'openid-client';
 import { collectAudit } from '../helpers/audit.js';
-import { FormBrowser, isPage } from '../helpers/form-browser.js';
+import { authorizationRequest, svcWebClient } from '../helpers/authorization.js';
+import { devicePasswordForm } from '../helpers/device-flow.js';
+import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { idpSvcAddress, startIdpSvc, type IdpSvc } from '../helpers/idp-svc.js';
 import { corpLdapConnector, LDAP_BIND_SECRETS, startLdapDirectory, type LdapDirectory } from '../helpers/ldap-directory.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
+const SECRET = 'claims-idp-ldap-secret-key-0123456789';
 const RULES = {
   claimValidationRules: [{ expression: 'claims.mail[0].endsWith("@example.org") && !("qa" in claims.groups)', message: 'QA accounts use the staging server' }],
   claimMappings: { groups: { expression: 'claims.groups.map(g, "ldap:" + g)' } },
@@ -30,7 +35,7 @@ describe('e2e: claim rules of an ldap connector (real slapd)', function () {
     const corp = corpLdapConnector(directory);
     svc = await startIdpSvc(await idpSvcAddress(), {
       connectors: [{ ...corp, config: { ...corp.config, ...RULES } }], extensions: ['tools'], policy: '',
-      secrets: { 'server.secretkey': 'claims-idp-ldap-secret-key-0123456789', ...LDAP_BIND_SECRETS },
+      secrets: { 'server.secretkey': SECRET, ...LDAP_BIND_SECRETS },
     }, { audit });
   });
   after(async function () {
@@ -67,5 +72,31 @@ describe('e2e: claim rules of an ldap connector (real slapd)', function () {
     expect(page?.status).to.equal(403);
     expect(page?.html).to.contain('Operators use the break-glass account.');
     expect(lastLogin()).to.deep.include({ outcome: 'failure', reason: 'refused: operators use the break-glass account (userValidationRules[0] gave false)' });
+  });
+
+  it('refuses the rule on groups to a device-flow login whose scope has no groups, and svc\'s own login after it asks again', async function () {
+    const cli = await client.discovery(new URL(`${svc.url}/api/idp`), 'svc-cli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const device = await client.initiateDeviceAuthorization(cli, { scope: 'openid' });
+    const { browser, form } = await devicePasswordForm(String(device.verification_uri), device.user_code);
+    const done = await browser.submit(form, { username: 'alice', password: 'alice123' }, 'about:');
+    expect(isPage(done) && done.status, isPage(done) ? done.html.slice(0, 300) : String(done)).to.equal(403);
+    expect((done as Page).html).to.contain('Operators use the break-glass account.');
+    expect(lastLogin()).to.deep.include({ outcome: 'failure', reason: 'refused: operators use the break-glass account (userValidationRules[0] gave false)' });
+    const web = await browser.go(`${svc.url}/auth/login?return_url=/apps`, `${svc.url}/apps`);
+    expect(isPage(web) && web.html, 'svc\'s login must show the password form again').to.contain('password');
+  });
+
+  it('refuses the rule on groups to a web login whose scope has no groups, and gives groups only to a scope that asks', async function () {
+    const rp = await svcWebClient(svc.url, SECRET);
+    const redirect = `${svc.url}/auth/callback`;
+    const bare = await authorizationRequest(rp, redirect, 'openid profile');
+    const browser = new FormBrowser();
+    const refused = await browser.submit(await browser.go(bare.href, redirect) as Page, { username: 'alice', password: 'alice123' }, redirect);
+    expect(isPage(refused) && refused.status).to.equal(403);
+    const carol = new FormBrowser();
+    const granted = await carol.submit(await carol.go(bare.href, redirect) as Page, { username: 'carol', password: 'carol123' }, redirect);
+    expect(isPage(granted), isPage(granted) ? granted.html.slice(0, 300) : '').to.equal(false);
+    const tokens = await client.authorizationCodeGrant(rp, granted as URL, { pkceCodeVerifier: bare.verifier, expectedState: bare.state });
+    expect(tokens.claims()).to.not.have.property('groups');
   });
 });
