@@ -7,11 +7,15 @@
  * - `groupNameFormat` defaults to `id`: a group's object id is unique and immutable, while its
  *   display name is neither (users may be allowed to create Microsoft 365 groups of any name).
  * - `tenant: consumers` is refused: personal accounts have no directory groups.
+ * - `groupNameFormat: name` with `tenant: common` or `organizations` is refused: a display name
+ *   is chosen by whoever makes the group, in any tenant, so another tenant's admin could make
+ *   a group of the name `groups` lists (issue 54, review finding 3). Qualifying names by tenant
+ *   was rejected: `groups` would then need `<tid>/<name>`, which is the id format in other words.
  * - `authority` and `graphURL` are origins only (`https://host[:port]`): svc adds the paths.
  */
 import { z } from 'zod';
 import type { ParseInput } from '../connector.js';
-import { flag, isHttpUrl, parseTypeConfig, pemCertificates, text, textList } from '../config-schema.js';
+import { flag, isHttpUrl, parseTypeConfig, pemCertificates, text, textList, type CrossCheck } from '../config-schema.js';
 
 export const DEFAULT_AUTHORITY = 'https://login.microsoftonline.com';
 export const DEFAULT_GRAPH_URL = 'https://graph.microsoft.com';
@@ -27,9 +31,14 @@ export function isGuid(value: string): boolean {
   return GUID.test(value);
 }
 
+/** `common` or `organizations`: users of any tenant may log in. */
+export function isMultiTenant(tenant: unknown): boolean {
+  return (MULTI_TENANTS as readonly unknown[]).includes(tenant);
+}
+
 const tenant = text.superRefine((value, ctx) => {
   if (value.toLowerCase() === 'consumers') ctx.addIssue({ code: 'custom', message: 'must not be consumers: personal Microsoft accounts have no directory groups' });
-  else if (!(MULTI_TENANTS as readonly string[]).includes(value) && !isGuid(value) && !DOMAIN.test(value)) {
+  else if (!isMultiTenant(value) && !isGuid(value) && !DOMAIN.test(value)) {
     ctx.addIssue({ code: 'custom', message: 'must be a tenant id (a GUID), a verified domain of the tenant (contoso.onmicrosoft.com), organizations or common' });
   }
 });
@@ -61,7 +70,15 @@ export const microsoftConfigSchema = z.strictObject({
 
 export type MicrosoftConfig = Readonly<z.output<typeof microsoftConfigSchema>>;
 
+/** Display names from any tenant would match `groups`: refused, fail closed (see the module header). */
+const checkMicrosoftConfig: CrossCheck = (raw, at) => {
+  const tenant = raw['tenant'];
+  if (raw['groupNameFormat'] === 'name' && isMultiTenant(tenant)) {
+    at.add(['groupNameFormat'], `cannot be name with tenant ${String(tenant)}: the admin of any other tenant can make a group of the same display name; use id (the default) and list group object ids in groups, or name one tenant`);
+  }
+};
+
 /** The checked config, or undefined after reporting every problem to `input.at`. */
 export function parseMicrosoftConfig(input: ParseInput): MicrosoftConfig | undefined {
-  return parseTypeConfig(microsoftConfigSchema, input);
+  return parseTypeConfig(microsoftConfigSchema, input, checkMicrosoftConfig);
 }

@@ -3,7 +3,7 @@
  * opens nothing; the connector warns once, at build, about settings that let more people in.
  */
 import type { ConnectorDeps, ConnectorType } from '../connector.js';
-import { parseMicrosoftConfig, type MicrosoftConfig } from './config.js';
+import { isMultiTenant, parseMicrosoftConfig, type MicrosoftConfig } from './config.js';
 import { MicrosoftConnector } from './microsoft.js';
 
 export const microsoft = {
@@ -19,10 +19,13 @@ export const microsoft = {
 } satisfies ConnectorType;
 
 function warnAtStart(config: MicrosoftConfig, { log }: ConnectorDeps): void {
-  if (config.tenant === 'common' || config.tenant === 'organizations') {
-    log.warn({ tenant: config.tenant }, `microsoft: tenant ${config.tenant}: users of any Entra tenant${config.tenant === 'common' ? ', and personal Microsoft accounts,' : ''} can log in; restrict them with groups or a claim rule on tid`);
+  if (isMultiTenant(config.tenant)) {
+    log.warn({ tenant: config.tenant }, `microsoft: tenant ${config.tenant}: users of any Entra tenant${config.tenant === 'common' ? ', and personal Microsoft accounts,' : ''} can log in; restrict them with groups (object ids) or a claim rule on tid`);
   }
-  if (config.groupNameFormat === 'name' && !config.onlySecurityGroups) {
-    log.warn('microsoft: groupNameFormat name without onlySecurityGroups: group display names are not unique, and users may be able to create Microsoft 365 groups of any name');
+  // Only a single tenant gets here with name (config.ts refuses it with common and organizations).
+  // onlySecurityGroups does not make names safe: Entra lets every user create security groups
+  // unless the tenant turns that off, and no display name is unique.
+  if (config.groupNameFormat === 'name') {
+    log.warn(`microsoft: groupNameFormat name: a group counts by its display name, which is not unique and which any user allowed to create groups in the tenant can give a new group (Entra lets every user create security groups${config.onlySecurityGroups ? '' : ' and Microsoft 365 groups'} unless the tenant turns that off); prefer id`);
   }
 }

@@ -49,4 +49,17 @@ describe('microsoft connector config', () => {
     expect(problems.some((p) => p.startsWith(`${AT}.tennant:`))).to.equal(true);
     expect(problems.some((p) => p.startsWith(`${AT}.redirectURI: must not be set`))).to.equal(true);
   });
+
+  it('refuses groupNameFormat name with tenant common or organizations, naming the key: another tenant can make a group of the same name', () => {
+    for (const tenant of ['common', 'organizations']) {
+      const { config, problems } = parse({ ...GOOD, tenant, groupNameFormat: 'name', onlySecurityGroups: true, groups: ['ops'] });
+      expect(config, tenant).to.equal(undefined);
+      expect(problems, tenant).to.deep.equal([
+        `${AT}.groupNameFormat: cannot be name with tenant ${tenant}: the admin of any other tenant can make a group of the same display name; use id (the default) and list group object ids in groups, or name one tenant`,
+      ]);
+      expect(parse({ ...GOOD, tenant, groupNameFormat: 'id', groups: ['00000000-0000-4000-8000-000000000001'] }).problems, tenant).to.deep.equal([]);
+    }
+    // Named with other problems, in one run.
+    expect(parse({ tenant: 'common', clientID: '', clientSecret: 'x', groupNameFormat: 'name' }).problems).to.have.length(2);
+  });
 });

@@ -25,10 +25,14 @@ export const MANYGROUPS: FakeEntraUser = { oid: '33333333-3333-4333-8333-3333333
 /** A user of another tenant (for organizations and common). */
 export const GUEST: FakeEntraUser = { oid: '44444444-4444-4444-8444-444444444444', name: 'Guest', upn: 'guest@fabrikam.example', groups: [], tid: OTHER_TENANT_ID };
 
+/** A security group another tenant's admin made, named as ours is, and that tenant's user in it (review of issue 54, finding 3). */
+export const FOREIGN_OPS: FakeEntraGroup = { id: '99999999-0000-4000-8000-000000000009', displayName: 'ops', securityEnabled: true };
+export const MALLORY: FakeEntraUser = { oid: '55555555-5555-4555-8555-555555555555', name: 'Mallory', upn: 'mallory@evil.example', groups: [FOREIGN_OPS.id], tid: OTHER_TENANT_ID };
+
 export function entraOptions(redirectUri: string, extra: Partial<FakeEntraOptions> = {}): FakeEntraOptions {
   return {
     tenantId: TENANT_ID, domain: DOMAIN, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri,
-    users: [ALICE, BOB, MANYGROUPS, GUEST], groups: [OPS, DEV, COFFEE, OTHER, ...MANY], groupMembershipClaims: 'All', ...extra,
+    users: [ALICE, BOB, MANYGROUPS, GUEST, MALLORY], groups: [OPS, DEV, COFFEE, OTHER, ...MANY, FOREIGN_OPS], groupMembershipClaims: 'All', ...extra,
   };
 }
 

@@ -13,7 +13,7 @@ import { CONSUMERS_TENANT } from '../../../connectors/microsoft/tenant.js';
 import { startFakeEntra, type FakeEntra } from '../../helpers/fake-entra.js';
 import { browserConnector, roundTrip } from '../../helpers/oauth-round-trip.js';
 import { refusal, upstreamConnectors } from '../connector-suite.js';
-import { ALICE, BOB, CALLBACK, CLIENT_ID, COFFEE, DEV, DOMAIN, entraOptions, GUEST, MANY, MANYGROUPS, microsoftConfig, OPS, OTHER, OTHER_TENANT_ID, SECRETS, TENANT_ID } from './fixture.js';
+import { ALICE, BOB, CALLBACK, CLIENT_ID, COFFEE, DEV, DOMAIN, entraOptions, FOREIGN_OPS, GUEST, MALLORY, MANY, MANYGROUPS, microsoftConfig, OPS, OTHER, OTHER_TENANT_ID, SECRETS, TENANT_ID } from './fixture.js';
 
 const GET_MEMBER_OBJECTS = '/v1.0/me/getMemberObjects';
 const GET_BY_IDS = '/v1.0/directoryObjects/getByIds';
@@ -165,6 +165,26 @@ describe('the Microsoft Entra ID connector (against a local Entra stand-in)', fu
       fake.tamper = (c) => ({ ...c, tid: CONSUMERS_TENANT, iss: `${fake.url}/${CONSUMERS_TENANT}/v2.0` });
       expect((await refusal(login(open({ tenant: 'organizations' }), GUEST.upn))).message).to.equal(NOT_CONFIRMED);
       expect((await login(open({ tenant: 'common' }), GUEST.upn)).userId).to.equal(GUEST.oid);
+    });
+
+    it('lets no other tenant\'s group count under common or organizations: names are refused, a foreign group never has one of our ids', async () => {
+      for (const tenant of ['common', 'organizations']) {
+        // The review's repro: another tenant's admin makes a security group "ops"; with names it would have counted.
+        expect(() => open({ tenant, groupNameFormat: 'name', onlySecurityGroups: true, groups: ['ops'] }), tenant).to.throw(/groupNameFormat: cannot be name with tenant/);
+        expect((await refusal(login(open({ tenant, onlySecurityGroups: true, groups: [OPS.id] }), MALLORY.upn))).message, tenant).to.equal(NOT_IN_GROUPS);
+        expect((await login(open({ tenant, groups: [FOREIGN_OPS.id] }), MALLORY.upn)).groups, tenant).to.deep.equal([FOREIGN_OPS.id]);
+      }
+    });
+
+    it('warns at start about who may log in under common, and about display names under a single tenant, with onlySecurityGroups too', () => {
+      open({ tenant: 'common' });
+      open({ groupNameFormat: 'name', onlySecurityGroups: true });
+      open({ groupNameFormat: 'name' });
+      const warnings = lines.filter((l) => l.level === 40).map((l) => l.msg);
+      expect(warnings).to.have.length(3);
+      expect(warnings[0]).to.equal('microsoft: tenant common: users of any Entra tenant, and personal Microsoft accounts, can log in; restrict them with groups (object ids) or a claim rule on tid');
+      expect(warnings[1]).to.equal('microsoft: groupNameFormat name: a group counts by its display name, which is not unique and which any user allowed to create groups in the tenant can give a new group (Entra lets every user create security groups unless the tenant turns that off); prefer id');
+      expect(warnings[2]).to.include('security groups and Microsoft 365 groups unless');
     });
 
     it('refuses a token whose nonce or audience is not this login\'s', async () => {
