@@ -30,8 +30,9 @@
  *        (else 403 "Not Authorized to access this resource/api"); errors as Google's JSON
  *        {error: {code, message, errors, status}}
  *
- * The ID token carries iss, azp, aud, sub, email, email_verified, name, hd (a Workspace user's
- * domain; none for a consumer account), nonce, iat and exp. `fail()` injects a status on a path.
+ * The ID token carries iss, azp, aud, sub, email, email_verified (the user's `emailVerified`,
+ * true by default), name, hd (a Workspace user's domain; none for a consumer account), nonce,
+ * iat and exp. `fail()` injects a status on a path.
  */
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -44,6 +45,8 @@ export interface FakeGoogleUser {
   readonly name: string;
   /** The Workspace domain; absent for a consumer (gmail.com) account. */
   readonly hd?: string;
+  /** The ID token's email_verified (true when absent): false for an address Google has not confirmed. */
+  readonly emailVerified?: boolean;
 }
 
 export interface FakeGoogleOptions {
@@ -149,7 +152,7 @@ export async function startFakeGoogle(options: FakeGoogleOptions): Promise<FakeG
 
   async function idToken(who: FakeGoogleUser, nonce: string | undefined): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ azp: options.clientId, email: who.email, email_verified: true, name: who.name, ...(who.hd !== undefined ? { hd: who.hd } : {}), ...(nonce !== undefined ? { nonce } : {}) })
+    return new SignJWT({ azp: options.clientId, email: who.email, email_verified: who.emailVerified ?? true, name: who.name, ...(who.hd !== undefined ? { hd: who.hd } : {}), ...(nonce !== undefined ? { nonce } : {}) })
       .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
       .setIssuer(base).setAudience(options.clientId).setSubject(who.sub).setIssuedAt(now).setExpirationTime(now + TOKEN_LIFETIME_S)
       .sign(signing.privateKey);

@@ -6,6 +6,12 @@ export const CLIENT_SECRET = 'GOCSPX-google-client-secret-0a1b2c';
 export const CALLBACK = 'https://svc.example.org/api/idp/callback';
 export const ADMIN = 'admin@acme.example';
 
+/**
+ * A consumer account (no hd) whose email claim is alice's address, which Google has not
+ * verified; signed in by its sub (its email finds alice). Review of issue 54, finding 5.
+ */
+export const IMPOSTOR: FakeGoogleUser = { sub: '100000000000000000666', email: 'alice@acme.example', name: 'Not Alice', emailVerified: false };
+
 export const USERS: readonly FakeGoogleUser[] = [
   { sub: '100000000000000000001', email: 'alice@acme.example', name: 'Alice Liddell', hd: 'acme.example' },
   { sub: '100000000000000000002', email: 'bob@acme.example', name: 'Bob Builder', hd: 'acme.example' },
@@ -13,6 +19,7 @@ export const USERS: readonly FakeGoogleUser[] = [
   { sub: '100000000000000000004', email: 'dave@gmail.com', name: 'Dave Consumer' },
   { sub: '100000000000000000005', email: 'erin@acme.example', name: 'Erin Many', hd: 'acme.example' },
   { sub: '100000000000000000009', email: ADMIN, name: 'Workspace Admin', hd: 'acme.example' },
+  IMPOSTOR,
 ];
 
 /**

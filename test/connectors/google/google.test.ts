@@ -10,13 +10,13 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import type { Connector, Identity, LoginContext } from '../../../connectors/connector.js';
 import { GROUPS_UNAVAILABLE } from '../../../connectors/google/access-token.js';
-import { CANCELLED, NOT_IN_DOMAIN, NOT_IN_GROUPS } from '../../../connectors/google/google.js';
+import { CANCELLED, EMAIL_NOT_VERIFIED, NOT_IN_DOMAIN, NOT_IN_GROUPS } from '../../../connectors/google/google.js';
 import { google } from '../../../connectors/google/index.js';
 import { upstreamFetches } from '../../../src/idp/connectors/upstream-fetch.js';
 import { startFakeGoogle, type FakeGoogle } from '../../helpers/fake-google.js';
 import { browserConnector, roundTrip } from '../../helpers/oauth-round-trip.js';
 import { openThroughType, refusal, upstreamConnectors } from '../connector-suite.js';
-import { ADMIN, ALICE_GROUPS, ALICE_TRANSITIVE, CALLBACK, CLIENT_ID, ERIN_GROUPS, fakeOptions, googleConfig, secrets } from './fixture.js';
+import { ADMIN, ALICE_GROUPS, ALICE_TRANSITIVE, CALLBACK, CLIENT_ID, ERIN_GROUPS, fakeOptions, googleConfig, IMPOSTOR, secrets } from './fixture.js';
 
 describe('the Google connector (against a local Google stand-in)', function () {
   this.timeout(20_000);
@@ -75,6 +75,21 @@ describe('the Google connector (against a local Google stand-in)', function () {
     const consumer = await login(open({ hostedDomains: undefined, serviceAccountKey: undefined, domainToAdminEmail: undefined }), 'dave@gmail.com');
     expect(consumer.userId).to.equal('100000000000000000004');
     expect(consumer.groups).to.deep.equal([]);
+  });
+
+  it('refuses an ID token whose email is not verified, in words, before asking the Directory API for that address\'s groups (as Dex)', async () => {
+    // The review's repro: no hostedDomains, an admin for every domain: the unverified address would have had alice's groups.
+    const anyDomain = { hostedDomains: undefined, domainToAdminEmail: { '*': ADMIN } };
+    const asked = fake.directoryRequests().length;
+    const err = await refusal(login(open(anyDomain), IMPOSTOR.sub));
+    expect(err.message).to.equal(EMAIL_NOT_VERIFIED);
+    expect(err.code).to.equal('permission_denied');
+    expect(fake.directoryRequests().length).to.equal(asked);
+    expect(text.join('')).to.include('google: login refused: the ID token\'s email_verified is not true');
+    // Without a service account too: the email is still taken as the person's.
+    expect((await refusal(login(open({ ...anyDomain, serviceAccountKey: undefined, domainToAdminEmail: undefined }), IMPOSTOR.sub))).message).to.equal(EMAIL_NOT_VERIFIED);
+    // The verified owner of the address logs in with the same config.
+    expect((await login(open(anyDomain), 'alice@acme.example')).groups).to.have.members(ALICE_GROUPS);
   });
 
   it('asks for a service-account token once and keeps it for the next logins', async () => {
