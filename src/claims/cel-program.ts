@@ -6,23 +6,17 @@
  * - at compile time, a reference to anything but `claims`, `user` and a macro's variable, a call of
  *   a function CEL does not have, and a result whose type is known and wrong for the key are
  *   problems (what the library's planner would only find at run time);
- * - every comprehension (`all`, `exists`, `exists_one`, `map`, `filter`) has its range passed
- *   through a counter: the elements of every range entered, nested ones each time, add up to at
- *   most MAX_ITERATIONS per evaluation. Outside comprehensions an expression does work in
- *   proportion to its length (bounded) and its input (bounded: ./cel-input.ts); `matches` is RE2,
- *   linear in its input. Rejected: a wall-clock limit, which a busy process would trip at random.
+ * - every evaluation is bounded in cost: ./cel-cost.ts rewrites the tree so that comprehension
+ *   elements, the operands of every call and `replace`'s result are charged to one budget.
  */
-import { celEnv, celFunc, CelScalar, isCelError, isCelList, isCelMap, mapType, parse, plan, type CelValue } from '@bufbuild/cel';
-import { strings } from '@bufbuild/cel/ext';
+import { celEnv, CelScalar, isCelError, mapType, parse, plan, type CelValue } from '@bufbuild/cel';
+import { costedFunctions, COST_BOUND_MESSAGE, instrument, MAX_COST, type Budget } from './cel-cost.js';
 
-/** Comprehension elements one evaluation may enter, nested ones counted each time. */
-export const MAX_ITERATIONS = 100_000;
 /** An expression longer than this is a configuration problem (the rest of the bound rests on it). */
 export const MAX_EXPRESSION_LENGTH = 4_096;
 /** Comprehensions nested deeper than this are refused at compile time. */
 export const MAX_COMPREHENSION_DEPTH = 3;
 
-const RANGE_FUNCTION = 'svc.countedRange';
 const VARIABLES = ['claims', 'user'] as const;
 
 /** What a key needs its expression to give. */
@@ -30,9 +24,6 @@ export type Wanted = 'bool' | 'string' | 'strings';
 
 /** The statically known type of a node: 'dyn' when it depends on the input. */
 type Known = 'bool' | 'string' | 'int' | 'uint' | 'double' | 'bytes' | 'null' | 'list' | 'map' | 'dyn';
-
-/** Counted per evaluation; evaluation is synchronous, so one budget per program is never shared by two. */
-interface Budget { left: number }
 
 export interface CelProgram {
   readonly expression: string;
@@ -52,13 +43,13 @@ export function compileCel(expression: string, wanted: Wanted): Compiled {
   } catch (err: unknown) {
     return { ok: false, message: `does not compile: ${messageOf(err)}` };
   }
-  const budget: Budget = { left: MAX_ITERATIONS };
+  const budget: Budget = { left: MAX_COST };
   const env = environment(budget);
   const problem = checkTree(parsed.expr, env.funcs, new Set(VARIABLES), 0);
   if (problem !== undefined) return { ok: false, message: `does not compile: ${problem}` };
   const type = typeOf(parsed.expr, new Map());
   if (!fits(type, wanted)) return { ok: false, message: `must give ${WANTED_WORDS[wanted]}, but gives ${article(type)}` };
-  countRanges(parsed.expr);
+  instrument(parsed.expr);
   let run: (bindings: never) => unknown;
   try {
     run = plan(env, parsed) as (bindings: never) => unknown;
@@ -70,13 +61,21 @@ export function compileCel(expression: string, wanted: Wanted): Compiled {
     program: {
       expression,
       evaluate(bindings) {
-        budget.left = MAX_ITERATIONS;
+        budget.left = MAX_COST;
+        // The library makes an Error for each failed step; without stacks they cost little (restored below: evaluation is synchronous).
+        const stackLimit = Error.stackTraceLimit;
+        Error.stackTraceLimit = 0;
         try {
           const value = run(bindings as never) as CelValue;
+          // CEL's `||`, `&&` and `exists` absorb an error when the other side decides: a value
+          // made after the bound was reached is refused all the same (fail closed).
+          if (budget.left < 0) return new Error(COST_BOUND_MESSAGE);
           return isCelError(value) ? new Error(value.message) : value;
         } catch (err: unknown) {
           // A function that threw (the bound) or the engine's own limit (a stack overflow): refused either way.
           return new Error(messageOf(err));
+        } finally {
+          Error.stackTraceLimit = stackLimit;
         }
       },
     },
@@ -99,13 +98,7 @@ function fits(type: Known, wanted: Wanted): boolean {
 }
 
 function environment(budget: Budget) {
-  const counted = celFunc(RANGE_FUNCTION, [CelScalar.DYN], CelScalar.DYN, (range) => {
-    const size = isCelList(range) || isCelMap(range) ? range.size : 0;
-    budget.left -= size;
-    if (budget.left < 0) throw new Error(`the expression's cost bound was reached (${MAX_ITERATIONS} comprehension elements)`);
-    return range as never;
-  });
-  return celEnv({ variables: { claims: mapType(CelScalar.STRING, CelScalar.DYN), user: mapType(CelScalar.STRING, CelScalar.DYN) }, funcs: [...strings, counted] });
+  return celEnv({ variables: { claims: mapType(CelScalar.STRING, CelScalar.DYN), user: mapType(CelScalar.STRING, CelScalar.DYN) }, funcs: costedFunctions(budget) });
 }
 
 // The parsed tree is protobuf-es messages; these views name only the fields read here.
@@ -222,40 +215,6 @@ function constType(kind: string | undefined): Known {
     case 'bytesValue': return 'bytes';
     case 'nullValue': return 'null';
     default: return 'dyn';
-  }
-}
-
-/** Wraps every comprehension's range in the counting function (see the header). */
-function countRanges(expr: unknown): void {
-  const kind = asNode(expr).exprKind;
-  switch (kind.case) {
-    case 'selectExpr':
-      if (kind.value.operand !== undefined) countRanges(kind.value.operand);
-      return;
-    case 'callExpr':
-      if (kind.value.target !== undefined) countRanges(kind.value.target);
-      kind.value.args.forEach(countRanges);
-      return;
-    case 'listExpr':
-      kind.value.elements.forEach(countRanges);
-      return;
-    case 'structExpr':
-      for (const entry of kind.value.entries) {
-        if (entry.keyKind.case === 'mapKey') countRanges(entry.keyKind.value);
-        if (entry.value !== undefined) countRanges(entry.value);
-      }
-      return;
-    case 'comprehensionExpr': {
-      const c = kind.value;
-      for (const part of [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result]) if (part !== undefined) countRanges(part);
-      if (c.iterRange !== undefined) {
-        const range = c.iterRange;
-        c.iterRange = { id: range.id, exprKind: { case: 'callExpr', value: { function: RANGE_FUNCTION, args: [range] } } } as Node;
-      }
-      return;
-    }
-    default:
-      return;
   }
 }
 

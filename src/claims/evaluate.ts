@@ -46,14 +46,16 @@ const MAPPING_FAILED = 'the identity source\'s answer could not be turned into a
 
 /** The user after the rules; throws ClaimRuleRefused when a rule refuses or fails. */
 export function applyClaimRules(rules: ClaimRules, claims: Readonly<Record<string, unknown>>, user: RuleUser): RuleUser {
+  const userInput = (u: RuleUser): unknown => celInput({ uid: u.uid, username: u.username, email: u.email ?? '', name: u.name ?? '', groups: [...u.groups] }, 'user');
   let claimsInput: unknown;
+  let before: unknown;
   try {
     claimsInput = celInput(claims);
+    before = userInput(user);
   } catch (err: unknown) {
+    // Past an input bound (./cel-input.ts): refused, never evaluated on part of the answer.
     throw new ClaimRuleRefused(rules.claimValidationRules[0]?.message ?? MAPPING_FAILED, `the claims cannot be evaluated: ${(err as Error).message}`);
   }
-  const userInput = (u: RuleUser): unknown => celInput({ uid: u.uid, username: u.username, email: u.email ?? '', name: u.name ?? '', groups: [...u.groups] });
-  const before = userInput(user);
   for (const rule of rules.claimValidationRules) check(rule, { claims: claimsInput, user: before });
   let mapped = user;
   for (const field of MAPPED_FIELDS) {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ProblemSink } from '../../src/config/problems.js';
+import { MAX_LIST_LENGTH, MAX_STRING_LENGTH } from '../../src/claims/cel-input.js';
 import { applyClaimRules, ClaimRuleRefused, type RuleUser } from '../../src/claims/evaluate.js';
 import { parseClaimRules, type ClaimRules } from '../../src/claims/rules-config.js';
 
@@ -65,6 +66,14 @@ describe('claims/evaluate', () => {
     expect(emptyName.reason).to.equal('claimMappings.username gave an empty name');
     const notBool = refusal(() => applyClaimRules(rules({ claimValidationRules: [{ expression: 'claims.x', message: 'no' }] }), { x: 'yes' }, USER));
     expect(notBool.reason).to.equal('claimValidationRules[0] gave a value that is not true or false');
+  });
+
+  it('refuses, never evaluates, claims or a user past the input bounds, naming the value (issue 54)', () => {
+    const long = refusal(() => applyClaimRules(ISSUE_RULES, { ...CLAIMS, roles: ['argo-dev', `argo-${'-'.repeat(MAX_STRING_LENGTH)}`] }, USER));
+    expect(long.message).to.equal('the email address is not verified');
+    expect(long.reason).to.equal(`the claims cannot be evaluated: claims.roles[1] is longer than ${MAX_STRING_LENGTH} characters`);
+    const many = refusal(() => applyClaimRules(ISSUE_RULES, CLAIMS, { ...USER, groups: Array.from({ length: MAX_LIST_LENGTH + 1 }, (_, i) => `g${i}`) }));
+    expect(many.reason).to.equal(`the claims cannot be evaluated: user.groups holds more than ${MAX_LIST_LENGTH} values`);
   });
 
   it('takes a single string from a groups mapping as one group', () => {
