@@ -56,14 +56,15 @@ export function workloadPerson(name: string): Person {
 }
 
 /** The person a verified principal is, by its kind. */
-export function personOf(principal: Pick<Principal, 'kind' | 'issuer' | 'username'>): Person {
+export function personOf(principal: Pick<Principal, 'kind' | 'issuer' | 'username' | 'subject'>): Person {
   switch (principal.kind) {
     case 'session':
     case 'apiKey':
       return localPerson(principal.username);
     case 'sso':
     case 'ssoApiKey':
-      return ssoPerson(principal.issuer, principal.username);
+      // The `sub`, whatever oidc.config's claim mappings made the name (issue 54).
+      return ssoPerson(principal.issuer, principal.subject ?? principal.username);
     case 'workload':
       return workloadPerson(principal.username);
   }

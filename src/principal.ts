@@ -21,6 +21,12 @@ export interface Principal {
   readonly displayName?: string;
   readonly groups: readonly string[];
   /**
+   * `sso`: the provider's `sub`, the person's id there (src/person.ts), when oidc.config's claim
+   * mappings gave another `username`: the mapped name is the rights subject and the name, never
+   * the person (issue 54). Absent: `username` is the `sub`.
+   */
+  readonly subject?: string;
+  /**
    * `svc` for local tokens, the provider's issuer for SSO tokens and SSO users' personal API
    * tokens, the workload issuer's URL for workload tokens.
    */

@@ -52,8 +52,21 @@ export const claimRulesSchema = z.strictObject({
 
 const WANTED: Record<MappedField, Wanted> = { username: 'string', email: 'string', name: 'string', groups: 'strings' };
 
+export interface ClaimRulesOptions {
+  /**
+   * `claims` is an ID token's (oidc.config): a `username` or `email` mapping that reads
+   * `claims.email` must have `claims.email_verified` checked, in its expression or in a
+   * `claimValidationRules` expression, as Kubernetes' AuthenticationConfiguration requires;
+   * else anyone who can set an unverified address upstream could take that name (issue 54).
+   */
+  readonly idTokenClaims?: boolean;
+}
+
+const READS_EMAIL = /\bclaims\s*(?:\.\s*\??\s*email\b|\[\s*["']email["']\s*\])/;
+const READS_EMAIL_VERIFIED = /\bclaims\s*(?:\.\s*\??\s*email_verified\b|\[\s*["']email_verified["']\s*\])/;
+
 /** The three keys of `raw` (other keys are not looked at), or undefined after reporting every problem to `at`. */
-export function parseClaimRules(raw: Readonly<Record<string, unknown>>, at: ScopedSink): ClaimRules | undefined {
+export function parseClaimRules(raw: Readonly<Record<string, unknown>>, at: ScopedSink, options: ClaimRulesOptions = {}): ClaimRules | undefined {
   const picked = Object.fromEntries(CLAIM_RULE_KEYS.filter((key) => Object.hasOwn(raw, key) && raw[key] !== null).map((key) => [key, raw[key]]));
   if (Object.keys(picked).length === 0) return NO_CLAIM_RULES;
   const before = at.count;
@@ -77,6 +90,15 @@ export function parseClaimRules(raw: Readonly<Record<string, unknown>>, at: Scop
     if (text === undefined) continue;
     const program = compile(['claimMappings', field, 'expression'], text, WANTED[field]);
     if (program !== undefined) claimMappings[field] = program;
+  }
+  if (options.idTokenClaims === true) {
+    const checked = (shape.claimValidationRules ?? []).some((r) => READS_EMAIL_VERIFIED.test(r.expression));
+    for (const field of ['username', 'email'] as const) {
+      const text = shape.claimMappings?.[field]?.expression;
+      if (text === undefined || !READS_EMAIL.test(text) || checked || READS_EMAIL_VERIFIED.test(text)) continue;
+      at.add(['claimMappings', field, 'expression'], 'reads claims.email, so claims.email_verified must be checked too, in this expression or in a claimValidationRules expression (for example \'claims.email_verified == true\')');
+      delete claimMappings[field];
+    }
   }
   const userValidationRules = rules('userValidationRules');
   return at.count === before ? { claimValidationRules, claimMappings, userValidationRules } : undefined;

@@ -55,7 +55,9 @@ export function createSessionUsage(deps: SessionUsageDeps): SessionUse {
     if (kind === undefined || principal.expiresAt === undefined) return;
     if (written.size >= REMEMBERED) written = new Map();
     written.set(principal.tokenId, minute);
-    const { username: account, tokenId: id, expiresAt } = principal;
+    const { tokenId: id, expiresAt } = principal;
+    // The person's id (an SSO user's `sub`, not a mapped name), as the registry keys the session.
+    const account = personOf(principal).subject;
     const first = last === undefined
       ? deps.registry.recordIfAbsent({
         id, account, kind, expiresAt, issuer: principal.issuer,

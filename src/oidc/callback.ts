@@ -35,8 +35,10 @@ export class ReservedSubject extends Unauthenticated {
 
 export interface FinishedLogin {
   readonly idToken: string;
-  /** The `sub`, for the log line of the login. */
+  /** The name (oidc.config's mapped username, else the `sub`), for the log line of the login. */
   readonly username: string;
+  /** The `sub`: the person's id, which the session is recorded under whatever the mapping (issue 54). */
+  readonly subject: string;
   readonly displayName?: string;
   /** The ID token's id: the session's in the registry. */
   readonly tokenId: string;
@@ -77,7 +79,7 @@ export async function finishLogin(deps: CallbackDeps, login: LoginState, callbac
   if (tokens.refresh_token !== undefined) await deps.refresh.keep(principal.tokenId, tokens.refresh_token);
   const sid = claims.payload['sid'];
   return {
-    idToken, username: principal.username, tokenId: principal.tokenId, issuer: principal.issuer,
+    idToken, username: principal.username, subject: principal.subject ?? principal.username, tokenId: principal.tokenId, issuer: principal.issuer,
     ...(principal.displayName !== undefined ? { displayName: principal.displayName } : {}),
     ...(typeof sid === 'string' && sid !== '' ? { sid } : {}),
     expiresAt: principal.expiresAt ?? claims.exp, returnUrl: login.returnUrl,

@@ -72,7 +72,7 @@ export function parseOidcConfig(text: string | undefined, secrets: SecretLookup,
   // Checked whole even when a reference fails, so that its other problems are reported too.
   const { value: resolved, unresolved } = resolveForChecking(value, secrets, sink);
   const parsed = parseWith(schema, resolved, sink, unresolved);
-  const claimRules = isMap(resolved) ? parseClaimRules(resolved, sink) : NO_CLAIM_RULES;
+  const claimRules = isMap(resolved) ? parseClaimRules(resolved, sink, { idTokenClaims: true }) : NO_CLAIM_RULES;
   if (parsed === undefined || claimRules === undefined || sink.count > before) return previous;
   const { claimValidationRules: _v, claimMappings: _m, userValidationRules: _u, ...fields } = parsed;
   const audiences = fields.allowedAudiences.length > 0

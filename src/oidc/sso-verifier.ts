@@ -106,6 +106,7 @@ export function createSsoVerifier(deps: SsoVerifierDeps): SsoVerifier {
       const sid = claims.payload['sid'];
       const principal: Principal = {
         username: person.username,
+        ...(person.username !== claims.sub ? { subject: claims.sub } : {}),
         ...(person.displayName !== undefined ? { displayName: person.displayName } : {}),
         groups: person.groups,
         issuer: provider.issuer,

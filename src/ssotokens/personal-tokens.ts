@@ -68,7 +68,7 @@ export function createPersonalTokens(deps: PersonalTokensDeps): PersonalTokens {
     if ((caller.kind !== 'sso' && caller.kind !== 'ssoApiKey') || caller.issuer !== deps.providerIssuer) {
       throw new PermissionDenied('personal API tokens are for users of svc\'s bundled identity provider');
     }
-    return caller.username;
+    return personOf(caller).subject;
   }
 
   function checkRequest(caller: Principal, request: CreateRequest): void {

@@ -82,4 +82,20 @@ describe('oidc.config', () => {
       "svc-cm: oidc.config: claimMappings.groups.expression: does not compile: found no function 'frob'",
     ]);
   });
+
+  it('refuses a username or email mapping that reads claims.email unless claims.email_verified is checked, naming the key, as Kubernetes does (issue 54)', () => {
+    const MESSAGE = "reads claims.email, so claims.email_verified must be checked too, in this expression or in a claimValidationRules expression (for example 'claims.email_verified == true')";
+    const unchecked = parse({ ...BASE, claimMappings: { username: { expression: 'claims.email' }, email: { expression: 'claims["email"].lowerAscii()' } } });
+    expect(unchecked.parsed).to.equal(undefined);
+    expect(unchecked.problems).to.have.members([
+      `svc-cm: oidc.config: claimMappings.username.expression: ${MESSAGE}`,
+      `svc-cm: oidc.config: claimMappings.email.expression: ${MESSAGE}`,
+    ]);
+    const inRule = parse({ ...BASE, claimValidationRules: [{ expression: 'claims.email_verified == true' }], claimMappings: { username: { expression: 'claims.email' } } });
+    expect(inRule.problems).to.deep.equal([]);
+    const inExpression = parse({ ...BASE, claimMappings: { username: { expression: 'claims.email_verified ? claims.email : claims.sub' } } });
+    expect(inExpression.problems).to.deep.equal([]);
+    const other = parse({ ...BASE, claimMappings: { username: { expression: 'claims.preferred_username' } } });
+    expect(other.problems).to.deep.equal([]);
+  });
 });

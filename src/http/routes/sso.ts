@@ -96,10 +96,10 @@ export function ssoRoutes(deps: SsoRouteDeps): Router<AppState> {
       if (!wantsPage(ctx, err)) throw err;
       return backToLoginPage(ctx, err instanceof ReservedSubject ? 'sso_reserved_name' : 'sso_failed', login.returnUrl);
     }
-    await deps.recordLogin(ctx.req, { id: done.tokenId, account: done.username, kind: 'sso', issuer: done.issuer, expiresAt: done.expiresAt, ...(done.sid !== undefined ? { sid: done.sid } : {}) }, true);
+    await deps.recordLogin(ctx.req, { id: done.tokenId, account: done.subject, kind: 'sso', issuer: done.issuer, expiresAt: done.expiresAt, ...(done.sid !== undefined ? { sid: done.sid } : {}) }, true);
     setSessionCookie(ctx, done.idToken, done.expiresAt, deps.login.serverUrl());
-    ctx.state.log.info({ sub: done.username, name: done.displayName, issuer: deps.callback.client.provider.issuer }, 'SSO login');
-    deps.outcomes?.record('sso', '', 'ok', { user: done.displayName ?? done.username, userId: done.username, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
+    ctx.state.log.info({ sub: done.subject, username: done.username, name: done.displayName, issuer: deps.callback.client.provider.issuer }, 'SSO login');
+    deps.outcomes?.record('sso', '', 'ok', { user: done.displayName ?? done.username, userId: done.subject, source: { requestId: ctx.state.requestId }, issuer: deps.callback.client.provider.issuer });
     ctx.redirect(done.returnUrl);
   }
   router.get('/auth/callback', allow('anyone', 'the login\'s state cookie from the browser that started it'), callback);
