@@ -6,7 +6,7 @@
  * address and CA, TLS, and the watch stream. The pod's token is ours (useRotatingToken). Its typed API
  * classes are not used: they turn objects into model classes (dates parsed, unknown fields
  * dropped), and svc wants the objects as the API sends them, to give them to the same parser
- * as the manifests of a directory (docs/decisions.md, Issue 25).
+ * as the manifests of a directory (docs/decisions.md, "Kubernetes store").
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { KubeConfig, RequestContext, User } from '@kubernetes/client-node';
@@ -62,7 +62,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
  * The library is loaded here, on first use, not at startup: its import takes about a second and
- * only `--kube` needs it (docs/decisions.md, Issue 25). Only the library: svc's own modules stay
+ * only `--kube` needs it (docs/decisions.md, "Kubernetes store"). Only the library: svc's own modules stay
  * static imports, so their classes (the errors) exist once.
  */
 function library(): Promise<typeof import('@kubernetes/client-node')> {
