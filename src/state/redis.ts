@@ -145,6 +145,10 @@ export function createRedisState(options: RedisStateOptions): RedisState {
   client.once('ready', () => void checkEvictionPolicy(client, where, log));
   /** Sentinel and Cluster: replicated writes wait (WAIT) on a connection of their own, so no other command waits behind them. */
   const replicas = topology.kind === 'standalone' ? undefined : lazyClient(() => open('redis (replicated writes)', { connectionName: 'svc-replicated', commandTimeoutMs: REPLICA_WAIT_MS + 500 }));
+  // Opened now, beside the main connection, not at the first replicated write: that write would
+  // give it READY_WAIT_MS to ask the sentinels and connect, and under load that took longer (a
+  // worker's first logout answered 503).
+  replicas?.get();
 
   /** Runs one command with the fail-fast rules and error translation. */
   async function run<T>(op: string, command: (c: RedisClient) => Promise<T>): Promise<T> {

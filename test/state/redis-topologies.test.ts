@@ -101,6 +101,26 @@ describe('state: redis sentinel', function () {
       expect(line).not.to.include(PASSWORD);
     });
 
+    it('opens its replicated-writes connection with the backend, before the first replicated write', async function () {
+      // Opened at that write, the connection got READY_WAIT_MS (200 ms) to ask the sentinels and
+      // connect, and under load took longer: the write failed as unreachable (a first logout 503).
+      const primary = raw(await peer.primaryPort());
+      const replicatedConnections = async () => String(await primary.call('CLIENT', 'LIST')).split('\n').filter((line) => / name=svc-replicated /.test(line)).length;
+      try {
+        const before = await replicatedConnections();
+        const opened = await openReadyState(topology);
+        try {
+          const deadline = Date.now() + 5_000;
+          while ((await replicatedConnections()) === before && Date.now() < deadline) await sleep(20);
+          expect(await replicatedConnections(), 'connections named svc-replicated on the primary').to.equal(before + 1);
+        } finally {
+          await opened.close();
+        }
+      } finally {
+        primary.disconnect();
+      }
+    });
+
     it('resolves a replicated write once the replica has it', async function () {
       const key = `test:${randomUUID()}`;
       await state.set(key, 'kept', { replicated: true });
