@@ -6,10 +6,23 @@
  * index; oidc-provider's own development adapter is not used: its grant bookkeeping is quadratic)
  * and no middleware. Seeds one grant and refresh token per chain, prints them as a JSON array on
  * a line of its own (the library prints notices too), then serves until SIGTERM.
+ *
+ * The refresh floor (BENCH_BARE_LDAP set): the same, plus what svc's refresh asks of the
+ * directory. svc's LDAP connector (connectors/ldap, the config given, the same slapd) logs each
+ * user in once at start, and at each refresh grant findAccount asks it again for the user and
+ * groups, with a deadline as svc's provider sets one, and builds the claims from its answer; a
+ * refusal is invalid_grant. That is the work every defence of svc's refresh rests on, and nothing
+ * else of svc's (storage, grant index, middleware, audit).
+ *
  * Usage: node --import tsx bench/bare-provider.ts <port> <chains> <client-secret>
+ *   BENCH_BARE_LDAP='{"config": <the ldap connector's config, bindPW inline>, "users": [["alice", "alice123"], …]}'
  */
 import { generateKeyPairSync } from 'node:crypto';
-import Provider, { type Adapter, type AdapterPayload } from 'oidc-provider';
+import Provider, { type Adapter, type AdapterPayload, type FindAccount } from 'oidc-provider';
+import { pino } from 'pino';
+import { ldap as ldapType } from '../connectors/ldap/index.js';
+import type { Identity, PasswordConnector } from '../connectors/connector.js';
+import { ProblemSink } from '../src/config/problems.js';
 import { ACCESS_TOKEN_TTL_S, GRANT_TTL_S, ID_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S } from '../src/idp/lifetimes.js';
 
 const [port = '0', chains = '8', secret = ''] = process.argv.slice(2);
@@ -50,8 +63,57 @@ class MapAdapter implements Adapter {
   }
 }
 
+/** svc's deadline on a connector's refresh (src/idp/provider.ts's REFRESH_TIMEOUT_MS, not exported). */
+const REFRESH_TIMEOUT_MS = 15_000;
+
+/** BENCH_BARE_LDAP: the LDAP connector and each user's identity as a login gave it; undefined for the provider alone. */
+async function directory(): Promise<{ connector: PasswordConnector; identities: Identity[] } | undefined> {
+  const raw = process.env['BENCH_BARE_LDAP'];
+  if (raw === undefined || raw === '') return undefined;
+  const { config, users } = JSON.parse(raw) as { config: unknown; users: [string, string][] };
+  const sink = new ProblemSink();
+  const build = ldapType.parse({ raw: config, secrets: new Map(), at: sink.scoped('bench', ['ldap']) });
+  if (build === undefined) throw new Error(`BENCH_BARE_LDAP: the LDAP config is refused: ${JSON.stringify(sink.problems)}`);
+  const connector = build({ log: pino({ level: 'error' }), now: () => new Date(), upstreamFetch: () => fetch }) as PasswordConnector;
+  const identities: Identity[] = [];
+  for (const [name, password] of users) {
+    const identity = await connector.login(name, password, { callbackUrl: `${issuer}/callback`, wantGroups: true, signal: AbortSignal.timeout(15_000) });
+    if (identity === null) throw new Error(`BENCH_BARE_LDAP: ${name} cannot log in to the directory`);
+    identities.push(identity);
+  }
+  if (identities.length === 0) throw new Error('BENCH_BARE_LDAP: no users');
+  return { connector, identities };
+}
+
+const fixedClaims = (sub: string) => ({ sub, email: 'alice@example.org', email_verified: true, name: 'Alice', preferred_username: 'alice', groups: ['admins', 'devs'] });
+
+/** The provider alone: fixed claims. The floor: the directory asked at each refresh grant, as svc's findAccount does. */
+function findAccount(ldap: Awaited<ReturnType<typeof directory>>): FindAccount {
+  if (ldap === undefined) return (_ctx, sub) => ({ accountId: sub, claims: () => fixedClaims(sub) });
+  const { connector, identities } = ldap;
+  const refresh = connector.refresh?.bind(connector);
+  if (refresh === undefined) throw new Error('the LDAP connector cannot refresh');
+  return async (_ctx, sub, token) => {
+    let identity = identities[Number(/(\d+)$/.exec(sub)?.[1] ?? 0) % identities.length] as Identity;
+    if (token?.kind === 'RefreshToken') {
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), REFRESH_TIMEOUT_MS);
+      try {
+        const fresh = await refresh(identity, { callbackUrl: `${issuer}/callback`, wantGroups: true, signal: deadline.signal });
+        if (fresh === null) return undefined;
+        identity = fresh;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    const claims = { sub, email: identity.email, email_verified: identity.emailVerified, name: identity.username, preferred_username: identity.preferredUsername, groups: identity.groups };
+    return { accountId: sub, claims: () => claims };
+  };
+}
+
 const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
 const issuer = `http://127.0.0.1:${port}`;
+const ldap = await directory();
 const provider = new Provider(issuer, {
   adapter: MapAdapter,
   clients: [{ client_id: CLIENT_ID, client_secret: secret, redirect_uris: [`${issuer}/callback`], grant_types: ['authorization_code', 'refresh_token'] }],
@@ -59,10 +121,7 @@ const provider = new Provider(issuer, {
   scopes: SCOPE.split(' '),
   claims: { email: ['email', 'email_verified'], profile: ['name', 'preferred_username'], groups: ['groups'] },
   conformIdTokenClaims: false,
-  findAccount: (_ctx, sub) => ({
-    accountId: sub,
-    claims: () => ({ sub, email: 'alice@example.org', email_verified: true, name: 'Alice', preferred_username: 'alice', groups: ['admins', 'devs'] }),
-  }),
+  findAccount: findAccount(ldap),
   issueRefreshToken: () => true,
   rotateRefreshToken: true,
   ttl: { AccessToken: ACCESS_TOKEN_TTL_S, IdToken: ID_TOKEN_TTL_S, Grant: GRANT_TTL_S, RefreshToken: REFRESH_TOKEN_TTL_S },

@@ -121,13 +121,15 @@ async function stopChild(child: ChildProcess): Promise<void> {
 /**
  * bench/bare-provider.ts in its own process group on `port`, with `chains` seeded refresh tokens
  * for the client 'bench' and `secret`; resolves with its pid and the tokens once it listens.
+ * `ldap`: the refresh floor, the provider asking svc's LDAP connector at each refresh (its header).
  */
-export async function startBareProvider(port: number, chains: number, secret: string): Promise<{ pid: number; tokens: string[] }> {
+export async function startBareProvider(port: number, chains: number, secret: string, ldap?: { config: unknown; users: readonly (readonly [string, string])[] }): Promise<{ pid: number; tokens: string[] }> {
   // BENCH_BARE_CPU_PROF=DIR: a V8 CPU profile of the provider alone, to read beside svc's (--svc-cpu-prof).
   const profile = process.env['BENCH_BARE_CPU_PROF'];
   const prof = profile === undefined || profile === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', profile];
   const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'bench/bare-provider.ts', String(port), String(chains), secret], {
     cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, BENCH_BARE_LDAP: ldap === undefined ? '' : JSON.stringify(ldap) },
   });
   children.push(child);
   let output = '';

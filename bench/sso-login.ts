@@ -1,9 +1,12 @@
 /**
  * Full SSO logins per second through svc's bundled identity provider with the LDAP connector,
  * beside the same authorization-code flow against LemonLDAP::NG authenticating against the same
- * slapd; then refresh-token grants per second against svc, beside what oidc-provider alone and
- * the LDAP connector alone do under the same load. One run prints them all and the targets:
- * logins >= 6 x LemonLDAP::NG's, refresh grants >= 0.75 x oidc-provider alone's (same run).
+ * slapd; then refresh-token grants per second against svc, beside the refresh floor (oidc-provider
+ * with the same LDAP connector's lookup at each refresh), oidc-provider alone and the LDAP
+ * connector alone under the same load. One run prints them all and the targets: logins >= 6 x
+ * LemonLDAP::NG's, refresh grants >= 0.9 x the floor's (same run); the ratio to the provider alone
+ * (the goal was 0.75 x) is printed for the record. Each rate also in Keycloak's sizing units
+ * (./sizing-units.ts).
  *
  * A login is: authorization request (PKCE, state) → the provider's login page → the password form
  * POST → the redirect with the code → the code exchange with a client secret. Both sides are driven
@@ -17,10 +20,12 @@
  *
  * Refresh: logins with offline_access are made before the clock starts; each worker chains one
  * login's refresh tokens (oidc-provider rotates them, so a token is used once) and moves to the
- * next login after REFRESHES_PER_CHAIN. The same lean client then drives oidc-provider alone
- * (./bare-provider.ts: no connector, a Map for storage, its own process), and svc's LDAP
- * connector refreshes in this process against the same slapd; their CPU per operation adds up
- * to the floor any server built on the two would pay here, printed as a ceiling in grants/s.
+ * next login after REFRESHES_PER_CHAIN. The same lean client then drives the refresh floor
+ * (./bare-provider.ts with BENCH_BARE_LDAP: oidc-provider, a Map for storage, no middleware, and
+ * svc's LDAP connector with the bench's config asking the same slapd at each grant, as svc's
+ * refresh does) and oidc-provider alone (the same without the directory); svc's LDAP connector
+ * also refreshes alone in this process against the same slapd. The provider's and the
+ * connector's CPU per operation add up to a ceiling any server built on the two would meet here.
  *
  * Peers: scripts/peers/start-slapd.sh (fixtures/ldap/ldap-connector.ldif),
  * scripts/peers/start-lemonldap-ng.sh (install: scripts/install-bench-deps.sh as root) and, with
@@ -35,7 +40,7 @@
  * median of the two pairs' ratios printed and written for bench/check.ts.
  *
  * Usage: npx tsx bench/sso-login.ts [--duration 10] [--concurrency 8] [--no-llng] [--no-logins] [--no-refresh] [--claims] [--tracing]
- *   [--no-bare (skip the provider alone and the connector alone)]
+ *   [--no-bare (skip the refresh floor, the provider alone and the connector alone)]
  *   [--svc-workers 1] [--svc-cpu-prof DIR] [--svc-root OTHER_CHECKOUT (its dist/, built by hand)]
  *   [--json FILE (the ratios and rates, for bench/check.ts)]
  */
@@ -57,6 +62,8 @@ import { webClientSecret } from '../src/idp/clients.js';
 import { isPage, type FormBrowser, type Page } from '../test/helpers/form-browser.js';
 import { closeLeanAgent, LeanBrowser, leanFetch } from './lean-browser.js';
 import { RefreshClient, type RefreshTarget } from './refresh-client.js';
+import { readMachineKind } from './machine-kind.js';
+import { KEYCLOAK_LOGINS_PER_VCPU, KEYCLOAK_REFRESH_GRANTS_PER_VCPU, perVcpuLine } from './sizing-units.js';
 import { cleanUp, freePort, pidOf, ROOT, startBareProvider, startPeer, startSvc, tail, tempDir } from './sso-login-procs.js';
 import { cpuMsPer, groups, load, rate, type Tally } from './sso-load.js';
 
@@ -76,9 +83,11 @@ const { values: opts } = parseArgs({
     json: { type: 'string' },
   },
 });
-/** The goals (docs/benchmarks.md): svc's logins per LemonLDAP::NG's, svc's refresh grants per oidc-provider alone's. */
+/** The goals (docs/benchmarks.md): svc's logins per LemonLDAP::NG's, svc's refresh grants per the refresh floor's. */
 const LOGINS_GOAL = 6;
-const REFRESH_GOAL = 0.75;
+const REFRESH_GOAL = 0.9;
+/** The goal against oidc-provider alone until issue 56: printed beside that ratio, for the record. */
+const REFRESH_PROVIDER_ALONE_GOAL = 0.75;
 const count = (value: string | undefined, min: number, max: number) => Math.min(Math.max(Math.trunc(Number(value)), min), max);
 // Up to an hour: --duration 600 holds logins for the whole 10-minute window of the bound on pending logins.
 const DURATION_S = count(opts.duration, 1, 3600);
@@ -344,13 +353,18 @@ async function connectorRefreshes(): Promise<Tally> {
   }
 }
 
-/** The same load against oidc-provider alone (bench/bare-provider.ts), in its own process. */
-async function bareProviderRefreshes(): Promise<Tally> {
-  console.error(`oidc-provider alone, refresh grants: ${CONCURRENCY} workers, ${DURATION_S} s`);
+/**
+ * The same load against oidc-provider alone (bench/bare-provider.ts), in its own process; with
+ * `floor`, the refresh floor: the same provider asking svc's LDAP connector (the bench's config,
+ * the same slapd) at each grant. Its CPU is counted as `group`.
+ */
+async function bareProviderRefreshes(floor = false): Promise<Tally> {
+  const group = floor ? 'floor' : 'provider';
+  console.error(`${floor ? 'the refresh floor (oidc-provider + the LDAP connector)' : 'oidc-provider alone'}, refresh grants: ${CONCURRENCY} workers, ${DURATION_S} s`);
   const port = await freePort();
   const secret = 'bare-provider-bench-secret-0123456789';
-  const bare = await startBareProvider(port, CHAINS, secret);
-  groups.set('provider', bare.pid);
+  const bare = await startBareProvider(port, CHAINS, secret, floor ? { config: { ...ldap, bindPW: 'readerpw' }, users: USERS } : undefined);
+  groups.set(group, bare.pid);
   const issuer = `http://127.0.0.1:${port}`;
   const target = { issuer, tokenEndpoint: `${issuer}/token`, jwksUri: `${issuer}/jwks`, clientId: 'bench', clientSecret: secret };
   return chainRefreshes(target, bare.tokens, () => Promise.reject(new Error('no refresh token chains left')), BARE_WARM_UP_S);
@@ -361,6 +375,8 @@ interface Results {
   readonly llngLogins?: Tally | undefined;
   readonly refreshes?: Tally | undefined;
   readonly bareRefreshes?: Tally | undefined;
+  /** oidc-provider with the LDAP connector's lookup at each refresh (bench/bare-provider.ts, BENCH_BARE_LDAP). */
+  readonly floorRefreshes?: Tally | undefined;
   readonly connectorRefreshes?: Tally | undefined;
   /** --claims: logins through the plain connector, through the one with rules, through the plain one again. */
   readonly claims?: readonly [Tally, Tally, Tally] | undefined;
@@ -435,7 +451,7 @@ function claimsLines([before, rules, after]: readonly [Tally, Tally, Tally]): st
   ];
 }
 
-function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims, tracing }: Results): boolean {
+function report({ svcLogins, llngLogins, refreshes, bareRefreshes, floorRefreshes: floor, connectorRefreshes: connector, claims, tracing }: Results): boolean {
   const fmt = (n: number) => n.toFixed(1).padStart(9);
   const line = (t: Tally) => `${fmt(rate(t))} /s  (${t.ok} ok, ${t.errors} errors, ${t.seconds.toFixed(1)} s, load ${t.load[0].toFixed(2)}→${t.load[1].toFixed(2)})`;
   const verdict = (ok: boolean) => (ok ? 'pass' : 'below target');
@@ -457,21 +473,29 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
   }
   let refreshPass: boolean | undefined;
   if (refreshes !== undefined) console.log(`svc refresh grants    ${line(refreshes)}`);
+  if (floor !== undefined) {
+    console.log(`refresh floor         ${line(floor)}   oidc-provider with svc's LDAP connector asking the same slapd at each grant: no state backend or middleware`);
+    if (refreshes !== undefined) {
+      const ratio = rate(refreshes) / rate(floor);
+      refreshPass = ratio >= REFRESH_GOAL && refreshes.errors === 0;
+      console.log(`svc / refresh floor   ${ratio.toFixed(2).padStart(9)} x   target >= ${REFRESH_GOAL} x     ${verdict(refreshPass)}`);
+    }
+  }
   if (bareRefreshes !== undefined) {
     console.log(`oidc-provider alone   ${line(bareRefreshes)}   the library's own ceiling here: no connector, directory, state backend or middleware`);
     if (refreshes !== undefined) {
       const ratio = rate(refreshes) / rate(bareRefreshes);
-      refreshPass = ratio >= REFRESH_GOAL && refreshes.errors === 0;
-      console.log(`svc / provider alone  ${ratio.toFixed(2).padStart(9)} x   target >= ${REFRESH_GOAL} x    ${verdict(refreshPass)}`);
+      console.log(`svc / provider alone  ${ratio.toFixed(2).padStart(9)} x   for the record (the goal was >= ${REFRESH_PROVIDER_ALONE_GOAL} x; the provider alone asks no directory)`);
     }
   }
   if (claims !== undefined) for (const text of claimsLines(claims)) console.log(text);
   if (tracing !== undefined) for (const text of tracingLines(tracing)) console.log(text);
   if (connector !== undefined) console.log(`LDAP connector alone  ${line(connector)}   the directory lookup of one refresh, in the bench's process`);
-  if (bareRefreshes !== undefined && connector !== undefined) console.log(`refresh floor         ${refreshCeiling(bareRefreshes, connector)}`);
+  if (bareRefreshes !== undefined && connector !== undefined) console.log(`parts' ceiling        ${refreshCeiling(bareRefreshes, connector)}`);
+  for (const text of sizingLines({ svcLogins, refreshes, floorRefreshes: floor })) console.log(text);
   console.log(`CPU per phase: % of one core (the machine has ${cpus().length * 100} %), and CPU ms per login or grant:`);
   const phases = [
-    ['svc logins', svcLogins], ['LLNG logins', llngLogins], ['refresh', refreshes], ['bare refresh', bareRefreshes], ['connector', connector],
+    ['svc logins', svcLogins], ['LLNG logins', llngLogins], ['refresh', refreshes], ['floor refresh', floor], ['bare refresh', bareRefreshes], ['connector', connector],
   ] as const;
   for (const [name, t] of phases) {
     if (t === undefined) continue;
@@ -485,15 +509,34 @@ function report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefr
   return loginsPass !== false && refreshPass !== false;
 }
 
+/** The machine's vCPUs (./machine-kind.ts: availableParallelism, lowered by a cgroup quota), read once at start. */
+const VCPUS = (await readMachineKind()).vcpus;
+
+/** Each rate in Keycloak's sizing units (./sizing-units.ts). */
+function sizingLines({ svcLogins, refreshes, floorRefreshes: floor }: Pick<Results, 'svcLogins' | 'refreshes' | 'floorRefreshes'>): string[] {
+  return [
+    ...(svcLogins !== undefined ? [perVcpuLine('svc SSO logins', rate(svcLogins), VCPUS, cpuMsPer(svcLogins, 'svc'), KEYCLOAK_LOGINS_PER_VCPU)] : []),
+    ...(refreshes !== undefined ? [perVcpuLine('svc refresh grants', rate(refreshes), VCPUS, cpuMsPer(refreshes, 'svc'), KEYCLOAK_REFRESH_GRANTS_PER_VCPU)] : []),
+    ...(floor !== undefined ? [perVcpuLine('refresh floor', rate(floor), VCPUS, cpuMsPer(floor, 'floor'), KEYCLOAK_REFRESH_GRANTS_PER_VCPU)] : []),
+  ];
+}
+
 /**
- * What bench/check.ts reads: the two ratios, rates and svc's CPU. A ratio is left out when svc
+ * What bench/check.ts reads: the ratios, rates and svc's CPU. A ratio is left out when svc
  * had any error in its phase, or the reference (LemonLDAP::NG, the provider alone) failed more
  * than 1 % of its operations: one stray error of the reference's among hundreds moves its rate
  * by less than a run's noise, and is not svc's regression.
  */
 export interface SsoSummary {
   readonly loginsRatio?: number;
-  readonly refreshRatio?: number;
+  /** svc's refresh grants / the refresh floor's: what bench:check judges. */
+  readonly refreshFloorRatio?: number;
+  /** svc's refresh grants / oidc-provider alone's: printed for the record. */
+  readonly refreshProviderRatio?: number;
+  /** The machine's vCPUs, for the rates per vCPU. */
+  readonly vcpus?: number;
+  readonly floorGrantsPerS?: number;
+  readonly floorCpuMsPerGrant?: number;
   readonly svcLoginsPerS?: number;
   readonly refreshGrantsPerS?: number;
   readonly svcCpuMsPerLogin?: number;
@@ -502,13 +545,15 @@ export interface SsoSummary {
   readonly tracingRatio?: number;
 }
 
-function summary({ svcLogins, llngLogins, refreshes, bareRefreshes, tracing }: Results): SsoSummary {
+function summary({ svcLogins, llngLogins, refreshes, bareRefreshes, floorRefreshes: floor, tracing }: Results): SsoSummary {
   const traced = tracing === undefined ? undefined : tracingRatio(tracing);
   const clean = (t: Tally | undefined): t is Tally => t !== undefined && t.errors === 0 && t.ok > 0;
   const usableReference = (t: Tally | undefined): t is Tally => t !== undefined && t.ok > 0 && t.errors <= t.ok / 100;
   return {
     ...(clean(svcLogins) && usableReference(llngLogins) ? { loginsRatio: rate(svcLogins) / rate(llngLogins) } : {}),
-    ...(clean(refreshes) && usableReference(bareRefreshes) ? { refreshRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
+    ...(clean(refreshes) && usableReference(floor) ? { refreshFloorRatio: rate(refreshes) / rate(floor), floorGrantsPerS: rate(floor), floorCpuMsPerGrant: cpuMsPer(floor, 'floor') } : {}),
+    ...(clean(refreshes) && usableReference(bareRefreshes) ? { refreshProviderRatio: rate(refreshes) / rate(bareRefreshes) } : {}),
+    vcpus: VCPUS,
     ...(clean(svcLogins) ? { svcLoginsPerS: rate(svcLogins), svcCpuMsPerLogin: cpuMsPer(svcLogins, 'svc') } : {}),
     ...(clean(refreshes) ? { refreshGrantsPerS: rate(refreshes), svcCpuMsPerGrant: cpuMsPer(refreshes, 'svc') } : {}),
     ...(traced !== undefined ? { tracingRatio: traced } : {}),
@@ -568,11 +613,14 @@ try {
   }
 
   const refreshes = opts['no-refresh'] ? undefined : await refreshGrants(svcScope);
+  // The floor right after svc's phase, the nearest in time to the figure it is divided into.
+  const floorRefreshes = opts['no-refresh'] || opts['no-bare'] ? undefined : await bareProviderRefreshes(true);
   const bareRefreshes = opts['no-refresh'] || opts['no-bare'] ? undefined : await bareProviderRefreshes();
   const connector = opts['no-refresh'] || opts['no-bare'] ? undefined : await connectorRefreshes();
 
-  process.exitCode = report({ svcLogins, llngLogins, refreshes, bareRefreshes, connectorRefreshes: connector, claims, tracing }) ? 0 : 1;
-  if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary({ svcLogins, llngLogins, refreshes, bareRefreshes, tracing })));
+  const results = { svcLogins, llngLogins, refreshes, bareRefreshes, floorRefreshes, connectorRefreshes: connector, claims, tracing };
+  process.exitCode = report(results) ? 0 : 1;
+  if (opts.json !== undefined) await writeFile(opts.json, JSON.stringify(summary(results)));
   if ([svcLogins, refreshes, ...(claims ?? [])].some((t) => (t?.errors ?? 0) > 0)) console.log(`svc log (last lines):\n${await tail(svc.log, 10)}`);
 } finally {
   await closeLeanAgent();
