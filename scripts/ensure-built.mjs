@@ -19,6 +19,13 @@ export const ENTRY = 'dist/src/commands/svc-server.js';
 /** The package's `bin` entries, executable as `npm run build` leaves them. */
 const BINS = [ENTRY, 'dist/src/cli/main.js'];
 export const TSC = 'node_modules/typescript/bin/tsc';
+/**
+ * The server's build is incremental, as `npm run build` is (package.json): a second build with
+ * nothing changed checks nothing (4.5 s of CPU against 16 s), and one after an edit only what it
+ * touches. The build info lives in dist/, so removing dist/ removes it too: a build info left
+ * behind without its outputs would tell tsc they are current.
+ */
+export const INCREMENTAL = ['--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'];
 const BUILT_MARK = 'dist/.built';
 
 function newestMtime(path) {
@@ -66,8 +73,8 @@ function main() {
     return ifPossible ? 0 : 1;
   }
   // The server, then the login and account pages' scripts (web/src -> dist/web, docs/ui.md).
-  for (const project of ['tsconfig.json', 'web/tsconfig.json']) {
-    const result = spawnSync(process.execPath, [TSC, '-p', project], { stdio: 'inherit' });
+  for (const [project, flags] of [['tsconfig.json', INCREMENTAL], ['web/tsconfig.json', []]]) {
+    const result = spawnSync(process.execPath, [TSC, '-p', project, ...flags], { stdio: 'inherit' });
     if (result.status !== 0) return result.status ?? 1;
   }
   for (const bin of BINS) chmodSync(bin, 0o755);

@@ -6,9 +6,10 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decide, ENTRY } from '../../scripts/ensure-built.mjs';
+import { decide, ENTRY, INCREMENTAL } from '../../scripts/ensure-built.mjs';
+import { ROOT } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
 const script = new URL('../../scripts/ensure-built.mjs', import.meta.url).pathname;
@@ -105,5 +106,30 @@ describe('scripts/ensure-built.mjs without TypeScript', () => {
     expect(decide({ entryExists: true, newestSource: 1, builtAt: 2, hasTypescript: false })).to.deep.equal({ action: 'run' });
     expect(decide({ entryExists: true, newestSource: 3, builtAt: 2, hasTypescript: true })).to.deep.equal({ action: 'build', why: 'dist/ is older than the sources' });
     expect(decide({ entryExists: false, newestSource: 0, builtAt: 0, hasTypescript: true })).to.deep.equal({ action: 'build', why: `${ENTRY} is missing` });
+  });
+});
+
+describe('scripts/ensure-built.mjs with TypeScript', () => {
+  cleanUpTempDirs();
+
+  it('builds the server incrementally, its build info inside dist/ (removed with it); npm run build the same', function () {
+    this.timeout(60_000); // two runs of tsc, on two cores that run other test files
+    const dir = makeTempDir('svc-ensure-built-ts-');
+    mkdirSync(join(dir, 'scripts'));
+    copyFileSync(script, join(dir, 'scripts/ensure-built.mjs'));
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { outDir: 'dist', rootDir: '.', module: 'nodenext', target: 'es2022', types: [], skipLibCheck: true }, include: ['src/**/*'] }));
+    mkdirSync(join(dir, 'web/src'), { recursive: true });
+    writeFileSync(join(dir, 'web/tsconfig.json'), JSON.stringify({ compilerOptions: { outDir: '../dist/web', rootDir: 'src', types: [], skipLibCheck: true }, include: ['src/**/*'] }));
+    writeFileSync(join(dir, 'web/src/page.ts'), 'export const page = 1;\n');
+    mkdirSync(join(dir, 'src/commands'), { recursive: true });
+    mkdirSync(join(dir, 'src/cli'));
+    writeFileSync(join(dir, 'src/cli/main.ts'), 'export {};\n');
+    writeFileSync(join(dir, 'src/commands/svc-server.ts'), 'export const answer: number = 1;\n');
+    expect(spawnSync(process.execPath, ['scripts/ensure-built.mjs'], { cwd: dir, encoding: 'utf8' }).status).to.equal(0);
+    expect(readFileSync(join(dir, ENTRY), 'utf8')).to.contain('answer = 1');
+    expect(existsSync(join(dir, 'dist/.tsbuildinfo')), 'the build info, in dist/').to.equal(true);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['build']).to.match(new RegExp(`^tsc -p tsconfig\\.json ${INCREMENTAL.join(' ').replace(/\./g, '\\.')} && `));
   });
 });
