@@ -2,6 +2,7 @@
 export declare const SOURCES: readonly string[];
 export declare const ENTRY: string;
 export declare const TSC: string;
+export declare const INCREMENTAL: readonly string[];
 export interface BuildInputs {
   readonly entryExists: boolean;
   readonly newestSource: number;
