@@ -47,13 +47,19 @@ wait_replica_synced() {
 # (master_link_status:up, wait_replica_synced) is not enough: after a diskless full sync the
 # primary streams nothing to the replica until it has the replica's first REPLCONF ACK, and a
 # write meanwhile is not acknowledged, so the first write that waits for a replica (a logout's
-# revocation) failed under load. The probe key is deleted in the same write stream.
+# revocation) failed under load. The probe key is deleted in the same write stream. On a
+# Cluster primary the probe takes the first of a few keys whose slot the node serves (another
+# answers MOVED and writes nothing, and a WAIT after no write counts every online replica).
 wait_replica_acks() {
-  local port=$1 pass=${2:-} acked
+  local port=$1 pass=${2:-} i replies
   for _ in $(seq 1 200); do
     if rcli "$pass" -h 127.0.0.1 -p "$port" info replication 2>/dev/null | grep -q '^slave[0-9]*:.*state=online'; then
-      acked=$(printf 'SET peer:replication-probe 1\nDEL peer:replication-probe\nWAIT 1 100\n' | rcli "$pass" -h 127.0.0.1 -p "$port" 2>/dev/null | tail -n 1)
-      [ "$acked" = 1 ] && return 0
+      for i in $(seq 0 31); do
+        replies=$(printf 'SET peer:replication-probe:%s 1\nDEL peer:replication-probe:%s\nWAIT 1 100\n' "$i" "$i" | rcli "$pass" -h 127.0.0.1 -p "$port" 2>/dev/null | tr -d '\r')
+        [ "$(echo "$replies" | head -n 1)" = OK ] || continue
+        [ "$(echo "$replies" | tail -n 1)" = 1 ] && return 0
+        break
+      done
     fi
     sleep 0.05
   done

@@ -57,5 +57,8 @@ for p in "${PORTS[@]}"; do
   [ -n "$ok" ] || { echo "redis cluster node 127.0.0.1:$p did not reach cluster_state:ok with 6 nodes within 10 s; see $DIR/$p.log" >&2; exit 1; }
 done
 for p in "${PORTS[@]:3:3}"; do wait_replica_synced "$p" "$PASS"; done
+# Each primary also acknowledged a write through its replica (WAIT 1): a replicated write, the
+# first logout's revocation, would otherwise fail until the replica's first ACK.
+for p in "${PORTS[@]:0:3}"; do wait_replica_acks "$p" "$PASS"; done
 echo "redis cluster ready (primaries ${PORTS[*]:0:3}, replicas ${PORTS[*]:3:3}) in $(elapsed_ms "$T0") ms" >&2
 echo "$PIDFILE"

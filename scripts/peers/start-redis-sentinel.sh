@@ -3,7 +3,8 @@
 # sentinels monitoring them under one master name. No persistence.
 # Usage: start-redis-sentinel.sh <dir> <primary-port> <replica-port> <sentinel-port> <sentinel-port> <sentinel-port>
 # Env (passwords without double quotes or backslashes): MASTER_NAME (default svc), REDIS_PASSWORD (nodes' requirepass and masterauth),
-#      SENTINEL_PASSWORD (the sentinels' own requirepass), DOWN_AFTER_MS (default 1000).
+#      SENTINEL_PASSWORD (the sentinels' own requirepass), DOWN_AFTER_MS (default 1000),
+#      FAILOVER_TIMEOUT_MS (default 3000).
 # Nodes: <dir>/<port>.pid, .log; redis-node.sh kills and restarts one.
 # Prints: the supervisor's pid file as the last line of stdout. Stop: stop-peer.sh <pidfile>
 set -euo pipefail
@@ -17,6 +18,12 @@ NAME=${MASTER_NAME:-svc}
 PASS=${REDIS_PASSWORD:-}
 SPASS=${SENTINEL_PASSWORD:-}
 DOWN_AFTER=${DOWN_AFTER_MS:-1000}
+# failover-timeout bounds a promotion and an election, and a sentinel that tried a failover tries
+# the next only twice that long later; it also sets when a replica of a wrong primary is
+# corrected. Redis's default, 180 s, and the 10 s used before left a failed election or an aborted
+# promotion on a loaded machine waiting 20 s for the next try, past the tests' waits. 3 s leaves
+# a promotion (SLAVEOF NO ONE, then the next INFO, every second during a failover) room under load.
+FAILOVER_TIMEOUT=${FAILOVER_TIMEOUT_MS:-3000}
 need redis-server redis-server
 need redis-cli redis-tools
 refuse_taken_port "$PRIMARY" "$REPLICA" "${SENTINELS[@]}"
@@ -39,7 +46,7 @@ for s in "${SENTINELS[@]}"; do
     echo "logfile $DIR/$s.log"
     echo "sentinel monitor $NAME 127.0.0.1 $PRIMARY 2"
     echo "sentinel down-after-milliseconds $NAME $DOWN_AFTER"
-    echo "sentinel failover-timeout $NAME 10000"
+    echo "sentinel failover-timeout $NAME $FAILOVER_TIMEOUT"
     echo "sentinel parallel-syncs $NAME 1"
     echo "sentinel known-replica $NAME 127.0.0.1 $REPLICA"
     for o in "${SENTINELS[@]}"; do [ "$o" = "$s" ] || echo "sentinel known-sentinel $NAME 127.0.0.1 $o $(myid "$o")"; done
