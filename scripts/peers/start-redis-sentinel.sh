@@ -24,6 +24,12 @@ DOWN_AFTER=${DOWN_AFTER_MS:-1000}
 # promotion on a loaded machine waiting 20 s for the next try, past the tests' waits. 3 s leaves
 # a promotion (SLAVEOF NO ONE, then the next INFO, every second during a failover) room under load.
 FAILOVER_TIMEOUT=${FAILOVER_TIMEOUT_MS:-3000}
+# A sentinel that has just started counts its first PING from the moment it opened the link: on
+# a loaded machine all three marked the primary down 1 s after their start, for 70 ms, and once
+# failed it over before the first test ran (its first logout then found a primary without a
+# replica). So they start with a long down-after and get DOWN_AFTER once each has seen the
+# primary answer.
+START_DOWN_AFTER=60000
 need redis-server redis-server
 need redis-cli redis-tools
 refuse_taken_port "$PRIMARY" "$REPLICA" "${SENTINELS[@]}"
@@ -45,7 +51,7 @@ for s in "${SENTINELS[@]}"; do
     echo "pidfile $DIR/$s.pid"
     echo "logfile $DIR/$s.log"
     echo "sentinel monitor $NAME 127.0.0.1 $PRIMARY 2"
-    echo "sentinel down-after-milliseconds $NAME $DOWN_AFTER"
+    echo "sentinel down-after-milliseconds $NAME $START_DOWN_AFTER"
     echo "sentinel failover-timeout $NAME $FAILOVER_TIMEOUT"
     echo "sentinel parallel-syncs $NAME 1"
     echo "sentinel known-replica $NAME 127.0.0.1 $REPLICA"
@@ -71,15 +77,21 @@ wait_ping "$PRIMARY" "$PASS"; wait_ping "$REPLICA" "$PASS"
 wait_replica_synced "$REPLICA" "$PASS"
 wait_replica_acks "$PRIMARY" "$PASS"
 for s in "${SENTINELS[@]}"; do wait_ping "$s" "$SPASS"; done
-# Ready when every sentinel knows the replica and the other two sentinels.
+# Ready when every sentinel knows the replica and the other two sentinels, and has the primary
+# answering its PINGs (not down, last reply within a second).
 for s in "${SENTINELS[@]}"; do
   ok=
   for _ in $(seq 1 200); do
     info=$(rcli "$SPASS" -p "$s" sentinel master "$NAME" 2>/dev/null | paste - - | tr '\t' ' ')
-    if echo "$info" | grep -q '^num-slaves 1$' && echo "$info" | grep -q '^num-other-sentinels 2$'; then ok=1; break; fi
+    if echo "$info" | grep -q '^num-slaves 1$' && echo "$info" | grep -q '^num-other-sentinels 2$' \
+      && echo "$info" | grep -q '^flags master$' && echo "$info" | grep -Eq '^last-ok-ping-reply [0-9]{1,3}$'; then ok=1; break; fi
     sleep 0.05
   done
-  [ -n "$ok" ] || { echo "sentinel on 127.0.0.1:$s did not see the replica and the other sentinels within 10 s; see $DIR/$s.log" >&2; exit 1; }
+  [ -n "$ok" ] || { echo "sentinel on 127.0.0.1:$s did not see the primary answer, the replica and the other sentinels within 10 s; see $DIR/$s.log" >&2; exit 1; }
+done
+for s in "${SENTINELS[@]}"; do
+  [ "$(rcli "$SPASS" -p "$s" sentinel set "$NAME" down-after-milliseconds "$DOWN_AFTER" 2>&1)" = OK ] \
+    || { echo "sentinel on 127.0.0.1:$s refused down-after-milliseconds $DOWN_AFTER; see $DIR/$s.log" >&2; exit 1; }
 done
 echo "redis sentinel ready (primary $PRIMARY, replica $REPLICA, sentinels ${SENTINELS[*]}, master '$NAME') in $(elapsed_ms "$T0") ms" >&2
 echo "$PIDFILE"
