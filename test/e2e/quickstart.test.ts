@@ -63,11 +63,10 @@ async function logInAsAlice(page: Page): Promise<void> {
 describe('e2e: docs/quickstart.md, step by step', function () {
   this.timeout(600_000);
   let home: string;
-  let chromium: Chromium;
+  let chromium: Chromium | undefined;
 
-  before(async () => {
+  before(() => {
     home = makeTempDir('svc-quickstart-home-');
-    chromium = await openChromium();
   });
   after(async () => {
     await chromium?.close();
@@ -98,6 +97,8 @@ describe('e2e: docs/quickstart.md, step by step', function () {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((output.exited = code))));
     let code: number | null;
     try {
+      // Launched while the script builds and starts: the page needs it only once the provider answers.
+      chromium = await openChromium();
       // "In a browser": once the provider answers (the last line of the block that turns it on).
       await output.waitFor(/"issuer":"http:\/\/127\.0\.0\.1:\d+\/api\/idp"/, 'the provider');
       const page = await chromium.page();

@@ -30,9 +30,12 @@ describe('e2e: the second factor on the login and account pages, in Chromium', f
   let aliceCodes: string[] = [];
 
   before(async function () {
-    svc = await startSecondFactorSvc({ maxFailCount: 3, localhost: true });
-    ({ base, audit } = svc);
-    chromium = await openChromium();
+    // Both at once (each takes seconds); the after hook closes whichever started.
+    const [started, launched] = await Promise.allSettled([startSecondFactorSvc({ maxFailCount: 3, localhost: true }), openChromium()]);
+    if (started.status === 'fulfilled') ({ base, audit } = svc = started.value);
+    if (launched.status === 'fulfilled') chromium = launched.value;
+    if (started.status === 'rejected') throw started.reason;
+    if (launched.status === 'rejected') throw launched.reason;
   });
   after(async function () {
     await chromium?.close();
