@@ -87,17 +87,20 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   it('validate names the topology in force and what it found, or why it cannot be used', async function () {
     const base = { SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD };
     const cfg = accountsConfigDir();
-    const ok = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName }));
+    // Four processes that share nothing but the config dir they read: started together.
+    const [ok, memory, unused, wrong] = await Promise.all([
+      runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: peer.masterName })),
+      runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({})),
+      // A Sentinel password in the environment without sentinels (a shell that holds it for another svc): said unused, not refused.
+      runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD })),
+      runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' })),
+    ]);
     expect(ok.code, ok.stderr).to.equal(0);
     expect(ok.stdout).to.include(`state: redis sentinel, master '${peer.masterName}' (sentinels ${sentinels.replaceAll(',', ', ')}): primary at 127.0.0.1:${await peer.primaryPort()} (role master)\n`);
-    const memory = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({}));
     expect(memory.stdout).to.include('state: in memory (not shared between replicas)');
-    // A Sentinel password in the environment without sentinels (a shell that holds it for another svc): said unused, not refused.
-    const unused = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }));
     expect(unused.code, unused.stderr).to.equal(0);
     expect(unused.stdout).to.include('state: in memory (not shared between replicas)');
     expect(unused.stderr).to.equal('svc-server: warning: SVC_REDIS_SENTINEL_PASSWORD is set but unused (no Redis topology here reads it); validate ignores it, a server started so refuses to start\n');
-    const wrong = await runEntry(SERVER_ENTRY, ['validate', '--config', cfg], cleanEnv({ ...base, SVC_REDIS_SENTINEL_MASTER: 'nosuch' }));
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.match(/^state: redis sentinel, master 'nosuch' .* cannot be used: no sentinel knows a master named 'nosuch' \(--redis-sentinel-master\)\n$/);
   });
@@ -119,10 +122,11 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
       [[], { SVC_REDIS_SENTINEL_MASTER: 'svc' }, '--redis-sentinel-master (or SVC_REDIS_SENTINEL_MASTER): only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
       [[], { SVC_REDIS_SENTINEL_PASSWORD: 'x' }, 'SVC_REDIS_SENTINEL_PASSWORD: only with --redis-sentinel (or SVC_REDIS_SENTINELS)'],
     ];
-    for (const [args, env, message] of cases) {
-      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env));
-      expect(served.code, args.join(' ')).to.equal(1);
-      expect(served.stderr, args.join(' ')).to.equal(`svc-server: ${message}\n`);
+    // Each process stops at its options, before it reads or writes anything: started together.
+    const served = await Promise.all(cases.map(([args, env]) => runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], cleanEnv(env))));
+    for (const [i, [args, , message]] of cases.entries()) {
+      expect(served[i]?.code, args.join(' ')).to.equal(1);
+      expect(served[i]?.stderr, args.join(' ')).to.equal(`svc-server: ${message}\n`);
     }
   });
 });
