@@ -177,6 +177,22 @@ export function createMemoryState(options: MemoryStateOptions = {}): StateBacken
       return value - 1;
     },
 
+    async raiseTo(key, atLeast, opts) {
+      checkPositiveInteger(atLeast, 'atLeast');
+      const expiresAt = expiry(opts);
+      const entry = stringEntry(key);
+      if (entry === undefined) {
+        entries.set(key, { kind: 'string', value: String(atLeast), expiresAt });
+        return atLeast;
+      }
+      if (!/^-?\d+$/.test(entry.value) || !Number.isSafeInteger(Number(entry.value))) {
+        throw new Error('ERR value is not an integer or out of range');
+      }
+      const value = Math.max(Number(entry.value), atLeast);
+      entry.value = String(value);
+      return value;
+    },
+
     async charge(budget, charge, limits, nowMs) {
       open();
       return budgets.charge(budget, charge, limits, nowMs);

@@ -112,6 +112,19 @@ if tonumber(value) == nil then return redis.error_reply('ERR value is not an int
 if tonumber(value) <= 0 then return tonumber(value) end
 return redis.call('DECR', KEYS[1])`;
 
+/** Make KEYS[1] at least ARGV[1]: created with TTL ARGV[2] (0: none), a smaller value replaced keeping its TTL. */
+const RAISE_TO = `
+local value = redis.call('GET', KEYS[1])
+local floor = tonumber(ARGV[1])
+if not value then
+  if tonumber(ARGV[2]) > 0 then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) else redis.call('SET', KEYS[1], ARGV[1]) end
+  return floor
+end
+if tonumber(value) == nil then return redis.error_reply('ERR value is not an integer or out of range') end
+if tonumber(value) >= floor then return tonumber(value) end
+redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+return floor`;
+
 /** PUBLISH ARGV[1] ARGV[2] on the primary of KEYS[1], which only routes it (Cluster). */
 const PUBLISH_FROM_CHANNEL_SLOT = "return redis.call('PUBLISH', ARGV[1], ARGV[2])";
 
@@ -270,6 +283,13 @@ export function createRedisState(options: RedisStateOptions): RedisState {
     async decrement(key) {
       const reply = await run('decrement', (c) => c.eval(DECREMENT_IF_POSITIVE, 1, key));
       return reply === null ? null : Number(reply);
+    },
+
+    async raiseTo(key, atLeast, opts) {
+      checkPositiveInteger(atLeast, 'atLeast');
+      const ttl = checkTtl(opts) ?? 0;
+      const reply = await write('raiseTo', key, opts, (c) => c.eval(RAISE_TO, 1, key, atLeast, ttl), (p) => p.eval(RAISE_TO, 1, key, atLeast, ttl));
+      return Number(reply);
     },
 
     charge: (budget, charge, limits, nowMs) => chargeBudget(evaluate, budget, charge, limits, nowMs),

@@ -155,6 +155,16 @@ export interface StateBackend {
   decrement(key: string): Promise<number | null>;
 
   /**
+   * Makes the integer at `key` at least `atLeast` (a positive integer) atomically and returns
+   * the value after: an absent key is created with the TTL of `opts` (none without ttlMs), a
+   * smaller value is replaced keeping its TTL, a larger one is left alone. A count written
+   * back after a failover may have lost it (session/throttle-held.ts): raising, unlike SET, never
+   * lowers what other writers counted meanwhile. `replicated`: see WriteOptions. Rejects with
+   * a plain Error when the value is not an integer.
+   */
+  raiseTo(key: string, atLeast: number, opts?: TtlOptions & WriteOptions): Promise<number>;
+
+  /**
    * Charges `charge` to its source under the byte budget named `budget` (no brace), in one
    * atomic step and one round trip: first every charge whose `untilMs` is at or before `nowMs`
    * is given back (a bounded number per call), then a member already charged is renewed

@@ -330,6 +330,26 @@ export function runStateSuite(name: string, factory: StateSuiteFactory): void {
       });
     });
 
+    describe('raiseTo', function () {
+      it('creates an absent key with the TTL, raises a smaller value keeping its TTL, and never lowers one', async function () {
+        expect(await state.raiseTo(key('r'), 3, { ttlMs: 10_000 })).to.equal(3);
+        expect(await state.ttlMs(key('r'))).to.be.a('number').above(5_000);
+        await state.expire(key('r'), 8_000);
+        expect(await state.raiseTo(key('r'), 5, { ttlMs: 60_000 })).to.equal(5);
+        expect(await state.ttlMs(key('r'))).to.be.a('number').within(1, 8_000);
+        expect(await state.raiseTo(key('r'), 2, { ttlMs: 60_000 })).to.equal(5);
+        expect(await state.incr(key('r'))).to.equal(6);
+        expect(await state.raiseTo(key('forever'), 1)).to.equal(1);
+        expect(await state.ttlMs(key('forever'))).to.equal(null);
+        await state.set(key('txt'), 'abc');
+        const err = await state.raiseTo(key('txt'), 1).catch((e: unknown) => e);
+        expect((err as Error).message).to.match(/not an integer/);
+        expect((err as Error).name).not.to.equal('StateUnavailable');
+        const zero = await state.raiseTo(key('r'), 0).catch((e: unknown) => e);
+        expect(zero).to.be.instanceOf(RangeError).with.property('message', 'atLeast must be a positive integer, got 0');
+      });
+    });
+
     describe('hashes', function () {
       it('sets, reads, counts and deletes fields', async function () {
         expect(await state.hashGetAll(key('h'))).to.deep.equal({});
