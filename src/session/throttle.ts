@@ -39,6 +39,7 @@ import type { StateBackend, TtlOptions } from '../state/state.js';
 import type { LoginLimits } from './limits.js';
 import { createFailureIndex } from './failure-index.js';
 import { createFallbackRunner } from './throttle-fallback.js';
+import { createHeldCounts } from './throttle-held.js';
 import { COUNT_PREFIX, INDEX_KEY, LOCK_PREFIX } from './throttle-keys.js';
 
 /** Retry-After for a lockout that never expires (window 0): a day, re-announced on each try. */
@@ -84,6 +85,8 @@ export interface ThrottleDeps {
   readonly maxWaitMs?: number;
   /** Injected so tests can count polls; the default sleeps. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** How often counts no replica acknowledged are written back (throttle-held.ts RETRY_MS); tests shorten it. */
+  readonly heldRetryMs?: number;
 }
 
 /** The lockout without an end (window 0) says so instead of naming a time. */
@@ -102,6 +105,8 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
   const windowMs = limits.windowSeconds * 1000;
   const ttl: TtlOptions = windowMs > 0 ? { ttlMs: windowMs } : {};
   const index = createFailureIndex({ limits, now });
+  // Failures no replica has acknowledged yet, held and written back (throttle-held.ts).
+  const held = createHeldCounts({ state: deps.state, ttl, maxFailCount: limits.maxFailCount, maxNames: limits.maxCacheSize, log, registry: deps.registry, now, metricPrefix: throttleName, ...(deps.heldRetryMs !== undefined ? { retryMs: deps.heldRetryMs } : {}) });
 
   async function lockedError(state: StateBackend, username: string): Promise<TooManyAttempts> {
     if (windowMs === 0) return new LockedUntilCleared();
@@ -111,8 +116,12 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
 
   /** The attempt's number, the lock's error, or 'wait' (the reservation handed back). */
   async function admit(state: StateBackend, username: string): Promise<TooManyAttempts | number | 'wait'> {
-    const [lock, attempt] = await Promise.all([state.get(LOCK_PREFIX + username), state.incr(COUNT_PREFIX + username, ttl)]);
-    if (lock !== null) return lockedError(state, username);
+    const [lock, counted] = await Promise.all([state.get(LOCK_PREFIX + username), state.incr(COUNT_PREFIX + username, ttl)]);
+    // A failure this worker holds unacknowledged counts even where a failover lost it: the
+    // attempt is numbered after it, and a held number at the limit is a lockout.
+    const floor = held.floor(username);
+    if (lock !== null || floor >= limits.maxFailCount) return lockedError(state, username);
+    const attempt = Math.max(counted, floor + 1);
     if (attempt <= limits.maxFailCount) return attempt;
     // Past the limit but not locked (yet): the attempts in flight take the allowance. Hand the
     // reservation back so that waiting attempts are not counted as failures, and wait. The
@@ -171,6 +180,8 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
       else if (total >= limits.maxFailCount) {
         if (await failure(backend, username, total)) lockoutStarted(username, total);
       } else if (total > 0) await index.track(backend, username, total);
+      // Carried counts are held too, until a replica has them.
+      if (total > 0) held.hold(username, total);
       await Promise.all([memory.delete(COUNT_PREFIX + username), memory.delete(LOCK_PREFIX + username), index.forget(memory, username)]);
     }
     if (names.length > 0) log.info({ throttle: throttleName, names: names.length }, 'login throttle: failed logins counted in memory during the outage carried to the state backend');
@@ -184,10 +195,17 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
     },
 
     async recordFailure(username, attempt) {
-      if (await runner.run((state) => failure(state, username, attempt))) lockoutStarted(username, attempt);
+      const locked = await runner.run(async (state) => {
+        const lockedNow = await failure(state, username, attempt);
+        // Counted on the backend: written back until a replica has it. Memory's counts are carried instead.
+        if (state === deps.state) held.hold(username, attempt);
+        return lockedNow;
+      });
+      if (locked) lockoutStarted(username, attempt);
     },
 
     async recordSuccess(username) {
+      held.forget(username);
       // The three deletes go out together: one round trip, pipelined on the one connection.
       await runner.run((state) =>
         Promise.all([state.delete(COUNT_PREFIX + username), state.delete(LOCK_PREFIX + username), index.forget(state, username)]),
@@ -198,6 +216,9 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
       return runner.degraded;
     },
 
-    close: () => runner.close(),
+    async close() {
+      await held.close();
+      await runner.close();
+    },
   };
 }

@@ -1,0 +1,163 @@
+/**
+ * Failed-login counts that no Redis replica has acknowledged yet (issue 56). Redis replicates
+ * asynchronously, so a count the primary took is lost when that primary dies or is demoted
+ * before a replica has it. After `SENTINEL FAILOVER` with one replica, the new primary has no
+ * replica for seconds (docs/state.md, "Sentinel"); a `kill -9` of it then lost every failure it
+ * had counted, and the lockout came that many tries late (bench/lockout-failover.ts).
+ *
+ * So every failed attempt's number is written back as a floor of the name's count (`raiseTo`,
+ * `replicated`: WAIT 1 for a replica), in the background, so that no answer waits for it. Until
+ * a replica acknowledges, this worker holds the number (fail closed):
+ *   - it counts the name's next attempts from it (`floor`), and refuses the name as locked once
+ *     the held number reaches the limit, whatever a primary that lost the count says;
+ *   - it writes it back every RETRY_MS, to whichever primary serves then: a count a failover
+ *     lost is raised again (`raiseTo` never lowers what others counted meanwhile), and the lock
+ *     with it once the number reaches the limit.
+ * A success on this worker forgets the name. What this costs: one more command (and a replica's
+ * acknowledgement, off the answer's path) per failed login.
+ *
+ * Rejected: waiting for the replica before answering a wrong password (500 ms per guess while
+ * the primary has no replica, with the bcrypt slot held: right-password logins would then wait
+ * for slots); WAIT on every admitted attempt (right-password logins too); falling back to memory
+ * when no replica acknowledges (every worker would count apart for the seconds a new primary
+ * has no replica, a wider window than the one closed).
+ */
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import { StateUnavailable, type StateBackend, type TtlOptions } from '../state/state.js';
+import { COUNT_PREFIX, LOCK_PREFIX } from './throttle-keys.js';
+
+/** How often held counts are written back while no replica acknowledges them. */
+export const RETRY_MS = 1_000;
+
+export interface HeldCounts {
+  /** The highest failed attempt of the name this worker holds unacknowledged; 0 when none. */
+  floor(username: string): number;
+  /** The attempt failed on the backend: write its number back, held until a replica has it. */
+  hold(username: string, attempt: number): void;
+  /** A success cleared the count: nothing to hold. */
+  forget(username: string): void;
+  /** Waits for the writes under way; no retry after. */
+  close(): Promise<void>;
+}
+
+export interface HeldCountsDeps {
+  readonly state: StateBackend;
+  readonly ttl: TtlOptions;
+  readonly maxFailCount: number;
+  /** At most this many names held (SVC_SESSION_MAX_CACHE_SIZE): past it the smallest count goes. */
+  readonly maxNames: number;
+  readonly log: Pick<Logger, 'warn' | 'info'>;
+  readonly registry: Registry;
+  readonly now: () => number;
+  readonly metricPrefix: string;
+  /** RETRY_MS; tests shorten it. */
+  readonly retryMs?: number;
+}
+
+/** Memory has no replica to wait for: nothing is ever held. */
+const NOTHING_HELD: HeldCounts = { floor: () => 0, hold: () => undefined, forget: () => undefined, close: async () => undefined };
+
+export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
+  if (deps.state.kind === 'memory') return NOTHING_HELD;
+  const { state, ttl, log, metricPrefix } = deps;
+  const held = new Map<string, number>();
+  const writing = new Set<Promise<void>>();
+  const gauge = new Gauge({
+    name: `${metricPrefix}_unconfirmed`,
+    help: 'Names whose failed-login count this worker holds because no Redis replica has acknowledged it yet (written back every second)',
+    registers: [deps.registry],
+  });
+  gauge.set(0);
+  let timer: NodeJS.Timeout | undefined;
+  let warned = false;
+  let closed = false;
+
+  function changed(): void {
+    gauge.set(held.size);
+    if (held.size > 0 || timer === undefined) return;
+    clearInterval(timer);
+    timer = undefined;
+    if (warned) log.info({ throttle: metricPrefix }, 'login throttle: every failed-login count this worker held is on a Redis replica now');
+    warned = false;
+  }
+
+  function unacknowledged(username: string, err: unknown): void {
+    if (!(err instanceof StateUnavailable)) {
+      // Not Redis being away (a count that is not an integer): retrying would not help.
+      held.delete(username);
+      changed();
+      log.warn({ err, throttle: metricPrefix, username }, 'login throttle: a failed login\'s count could not be written back; not held');
+      return;
+    }
+    if (!warned) {
+      warned = true;
+      log.warn({ err, throttle: metricPrefix, username }, `login throttle: a failed login's count is on no Redis replica (a failover could lose it); this worker holds it, counts the name's next attempts from it, refuses the name once it reaches the limit, and writes it back every ${deps.retryMs ?? RETRY_MS} ms until a replica acknowledges`);
+    }
+    timer ??= setInterval(() => void retryAll(), deps.retryMs ?? RETRY_MS).unref();
+  }
+
+  /** One name's number, as a floor of its count (and its lock at the limit), waiting for a replica. */
+  async function writeBack(username: string, again: boolean): Promise<void> {
+    const value = held.get(username);
+    if (value === undefined) return;
+    try {
+      // The lock first, on the same primary as the count on Sentinel: the replica's
+      // acknowledgement of the count then covers it too (one replication stream).
+      if (again && value >= deps.maxFailCount) await state.setIfAbsent(LOCK_PREFIX + username, String(deps.now()), ttl);
+      await state.raiseTo(COUNT_PREFIX + username, value, { ...ttl, replicated: true });
+      if (held.get(username) === value) held.delete(username);
+      changed();
+    } catch (err: unknown) {
+      unacknowledged(username, err);
+    }
+  }
+
+  function track(write: Promise<void>): void {
+    writing.add(write);
+    void write.finally(() => writing.delete(write));
+  }
+
+  let retrying = false;
+  async function retryAll(): Promise<void> {
+    if (retrying || closed) return;
+    retrying = true;
+    try {
+      // One at a time: after a failover every worker writes back at once.
+      for (const username of [...held.keys()]) {
+        const write = writeBack(username, true);
+        track(write);
+        await write;
+      }
+    } finally {
+      retrying = false;
+    }
+  }
+
+  function makeRoom(current: string): void {
+    if (held.size < deps.maxNames || held.has(current)) return;
+    let smallest: [string, number] | undefined;
+    for (const entry of held) if (smallest === undefined || entry[1] < smallest[1]) smallest = entry;
+    if (smallest !== undefined) held.delete(smallest[0]);
+  }
+
+  return {
+    floor: (username) => held.get(username) ?? 0,
+    hold(username, attempt) {
+      if (closed) return;
+      makeRoom(username);
+      held.set(username, Math.max(held.get(username) ?? 0, attempt));
+      gauge.set(held.size);
+      track(writeBack(username, false));
+    },
+    forget(username) {
+      if (!held.delete(username)) return;
+      changed();
+    },
+    async close() {
+      closed = true;
+      if (timer !== undefined) clearInterval(timer);
+      await Promise.allSettled([...writing]);
+    },
+  };
+}
