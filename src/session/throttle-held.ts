@@ -37,6 +37,11 @@ export interface HeldCounts {
   hold(username: string, attempt: number): void;
   /** A success cleared the count: nothing to hold. */
   forget(username: string): void;
+  /**
+   * The backend was just found back after an outage: write back now, in the background, not at
+   * the next retry (other workers count without this worker's held numbers until they are back).
+   */
+  retryNow(): void;
   /** Waits for the writes under way; no retry after. */
   close(): Promise<void>;
 }
@@ -56,7 +61,7 @@ export interface HeldCountsDeps {
 }
 
 /** Memory has no replica to wait for: nothing is ever held. */
-const NOTHING_HELD: HeldCounts = { floor: () => 0, hold: () => undefined, forget: () => undefined, close: async () => undefined };
+const NOTHING_HELD: HeldCounts = { floor: () => 0, hold: () => undefined, forget: () => undefined, retryNow: () => undefined, close: async () => undefined };
 
 export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
   if (deps.state.kind === 'memory') return NOTHING_HELD;
@@ -153,6 +158,9 @@ export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
     forget(username) {
       if (!held.delete(username)) return;
       changed();
+    },
+    retryNow() {
+      if (held.size > 0) void retryAll();
     },
     async close() {
       closed = true;

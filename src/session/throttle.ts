@@ -168,6 +168,8 @@ export function createLoginThrottle(deps: ThrottleDeps): LoginThrottle {
    * it is carried. Attempts since forgiven by a success in memory are not there to carry.
    */
   async function carryOver(memory: StateBackend, backend: StateBackend): Promise<void> {
+    // What this worker held when Redis went away goes back at once too, in the background.
+    held.retryNow();
     const names = Object.keys(await memory.hashGetAll(INDEX_KEY));
     for (const username of names) {
       const [counted, lock] = await Promise.all([memory.get(COUNT_PREFIX + username), memory.get(LOCK_PREFIX + username)]);

@@ -10,7 +10,8 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { TooManyAttempts } from '../../src/errors.js';
 import { createMemoryState } from '../../src/state/memory.js';
-import { NotReplicated, type StateBackend } from '../../src/state/state.js';
+import { NotReplicated, StateUnavailable, type StateBackend } from '../../src/state/state.js';
+import { RETRY_AFTER_MS } from '../../src/session/throttle-fallback.js';
 import { createLoginThrottle, type LoginThrottle } from '../../src/session/throttle.js';
 import { fail, rejection } from './throttle-suite.js';
 
@@ -21,6 +22,8 @@ interface Primary {
   readonly state: StateBackend;
   /** False: no replica acknowledges, so a `replicated` write fails (the primary keeps it). */
   replica: boolean;
+  /** True: no primary answers (every call rejects with StateUnavailable). */
+  down: boolean;
   /** The replica takes over without what the primary took meanwhile. */
   failover(): void;
   close(): Promise<void>;
@@ -31,9 +34,11 @@ function lossyPrimary(): Primary {
   const old: StateBackend[] = [];
   const self: Primary = {
     replica: true,
+    down: false,
     state: new Proxy({} as StateBackend, {
       get(_target, name: keyof StateBackend) {
         if (name === 'kind') return 'redis';
+        if (self.down) return () => Promise.reject(new StateUnavailable('redis is unreachable (reconnecting)'));
         if (name === 'raiseTo') {
           return async (key: string, atLeast: number, opts?: { ttlMs?: number; replicated?: boolean }) => {
             const value = await current.raiseTo(key, atLeast, opts);
@@ -62,16 +67,18 @@ describe('login throttle: failure counts no replica acknowledged', function () {
   let warnings: string[];
   let infos: string[];
   let registry: Registry;
+  let clock: number;
 
   beforeEach(function () {
     primary = lossyPrimary();
     warnings = [];
     infos = [];
     registry = new Registry();
+    clock = Date.now();
     const log = { info: (_o: unknown, msg?: string) => void infos.push(String(msg)), warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)) };
     workers = [
-      createLoginThrottle({ state: primary.state, limits: LIMITS, log, registry, now: Date.now, heldRetryMs: RETRY_MS }),
-      createLoginThrottle({ state: primary.state, limits: LIMITS, log, registry: new Registry(), now: Date.now, heldRetryMs: RETRY_MS }),
+      createLoginThrottle({ state: primary.state, limits: LIMITS, log, registry, now: () => clock, heldRetryMs: RETRY_MS }),
+      createLoginThrottle({ state: primary.state, limits: LIMITS, log, registry: new Registry(), now: () => clock, heldRetryMs: RETRY_MS }),
     ];
   });
   afterEach(async function () {
@@ -126,5 +133,25 @@ describe('login throttle: failure counts no replica acknowledged', function () {
     await a().recordSuccess('june');
     expect(await held()).to.equal(0);
     expect(await a().admit('june')).to.equal(1);
+  });
+
+  it('writes back what it holds as soon as a call finds the backend back after an outage, not at the next retry', async function () {
+    const slow = createLoginThrottle({ state: primary.state, limits: LIMITS, log: { info: () => undefined, warn: () => undefined }, registry: new Registry(), now: () => clock, heldRetryMs: 60_000 });
+    try {
+      primary.replica = false;
+      await fail(slow, 'ivy');
+      await fail(slow, 'ivy');
+      primary.down = true;
+      await fail(slow, 'someone-else'); // counted in memory: the worker is degraded
+      primary.failover();
+      primary.down = false;
+      primary.replica = true;
+      clock += RETRY_AFTER_MS;
+      await slow.admit('someone-else'); // finds the backend back
+      await sleep(RETRY_MS);
+      expect(await b().admit('ivy'), 'ivy\'s third attempt, on the other worker').to.equal(3);
+    } finally {
+      await slow.close();
+    }
   });
 });
