@@ -195,17 +195,23 @@ function verdictOf(run: NameRun): Verdict {
   return 'on time';
 }
 
-/** memory: an attempt answered 401 reached no node; lost write: one reached the node killed in this sequence, before the kill. */
-function classify(run: NameRun, killed: { port: number; at: number }): string {
-  const key = `login-failures:${run.name}`;
-  const incrs = monitored.filter((m) => m.command.includes(key) && /^(eval-incr|incr)\b/i.test(m.command));
-  const reasons = new Set<string>();
+/**
+ * An attempt is counted on a node when that node ran svc's admission (the INCR script and a GET
+ * of the lock in the same millisecond) while the attempt was under way; else it was counted in
+ * a worker's memory (Redis away). memory: an attempt answered 401 was counted in memory; lost
+ * write: none was, and one was counted on the primary killed in this sequence, before its death.
+ */
+function classify(run: NameRun, killed: { port: number; at: number }): 'memory' | 'lost write' | 'unexplained' {
+  const incrs = monitored.filter((m) => m.command.startsWith(`eval-incr svc:login-failures:${run.name} `));
+  const gets = monitored.filter((m) => m.command.startsWith(`get svc:login-locked:${run.name} `));
+  const admits = incrs.filter((e) => gets.some((g) => g.node === e.node && Math.abs(g.at - e.at) <= 2));
+  let lost = false;
   for (const a of run.attempts.filter((x) => x.status === 401)) {
-    const mine = incrs.filter((m) => m.at >= a.at - 5 && m.at <= a.done + 5);
-    if (mine.length === 0) reasons.add('memory');
-    else if (mine.some((m) => m.node === killed.port && m.at < killed.at)) reasons.add('lost write');
+    const mine = admits.filter((m) => m.at >= a.at - 5 && m.at <= a.done + 5);
+    if (mine.length === 0) return 'memory';
+    if (mine.some((m) => m.node === killed.port && m.at <= killed.at)) lost = true;
   }
-  return [...reasons].join('+') || 'unexplained';
+  return lost ? 'lost write' : 'unexplained';
 }
 
 function explain(run: NameRun, killed: { port: number; at: number }, t0: number): string {
@@ -236,7 +242,7 @@ async function main(): Promise<void> {
   const sentinelWatch = await watchSentinel(peer.sentinels[0]?.port as number);
   const stream = loginStream(servers);
   const tally: Record<Verdict, number> = { 'on time': 0, late: 0, early: 0, unfinished: 0 };
-  const sequencesWith = { late: 0, early: 0 };
+  const sequencesWith = { late: 0, lateNotMemory: 0, early: 0 };
   const causes = new Map<string, number>();
   const record: unknown[] = [];
   const started = Date.now();
@@ -250,8 +256,9 @@ async function main(): Promise<void> {
       const failoverAt = Date.now();
       const promoted = await peer.failover();
       await sleep(Math.max(0, failoverAt + KILL_AFTER_MS - Date.now()));
-      const killedAt = Date.now();
       await peer.kill(promoted);
+      // Once the node is dead: what it took until then is lost.
+      const killedAt = Date.now();
       await peer.awaitPrimaryOtherThan(promoted);
       await peer.start(promoted);
       const runs = await Promise.all(guesses);
@@ -260,6 +267,7 @@ async function main(): Promise<void> {
       const verdicts = runs.map(verdictOf);
       for (const v of verdicts) tally[v]++;
       if (verdicts.includes('late')) sequencesWith.late++;
+      if (runs.some((r) => verdictOf(r) === 'late' && classify(r, { port: promoted, at: killedAt }) !== 'memory')) sequencesWith.lateNotMemory++;
       if (verdicts.includes('early')) sequencesWith.early++;
       const odd = runs.filter((r) => verdictOf(r) !== 'on time');
       const killed = { port: promoted, at: killedAt };
@@ -280,7 +288,7 @@ async function main(): Promise<void> {
     if (values.out !== undefined) writeFileSync(values.out, JSON.stringify({ record, monitored, events, throttleLines }, null, 1));
   }
   const failedStream = stream.statuses.filter((s) => s !== 200);
-  console.log(`\n${SEQUENCES} sequences in ${Math.round((Date.now() - started) / 1000)} s: ${sequencesWith.late} with a name locked out late, ${sequencesWith.early} with one locked out early`);
+  console.log(`\n${SEQUENCES} sequences in ${Math.round((Date.now() - started) / 1000)} s: ${sequencesWith.late} with a name locked out late (${sequencesWith.lateNotMemory} with one whose attempts were all counted on Redis), ${sequencesWith.early} with one locked out early`);
   console.log(`names: ${tally['on time']} on time, ${tally.late} late, ${tally.early} early, ${tally.unfinished} unfinished`);
   for (const [cause, count] of causes) console.log(`  ${cause}: ${count}`);
   console.log(`right-password logins meanwhile: ${stream.statuses.length}, not 200: ${failedStream.length} (${JSON.stringify([...new Set(failedStream)])}); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
