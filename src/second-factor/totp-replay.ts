@@ -47,12 +47,16 @@ export async function stepsLostUntil(state: StateBackend, nowMs: number): Promis
 
 /**
  * True when `step` is newer than the account's last accepted step, which it then becomes, and,
- * given `nowMs`, begins after the record of used steps began (stepsLostUntil). The enrolment's
+ * given `nowMs`, its code was first accepted (TOTP_SKEW_STEPS before the step begins) after the
+ * record of used steps began (stepsLostUntil). The enrolment's
  * confirmation gives none: its secret is new, so no code of it was used before a loss, and an
  * enrolment right after a start is not made to wait a step.
  */
 export async function claimTotpStep(state: StateBackend, name: string, step: number, nowMs?: number): Promise<boolean> {
-  if (nowMs !== undefined && step * TOTP_PERIOD_SECONDS * 1000 <= (await stepsLostUntil(state, nowMs))) return false;
+  // A code is accepted from the start of the step `TOTP_SKEW_STEPS` before its own (an
+  // authenticator whose clock is ahead), so a code of a step not yet begun may have been used
+  // before the loss too: judged by when it was first accepted, not by when its step begins.
+  if (nowMs !== undefined && (step - TOTP_SKEW_STEPS) * TOTP_PERIOD_SECONDS * 1000 <= (await stepsLostUntil(state, nowMs))) return false;
   const lock = LOCK_PREFIX + name;
   const mine = randomUUID();
   await acquire(state, lock, mine);

@@ -29,8 +29,9 @@ const ERIN_PASSWORD = 'erin-pass-123';
 const STEP_MS = 30_000;
 
 /** Resolves once a TOTP step begins after the one of now. */
-async function nextStep(): Promise<void> {
-  await new Promise((r) => setTimeout(r, (Math.floor(Date.now() / STEP_MS) + 1) * STEP_MS - Date.now() + 50));
+/** Waits until the TOTP step after the one `from` (default: now) is in has begun. */
+async function nextStep(from = Date.now()): Promise<void> {
+  await new Promise((r) => setTimeout(r, Math.max(0, (Math.floor(from / STEP_MS) + 1) * STEP_MS - Date.now() + 50)));
 }
 
 const LOST = /^the record of revocations was lost at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z); log in again$/;
@@ -271,21 +272,27 @@ describe('revocations lost with the state: session tokens of before are refused 
 
     it('FLUSHALL: a TOTP code used before is refused after it (its use was lost with the state), and the next step\'s code is accepted', async function () {
       this.timeout(120_000);
+      // The tests before wrote markers of their own losses: a code first accepted after the last.
+      await nextStep(Date.now() + CLOCK_SKEW_MS);
       const erin = await enrolTotp(a.url, 'erin', ERIN_PASSWORD, Date.now);
-      await nextStep(); // the enrolment used this step's code
-      const code = codeAt(erin.secret, Date.now());
+      // The enrolment used this step's code: the next step's, early by the skew an authenticator
+      // ahead is allowed (a code so used before the loss must be refused after it too).
+      const code = codeAt(erin.secret, Date.now() + STEP_MS);
       const used = await loginWithCode(a.url, 'erin', ERIN_PASSWORD, code);
       expect(used.status, JSON.stringify(used.body)).to.equal(200);
       const counts = await lostCounts();
       await new Promise((r) => setTimeout(r, 1_100));
       await raw.flushall();
       await waitFor(async () => (await lostCounts()).every((n, i) => n > (counts[i] ?? 0)), 'both replicas to find the loss', 15_000);
+      // The record of used steps began at the loss (and the clock margin after it) at the latest.
+      const begun = Date.now() + CLOCK_SKEW_MS;
       for (const replica of [b, a]) {
         const again = await loginWithCode(replica.url, 'erin', ERIN_PASSWORD, code);
         expect([again.status, again.body['message']], `the same code on a replica after the loss: ${JSON.stringify(again.body)}`).to.deep.equal([401, REUSED_SECOND_FACTOR]);
       }
-      await nextStep();
-      const next = await loginWithCode(b.url, 'erin', ERIN_PASSWORD, codeAt(erin.secret, Date.now()));
+      // A code first accepted after that: the next step's, early, once the step after `begun` has begun.
+      await nextStep(begun);
+      const next = await loginWithCode(b.url, 'erin', ERIN_PASSWORD, codeAt(erin.secret, Date.now() + STEP_MS));
       expect(next.status, JSON.stringify(next.body)).to.equal(200);
     });
 

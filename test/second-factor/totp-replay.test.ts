@@ -41,14 +41,28 @@ describe('second-factor/totp-replay', () => {
     const lostAt = usedAt + 5_000;
     await recordBegins(after, lostAt);
     expect(await claimTotpStep(after, 'alice', step, lostAt + 1_000), 'the same code').to.equal(false);
-    expect(await claimTotpStep(after, 'alice', step + 1, (step + 1) * STEP_MS), 'the next step\'s code').to.equal(true);
+    // The next step's code was accepted already during the step of the loss (the skew): refused too.
+    expect(await claimTotpStep(after, 'alice', step + 1, (step + 1) * STEP_MS), 'the next step\'s code').to.equal(false);
+    expect(await claimTotpStep(after, 'alice', step + 2, (step + 1) * STEP_MS), 'the code of the step after, early by the skew').to.equal(true);
   });
 
-  it('no marker yet (state lost, no replica has written a new one): every step begun by now is refused', async () => {
+  it('a code of the next step, used early (an authenticator ahead) before the state was lost in the same step, is refused after it', async () => {
+    const step = 59_000_000;
+    const usedAt = step * STEP_MS + 20_000;
+    const before = stateWithRecord();
+    expect(await claimTotpStep(before, 'alice', step + 1, usedAt), 'accepted within the skew').to.equal(true);
+    const after = createMemoryState();
+    const lostAt = usedAt + 2_000;
+    await recordBegins(after, lostAt);
+    expect(await claimTotpStep(after, 'alice', step + 1, lostAt + 1_000), 'replayed in the same step').to.equal(false);
+    expect(await claimTotpStep(after, 'alice', step + 1, (step + 1) * STEP_MS + 1_000), 'replayed in its own step').to.equal(false);
+  });
+
+  it('no marker yet (state lost, no replica has written a new one): every step whose code was accepted by now is refused', async () => {
     const state = createMemoryState();
     const now = 59_000_000 * STEP_MS + 10_000;
     expect(await claimTotpStep(state, 'alice', 59_000_000, now)).to.equal(false);
-    expect(await claimTotpStep(state, 'alice', 59_000_001, now)).to.equal(true);
+    expect(await claimTotpStep(state, 'alice', 59_000_001, now), 'the next step: accepted by now already, within the skew').to.equal(false);
     expect(await claimTotpStep(state, 'bob', 59_000_000), 'an enrolment\'s confirmation (no time given): its secret is new').to.equal(true);
   });
 
@@ -58,6 +72,7 @@ describe('second-factor/totp-replay', () => {
     const step = 59_000_000;
     await recordBegins(shared, step * STEP_MS - CLOCK_SKEW_MS + 1);
     expect(await claimTotpStep(shared, 'alice', step, step * STEP_MS + 1)).to.equal(false);
-    expect(await claimTotpStep(shared, 'alice', step + 1, (step + 1) * STEP_MS)).to.equal(true);
+    expect(await claimTotpStep(shared, 'alice', step + 1, (step + 1) * STEP_MS)).to.equal(false);
+    expect(await claimTotpStep(shared, 'alice', step + 2, (step + 1) * STEP_MS)).to.equal(true);
   });
 });
