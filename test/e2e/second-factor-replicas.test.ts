@@ -12,6 +12,7 @@ import { startRedis, type RedisPeer } from '../helpers/peers.js';
 import { challengeOf, enrolTotp, loginWithCode, passwordStep, secondStep, stepClock, type StepClock } from '../helpers/second-factor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { codeAt } from '../../src/second-factor/totp.js';
+import { CLOCK_SKEW_MS } from '../../src/session/revocations-epoch.js';
 
 describe('second factor on two replicas sharing Redis', function () {
   this.timeout(60_000);
@@ -21,6 +22,8 @@ describe('second factor on two replicas sharing Redis', function () {
   let b: TestServer;
   /** Both replicas' clock: Date.now until a race moves it on past the enrolment's TOTP step. */
   let clock: StepClock;
+  /** When both replicas had started: the first wrote the record of used steps' marker by then. */
+  let startedAt = 0;
 
   before(async function () {
     redis = await startRedis();
@@ -32,6 +35,7 @@ describe('second factor on two replicas sharing Redis', function () {
     const env = { SVC_SESSION_FAILURE_MAX_FAIL_COUNT: '4' };
     a = await startTestServer(dir, { redisUrl: redis.url, env, now: clock.now });
     b = await startTestServer(dir, { redisUrl: redis.url, env, now: clock.now });
+    startedAt = Date.now();
   });
   after(async function () {
     await a?.close();
@@ -44,10 +48,12 @@ describe('second factor on two replicas sharing Redis', function () {
     const alice = await enrolTotp(a.url, 'alice', PASSWORDS.alice, Date.now);
     // Both replicas read the factor from the shared config dir.
     await waitUntil(async () => (await passwordStep(b.url, 'alice', PASSWORDS.alice)).status === 401);
-    // The enrolment used this step's code: wait for the next step, so the code is new.
-    const step = Math.floor(Date.now() / 30_000);
-    await waitUntil(async () => Math.floor(Date.now() / 30_000) > step, 31_000);
-    const code = codeAt(alice.secret, Date.now());
+    // The enrolment used this step's code, and a code first accepted (a step early, the skew) by
+    // the time the record of used steps began counts as used: once the step after both has begun,
+    // the code of the step after that, early.
+    const step = Math.floor(Math.max(Date.now(), startedAt + CLOCK_SKEW_MS) / 30_000);
+    await waitUntil(async () => Math.floor(Date.now() / 30_000) > step, 33_000);
+    const code = codeAt(alice.secret, Date.now() + 30_000);
     const challenge = await challengeOf(a.url, 'alice', PASSWORDS.alice);
     expect((await secondStep(b.url, challenge, code)).status).to.equal(200);
     expect((await secondStep(a.url, challenge, code)).status).to.equal(401);
