@@ -13,8 +13,13 @@
  *   - it writes it back every RETRY_MS, to whichever primary serves then: a count a failover
  *     lost is raised again (`raiseTo` never lowers what others counted meanwhile), and the lock
  *     with it once the number reaches the limit.
- * A success on this worker forgets the name. What this costs: one more command (and a replica's
- * acknowledgement, off the answer's path) per failed login.
+ * A held number lasts as a count would: one failure window (`ttl`) from the name's last failure
+ * held, after which it is dropped (and nothing written back re-creates a lock or a count beyond
+ * it: each write carries the time left). A success on this worker forgets the name.
+ * While no replica acknowledges, new failures are not written one by one, and each retry sends
+ * one name first: WAIT blocks its connection for its whole timeout, so writes sent faster than
+ * Redis can time them out would queue without bound. What this costs: one more command (and a
+ * replica's acknowledgement, off the answer's path) per failed login.
  *
  * Rejected: waiting for the replica before answering a wrong password (500 ms per guess while
  * the primary has no replica, with the bcrypt slot held: right-password logins would then wait
@@ -67,8 +72,10 @@ const NOTHING_HELD: HeldCounts = { floor: () => 0, hold: () => undefined, forget
 
 export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
   if (deps.state.kind === 'memory') return NOTHING_HELD;
-  const { state, ttl, log, metricPrefix } = deps;
-  const held = new Map<string, number>();
+  const { state, log, metricPrefix } = deps;
+  /** Each name's highest failed attempt held, and until when it counts (a window after the last). */
+  const held = new Map<string, { value: number; until: number }>();
+  const windowMs = deps.ttl.ttlMs;
   const writing = new Set<Promise<void>>();
   const gauge = new Gauge({
     name: `${metricPrefix}_unconfirmed`,
@@ -85,7 +92,7 @@ export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
     if (held.size > 0 || timer === undefined) return;
     clearInterval(timer);
     timer = undefined;
-    if (warned) log.info({ throttle: metricPrefix }, 'login throttle: every failed-login count this worker held is on a Redis replica now');
+    if (warned) log.info({ throttle: metricPrefix }, 'login throttle: this worker holds no unacknowledged failed-login count any more (each written back to a replica, expired with its window, or cleared by a success)');
     warned = false;
   }
 
@@ -104,16 +111,28 @@ export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
     timer ??= setInterval(() => void retryAll(), deps.retryMs ?? RETRY_MS).unref();
   }
 
+  /** The name's held entry while its window lasts; an expired one is dropped. */
+  function current(username: string): { value: number; until: number } | undefined {
+    const entry = held.get(username);
+    if (entry === undefined || entry.until > deps.now()) return entry;
+    held.delete(username);
+    changed();
+    return undefined;
+  }
+
   /** One name's number, as a floor of its count (and its lock at the limit), waiting for a replica. */
   async function writeBack(username: string, again: boolean): Promise<void> {
-    const value = held.get(username);
-    if (value === undefined) return;
+    const entry = current(username);
+    if (entry === undefined) return;
+    const { value } = entry;
+    // What is left of the window, so a write-back never outlasts the failures it stands for.
+    const left: TtlOptions = windowMs === undefined ? {} : { ttlMs: Math.max(1, entry.until - deps.now()) };
     try {
       // The lock first, on the same primary as the count on Sentinel: the replica's
       // acknowledgement of the count then covers it too (one replication stream).
-      if (again && value >= deps.maxFailCount) await state.setIfAbsent(LOCK_PREFIX + username, String(deps.now()), ttl);
-      await state.raiseTo(COUNT_PREFIX + username, value, { ...ttl, replicated: true });
-      if (held.get(username) === value) held.delete(username);
+      if (again && value >= deps.maxFailCount) await state.setIfAbsent(LOCK_PREFIX + username, String(deps.now()), left);
+      await state.raiseTo(COUNT_PREFIX + username, value, { ...left, replicated: true });
+      if (held.get(username) === entry) held.delete(username);
       changed();
     } catch (err: unknown) {
       unacknowledged(username, err);
@@ -130,9 +149,15 @@ export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
     if (retrying || closed) return;
     retrying = true;
     try {
-      // A batch at a time, together: each write waits up to 500 ms for a replica, and one at a
-      // time a dozen held names took six seconds to reach a new primary (the stress driver).
-      const names = [...held.keys()];
+      // One name first: while no replica acknowledges, that is all a retry sends. Then a batch at
+      // a time, together: each write waits up to 500 ms for a replica, and one at a time a dozen
+      // held names took six seconds to reach a new primary (the stress driver).
+      const [first, ...names] = [...held.keys()];
+      if (first === undefined) return;
+      const probe = writeBack(first, true);
+      track(probe);
+      await probe;
+      if (held.has(first)) return;
       for (let i = 0; i < names.length; i += RETRY_BATCH) {
         const writes = names.slice(i, i + RETRY_BATCH).map((username) => writeBack(username, true));
         writes.forEach(track);
@@ -143,21 +168,23 @@ export function createHeldCounts(deps: HeldCountsDeps): HeldCounts {
     }
   }
 
-  function makeRoom(current: string): void {
-    if (held.size < deps.maxNames || held.has(current)) return;
+  function makeRoom(username: string): void {
+    if (held.size < deps.maxNames || held.has(username)) return;
     let smallest: [string, number] | undefined;
-    for (const entry of held) if (smallest === undefined || entry[1] < smallest[1]) smallest = entry;
+    for (const [name, entry] of held) if (smallest === undefined || entry.value < smallest[1]) smallest = [name, entry.value];
     if (smallest !== undefined) held.delete(smallest[0]);
   }
 
   return {
-    floor: (username) => held.get(username) ?? 0,
+    floor: (username) => current(username)?.value ?? 0,
     hold(username, attempt) {
       if (closed) return;
       makeRoom(username);
-      held.set(username, Math.max(held.get(username) ?? 0, attempt));
+      const value = Math.max(current(username)?.value ?? 0, attempt);
+      held.set(username, { value, until: windowMs === undefined ? Number.POSITIVE_INFINITY : deps.now() + windowMs });
       gauge.set(held.size);
-      track(writeBack(username, false));
+      // While no replica acknowledges (the retry timer runs), the retries write it back.
+      if (timer === undefined) track(writeBack(username, false));
     },
     forget(username) {
       if (!held.delete(username)) return;

@@ -13,6 +13,7 @@ import { createMemoryState } from '../../src/state/memory.js';
 import { NotReplicated, StateUnavailable, type StateBackend } from '../../src/state/state.js';
 import { RETRY_AFTER_MS } from '../../src/session/throttle-fallback.js';
 import { createLoginThrottle, type LoginThrottle } from '../../src/session/throttle.js';
+import { COUNT_PREFIX, LOCK_PREFIX } from '../../src/session/throttle-keys.js';
 import { fail, rejection } from './throttle-suite.js';
 
 const LIMITS = { maxFailCount: 3, windowSeconds: 300, maxCacheSize: 1000, maxConcurrentLogins: 50 };
@@ -24,6 +25,8 @@ interface Primary {
   replica: boolean;
   /** True: no primary answers (every call rejects with StateUnavailable). */
   down: boolean;
+  /** `raiseTo` calls so far (the held counts' writes back). */
+  raised: number;
   /** The replica takes over without what the primary took meanwhile. */
   failover(): void;
   close(): Promise<void>;
@@ -35,12 +38,14 @@ function lossyPrimary(): Primary {
   const self: Primary = {
     replica: true,
     down: false,
+    raised: 0,
     state: new Proxy({} as StateBackend, {
       get(_target, name: keyof StateBackend) {
         if (name === 'kind') return 'redis';
         if (self.down) return () => Promise.reject(new StateUnavailable('redis is unreachable (reconnecting)'));
         if (name === 'raiseTo') {
           return async (key: string, atLeast: number, opts?: { ttlMs?: number; replicated?: boolean }) => {
+            self.raised++;
             const value = await current.raiseTo(key, atLeast, opts);
             if (opts?.replicated === true && !self.replica) throw new NotReplicated('no replica acknowledged the write within 500 ms');
             return value;
@@ -120,7 +125,7 @@ describe('login throttle: failure counts no replica acknowledged', function () {
     primary.replica = true;
     await sleep(RETRY_MS * 5);
     expect(await held()).to.equal(0);
-    expect(infos).to.include('login throttle: every failed-login count this worker held is on a Redis replica now');
+    expect(infos).to.include('login throttle: this worker holds no unacknowledged failed-login count any more (each written back to a replica, expired with its window, or cleared by a success)');
   });
 
   it('holds nothing once a replica acknowledged, and forgets a name on a success', async function () {
@@ -153,5 +158,34 @@ describe('login throttle: failure counts no replica acknowledged', function () {
     } finally {
       await slow.close();
     }
+  });
+
+  it('holds a count one failure window at most: past it, nothing is written back, no lock comes back, and the name is admitted again', async function () {
+    primary.replica = false;
+    for (let i = 0; i < 3; i++) await fail(a(), 'ivy');
+    primary.failover();
+    await sleep(RETRY_MS * 3);
+    expect(await primary.state.get(LOCK_PREFIX + 'ivy'), 'written back within the window').to.not.equal(null);
+    // The window is over (the backend's own keys would have expired); the new primary loses them again.
+    clock += LIMITS.windowSeconds * 1000 + 1;
+    primary.failover();
+    await sleep(RETRY_MS * 5);
+    expect(await primary.state.get(LOCK_PREFIX + 'ivy'), 'no lock re-created past the window').to.equal(null);
+    expect(await primary.state.get(COUNT_PREFIX + 'ivy'), 'no count re-created past the window').to.equal(null);
+    expect(await a().admit('ivy'), 'ivy on the worker that held her count').to.equal(1);
+    expect(await held(), 'the expired count is dropped').to.equal(0);
+  });
+
+  it('while no replica acknowledges, sends one write back per retry, not one per name or per failure', async function () {
+    primary.replica = false;
+    for (const name of ['ivy', 'june', 'kim', 'lee', 'max']) await fail(a(), name);
+    expect(await held()).to.equal(5);
+    const before = primary.raised;
+    await sleep(RETRY_MS * 5 + RETRY_MS / 2);
+    const sent = primary.raised - before;
+    expect(sent, 'writes back in five retries').to.be.within(1, 6);
+    primary.replica = true;
+    await sleep(RETRY_MS * 3);
+    expect(await held(), 'all written back once a replica acknowledges').to.equal(0);
   });
 });
