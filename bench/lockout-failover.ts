@@ -31,7 +31,7 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { accountsConfigDir, PASSWORDS } from '../test/helpers/accounts-fixture.js';
 import { ask, startRedisSentinel, type RedisSentinelPeer } from '../test/helpers/redis-topology.js';
-import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { cleanRedisEnv, fresh, loginStream, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -130,21 +130,6 @@ function keepThrottleLines(server: ServerProcess, index: number): void {
   server.child.stderr.on('data', take);
 }
 
-function loginStream(servers: readonly ServerProcess[]) {
-  let running = true;
-  const statuses: number[] = [];
-  const loop = async (offset: number) => {
-    for (let i = offset; running; i++) {
-      const server = servers[i % servers.length] as ServerProcess;
-      const reply = await fresh(server.url, 'POST', '/api/v1/session', { username: 'alice', password: PASSWORDS.alice }).catch(() => ({ status: 0 }));
-      statuses.push(reply.status);
-      await sleep(10);
-    }
-  };
-  const loops = [loop(0), loop(1), loop(2)];
-  return { statuses, stop: async () => { running = false; await Promise.all(loops); } };
-}
-
 /** Wrong passwords for `name`, one at a time over both processes, until refused (or MAX_ATTEMPTS). */
 async function guess(servers: readonly ServerProcess[], name: string, startAt: number, seqIndex: number): Promise<NameRun> {
   await sleep(Math.max(0, startAt - Date.now()));
@@ -240,7 +225,7 @@ async function main(): Promise<void> {
   monitorNode(p1, p2, () => monitoring);
   monitorNode(p2, p1, () => monitoring);
   const sentinelWatch = await watchSentinel(peer.sentinels[0]?.port as number);
-  const stream = loginStream(servers);
+  const stream = loginStream(servers, 'alice', PASSWORDS.alice);
   const tally: Record<Verdict, number> = { 'on time': 0, late: 0, early: 0, unfinished: 0 };
   const sequencesWith = { late: 0, lateNotMemory: 0, early: 0 };
   const causes = new Map<string, number>();

@@ -25,7 +25,7 @@ import { runLoginUnlock } from '../../src/commands/login-unlock.js';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { accountsConfigDir, PASSWORDS } from '../helpers/accounts-fixture.js';
 import { ask, clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
-import { cleanRedisEnv, fresh, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { cleanRedisEnv, fresh, loginStream, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { textSink } from '../helpers/text-sink.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
@@ -48,27 +48,6 @@ const STREAM_PASSWORD_COST = 10;
 
 /** One short-lived connection for a question to a node. */
 
-/** Logins of alice on both processes in turn, each on a fresh connection, until stopped. */
-function loginStream(servers: readonly ServerProcess[]) {
-  const statuses: number[] = [];
-  let running = true;
-  const loop = async (offset: number) => {
-    for (let i = offset; running; i++) {
-      const server = servers[i % servers.length] as ServerProcess;
-      const reply = await fresh(server.url, 'POST', '/api/v1/session', { username: 'alice', password: PASSWORDS.alice }).catch(() => ({ status: 0 }));
-      statuses.push(reply.status);
-      await sleep(10);
-    }
-  };
-  const loops = [loop(0), loop(1), loop(2)];
-  return {
-    statuses,
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
 
 /**
  * Waits until PROBES fresh /readyz and /metrics requests to `server` all say ready, connected,
@@ -143,7 +122,7 @@ type EarlyGuesses = (count: number) => Promise<void>;
 async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv, sequence: (n: number, early: EarlyGuesses) => Promise<void>, settled: () => Promise<void>): Promise<void> {
   const dir = accountsConfigDir({ secret: { 'accounts.alice.password': await bcrypt.hash(PASSWORDS.alice, STREAM_PASSWORD_COST) } });
   const servers = await Promise.all([startServerProcess(dir, 2, env), startServerProcess(dir, 2, env)]);
-  const stream = loginStream(servers);
+  const stream = loginStream(servers, 'alice', PASSWORDS.alice);
   const earlier = { wrong: [] as number[], asked: [] as string[] };
   const early: EarlyGuesses = (count) => wrongPasswords(servers, 0, count, earlier.wrong, earlier.asked);
   try {

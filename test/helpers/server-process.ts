@@ -127,3 +127,25 @@ export function fresh(base: string, method: string, path: string, body?: unknown
     req.end(payload);
   });
 }
+
+/** Logins of one account on the processes in turn (three at a time, each on a fresh connection) until stopped: the statuses they got. */
+export function loginStream(servers: readonly ServerProcess[], username: string, password: string): { readonly statuses: number[]; stop(): Promise<void> } {
+  const statuses: number[] = [];
+  let running = true;
+  const loop = async (offset: number) => {
+    for (let i = offset; running; i++) {
+      const server = servers[i % servers.length] as ServerProcess;
+      const reply = await fresh(server.url, 'POST', '/api/v1/session', { username, password }).catch(() => ({ status: 0 }));
+      statuses.push(reply.status);
+      await sleep(10);
+    }
+  };
+  const loops = [loop(0), loop(1), loop(2)];
+  return {
+    statuses,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
