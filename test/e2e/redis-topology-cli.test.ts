@@ -6,8 +6,6 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-
-
 import { join } from 'node:path';
 import { accountsConfigDir } from '../helpers/accounts-fixture.js';
 import { freePort } from '../helpers/peers.js';
@@ -32,13 +30,40 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   let sentinels: string;
   let dir: string;
 
+  const refusals: [string, () => Record<string, string>, RegExp][] = [
+    ['a master name no sentinel knows', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'nosuch', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /no sentinel knows a master named 'nosuch'/],
+    ['a wrong Redis password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: 'wrong-pw', SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /refused the password/],
+    ['a wrong Sentinel password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: 'wrong-spw' }), /refused the Sentinel password/],
+  ];
+  /**
+   * The refused starts: each waits out the start's wait for its topology (seconds) before it
+   * gives up, and they share nothing but the config dir they read, so they run together, from
+   * the first refusal's test on; each test judges its own.
+   */
+  const served = new Map<string, ReturnType<typeof runEntry>>();
+  let clusterNodes: string;
+  function refusedStart(what: string): ReturnType<typeof runEntry> {
+    if (served.size === 0) {
+      const start = (args: string[], env: NodeJS.ProcessEnv) => {
+        const run = runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', ...args], env);
+        run.catch(() => undefined); // judged by its test, which awaits it
+        return run;
+      };
+      for (const [name, env] of refusals) served.set(name, start([], cleanEnv(env())));
+      served.set('cluster', start(['--redis-cluster', clusterNodes], cleanEnv({})));
+    }
+    return served.get(what)!;
+  }
+
   before(async function () {
     dir = join(makeTempDir('svc-topology-'), 'config');
     peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
     sentinels = peer.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
+    clusterNodes = `127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
   });
 
   after(async function () {
+    await Promise.allSettled(served.values());
     await peer?.stop();
   });
 
@@ -67,20 +92,15 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
     }
   });
 
-  const refusals: [string, () => Record<string, string>, RegExp][] = [
-    ['a master name no sentinel knows', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'nosuch', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /no sentinel knows a master named 'nosuch'/],
-    ['a wrong Redis password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: 'wrong-pw', SVC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }), /refused the password/],
-    ['a wrong Sentinel password', () => ({ SVC_REDIS_SENTINELS: sentinels, SVC_REDIS_SENTINEL_MASTER: 'svc', SVC_REDIS_PASSWORD: PASSWORD, SVC_REDIS_SENTINEL_PASSWORD: 'wrong-spw' }), /refused the Sentinel password/],
-  ];
-  for (const [what, env, reason] of refusals) {
+  for (const [what, , reason] of refusals) {
     it(`stops the start with one line on ${what}`, async function () {
-      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1'], cleanEnv(env()));
-      expect(served.code, served.stderr).to.equal(1);
-      const lines = served.stderr.trim().split('\n');
-      expect(lines, served.stderr).to.have.length(1);
+      const refused = await refusedStart(what);
+      expect(refused.code, refused.stderr).to.equal(1);
+      const lines = refused.stderr.trim().split('\n');
+      expect(lines, refused.stderr).to.have.length(1);
       expect(lines[0]).to.match(/^svc-server: state: redis sentinel, master '.*' \(sentinels .*\) cannot be used: /);
-      expect(lines[0], served.stderr).to.match(reason);
-      expect(served.stderr + served.stdout).not.to.match(/wrong-s?pw|s3cret/);
+      expect(lines[0], refused.stderr).to.match(reason);
+      expect(refused.stderr + refused.stdout).not.to.match(/wrong-s?pw|s3cret/);
     });
   }
 
@@ -106,10 +126,10 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   });
 
   it('stops the start with one line when no cluster node answers', async function () {
-    const nodes = `127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
-    const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', '--redis-cluster', nodes], cleanEnv({}));
-    expect(served.code).to.equal(1);
-    expect(served.stderr).to.equal(`svc-server: state: redis cluster (seed nodes ${nodes.replace(',', ', ')}) cannot be used: no cluster node answered (${nodes.replace(',', ', ')})\n`);
+    const nodes = clusterNodes;
+    const refused = await refusedStart('cluster');
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.equal(`svc-server: state: redis cluster (seed nodes ${nodes.replace(',', ', ')}) cannot be used: no cluster node answered (${nodes.replace(',', ', ')})\n`);
   });
 
   it('names the flag and its variable when the options do not make a topology', async function () {

@@ -34,7 +34,7 @@ function setup(overrides: Partial<RateLimiterDeps> = {}) {
   const registry = new Registry();
   const warnings: string[] = [];
   const limiter = createRateLimiter({
-    state: createMemoryState({ log }),
+    state: createMemoryState({ log, now: () => now }), // the limiter's clock: a bucket expires on it too
     now: () => now,
     log: { warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)), info: () => undefined } as unknown as RateLimiterDeps['log'],
     registry,
@@ -129,8 +129,9 @@ describe('extensions/rate-limit', () => {
 
   describe('on a shared bucket (Redis): leases', () => {
     /** A shared backend that counts its round trips: the memory backend's buckets, seen as Redis. */
-    function sharedState(): { state: Pick<StateBackend, 'kind' | 'leaseTokens'>; asked: () => number } {
-      const memory = createMemoryState({ log });
+    function sharedState(now?: () => number): { state: Pick<StateBackend, 'kind' | 'leaseTokens'>; asked: () => number } {
+      // The limiter's clock, when the test moves one: the backend's expiry of a bucket runs on it too.
+      const memory = createMemoryState({ log, ...(now === undefined ? {} : { now }) });
       let asked = 0;
       return {
         state: { kind: 'redis', leaseTokens: (...args) => ((asked += 1), memory.leaseTokens(...args)) },
@@ -166,8 +167,10 @@ describe('extensions/rate-limit', () => {
     });
 
     it('two replicas sharing the bucket, a caller at twice the rate for 10 s: allowed within the bucket plus one lease per replica', async () => {
-      const shared = sharedState();
       let now = 1_700_000_000_000;
+      // One clock for the limiters and the shared bucket: with the real one, a bucket expired
+      // (refilled) whenever the loop ran slower than its refill time on a busy machine.
+      const shared = sharedState(() => now);
       const replicas = [0, 1].map(() => createRateLimiter({ state: shared.state as StateBackend, now: () => now, log, registry: new Registry() }));
       const rate = { requestsPerSecond: 200, burst: 100 };
       const busy: ExtensionConfig = { ...base, rateLimit: rate };
