@@ -3,7 +3,8 @@
  * lives in the state backend, so when that state is gone (memory state: any restart; Redis:
  * FLUSHALL, a restart without persistence) svc refuses every session token issued before the
  * loss, says so in the log and in svc_state_revocations_lost_total, and leaves API tokens alone.
- * Real processes: svc-server on memory state, restarted; two replicas on one real Redis.
+ * Real processes: svc-server on memory state, restarted; two replicas on one real Redis; the TOTP
+ * test's own two replicas on a Redis of their own, run beside the others (its waits for TOTP steps).
  */
 import { rm } from 'node:fs/promises';
 import bcrypt from 'bcryptjs';
@@ -53,6 +54,11 @@ async function apiToken(base: string, id = `ci-${Date.now()}`): Promise<string> 
   return String(made.body['token']);
 }
 
+/** Resolves once a new second has begun: the tokens issued until now carry an earlier `iat`. */
+async function nextSecond(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 1_000 - (Date.now() % 1_000) + 20));
+}
+
 /** Resolves once the whole second of `iso` and the clock margin after it (CLOCK_SKEW_MS) are over. */
 async function afterSecondOf(iso: string): Promise<void> {
   const wait = (Math.floor((Date.parse(iso) + CLOCK_SKEW_MS) / 1000) + 1) * 1000 - Date.now();
@@ -66,9 +72,66 @@ async function metric(base: string, name: string): Promise<number> {
   return Number(value);
 }
 
+async function lostCounts(replicas: readonly Replica[]): Promise<number[]> {
+  return Promise.all(replicas.map((replica) => metric(replica.url, 'svc_state_revocations_lost_total')));
+}
+
+/**
+ * The TOTP test, on a Redis, two replicas and a config dir of its own: its FLUSHALL is then its
+ * own loss alone, so it runs from the file's start beside the other tests while it waits for
+ * real TOTP steps (up to two, about a minute), and its test awaits it.
+ */
+async function totpCodeAcrossFlushall(): Promise<void> {
+  const redis = await startRedis();
+  const raw = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+  const dir = accountsConfigDir({ secret: { 'accounts.erin.password': bcrypt.hashSync(ERIN_PASSWORD, 4) } });
+  editConfigMap(dir, (text) => `${text}  accounts.erin: login\n`);
+  const started = await Promise.allSettled([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+  const replicas = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  try {
+    const [a, b] = replicas;
+    if (a === undefined || b === undefined) throw (started.find((s) => s.status === 'rejected') as PromiseRejectedResult).reason;
+    // The replicas' first start wrote the marker of the record's beginning: a code first accepted after it.
+    await nextStep(Date.now() + CLOCK_SKEW_MS);
+    const erin = await enrolTotp(a.url, 'erin', ERIN_PASSWORD, Date.now);
+    // The enrolment used this step's code: the next step's, early, by the skew an authenticator
+    // ahead is allowed (a code so used before the loss must be refused after it too).
+    const code = codeAt(erin.secret, Date.now() + STEP_MS);
+    const used = await loginWithCode(a.url, 'erin', ERIN_PASSWORD, code);
+    expect(used.status, JSON.stringify(used.body)).to.equal(200);
+    const counts = await lostCounts([a, b]);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await raw.flushall();
+    await waitFor(async () => (await lostCounts([a, b])).every((n, i) => n > (counts[i] ?? 0)), 'both replicas to find the loss', 15_000);
+    // The record of used steps began at the loss (and the clock margin after it) at the latest.
+    const begun = Date.now() + CLOCK_SKEW_MS;
+    for (const replica of [b, a]) {
+      const again = await loginWithCode(replica.url, 'erin', ERIN_PASSWORD, code);
+      expect([again.status, again.body['message']], `the same code on a replica after the loss: ${JSON.stringify(again.body)}`).to.deep.equal([401, REUSED_SECOND_FACTOR]);
+    }
+    // A code first accepted after that: the next step's, early, once the step after `begun` has begun.
+    await nextStep(begun);
+    const next = await loginWithCode(b.url, 'erin', ERIN_PASSWORD, codeAt(erin.secret, Date.now() + STEP_MS));
+    expect(next.status, JSON.stringify(next.body)).to.equal(200);
+  } finally {
+    await Promise.all(replicas.map(stopReplica));
+    raw.disconnect();
+    await redis.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('revocations lost with the state: session tokens of before are refused (e2e)', function () {
   cleanUpTempDirs();
   this.timeout(120_000);
+  let totp: Promise<void> | undefined;
+  before(() => {
+    totp = totpCodeAcrossFlushall();
+    totp.catch(() => undefined); // its test reports the failure
+  });
+  after(async () => {
+    await totp?.catch(() => undefined); // it stops its own peers when it ends
+  });
 
   describe('memory state, svc restarted', () => {
     let dir: string;
@@ -174,9 +237,7 @@ describe('revocations lost with the state: session tokens of before are refused 
       dir = accountsConfigDir({
         cm: { 'extension.config': YAML.stringify({ extensions: [{ name: 'live', enabled: true, backend: { services: [{ url }] } }] }) },
         rbac: { 'policy.csv': 'p, bob, extensions, *, */live, allow\n' },
-        secret: { 'accounts.erin.password': bcrypt.hashSync(ERIN_PASSWORD, 4) },
       });
-      editConfigMap(dir, (text) => `${text}  accounts.erin: login\n`);
       [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
     });
     after(async () => {
@@ -187,6 +248,12 @@ describe('revocations lost with the state: session tokens of before are refused 
       await redis?.stop();
       await rm(dir, { recursive: true, force: true });
     });
+
+    /** Resolves once a login is after the cutoff both replicas hold: its second and the clock margin over. */
+    async function afterCutoffs(): Promise<void> {
+      const cutoffs = await Promise.all([a, b].map((replica) => metric(replica.url, 'svc_session_tokens_not_before_seconds')));
+      await afterSecondOf(new Date(Math.max(...cutoffs) * 1000).toISOString());
+    }
 
     /** Waits until both replicas refuse `token` as lost after `notBeforeMs`; the message they give. */
     async function refusedAsLost(token: string, notBeforeMs: number): Promise<string> {
@@ -199,10 +266,6 @@ describe('revocations lost with the state: session tokens of before are refused 
       });
       expect(seen[0], 'both replicas give the same cutoff').to.equal(seen[1]);
       return seen[0] as string;
-    }
-
-    async function lostCounts(): Promise<number[]> {
-      return [await metric(a.url, 'svc_state_revocations_lost_total'), await metric(b.url, 'svc_state_revocations_lost_total')];
     }
 
     it('FLUSHALL: the token logged out on one replica stays refused on both, and so is every other session of before; said in the log and the metric', async () => {
@@ -220,9 +283,9 @@ describe('revocations lost with the state: session tokens of before are refused 
         ws.once('error', reject);
       });
       const cut = new Promise<number>((resolve) => ws.once('close', resolve));
-      const counts = await lostCounts();
+      const counts = await lostCounts([a, b]);
       const marks = [a.logMark(), b.logMark()];
-      await new Promise((r) => setTimeout(r, 1_100)); // a new second: the cutoff comes after these tokens' iat
+      await nextSecond(); // the cutoff comes after these tokens' iat
 
       const flushedAt = Date.now();
       await raw.flushall();
@@ -234,7 +297,7 @@ describe('revocations lost with the state: session tokens of before are refused 
         expect(await refusal(replica.url, sso), 'an SSO token of before').to.equal(message);
         expect((await whoAmI(replica.url, key)).status, 'an API token').to.equal(200);
       }
-      expect(await lostCounts(), 'each replica counted the loss once').to.deep.equal(counts.map((n) => n + 1));
+      expect(await lostCounts([a, b]), 'each replica counted the loss once').to.deep.equal(counts.map((n) => n + 1));
       const at = LOST.exec(message)?.[1] ?? '';
       for (const [replica, mark] of [[a, marks[0]], [b, marks[1]]] as const) {
         expect(replica.logSince(mark ?? 0)).to.include(`the record of revocations in Redis was lost (its marker revocations-epoch is gone: a first start, FLUSHALL, a restart without persistence, or an eviction), so every session and workload token issued before ${at} (and up to 2000 ms after, for other replicas' clocks) is refused`);
@@ -254,7 +317,7 @@ describe('revocations lost with the state: session tokens of before are refused 
     });
 
     it('the revocation list evicted alone (its hash and keys deleted): a restarted replica still refuses the logged-out token, since the marker went with the list', async () => {
-      await new Promise((r) => setTimeout(r, 1_100));
+      await afterCutoffs();
       const loggedOut = await login(a.url, 'alice', PASSWORDS.alice);
       expect((await call(a.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
       expect(await refusal(a.url, loggedOut)).to.equal(REVOKED);
@@ -270,34 +333,8 @@ describe('revocations lost with the state: session tokens of before are refused 
       await afterSecondOf(at);
     });
 
-    it('FLUSHALL: a TOTP code used before is refused after it (its use was lost with the state), and the next step\'s code is accepted', async function () {
-      this.timeout(120_000);
-      // The tests before wrote markers of their own losses: a code first accepted after the last.
-      await nextStep(Date.now() + CLOCK_SKEW_MS);
-      const erin = await enrolTotp(a.url, 'erin', ERIN_PASSWORD, Date.now);
-      // The enrolment used this step's code: the next step's, early by the skew an authenticator
-      // ahead is allowed (a code so used before the loss must be refused after it too).
-      const code = codeAt(erin.secret, Date.now() + STEP_MS);
-      const used = await loginWithCode(a.url, 'erin', ERIN_PASSWORD, code);
-      expect(used.status, JSON.stringify(used.body)).to.equal(200);
-      const counts = await lostCounts();
-      await new Promise((r) => setTimeout(r, 1_100));
-      await raw.flushall();
-      await waitFor(async () => (await lostCounts()).every((n, i) => n > (counts[i] ?? 0)), 'both replicas to find the loss', 15_000);
-      // The record of used steps began at the loss (and the clock margin after it) at the latest.
-      const begun = Date.now() + CLOCK_SKEW_MS;
-      for (const replica of [b, a]) {
-        const again = await loginWithCode(replica.url, 'erin', ERIN_PASSWORD, code);
-        expect([again.status, again.body['message']], `the same code on a replica after the loss: ${JSON.stringify(again.body)}`).to.deep.equal([401, REUSED_SECOND_FACTOR]);
-      }
-      // A code first accepted after that: the next step's, early, once the step after `begun` has begun.
-      await nextStep(begun);
-      const next = await loginWithCode(b.url, 'erin', ERIN_PASSWORD, codeAt(erin.secret, Date.now() + STEP_MS));
-      expect(next.status, JSON.stringify(next.body)).to.equal(200);
-    });
-
     it('a replica started while Redis is down has read no revocation: it refuses the tokens issued before it started, says so, and serves its own logins', async () => {
-      await new Promise((r) => setTimeout(r, 1_100));
+      await afterCutoffs();
       const loggedOut = await login(a.url, 'alice', PASSWORDS.alice);
       const other = await login(a.url, 'bob', PASSWORDS.bob);
       const key = await apiToken(a.url);
@@ -326,14 +363,14 @@ describe('revocations lost with the state: session tokens of before are refused 
     });
 
     it('Redis restarted without persistence: the sessions of before are refused on both replicas once they reconnect', async () => {
-      await new Promise((r) => setTimeout(r, 1_100));
+      await afterCutoffs();
       const before = await login(a.url, 'bob', PASSWORDS.bob);
       const loggedOut = await login(b.url, 'alice', PASSWORDS.alice);
       expect((await call(b.url, 'DELETE', '/api/v1/session', { token: loggedOut })).status).to.equal(200);
       const key = await apiToken(b.url);
       for (const replica of [a, b]) expect((await whoAmI(replica.url, before)).status).to.equal(200);
-      const counts = await lostCounts();
-      await new Promise((r) => setTimeout(r, 1_100));
+      const counts = await lostCounts([a, b]);
+      await nextSecond(); // the cutoff comes after these tokens' iat
 
       const restartedAt = Date.now();
       await redis.restart();
@@ -342,10 +379,15 @@ describe('revocations lost with the state: session tokens of before are refused 
         expect(await refusal(replica.url, loggedOut)).to.be.oneOf([REVOKED, message]);
         expect((await whoAmI(replica.url, key)).status).to.equal(200);
       }
-      expect(await lostCounts()).to.deep.equal(counts.map((n) => n + 1));
+      expect(await lostCounts([a, b])).to.deep.equal(counts.map((n) => n + 1));
       await afterSecondOf(LOST.exec(message)?.[1] ?? '');
       const fresh = await login(a.url, 'alice', PASSWORDS.alice);
       for (const replica of [a, b]) expect((await whoAmI(replica.url, fresh)).status).to.equal(200);
+    });
+
+    it('FLUSHALL: a TOTP code used before is refused after it (its use was lost with the state), and the next step\'s code is accepted', async function () {
+      this.timeout(120_000);
+      await totp; // begun with the file, on its own Redis and replicas (totpCodeAcrossFlushall)
     });
   });
 });
