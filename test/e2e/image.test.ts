@@ -67,7 +67,9 @@ describe('e2e: the image, built from the Dockerfile and started', function () {
   after(async function () {
     this.timeout(60_000);
     await podman(['rm', '--force', '--time', '0', container]).catch(() => undefined);
-    await podman(['rmi', IMAGE]).catch(() => undefined); // not built
+    // --no-prune: the tag goes, the layers under it stay (without it, podman removes the final
+    // stage's layers with the image, and every run built that stage again).
+    await podman(['rmi', '--no-prune', IMAGE]).catch(() => undefined); // not built
     if (data !== undefined) removeTempDir(data);
   });
 

