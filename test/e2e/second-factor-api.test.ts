@@ -154,7 +154,13 @@ describe('second factor over the API', function () {
     nextSteps();
     const spare = await challengeOf(base, 'bob', PASSWORDS.bob);
     const wrong = codeAt(bob.secret, now() - 10 * STEP_MS);
-    for (let i = 0; i < 5; i++) expect((await loginWithCode(base, 'bob', PASSWORDS.bob, wrong)).status).to.equal(401);
+    // The password steps one by one, then the five wrong codes at once: each failure's random
+    // delay (0.5-1 s) runs beside the others, and every attempt is counted before its code is
+    // checked, so they fill the window as codes sent one by one do.
+    const challenges: string[] = [];
+    for (let i = 0; i < 5; i++) challenges.push(await challengeOf(base, 'bob', PASSWORDS.bob));
+    const replies = await Promise.all(challenges.map((challenge) => secondStep(base, challenge, wrong)));
+    expect(replies.map((r) => r.status)).to.deep.equal([401, 401, 401, 401, 401]);
     const locked = await passwordStep(base, 'bob', PASSWORDS.bob);
     expect(locked.status).to.equal(429);
     expect(locked.body['error']).to.equal('too_many_attempts');
@@ -308,7 +314,9 @@ describe('second factor over the API', function () {
 
     it('locks the name after wrong passwords on factor changes, as wrong logins do', async function () {
       const token = await login(base, 'admin', PASSWORDS.admin);
-      for (let i = 0; i < 5; i++) expect((await call(base, 'POST', TOTP, { token, body: { password: 'wrong' } })).status).to.equal(403);
+      // At once: each failure's random delay runs beside the others; every attempt is counted before its password is checked.
+      const wrong = await Promise.all(Array.from({ length: 5 }, () => call(base, 'POST', TOTP, { token, body: { password: 'wrong' } })));
+      expect(wrong.map((r) => r.status)).to.deep.equal([403, 403, 403, 403, 403]);
       const locked = await passwordStep(base, 'admin', PASSWORDS.admin);
       expect(locked.status).to.equal(429);
       expect(locked.body['error']).to.equal('too_many_attempts');
