@@ -51,6 +51,49 @@ async function valueOnceReachable(state: StateBackend, key: string): Promise<str
   return value;
 }
 
+/**
+ * Both topologies are started together, at the first suite's start (each start is 2-3 s, mostly
+ * waiting on the nodes); each suite stops its own, and the file's last hook whatever a filtered
+ * run started and left.
+ */
+let sentinelStart: Promise<RedisSentinelPeer> | undefined;
+let clusterStart: Promise<RedisClusterPeer> | undefined;
+function startTopologies(): void {
+  sentinelStart ??= startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+  clusterStart ??= startRedisCluster({ password: PASSWORD });
+  // A start that fails is reported by the suite that awaits it, not as an unhandled rejection.
+  for (const started of [sentinelStart, clusterStart]) started.catch(() => undefined);
+}
+after(async function stopTopologies() {
+  await Promise.all([sentinelStart, clusterStart].map((started) => started?.then((peer) => peer.stop(), () => undefined)));
+});
+
+/**
+ * openReadyState, with its subscriber connection up too. That connection opens at the first
+ * subscribe, which gives it READY_WAIT_MS (200 ms) and then fails fast, as every call does; on a
+ * loaded machine asking the sentinels and connecting took longer, and a pub/sub test's first
+ * subscribe failed with "no connection after 200 ms". Nothing is lost then (subscribe() rejects
+ * and tells no watcher live; the callers in src/ subscribe again and reload at onLive), and the
+ * tests here check delivery on a backend that is up: brought up first, as the main connection is.
+ */
+async function openListeningState(topology: RedisTopology): Promise<RedisState> {
+  const state = await openReadyState(topology);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      const off = await state.subscribe(`test:subscriber-up:${randomUUID()}`, () => undefined);
+      await off();
+      return state;
+    } catch (err: unknown) {
+      if (!(err instanceof StateUnavailable) || Date.now() > deadline) {
+        await state.close();
+        throw err;
+      }
+      await sleep(50);
+    }
+  }
+}
+
 function raw(port: number): Redis {
   const r = new Redis({ host: '127.0.0.1', port, password: PASSWORD, maxRetriesPerRequest: 1, lazyConnect: true });
   r.on('error', () => undefined);
@@ -63,7 +106,8 @@ describe('state: redis sentinel', function () {
   let topology: Extract<RedisTopology, { kind: 'sentinel' }>;
 
   before(async function () {
-    peer = await startRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+    startTopologies();
+    peer = await (sentinelStart as Promise<RedisSentinelPeer>);
     topology = { kind: 'sentinel', sentinels: peer.sentinels, masterName: peer.masterName, auth: { password: PASSWORD, tls: false }, db: 0, sentinelPassword: SENTINEL_PASSWORD };
   });
 
@@ -72,7 +116,7 @@ describe('state: redis sentinel', function () {
   });
 
   runStateSuite('redis', {
-    open: () => openReadyState(topology),
+    open: () => openListeningState(topology),
     async rawKeys() {
       const r = raw(await peer.primaryPort());
       try {
@@ -88,7 +132,7 @@ describe('state: redis sentinel', function () {
   describe('sentinel specifics', function () {
     let state: RedisState;
     beforeEach(async function () {
-      state = await openReadyState(topology);
+      state = await openListeningState(topology);
     });
     afterEach(async function () {
       await state.close();
@@ -211,7 +255,8 @@ describe('state: redis cluster', function () {
   let topology: Extract<RedisTopology, { kind: 'cluster' }>;
 
   before(async function () {
-    peer = await startRedisCluster({ password: PASSWORD });
+    startTopologies();
+    peer = await (clusterStart as Promise<RedisClusterPeer>);
     topology = { kind: 'cluster', nodes: peer.nodes.slice(0, 2), auth: { password: PASSWORD, tls: false } };
   });
 
@@ -220,7 +265,7 @@ describe('state: redis cluster', function () {
   });
 
   runStateSuite('redis', {
-    open: () => openReadyState(topology),
+    open: () => openListeningState(topology),
     async rawKeys() {
       const keys = await Promise.all(
         (await peer.primaryPorts()).map(async (port) => {
@@ -242,7 +287,7 @@ describe('state: redis cluster', function () {
   describe('cluster specifics', function () {
     let state: RedisState;
     beforeEach(async function () {
-      state = await openReadyState(topology);
+      state = await openListeningState(topology);
     });
     afterEach(async function () {
       await state.close();
@@ -254,20 +299,17 @@ describe('state: redis cluster', function () {
 
     it('runs setIfAbsentFor as one script: its mark shares its owner\'s slot, and exactly one of many concurrent callers marks', async function () {
       const r = raw((await peer.primaryPorts())[0] as number);
+      // Two more clients, one seeded with other nodes, opened once for the five rounds.
+      const others = await Promise.all([openReadyState(topology), openReadyState({ ...topology, nodes: peer.nodes.slice(3) })]);
       try {
         for (let round = 0; round < 5; round++) {
           const owner = `idp:RefreshToken:${randomUUID()}`;
           const mark = markKeyFor(owner, 'idp:consumed:');
           expect(await r.call('CLUSTER', 'KEYSLOT', `svc:${mark}`), 'slot of the mark').to.equal(await r.call('CLUSTER', 'KEYSLOT', `svc:${owner}`));
           await state.set(owner, 'record', { ttlMs: 60_000 });
-          const others = await Promise.all([openReadyState(topology), openReadyState({ ...topology, nodes: peer.nodes.slice(3) })]);
-          try {
-            const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => [state, ...others][i % 3]?.setIfAbsentFor(mark, String(i), owner)));
-            expect(answers.filter((a) => a === 'set'), `round ${round}`).to.have.length(1);
-            expect(answers.filter((a) => a === 'exists')).to.have.length(11);
-          } finally {
-            await Promise.all(others.map((o) => o.close()));
-          }
+          const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => [state, ...others][i % 3]?.setIfAbsentFor(mark, String(i), owner)));
+          expect(answers.filter((a) => a === 'set'), `round ${round}`).to.have.length(1);
+          expect(answers.filter((a) => a === 'exists')).to.have.length(11);
           expect(await state.ttlMs(mark)).to.be.a('number').within(1, 60_000);
         }
         // Keys of two slots are refused (ioredis before Redis's CROSSSLOT) as the bug they are, never half done.
@@ -278,6 +320,7 @@ describe('state: redis cluster', function () {
         expect(await state.get('mark-elsewhere')).to.equal(null);
       } finally {
         r.disconnect();
+        await Promise.all(others.map((o) => o.close()));
       }
     });
 
@@ -296,7 +339,7 @@ describe('state: redis cluster', function () {
     });
 
     it('delivers a message to subscribers on every replica whatever node each listens on', async function () {
-      const others = await Promise.all([openReadyState(topology), openReadyState({ ...topology, nodes: peer.nodes.slice(3) })]);
+      const others = await Promise.all([openListeningState(topology), openListeningState({ ...topology, nodes: peer.nodes.slice(3) })]);
       try {
         const heard: string[][] = [[], []];
         await Promise.all(others.map((o, i) => o.subscribe('invalidate-test', (m) => heard[i]?.push(m))));
