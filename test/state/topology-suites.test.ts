@@ -37,12 +37,30 @@ async function entriesOn(ports: readonly number[]): Promise<(readonly [string, s
   return all.flat();
 }
 
+/**
+ * Both topologies are started together, at the first suite's start (each start is 2-3 s, mostly
+ * waiting on the nodes); each suite stops its own, and the file's last hook whatever a filtered
+ * run started and left.
+ */
+let sentinelStart: Promise<RedisSentinelPeer> | undefined;
+let clusterStart: Promise<RedisClusterPeer> | undefined;
+function startTopologies(): void {
+  sentinelStart ??= startRedisSentinel();
+  clusterStart ??= startRedisCluster();
+  // A start that fails is reported by the suite that awaits it, not as an unhandled rejection.
+  for (const started of [sentinelStart, clusterStart]) started.catch(() => undefined);
+}
+after(async function stopTopologies() {
+  await Promise.all([sentinelStart, clusterStart].map((started) => started?.then((peer) => peer.stop(), () => undefined)));
+});
+
 describe('shared suites on redis sentinel', function () {
   let peer: RedisSentinelPeer;
   let shared: StateBackend;
   before(async function () {
     this.timeout(30_000);
-    peer = await startRedisSentinel();
+    startTopologies();
+    peer = await (sentinelStart as Promise<RedisSentinelPeer>);
     shared = await openReadyState(sentinelTopology(peer));
   });
   after(async function () {
@@ -63,7 +81,8 @@ describe('shared suites on redis cluster', function () {
   let shared: StateBackend;
   before(async function () {
     this.timeout(30_000);
-    peer = await startRedisCluster();
+    startTopologies();
+    peer = await (clusterStart as Promise<RedisClusterPeer>);
     shared = await openReadyState(clusterTopology(peer));
   });
   after(async function () {
