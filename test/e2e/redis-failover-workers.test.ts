@@ -126,12 +126,12 @@ async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv,
   const earlier = { wrong: [] as number[], asked: [] as string[] };
   const early: EarlyGuesses = (count) => wrongPasswords(servers, 0, count, earlier.wrong, earlier.asked);
   try {
-    for (const server of servers) await everyWorkerReady(server, 0);
+    await Promise.all(servers.map((server) => everyWorkerReady(server, 0)));
     for (let n = 1; n <= SEQUENCES; n++) {
       const started = Date.now();
       await sequence(n, early);
       await settled();
-      for (const server of servers) await everyWorkerReady(server, n);
+      await Promise.all(servers.map((server) => everyWorkerReady(server, n)));
       await lockoutHolds(servers, topology, n, earlier);
       console.log(`      sequence ${n}: every worker ready and the lockout held, ${Date.now() - started} ms`);
     }
@@ -149,9 +149,23 @@ async function throughSequences(topology: RedisTopology, env: NodeJS.ProcessEnv,
 describe('two svc processes of two workers through repeated Redis failovers', function () {
   cleanUpTempDirs();
   this.timeout(60_000 + SEQUENCES * 60_000);
+  // Both topologies start together, as their starts mostly wait for nodes to sync: the Cluster's
+  // meanwhile. Each test awaits its own (a failed start fails that test) and stops it when done.
+  let sentinel: Promise<RedisSentinelPeer>;
+  let cluster: Promise<RedisClusterPeer>;
+  before(function () {
+    sentinel = startRedisSentinel();
+    cluster = startRedisCluster();
+    // Awaited by the tests; a rejection is theirs to report, not an unhandled one.
+    sentinel.catch(() => undefined);
+    cluster.catch(() => undefined);
+  });
+  after(async function () {
+    await Promise.all([sentinel, cluster].map((started) => started.then((peer) => peer.stop(), () => undefined)));
+  });
 
   it(`on Sentinel: SENTINEL FAILOVER, kill -9 of the new primary ${KILL_AFTER_MS} ms later, ${SEQUENCES} time(s)`, async function () {
-    const peer: RedisSentinelPeer = await startRedisSentinel();
+    const peer = await sentinel;
     const env = cleanRedisEnv({ SVC_REDIS_SENTINELS: peer.sentinels.map((s) => `${s.host}:${s.port}`).join(','), SVC_REDIS_SENTINEL_MASTER: peer.masterName });
     try {
       await throughSequences(sentinelTopology(peer), env, async (_n, early) => {
@@ -174,7 +188,7 @@ describe('two svc processes of two workers through repeated Redis failovers', fu
   });
 
   it(`on Cluster: CLUSTER FAILOVER to a replica, kill -9 of it ${KILL_AFTER_MS} ms later, ${SEQUENCES} time(s)`, async function () {
-    const peer: RedisClusterPeer = await startRedisCluster();
+    const peer = await cluster;
     const env = cleanRedisEnv({ SVC_REDIS_CLUSTER: peer.nodes.slice(0, 2).map((n) => `${n.host}:${n.port}`).join(',') });
     try {
       await throughSequences(clusterTopology(peer), env, async (n) => {
