@@ -25,11 +25,16 @@ describe('e2e: the sessions list with two browsers, the CLI and two replicas', f
   let chromium: Chromium;
 
   before(async function () {
-    redis = await startRedis();
     dir = accountsConfigDir();
     home = mkdtempSync(join(tmpdir(), 'svc-home-ui-sessions-'));
-    [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
-    chromium = await openChromium();
+    // The browser is launched while Redis and the replicas start: none of them needs it.
+    const launched = openChromium();
+    try {
+      redis = await startRedis();
+      [a, b] = await Promise.all([startReplica(dir, redis.url), startReplica(dir, redis.url)]);
+    } finally {
+      chromium = await launched;
+    }
   });
   after(async function () {
     await chromium?.close();
@@ -41,11 +46,16 @@ describe('e2e: the sessions list with two browsers, the CLI and two replicas', f
 
   const svc = (...args: string[]) => runCli(home, args);
 
-  async function browserLogin(): Promise<{ page: Page; token: string }> {
+  /** A fresh browser on the login page, its form filled in. */
+  async function loginForm(): Promise<Page> {
     const page = await chromium.page();
     await page.goto(`${a.url}/login?return_url=/`);
     await page.getByLabel('Username').fill('bob');
     await page.getByLabel('Password').fill(PASSWORDS.bob);
+    return page;
+  }
+
+  async function browserLogin(page: Page): Promise<{ page: Page; token: string }> {
     await page.getByRole('button', { name: 'Log in', exact: true }).click();
     await page.getByRole('heading', { name: 'Sessions' }).waitFor();
     const cookie = (await page.context().cookies()).find((c) => c.name === 'svc.token');
@@ -62,8 +72,10 @@ describe('e2e: the sessions list with two browsers, the CLI and two replicas', f
   const clientCells = (page: Page) => page.locator('#session-rows tr td:first-child').allTextContents();
 
   it('lists three sessions, ends one from the page (refused at once on both replicas), then signs out everywhere else', async function () {
-    const first = await browserLogin();
-    const second = await browserLogin();
+    // The two pages load at once; the logins are sent one after the other, as the list is newest first.
+    const [firstForm, secondForm] = await Promise.all([loginForm(), loginForm()]);
+    const first = await browserLogin(firstForm);
+    const second = await browserLogin(secondForm);
     const cliLogin = await svc('login', a.url, '--plaintext', '--username', 'bob', '--password', PASSWORDS.bob);
     expect(cliLogin.code, cliLogin.err).to.equal(0);
 
