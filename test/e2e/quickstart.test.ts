@@ -16,6 +16,7 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -39,15 +40,28 @@ export function bashBlocks(markdown: string): string[] {
 class Output {
   text = '';
   exited: number | null | undefined;
+  /** 'change' on each chunk and on the exit: a wait looks again then, not on a timer. */
+  readonly #changes = new EventEmitter();
+
+  add(chunk: Buffer): void {
+    this.text += chunk.toString();
+    this.#changes.emit('change');
+  }
+
+  exit(code: number | null): number | null {
+    this.exited = code;
+    this.#changes.emit('change');
+    return code;
+  }
 
   async waitFor(pattern: RegExp, what: string): Promise<RegExpExecArray> {
-    const until = Date.now() + STEP_TIMEOUT_MS;
+    const deadline = AbortSignal.timeout(STEP_TIMEOUT_MS);
     for (;;) {
       const found = pattern.exec(this.text);
       if (found !== null) return found;
       if (this.exited !== undefined) throw new Error(`the script ended (${String(this.exited)}) before ${what}:\n${this.text}`);
-      if (Date.now() > until) throw new Error(`no ${what} within ${STEP_TIMEOUT_MS} ms:\n${this.text}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (deadline.aborted) throw new Error(`no ${what} within ${STEP_TIMEOUT_MS} ms:\n${this.text}`);
+      await once(this.#changes, 'change', { signal: deadline }).catch(() => undefined);
     }
   }
 }
@@ -91,35 +105,42 @@ describe('e2e: docs/quickstart.md, step by step', function () {
     });
     // One text for both streams, in the order written: the CLI prints its URLs on stderr.
     const output = new Output();
-    child.stdout.on('data', (d: Buffer) => (output.text += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output.text += d.toString()));
+    child.stdout.on('data', (d: Buffer) => output.add(d));
+    child.stderr.on('data', (d: Buffer) => output.add(d));
     // 'exit', not 'close': the servers the page starts in the background hold the pipes open.
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((output.exited = code))));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(output.exit(code))));
     let code: number | null;
     try {
       // Launched while the script builds and starts: the page needs it only once the provider answers.
-      chromium = await openChromium();
+      const browser = await openChromium();
+      chromium = browser;
       // "In a browser": once the provider answers (the last line of the block that turns it on).
       await output.waitFor(/"issuer":"http:\/\/127\.0\.0\.1:\d+\/api\/idp"/, 'the provider');
-      const page = await chromium.page();
-      await ssoLoginFromLoginPage(page, { svcUrl, button: 'Log in via Directory', returnUrl: '/', logIn: logInAsAlice });
-      await page.locator('#me-username', { hasText: /^alice$/ }).waitFor();
-      await page.locator('#me-groups', { hasText: 'admins, devs' }).waitFor();
-
+      // The script goes on to the command line's login meanwhile: its browser steps are done
+      // beside these, in a context of their own (the two logins share nothing).
+      const inABrowser = async (): Promise<void> => {
+        const page = await browser.page();
+        await ssoLoginFromLoginPage(page, { svcUrl, button: 'Log in via Directory', returnUrl: '/', logIn: logInAsAlice });
+        await page.locator('#me-username', { hasText: /^alice$/ }).waitFor();
+        await page.locator('#me-groups', { hasText: 'admins, devs' }).waitFor();
+      };
       // "From the command line, with a browser on this machine": the URL the CLI prints.
-      const [, loginUrl] = await output.waitFor(/visit:\n(http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+)\n/, 'the login URL of svc login --sso');
-      const cliBrowser = await chromium.page();
-      await cliBrowser.goto(loginUrl as string);
-      await logInAsAlice(cliBrowser);
-      await cliBrowser.getByRole('heading', { name: 'Allow the svc command line?' }).waitFor();
-      await cliBrowser.getByRole('button', { name: 'Allow', exact: true }).click();
-      await cliBrowser.getByText(/login is complete/i).waitFor();
-      await output.waitFor(/'alice' logged in successfully\n/, 'the browser login of the CLI');
+      const fromTheCommandLine = async (): Promise<void> => {
+        const [, loginUrl] = await output.waitFor(/visit:\n(http:\/\/127\.0\.0\.1:\d+\/api\/idp\/\S+)\n/, 'the login URL of svc login --sso');
+        const cliBrowser = await browser.page();
+        await cliBrowser.goto(loginUrl as string);
+        await logInAsAlice(cliBrowser);
+        await cliBrowser.getByRole('heading', { name: 'Allow the svc command line?' }).waitFor();
+        await cliBrowser.getByRole('button', { name: 'Allow', exact: true }).click();
+        await cliBrowser.getByText(/login is complete/i).waitFor();
+        await output.waitFor(/'alice' logged in successfully\n/, 'the browser login of the CLI');
+      };
+      await Promise.all([inABrowser(), fromTheCommandLine()]);
 
       // "From a machine without a browser": the address and the code the CLI prints.
       const [, deviceUrl, userCode] = await output.waitFor(/visit (\S+) and enter the code (\S+)/, 'the device code');
       expect(deviceUrl).to.equal(`${svcUrl}/api/idp/device`);
-      const device = await chromium.page();
+      const device = await browser.page();
       await device.goto(deviceUrl as string);
       await device.getByLabel('Code').fill(userCode as string);
       await device.getByRole('button', { name: 'Continue', exact: true }).click();
