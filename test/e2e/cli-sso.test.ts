@@ -17,7 +17,7 @@ import { run } from '../../src/cli/program.js';
 import { fakeIo } from '../cli/fake-io.js';
 import { SECRET_KEY } from '../helpers/accounts-fixture.js';
 import { fakePasswordConnector, singleConnector } from '../helpers/fake-password-connector.js';
-import { startCli } from '../helpers/cli-process.js';
+import { startCli, type RunningCli } from '../helpers/cli-process.js';
 import { FormBrowser, isPage, type Page } from '../helpers/form-browser.js';
 import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { freePort } from '../helpers/peers.js';
@@ -39,9 +39,17 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
   let server: TestServer;
   let url: string;
   let home: string;
+  /**
+   * The device flow's CLI, in a home of its own, started in the hook: the CLI waits the
+   * provider's poll interval (5 s) before it asks whether the code was approved, and that wait
+   * runs beside the tests before its own, which changes nothing of theirs until it is approved.
+   */
+  let deviceHome: string;
+  let device: RunningCli;
+  let deviceCode: Promise<RegExpMatchArray>;
   const connector = fakePasswordConnector({ alice: { password: 'alice-pw', identity: ALICE } });
-  const configFile = (): string => join(home, '.config', 'svc', 'config');
-  const stored = async (): Promise<StoredUser> => (YAML.parse(await readFile(configFile(), 'utf8')) as { users: StoredUser[] }).users[0] ?? {};
+  const configFile = (at = home): string => join(at, '.config', 'svc', 'config');
+  const stored = async (at = home): Promise<StoredUser> => (YAML.parse(await readFile(configFile(at), 'utf8')) as { users: StoredUser[] }).users[0] ?? {};
 
   before(async function () {
     const port = await freePort();
@@ -53,16 +61,22 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
     });
     server = await startTestServer(dir, { port, idp: { connectors: () => singleConnector('directory', connector) } });
     home = makeTempDir('svc-home-sso-');
+    deviceHome = makeTempDir('svc-home-sso-device-');
+    device = startCli(deviceHome, ['login', url, '--sso', '--no-browser']);
+    deviceCode = device.waitFor(/visit (\S+) and enter the code (\S+)/);
+    deviceCode.catch(() => undefined); // awaited by its test
   });
 
   after(async function () {
+    device?.stop();
+    await device?.done;
     await server?.close();
-    if (home !== undefined) rmSync(home, { recursive: true, force: true });
+    for (const dir of [home, deviceHome]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The CLI in-process, with its clock `aheadMs` in the future. */
-  async function svcAt(aheadMs: number, args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const io = fakeIo({ HOME: home });
+  /** The CLI in-process, with its clock `aheadMs` in the future, in the HOME `at`. */
+  async function svcAt(aheadMs: number, args: readonly string[], at = home): Promise<{ code: number; stdout: string; stderr: string }> {
+    const io = fakeIo({ HOME: at });
     const code = await run(args, { ...io.io, now: () => Date.now() + aheadMs });
     return { code, stdout: io.stdout(), stderr: io.stderr() };
   }
@@ -153,9 +167,11 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
   });
 
   it('refreshes an ID token that has expired before the command, and stores the new tokens', async function () {
-    // ID tokens carry whole seconds: one renewed in the login's second could be byte-identical.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
     const before = await stored();
+    // ID tokens carry whole seconds: one renewed in the login's second could be byte-identical,
+    // so the refresh waits until the second the stored one was issued in has passed.
+    const { iat } = JSON.parse(Buffer.from((before['auth-token'] as string).split('.')[1] as string, 'base64url').toString()) as { iat: number };
+    while (Math.floor(Date.now() / 1000) <= iat) await new Promise((resolve) => setTimeout(resolve, 20));
     const refreshes = connector.refreshes();
     const can = await svcAt(DAY_MS, ['account', 'can-i', 'update', 'accounts', 'bob']);
     expect(can, can.stderr).to.deep.equal({ code: 0, stdout: 'yes\n', stderr: '' });
@@ -182,26 +198,26 @@ describe('e2e: svc login --sso with the bundled identity provider', function () 
   });
 
   it('logs in with the device flow (--no-browser), the user approving the code on the device page', async function () {
-    const cli = startCli(home, ['login', url, '--sso', '--no-browser']);
-    const [, verification, userCode] = (await cli.waitFor(/visit (\S+) and enter the code (\S+)/)) as unknown as [string, string, string];
+    const [, verification, userCode] = (await deviceCode) as unknown as [string, string, string];
     const browser = new FormBrowser();
     const input = (await browser.go(verification, 'about:')) as Page;
     const confirm = (await browser.submit(input, { user_code: userCode }, 'about:')) as Page;
     const form = (await browser.submit(confirm, {}, 'about:')) as Page;
     const done = (await browser.submit(form, { username: 'alice', password: 'alice-pw' }, 'about:')) as Page;
     expect(done.html).to.include('You are logged in on your device');
-    const result = await cli.done;
+    const result = await device.done;
     expect(result.code, result.stderr).to.equal(0);
     expect(result.stdout).to.equal(`'alice' logged in successfully\nContext '${url}' updated\n`);
-    const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob']);
+    const can = await svcAt(0, ['account', 'can-i', 'update', 'accounts', 'bob'], deviceHome);
     expect(can.stdout).to.equal('yes\n');
   });
 
   it('logout revokes the refresh token at the provider and forgets both tokens', async function () {
-    const { 'refresh-token': refreshToken } = await stored();
-    const out = await svcAt(0, ['logout']);
+    // The last login, the device flow's.
+    const { 'refresh-token': refreshToken } = await stored(deviceHome);
+    const out = await svcAt(0, ['logout'], deviceHome);
     expect(out, out.stderr).to.deep.equal({ code: 0, stdout: `Logged out from '${url}'\n`, stderr: '' });
-    expect(await stored()).to.not.have.any.keys('auth-token', 'refresh-token');
+    expect(await stored(deviceHome)).to.not.have.any.keys('auth-token', 'refresh-token');
     const cli = await client.discovery(new URL(`${url}/api/idp`), 'svc-cli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
     const refused = await client.refreshTokenGrant(cli, refreshToken as string).catch((e: unknown) => e);
     expect(refused).to.have.property('error', 'invalid_grant');
