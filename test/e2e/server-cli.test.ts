@@ -7,9 +7,14 @@ import { configMap, secret, tempConfigDir } from '../helpers/manifests.js';
 import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisPeer } from '../helpers/peers.js';
-import { ROOT, runEntry, entryArgs, SERVER_ENTRY } from '../helpers/run.js';
+import { ROOT, runEntry, entryArgs, SERVER_ENTRY, type RunResult } from '../helpers/run.js';
 import { cleanUpTempDirs, makeTempDir } from '../helpers/temp-dir.js';
 
+/**
+ * The time a hook gets to run a describe's processes together (up to twelve, which one after
+ * another had a test's 20 s each): on a loaded machine they share its two cores.
+ */
+const TOGETHER_TIMEOUT = 60_000;
 
 describe('svc-server', () => {
   cleanUpTempDirs();
@@ -48,20 +53,32 @@ describe('svc-server', () => {
   });
 
   describe('admin initial-password and --help', () => {
-    it('says where the Secret was looked for when there is none', async () => {
-      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
+    // Two processes that share nothing: run together in the hook (a process still running after
+    // a test is killed by the suite's root hook), each test judges its own.
+    let dir: string;
+    let missing: RunResult;
+    let help: RunResult;
+    before(async () => {
+      dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) });
       // The command's audit event goes to the file, not to the stderr asserted here (audit-offline.test.ts).
       const auditLog = join(makeTempDir('svc-audit-'), 'audit.log');
-      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog });
+      [missing, help] = await Promise.all([
+        runEntry(SERVER_ENTRY, ['admin', 'initial-password', '--config', dir], { ...process.env, SVC_AUDIT_LOG: auditLog }),
+        runEntry(SERVER_ENTRY, ['--help']),
+      ]);
+    });
+
+    it('says where the Secret was looked for when there is none', () => {
+      const { code, stdout, stderr } = missing;
       expect([code, stdout]).to.deep.equal([1, '']);
       expect(stderr).to.equal(`Secret svc-initial-admin-secret not found in ${dir}: it is written by the first start only, and may have been deleted once the password was changed\n`);
     });
 
-    it('--help prints the README\'s synopsis word for word', async () => {
+    it('--help prints the README\'s synopsis word for word', () => {
       const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
       const synopsis = /## Running it\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(readme)?.[1];
       expect(synopsis).to.be.a('string');
-      const { code, stdout } = await runEntry(SERVER_ENTRY, ['--help']);
+      const { code, stdout } = help;
       expect(code).to.equal(0);
       expect(stdout).to.include(`Synopsis (as in the README):\n${synopsis as string}\n`);
       for (const command of ['validate', 'rbac', 'admin', 'account', 'login', 'idp']) expect(stdout).to.match(new RegExp(`^  ${command} `, 'm'));
@@ -69,8 +86,17 @@ describe('svc-server', () => {
   });
 
   describe('validate', () => {
-    it('reports every problem of a config dir in one run, each with its key path, and exits 1', async () => {
-      const dir = tempConfigDir({
+    // Six processes, each reading its own config dir (or none): run together in the hook, each
+    // test judges its own.
+    let problems: RunResult;
+    let connectors: RunResult;
+    let clean: RunResult;
+    let missing: RunResult;
+    let file: string;
+    let onFile: [RunResult, RunResult];
+    before(async function () {
+      this.timeout(TOGETHER_TIMEOUT);
+      const problemsDir = tempConfigDir({
         'cm.yaml': configMap('svc-cm', {
           'no.such.key': 'x',
           'accounts.a-username-longer-than-thirty-two-chars': 'login',
@@ -80,19 +106,7 @@ describe('svc-server', () => {
         'rbac.yaml': configMap('svc-rbac-cm', { 'policy.csv': 'p, role:dev, extensions, *, */*, allow\np, role:dev, extensions\n' }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
       });
-      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
-      expect(code).to.equal(1);
-      const lines = stderr.trim().split('\n');
-      expect(lines).to.include('svc-cm: no.such.key: unknown key');
-      expect(lines).to.include("svc-cm: accounts.a-username-longer-than-thirty-two-chars: username 'a-username-longer-than-thirty-two-chars' is longer than 32 characters");
-      expect(lines).to.include("svc-cm: extension.config: extensions[1].backend.services[0].url: 'http//missing-colon' is not a URL (want http:// or https:// with a host, without query or fragment)");
-      expect(lines).to.include("svc-cm: oidc.config: clientSecret: references Secret 'missing', which does not exist");
-      expect(lines.some((l) => l.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, stderr);
-      expect(lines.at(-1)).to.equal('5 problems found');
-    });
-
-    it('names connector problems of idp.config with their key paths, all in one run, opening nothing', async () => {
-      const dir = tempConfigDir({
+      const connectorsDir = tempConfigDir({
         'cm.yaml': configMap('svc-cm', {
           'idp.config': [
             'connectors:',
@@ -104,7 +118,38 @@ describe('svc-server', () => {
         }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'github.secret': 's' }),
       });
-      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
+      const cleanDir = tempConfigDir({
+        'cm.yaml': configMap('svc-cm', { url: 'https://svc.example.com', 'accounts.alice': 'apiKey' }),
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
+      file = join(tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) }), 'secret.yaml');
+      let onValidate: RunResult;
+      let onRbacCan: RunResult;
+      [problems, connectors, clean, missing, onValidate, onRbacCan] = await Promise.all([
+        runEntry(SERVER_ENTRY, ['validate', '--config', problemsDir]),
+        runEntry(SERVER_ENTRY, ['validate', '--config', connectorsDir]),
+        runEntry(SERVER_ENTRY, ['validate', '--config', cleanDir]),
+        runEntry(SERVER_ENTRY, ['validate', '--config', '/nonexistent/svc']),
+        runEntry(SERVER_ENTRY, ['validate', '--config', file]),
+        runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', file, 'admin', 'accounts', 'get', 'x']),
+      ]);
+      onFile = [onValidate, onRbacCan];
+    });
+
+    it('reports every problem of a config dir in one run, each with its key path, and exits 1', () => {
+      const { code, stderr } = problems;
+      expect(code).to.equal(1);
+      const lines = stderr.trim().split('\n');
+      expect(lines).to.include('svc-cm: no.such.key: unknown key');
+      expect(lines).to.include("svc-cm: accounts.a-username-longer-than-thirty-two-chars: username 'a-username-longer-than-thirty-two-chars' is longer than 32 characters");
+      expect(lines).to.include("svc-cm: extension.config: extensions[1].backend.services[0].url: 'http//missing-colon' is not a URL (want http:// or https:// with a host, without query or fragment)");
+      expect(lines).to.include("svc-cm: oidc.config: clientSecret: references Secret 'missing', which does not exist");
+      expect(lines.some((l) => l.startsWith('svc-rbac-cm: policy.csv: line 2'))).to.equal(true, stderr);
+      expect(lines.at(-1)).to.equal('5 problems found');
+    });
+
+    it('names connector problems of idp.config with their key paths, all in one run, opening nothing', () => {
+      const { code, stderr } = connectors;
       expect(code).to.equal(1);
       expect(stderr.trim().split('\n')).to.deep.equal([
         "svc-cm: idp.config: connectors[0].config.ssoURL: 'idp.example.com/sso' is not an http(s) URL",
@@ -114,26 +159,20 @@ describe('svc-server', () => {
       ]);
     });
 
-    it('exits 0 on a clean config dir', async () => {
-      const dir = tempConfigDir({
-        'cm.yaml': configMap('svc-cm', { url: 'https://svc.example.com', 'accounts.alice': 'apiKey' }),
-        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
-      });
-      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', dir]);
+    it('exits 0 on a clean config dir', () => {
+      const { code, stdout, stderr } = clean;
       expect(stderr).to.equal('');
       expect(code).to.equal(0);
       expect(stdout).to.include('configuration is valid');
     });
 
-    it('exits 1 on a missing directory, and on a file given as one', async () => {
-      const { code, stderr } = await runEntry(SERVER_ENTRY, ['validate', '--config', '/nonexistent/svc']);
+    it('exits 1 on a missing directory, and on a file given as one', () => {
+      const { code, stderr } = missing;
       expect(code).to.equal(1);
       expect(stderr).to.equal('/nonexistent/svc: no such directory\n');
-      const file = join(tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }) }), 'secret.yaml');
-      for (const args of [['validate', '--config', file], ['rbac', 'can', '--config', file, 'admin', 'accounts', 'get', 'x']]) {
-        const result = await runEntry(SERVER_ENTRY, args);
-        expect(result.code, args[0]).to.equal(1);
-        expect(result.stderr, args[0]).to.equal(`${file}: not a directory\n`);
+      for (const [command, result] of [['validate', onFile[0]], ['rbac can', onFile[1]]] as const) {
+        expect(result.code, command).to.equal(1);
+        expect(result.stderr, command).to.equal(`${file}: not a directory\n`);
       }
     });
   });
@@ -141,14 +180,37 @@ describe('svc-server', () => {
   describe('rbac can', () => {
     // Made in a hook, not while the file is read: the temp dir bookkeeping removes what a describe's run made.
     let dir: string;
-    before(() => {
+    /**
+     * The answers, by case: twelve processes that only read a config dir, run together in the
+     * hook (a process still running after a test is killed by the suite's root hook); each test
+     * judges its own.
+     */
+    const answers = new Map<string, RunResult>();
+    before(async function () {
+      this.timeout(TOGETHER_TIMEOUT);
       dir = tempConfigDir({
         'rbac.yaml': configMap('svc-rbac-cm', {
           'policy.csv': 'p, role:team-a, extensions, *, team-a/*, allow\ng, alice, role:team-a\ng, devs, role:team-a\np, mallory, extensions, *, team-a/metrics, deny\ng, mallory, role:team-a\np, reader, extensions, get, team-a/*, allow\n',
         }),
         'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
       });
+      const broken = tempConfigDir({
+        'rbac.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: svc-rbac-cm }\ndata:\n  policy.csv: "p, alice, accounts, update, *\n  policy.default: [unclosed\n',
+        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
+      });
+      const runs: [string, string[]][] = [
+        ...cases.map(([subject, resource, action, object]): [string, string[]] => [`${subject} ${resource} ${action} ${object}`, ['--config', dir, subject, resource, action, object]]),
+        ['GET', ['--config', dir, 'reader', 'extensions', 'GET', 'team-a/metrics']],
+        ['broken', ['--config', broken, 'alice', 'accounts', 'update', 'x']],
+      ];
+      const results = await Promise.all(runs.map(([, args]) => runEntry(SERVER_ENTRY, ['rbac', 'can', ...args])));
+      for (const [i, [name]] of runs.entries()) answers.set(name, results[i] as RunResult);
     });
+    const answer = (name: string): RunResult => {
+      const result = answers.get(name);
+      if (result === undefined) throw new Error(`no run for ${name}`);
+      return result;
+    };
     const cases: [string, string, string, string, number][] = [
       ['alice', 'extensions', '*', 'team-a/metrics', 0],
       ['devs', 'extensions', '*', 'team-a/logs', 0],
@@ -162,26 +224,22 @@ describe('svc-server', () => {
       ['alice', 'extensions', 'delete', 'team-a/metrics', 0],
     ];
     for (const [subject, resource, action, object, expected] of cases) {
-      it(`${subject} ${resource} ${action} ${object} -> exit ${expected}`, async () => {
-        const { code, stdout } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', dir, subject, resource, action, object]);
+      it(`${subject} ${resource} ${action} ${object} -> exit ${expected}`, () => {
+        const { code, stdout } = answer(`${subject} ${resource} ${action} ${object}`);
         expect(code).to.equal(expected);
         expect(stdout).to.equal(expected === 0 ? 'yes\n' : 'no\n');
       });
     }
 
-    it('refuses an unknown method for extensions, naming it (exit 1)', async () => {
-      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', dir, 'reader', 'extensions', 'GET', 'team-a/metrics']);
+    it('refuses an unknown method for extensions, naming it (exit 1)', () => {
+      const { code, stdout, stderr } = answer('GET');
       expect(code).to.equal(1);
       expect(stdout).to.equal('');
       expect(stderr).to.equal("rbac can: unknown method \"GET\" for extensions (want * or one of get, post, put, patch, delete, head, options); methods are written in lower case: 'get'\n");
     });
 
-    it('gives no answer (exit 1) when the policy may be in a file that does not parse', async () => {
-      const broken = tempConfigDir({
-        'rbac.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: svc-rbac-cm }\ndata:\n  policy.csv: "p, alice, accounts, update, *\n  policy.default: [unclosed\n',
-        'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k' }),
-      });
-      const { code, stdout, stderr } = await runEntry(SERVER_ENTRY, ['rbac', 'can', '--config', broken, 'alice', 'accounts', 'update', 'x']);
+    it('gives no answer (exit 1) when the policy may be in a file that does not parse', () => {
+      const { code, stdout, stderr } = answer('broken');
       expect(code).to.equal(1);
       expect(stdout).to.equal('');
       expect(stderr).to.match(/no answer: svc-rbac-cm may be in what could not be read \(.*rbac\.yaml\); fix it first\n$/);
@@ -189,47 +247,67 @@ describe('svc-server', () => {
   });
 
   describe('environment', () => {
-    let dir: string;
-    before(() => (dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) })));
+    // Eight processes that stop at their options, or only read the config dir (validate): run
+    // together in the hook (a process still running after a test is killed by the suite's root
+    // hook); each test judges its own.
+    const noRedis = { ...process.env, SVC_REDIS_URL: '' };
+    const workers: [readonly string[], NodeJS.ProcessEnv][] = [
+      [['--workers', '2'], noRedis],
+      [['--workers', '2', '--redis', ''], noRedis],
+    ];
+    const redisUrls: [string, string][] = [
+      ['http://:s3cr3tpw@127.0.0.1:16399', 'the scheme is http:, not redis: or rediss:'],
+      ['notaurl-s3cr3tpw', 'not a URL'],
+      ['redis://:s3cr3tpw@127.0.0.1:16399/x', 'the path must be a database number (/0 to /99) or nothing'],
+    ];
+    const badWorkers = { ...noRedis, SVC_WORKERS: 'four' };
+    let onWorkers: RunResult[];
+    let onLogLevel: RunResult;
+    let onRedisUrls: RunResult[];
+    let servedBadWorkers: RunResult;
+    let validatedBadWorkers: RunResult;
+    before(async function () {
+      this.timeout(TOGETHER_TIMEOUT);
+      const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
+      const serve = (args: readonly string[], env: NodeJS.ProcessEnv) => runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
+      const [logLevel, served, validated, ...rest] = await Promise.all([
+        serve([], { ...noRedis, SVC_LOG_LEVEL: 'verbose' }),
+        serve([], badWorkers),
+        runEntry(SERVER_ENTRY, ['validate', '--config', dir], badWorkers),
+        ...workers.map(([args, env]) => serve(args, env)),
+        ...redisUrls.map(([url]) => serve(['--redis', url], noRedis)),
+      ]);
+      [onLogLevel, servedBadWorkers, validatedBadWorkers] = [logLevel as RunResult, served as RunResult, validated as RunResult];
+      onWorkers = rest.slice(0, workers.length);
+      onRedisUrls = rest.slice(workers.length);
+    });
 
-    it('takes an empty SVC_REDIS_URL or --redis as none: one worker, and more need Redis', async () => {
-      for (const [args, env] of [
-        [['--workers', '2'], { ...process.env, SVC_REDIS_URL: '' }],
-        [['--workers', '2', '--redis', ''], { ...process.env, SVC_REDIS_URL: '' }],
-      ] as const) {
-        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', ...args], env);
+    it('takes an empty SVC_REDIS_URL or --redis as none: one worker, and more need Redis', () => {
+      for (const [i, [args]] of workers.entries()) {
+        const served = onWorkers[i] as RunResult;
         expect(served.code, args.join(' ')).to.equal(1);
         expect(served.stderr, args.join(' ')).to.equal('svc-server: --workers above 1 needs --redis, --redis-sentinel or --redis-cluster: login throttling and token revocation must be shared by every worker\n');
       }
     });
 
-    it('names SVC_LOG_LEVEL when its value is not a level', async () => {
-      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1'], { ...process.env, SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'verbose' });
-      expect(served.code).to.equal(1);
-      expect(served.stderr).to.equal("svc-server: SVC_LOG_LEVEL: 'verbose' is not one of fatal, error, warn, info, debug, trace, silent\n");
+    it('names SVC_LOG_LEVEL when its value is not a level', () => {
+      expect(onLogLevel.code).to.equal(1);
+      expect(onLogLevel.stderr).to.equal("svc-server: SVC_LOG_LEVEL: 'verbose' is not one of fatal, error, warn, info, debug, trace, silent\n");
     });
 
-    it('refuses a Redis URL it cannot use, in one line that never repeats it', async () => {
-      const cases: [string, string][] = [
-        ['http://:s3cr3tpw@127.0.0.1:16399', 'the scheme is http:, not redis: or rediss:'],
-        ['notaurl-s3cr3tpw', 'not a URL'],
-        ['redis://:s3cr3tpw@127.0.0.1:16399/x', 'the path must be a database number (/0 to /99) or nothing'],
-      ];
-      for (const [url, problem] of cases) {
-        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+    it('refuses a Redis URL it cannot use, in one line that never repeats it', () => {
+      for (const [i, [url, problem]] of redisUrls.entries()) {
+        const served = onRedisUrls[i] as RunResult;
         expect(served.code, url).to.equal(1);
         expect(served.stderr, url).to.equal(`svc-server: --redis (or SVC_REDIS_URL): ${problem}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS\n`);
       }
     });
 
-    it('rejects a bad SVC_WORKERS in one line when serving, and validate does not read it', async () => {
-      const env = { ...process.env, SVC_WORKERS: 'four', SVC_REDIS_URL: '' };
-      const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1'], env);
-      expect(served.code).to.equal(1);
-      expect(served.stderr).to.equal("svc-server: SVC_WORKERS: 'four' is not a number of workers from 1 to 256\n");
-      const validated = await runEntry(SERVER_ENTRY, ['validate', '--config', dir], env);
-      expect(validated.stderr).to.equal('');
-      expect(validated.code).to.equal(0);
+    it('rejects a bad SVC_WORKERS in one line when serving, and validate does not read it', () => {
+      expect(servedBadWorkers.code).to.equal(1);
+      expect(servedBadWorkers.stderr).to.equal("svc-server: SVC_WORKERS: 'four' is not a number of workers from 1 to 256\n");
+      expect(validatedBadWorkers.stderr).to.equal('');
+      expect(validatedBadWorkers.code).to.equal(0);
     });
   });
 
@@ -334,9 +412,13 @@ describe('svc-server', () => {
       this.timeout(30_000);
       const dir = tempConfigDir({ 'secret.yaml': secret('svc-secret', { 'server.secretkey': 'k', 'admin.password': 'x' }) });
       // One worker (the server itself), and several (each worker opens the state; the primary says which failed).
-      for (const [userinfo, workers, prefix] of [[':wrong-pw@', '1', ''], ['', '2', 'a worker could not start: ']] as const) {
+      const cases = [[':wrong-pw@', '1', ''], ['', '2', 'a worker could not start: ']] as const;
+      // Two starts that share nothing but the Redis that refuses them: run together.
+      const ports = [await freePort(), await freePort()];
+      const refused = await Promise.all(cases.map(([userinfo, workers], i) => runEntry(SERVER_ENTRY, ['--config', dir, '--listen', `127.0.0.1:${ports[i] ?? 0}`, '--workers', workers, '--redis', `redis://${userinfo}127.0.0.1:${redis.port}`], { ...process.env, SVC_REDIS_URL: '' })));
+      for (const [i, [userinfo, , prefix]] of cases.entries()) {
         const url = `redis://${userinfo}127.0.0.1:${redis.port}`;
-        const served = await runEntry(SERVER_ENTRY, ['--config', dir, '--listen', `127.0.0.1:${await freePort()}`, '--workers', workers, '--redis', url], { ...process.env, SVC_REDIS_URL: '' });
+        const served = refused[i] as RunResult;
         expect(served.code, `${url}\n${served.stderr}`).to.equal(1);
         expect(served.stderr, url).to.equal(`svc-server: ${prefix}state: standalone redis at 127.0.0.1:${redis.port} cannot be used: Redis refused the user or password of the --redis URL (SVC_REDIS_URL)\n`);
         expect(served.stdout, url).not.to.contain('svc listening');
