@@ -91,7 +91,13 @@ describe('e2e: the svc CLI against a running server', function () {
   });
 
   it('lists accounts as a table, JSON, YAML and wide', async () => {
-    const table = await svc(adminHome, ['account', 'list']);
+    // Four reads that change nothing: run together.
+    const [table, json, yaml, wide] = await Promise.all([
+      svc(adminHome, ['account', 'list']),
+      svc(adminHome, ['account', 'list', '-o', 'json']),
+      svc(adminHome, ['account', 'list', '-o', 'yaml']),
+      svc(adminHome, ['account', 'list', '-o', 'wide']),
+    ]);
     expect(table.code, table.stderr).to.equal(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).to.match(/^NAME\s+ENABLED\s+CAPABILITIES$/);
@@ -100,29 +106,30 @@ describe('e2e: the svc CLI against a running server', function () {
       ['alice', 'true', 'apiKey, login'],
     ]);
 
-    const json = await svc(adminHome, ['account', 'list', '-o', 'json']);
     expect(json.code, json.stderr).to.equal(0);
     const items = (JSON.parse(json.stdout) as { items: { name: string; enabled: boolean; capabilities: string[] }[] }).items;
     expect(items.find((a) => a.name === 'alice')).to.deep.include({ enabled: true, capabilities: ['apiKey', 'login'] });
 
-    const yaml = await svc(adminHome, ['account', 'list', '-o', 'yaml']);
     expect(yaml.code, yaml.stderr).to.equal(0);
     expect((YAML.parse(yaml.stdout) as { items: unknown[] }).items).to.deep.equal(items);
 
-    const wide = await svc(adminHome, ['account', 'list', '-o', 'wide']);
     expect(wide.code, wide.stderr).to.equal(0);
     expect(wide.stdout.split('\n')[0]).to.match(/^NAME\s+ENABLED\s+CAPABILITIES\s+TOKENS\s+NEXT EXPIRY$/);
     expect(wide.stdout).to.match(/\nalice\s+true\s+apiKey, login\s+0\s+-\n/);
   });
 
   it('gets the logged-in account by default, and another one with --account', async () => {
-    const me = await svc(adminHome, ['account', 'get']);
+    // Three reads that change nothing: run together.
+    const [me, alice, nobody] = await Promise.all([
+      svc(adminHome, ['account', 'get']),
+      svc(adminHome, ['account', 'get', '--account', 'alice', '-o', 'json']),
+      svc(adminHome, ['account', 'get', '--account', 'nobody']),
+    ]);
     expect(me.code, me.stderr).to.equal(0);
     expect(me.stdout).to.match(/^Name:\s+admin\nEnabled:\s+true\nCapabilities:\s+login\n\nTokens:\nNONE\n$/);
-    const alice = await svc(adminHome, ['account', 'get', '--account', 'alice', '-o', 'json']);
     expect(alice.code, alice.stderr).to.equal(0);
     expect(JSON.parse(alice.stdout)).to.deep.equal({ name: 'alice', enabled: true, capabilities: ['apiKey', 'login'], tokens: [] });
-    expectOneErrorLine(await svc(adminHome, ['account', 'get', '--account', 'nobody']), "account 'nobody' does not exist");
+    expectOneErrorLine(nobody, "account 'nobody' does not exist");
   });
 
   let apiToken = '';
@@ -145,25 +152,29 @@ describe('e2e: the svc CLI against a running server', function () {
   it('deletes the API token, after which it no longer works', async () => {
     const deleted = await svc(adminHome, ['account', 'delete-token', '--account', 'alice', 'ci']);
     expect(deleted.code, deleted.stderr).to.equal(0);
-    const after = await svc(aliceHome, ['account', 'get'], { SVC_SERVER: server.url, SVC_AUTH_TOKEN: apiToken });
+    // The deleted token's use and a second delete, both after the first: run together.
+    const [after, again] = await Promise.all([
+      svc(aliceHome, ['account', 'get'], { SVC_SERVER: server.url, SVC_AUTH_TOKEN: apiToken }),
+      svc(adminHome, ['account', 'delete-token', '--account', 'alice', 'ci']),
+    ]);
     expect(after.code).to.equal(1);
     expect(after.stdout).to.equal('');
     expect(after.stderr).to.equal(`svc: the server does not accept the token (expired, revoked or deleted) (run 'svc login ${server.url}')\n`);
     expect(after.stderr).to.not.include(apiToken);
-    expectOneErrorLine(
-      await svc(adminHome, ['account', 'delete-token', '--account', 'alice', 'ci']),
-      "token with id 'ci' does not exist for account 'alice'",
-    );
+    expectOneErrorLine(again, "token with id 'ci' does not exist for account 'alice'");
   });
 
   it('answers can-i with yes or no and exit 0 either way', async () => {
     const login = await svc(aliceHome, ['login', server.url, '--username', 'alice', '--password', ALICE_PASSWORD]);
     expect(login.code, login.stderr).to.equal(0);
-    const adminYes = await svc(adminHome, ['account', 'can-i', 'update', 'accounts', 'alice']);
+    // Three questions that change nothing: run together.
+    const [adminYes, aliceNo, aliceYes] = await Promise.all([
+      svc(adminHome, ['account', 'can-i', 'update', 'accounts', 'alice']),
+      svc(aliceHome, ['account', 'can-i', 'update', 'accounts', 'admin']),
+      svc(aliceHome, ['account', 'can-i', 'get', 'accounts', 'admin']),
+    ]);
     expect(adminYes).to.deep.include({ code: 0, stdout: 'yes\n', stderr: '' });
-    const aliceNo = await svc(aliceHome, ['account', 'can-i', 'update', 'accounts', 'admin']);
     expect(aliceNo).to.deep.include({ code: 0, stdout: 'no\n', stderr: '' });
-    const aliceYes = await svc(aliceHome, ['account', 'can-i', 'get', 'accounts', 'admin']);
     expect(aliceYes).to.deep.include({ code: 0, stdout: 'yes\n', stderr: '' });
   });
 
@@ -175,17 +186,18 @@ describe('e2e: the svc CLI against a running server', function () {
     expect(updated.code, updated.stderr).to.equal(0);
     expect(updated.stdout).to.equal(`Password updated\nContext '${server.url}' updated\n`);
     expect(await storedToken(aliceHome)).to.match(JWT).and.not.equal(before);
-    const still = await svc(aliceHome, ['account', 'get']);
+    // The stored context, the old session and the old password, none of which writes anything
+    // (a refused login stores nothing): run together.
+    const [still, old, oldPassword] = await Promise.all([
+      svc(aliceHome, ['account', 'get']),
+      // The session from before the change is dead.
+      svc(aliceHome, ['account', 'get'], { SVC_SERVER: server.url, SVC_AUTH_TOKEN: before ?? '' }),
+      svc(aliceHome, ['login', server.url, '--username', 'alice', '--password', ALICE_PASSWORD]),
+    ]);
     expect(still.code, still.stderr).to.equal(0);
     expect(still.stdout).to.match(/^Name:\s+alice\n/);
-    // The session from before the change is dead.
-    const old = await svc(aliceHome, ['account', 'get'], { SVC_SERVER: server.url, SVC_AUTH_TOKEN: before ?? '' });
     expect(old.code).to.equal(1);
-
-    expectOneErrorLine(
-      await svc(aliceHome, ['login', server.url, '--username', 'alice', '--password', ALICE_PASSWORD]),
-      'invalid username or password',
-    );
+    expectOneErrorLine(oldPassword, 'invalid username or password');
     const again = await svc(aliceHome, ['login', server.url, '--username', 'alice', '--password', ALICE_NEW_PASSWORD]);
     expect(again.code, again.stderr).to.equal(0);
   });
@@ -199,11 +211,15 @@ describe('e2e: the svc CLI against a running server', function () {
 
   it("prints the client's version, and the logged-in server's from /api/version", async () => {
     const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    const both = await svc(adminHome, ['version']);
+    // Three reads that change nothing: run together.
+    const [both, client, nowhere] = await Promise.all([
+      svc(adminHome, ['version']),
+      svc(adminHome, ['version', '--client']),
+      svc(makeTempDir('svc-home-none-'), ['version']),
+    ]);
     expect(both.code, both.stderr).to.equal(0);
     expect(both.stdout).to.equal(`svc: ${version}\nsvc-server: ${version} (${server.url})\n`);
-    expect((await svc(adminHome, ['version', '--client'])).stdout).to.equal(`svc: ${version}\n`);
-    const nowhere = await svc(makeTempDir('svc-home-none-'), ['version']);
+    expect(client.stdout).to.equal(`svc: ${version}\n`);
     expect(nowhere.stdout, 'no server known: the client only').to.equal(`svc: ${version}\n`);
   });
 
@@ -216,11 +232,12 @@ describe('e2e: the svc CLI against a running server', function () {
     expect(await storedToken(adminHome)).to.equal(undefined);
     expect((await stat(configFile(adminHome))).mode & 0o777).to.equal(0o600);
 
-    expectOneErrorLine(
-      await svc(adminHome, ['account', 'list']),
-      `not logged in to ${server.url}: run 'svc login ${server.url}' or set SVC_AUTH_TOKEN`,
-    );
-    const revoked = await svc(adminHome, ['account', 'list'], { SVC_AUTH_TOKEN: token ?? '' });
+    // Two reads after the logout: run together.
+    const [notLoggedIn, revoked] = await Promise.all([
+      svc(adminHome, ['account', 'list']),
+      svc(adminHome, ['account', 'list'], { SVC_AUTH_TOKEN: token ?? '' }),
+    ]);
+    expectOneErrorLine(notLoggedIn, `not logged in to ${server.url}: run 'svc login ${server.url}' or set SVC_AUTH_TOKEN`);
     expect(revoked.code).to.equal(1);
     expect(revoked.stdout).to.equal('');
     expect(revoked.stderr).to.match(new RegExp(`^svc: [^\\n]+ \\(run 'svc login ${server.url}'\\)\\n$`));
