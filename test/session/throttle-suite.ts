@@ -137,12 +137,18 @@ export function throttleSuite(kind: string, backend: () => StateBackend): void {
 
     it('attempts refused during a lockout leave no count behind once it ends', async function () {
       const t = throttle({ maxFailCount: 2, windowSeconds: 1 });
+      const until = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      const first = Date.now();
       await fail(t, n('lee'));
-      await new Promise((r) => setTimeout(r, 500));
-      await fail(t, n('lee')); // locks for 1 s from now; the count (from 0.5 s ago) now ends with it
-      await new Promise((r) => setTimeout(r, 700)); // past the first failure's window, inside the lockout
-      for (let i = 0; i < 5; i++) expect(await rejection(t.admit(n('lee')))).to.be.instanceOf(TooManyAttempts);
-      await new Promise((r) => setTimeout(r, 600));
+      await until(first + 500);
+      await fail(t, n('lee')); // locks for 1 s from now (first + 1.5 s at the earliest); the count (from 0.5 s ago) now ends with it
+      const locked = Date.now(); // the lock was written by now: it ends by locked + 1 s
+      await until(first + 1_050); // past the first failure's window, inside the lockout
+      // Together: the lockout has about 450 ms left, which five round trips one after another
+      // (and a late timer) could outlast on a busy machine.
+      const refused = await Promise.all(Array.from({ length: 5 }, () => rejection(t.admit(n('lee')))));
+      for (const err of refused) expect(err).to.be.instanceOf(TooManyAttempts);
+      await until(locked + 1_100);
       expect(await t.admit(n('lee'))).to.equal(1);
     });
 
