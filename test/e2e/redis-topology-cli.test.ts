@@ -37,12 +37,12 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
   ];
   /**
    * The refused starts: each waits out the start's wait for its topology (seconds) before it
-   * gives up, and they share nothing but the config dir they read, so they run together, from
-   * the first refusal's test on; each test judges its own.
+   * gives up, and they share nothing but the config dir they read, so they run together, within
+   * the first refusal's test; each test judges its own.
    */
   const served = new Map<string, ReturnType<typeof runEntry>>();
   let clusterNodes: string;
-  function refusedStart(what: string): ReturnType<typeof runEntry> {
+  async function refusedStart(what: string): ReturnType<typeof runEntry> {
     if (served.size === 0) {
       const start = (args: string[], env: NodeJS.ProcessEnv) => {
         const run = runEntry(SERVER_ENTRY, ['--config', dir, '--listen', '127.0.0.1:1', '--workers', '1', ...args], env);
@@ -51,6 +51,8 @@ describe('svc-server on Redis Sentinel and Cluster', function () {
       };
       for (const [name, env] of refusals) served.set(name, start([], cleanEnv(env())));
       served.set('cluster', start(['--redis-cluster', clusterNodes], cleanEnv({})));
+      // All ended within the first test: the suite's root hook kills a process still running after a test.
+      await Promise.allSettled(served.values());
     }
     return served.get(what)!;
   }
