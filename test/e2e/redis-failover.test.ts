@@ -21,9 +21,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { RedisTopology } from '../../src/state/redis-topology.js';
 import { call, login, PASSWORDS, waitFor, type Reply } from '../helpers/accounts-fixture.js';
-import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel } from '../helpers/redis-topology.js';
+import { clusterTopology, sentinelTopology, startRedisCluster, startRedisSentinel, type RedisClusterPeer, type RedisSentinelPeer } from '../helpers/redis-topology.js';
 import type { Replica } from '../helpers/replica-process.js';
-import { RefreshChain, refreshGrant, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
+import { RefreshChain, refreshGrant, startSsoRefresh, withSsoReplicas, type SsoRefresh } from '../helpers/sso-refresh.js';
 import { cleanUpTempDirs } from '../helpers/temp-dir.js';
 
 type Kind = 'login' | 'valid' | 'revoked' | 'logout' | 'refresh' | 'revoked-refresh' | 'sso-login';
@@ -233,7 +233,7 @@ const EVERYTHING: readonly Kind[] = ['login', 'refresh', 'logout'];
  * Two replicas with the provider on `topology`; issues what `Before` lists, runs the stream
  * through the steps (each awaited until what it names recovered), then checks what must hold.
  */
-async function throughFailovers(name: string, topology: RedisTopology, peer: { awaitReplicated(): Promise<void> }, steps: readonly Step[]): Promise<void> {
+async function throughFailovers(name: string, topology: RedisTopology, peer: { awaitReplicated(): Promise<void> }, shared: SsoRefresh, steps: readonly Step[]): Promise<void> {
   await withSsoReplicas(topology, async (replicas, sso, another) => {
     const before = await issueBefore(replicas, sso);
     const s = stream(replicas, sso, before);
@@ -275,18 +275,33 @@ async function throughFailovers(name: string, topology: RedisTopology, peer: { a
     }
     for (const token of [before.revoked, ...s.loggedOut]) expect((await call(fresh.url, 'GET', '/api/v1/account/alice', { token })).status, 'a logged-out token, on a replica started after').to.equal(401);
     expect((await refreshGrant(fresh, before.revokedRefresh)).error, 'a refresh token revoked before, on a replica started after').to.equal('invalid_grant');
-  });
+  }, shared);
 }
 
 describe('two svc replicas through Redis failovers', function () {
   cleanUpTempDirs();
   this.timeout(150_000);
+  // Both topologies and the one slapd (read only, so shared) start together, as their starts
+  // mostly wait. Each test awaits its topology (a failed start fails that test) and stops it when done.
+  let sentinel: Promise<RedisSentinelPeer>;
+  let cluster: Promise<RedisClusterPeer>;
+  let sso: Promise<SsoRefresh>;
+  before(function () {
+    sentinel = startRedisSentinel();
+    cluster = startRedisCluster();
+    sso = startSsoRefresh();
+    // Awaited by the tests; a rejection is theirs to report, not an unhandled one.
+    for (const started of [sentinel, cluster, sso]) started.catch(() => undefined);
+  });
+  after(async function () {
+    await Promise.all([sentinel, cluster, sso].map((started) => started.then((peer) => peer.stop(), () => undefined)));
+  });
 
   it('on Sentinel: SENTINEL FAILOVER, then kill -9 of the new primary', async function () {
-    const peer = await startRedisSentinel();
+    const peer = await sentinel;
     try {
       let second = 0;
-      await throughFailovers('sentinel', sentinelTopology(peer), peer, [
+      await throughFailovers('sentinel', sentinelTopology(peer), peer, await sso, [
         {
           // The old primary made the new one's replica at once, not by Sentinel 8-18 s later
           // (helpers' replicaOf): writes that wait for a replica work again once it has synced.
@@ -312,10 +327,10 @@ describe('two svc replicas through Redis failovers', function () {
   });
 
   it('on Cluster: kill -9 of one primary', async function () {
-    const peer = await startRedisCluster();
+    const peer = await cluster;
     try {
       let victim = 0;
-      await throughFailovers('cluster', clusterTopology(peer), peer, [
+      await throughFailovers('cluster', clusterTopology(peer), peer, await sso, [
         {
           act: async () => {
             [victim = 0] = await peer.primaryPorts();

@@ -65,6 +65,8 @@ export async function startSsoRefresh(): Promise<SsoRefresh> {
     secret: { 'ldap.bindPW': 'readerpw' },
     use(started) {
       replicas = started;
+      // New replicas may be on another config dir (keys, clients): discover them again.
+      rp = undefined;
     },
     async offlineLogin() {
       rp ??= await svcWebClient(url, SECRET_KEY);
@@ -98,9 +100,10 @@ const MANY_SESSIONS = { SVC_SESSIONS_PER_ACCOUNT: '100000' } as const;
 /**
  * Two replicas on `topology`, sharing a config dir with the accounts fixture and the provider's
  * LDAP connector (startSsoRefresh), for the length of `run`; then stopped, and the dir removed.
+ * `shared`: a startSsoRefresh of the caller's (one slapd for several runs), which it stops itself.
  */
-export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas: readonly Replica[], sso: SsoRefresh, another: () => Promise<Replica>) => Promise<T>): Promise<T> {
-  const sso = await startSsoRefresh();
+export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas: readonly Replica[], sso: SsoRefresh, another: () => Promise<Replica>) => Promise<T>, shared?: SsoRefresh): Promise<T> {
+  const sso = shared ?? await startSsoRefresh();
   const dir = accountsConfigDir({ cm: sso.cm, secret: sso.secret });
   const redis = topology.kind === 'standalone' ? topology.url : JSON.stringify(topology);
   let replicas: Replica[] = [];
@@ -117,7 +120,7 @@ export async function withSsoReplicas<T>(topology: RedisTopology, run: (replicas
     return await run(replicas, sso, another);
   } finally {
     await Promise.all([...replicas, ...later].map((r) => stopReplica(r)));
-    await sso.stop();
+    if (shared === undefined) await sso.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
