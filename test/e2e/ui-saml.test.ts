@@ -72,7 +72,8 @@ describe('e2e: SAML login in Chromium, with the cross-site POST back to svc', fu
       },
     });
     expect(crossSitePost, 'the response was posted from the IdP\'s page (another site)').to.equal(true);
-    await page.locator('#me-groups').waitFor();
+    // The page fills every field at once from the session's userinfo; until then each reads '…'.
+    await page.locator('#me-issuer', { hasText: `${url}/api/idp` }).waitFor();
     expect(await page.locator('#me-groups').textContent()).to.contain('devs');
     expect(await page.locator('#me-issuer').textContent()).to.equal(`${url}/api/idp`);
     expect(await seriousViolations(page)).to.deep.equal([]);
