@@ -33,7 +33,7 @@ export async function startTracing(env: Readonly<Record<string, string | undefin
     return OFF;
   }
   const { registerTracing } = await import('./sdk.js');
-  const running = registerTracing(config, version);
+  const running = registerTracing(config, version, log);
   if (!quiet) log.info({ protocol: config.protocol, sampler: config.sampler.kind, parentBased: config.parentBased, serviceName: config.serviceName }, 'tracing on: spans go to the OTLP endpoint');
   return { on: true, shutdown: () => running.shutdown() };
 }

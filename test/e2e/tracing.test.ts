@@ -8,7 +8,9 @@
  * lines carry the ids; http/json is exported too. Every span received goes through the suite's secret check (audit-capture.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import { rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { registerAuditSecret } from '../audit-capture.js';
@@ -41,6 +43,15 @@ class TracedBrowser extends SvcTokenBrowser {
 
   cookieValues(): string[] {
     return this.cookieHeader().split('; ').map((c) => c.slice(c.indexOf('=') + 1)).filter((v) => v !== '');
+  }
+}
+
+/** Waits up to 15 s for a line of `svc`'s log to match. */
+async function waitForLog(svc: ServerProcess, line: RegExp): Promise<void> {
+  const until = Date.now() + 15_000;
+  while (!line.test(svc.logTail())) {
+    if (Date.now() > until) throw new Error(`no log line matched ${String(line)}; the log ends:\n${svc.logTail().slice(-2_000)}`);
+    await sleep(50);
   }
 }
 
@@ -164,6 +175,26 @@ describe('e2e: OpenTelemetry traces to an OTLP receiver', function () {
   it('has each worker export its own spans', async function () {
     for (let i = 0; i < 8; i++) expect((await fresh(url, 'GET', '/healthz')).status).to.equal(200);
     await receiver.waitFor((spans) => new Set(spans.filter((s) => s.name === 'GET /healthz').map((s) => s.resource['process.pid'])).size === 2, 'health checks from both workers');
+  });
+
+  it('says once in its log that exports fail while the OTLP endpoint is down, without the error\'s words, and how many spans it dropped once they are sent again', async function () {
+    const port = await freePort();
+    const down = await startServerProcess(dir, 1, cleanRedisEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_EXPORTER_OTLP_TIMEOUT: '2000' }));
+    let collector: Server | undefined;
+    try {
+      for (let i = 0; i < 3; i++) expect((await fresh(down.url, 'GET', '/healthz')).status).to.equal(200);
+      await waitForLog(down, /an export to the OTLP endpoint failed/);
+      const failed = down.logTail().split('\n').filter((line) => line.includes('an export to the OTLP endpoint failed'));
+      expect(failed, 'one warning for the outage').to.have.length(1);
+      expect(failed[0]).to.include('"reason":"Error ECONNREFUSED"').and.not.include(`127.0.0.1:${port}`);
+      collector = createServer((req, res) => req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()));
+      await new Promise<void>((resolve) => collector!.listen(port, '127.0.0.1', resolve));
+      for (let i = 0; i < 3; i++) await fresh(down.url, 'GET', '/healthz');
+      await waitForLog(down, /"droppedSpans":[1-9]\d*.*spans are sent again/);
+    } finally {
+      await down.stop();
+      await new Promise((resolve) => (collector === undefined ? resolve(undefined) : collector.close(resolve)));
+    }
   });
 
   it('exports over http/protobuf by default, and over http/json when OTEL_EXPORTER_OTLP_PROTOCOL says so', async function () {

@@ -163,7 +163,8 @@ function protoAttributes(buf: Buffer, no: number): Record<string, AttributeValue
   return out;
 }
 
-function fromProtobuf(body: Buffer): ReceivedSpan[] {
+/** The spans of an ExportTraceServiceRequest in binary protobuf, flattened. */
+export function fromProtobuf(body: Buffer): ReceivedSpan[] {
   return messages(body, 1).flatMap((rs) => {
     const resourceMessage = first(rs, 1)?.bytes;
     const resource = resourceMessage === undefined ? {} : protoAttributes(resourceMessage, 1);

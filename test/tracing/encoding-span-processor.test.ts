@@ -1,0 +1,157 @@
+import { expect } from 'chai';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { SamplingDecision, TracerProvider, type Sampler } from '@opentelemetry/sdk-trace';
+import { EncodingSpanProcessor, type EncodedBatch, type EncodingProcessorOptions } from '../../src/tracing/encoding-span-processor.js';
+import { fromProtobuf } from '../helpers/otlp-receiver.js';
+
+interface Export {
+  readonly names: string[];
+  readonly batch: EncodedBatch;
+  readonly done: (result: ExportResult) => void;
+}
+
+/** An exporter that holds each export until the test answers it, and the log lines written. */
+function harness(options: Partial<Omit<EncodingProcessorOptions, 'exporter' | 'log'>> = {}, sampler?: Sampler) {
+  const exports: Export[] = [];
+  const lines: { level: 'warn' | 'info'; fields: object; message: string }[] = [];
+  let shutdowns = 0;
+  const processor = new EncodingSpanProcessor({
+    exporter: {
+      export: (batch, done) => exports.push({ names: fromProtobuf(Buffer.from(batch.bytes)).map((s) => s.name), batch, done }),
+      shutdown: async () => void shutdowns++,
+    },
+    log: { warn: (fields, message) => lines.push({ level: 'warn', fields, message }), info: (fields, message) => lines.push({ level: 'info', fields, message }) },
+    scheduleDelayMs: 60_000, maxExportBatchSize: 3, maxQueueSize: 100, exportTimeoutMs: 60_000,
+    ...options,
+  });
+  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'svc' }), spanProcessors: [processor], ...(sampler === undefined ? {} : { sampler }) });
+  const tracer = provider.getTracer('svc');
+  const end = (...names: string[]): void => {
+    for (const name of names) tracer.startSpan(name).end();
+  };
+  return { processor, exports, lines, end, shutdowns: () => shutdowns };
+}
+
+const OK: ExportResult = { code: ExportResultCode.SUCCESS };
+const refused = (): ExportResult => ({ code: ExportResultCode.FAILED, error: Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:4318 secret-looking text'), { code: 'ECONNREFUSED' }) });
+
+describe('tracing: the processor that encodes spans as they end', function () {
+  it('sends a batch as soon as it holds the batch size, one export at a time, in the order the spans ended', function () {
+    const h = harness();
+    h.end('a', 'b');
+    expect(h.exports).to.have.length(0);
+    h.end('c', 'd', 'e', 'f', 'g');
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b', 'c']]);
+    expect(h.exports[0]?.batch.spanCount).to.equal(3);
+    h.exports[0]?.done(OK);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b', 'c'], ['d', 'e', 'f']]);
+    h.exports[1]?.done(OK);
+    expect(h.exports).to.have.length(2);
+  });
+
+  it('sends a batch that is not full the schedule delay after its first span', async function () {
+    const h = harness({ scheduleDelayMs: 40 });
+    h.end('a');
+    await sleep(20);
+    h.end('b');
+    expect(h.exports).to.have.length(0);
+    await sleep(60);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b']]);
+    h.exports[0]?.done(OK);
+    h.end('c');
+    await sleep(80);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b'], ['c']]);
+  });
+
+  it('keeps at most the queue size waiting while an export is out, drops the rest, and says so once, then how many once spans leave again', async function () {
+    const h = harness({ maxExportBatchSize: 2, maxQueueSize: 4 });
+    h.end('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j');
+    // a and b are out; c to f wait; g to j are dropped.
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b']]);
+    expect(h.lines).to.have.length(1);
+    expect(h.lines[0]).to.include({ level: 'warn' });
+    expect(h.lines[0]?.message).to.match(/dropped.*OTEL_BSP_MAX_QUEUE_SIZE/);
+    expect(h.lines[0]?.fields).to.deep.equal({ maxQueueSize: 4 });
+    h.exports[0]?.done(OK);
+    h.exports[1]?.done(OK);
+    h.exports[2]?.done(OK);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b'], ['c', 'd'], ['e', 'f']]);
+    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { maxQueueSize: 4 }], ['info', { droppedSpans: 4 }]]);
+    await h.processor.forceFlush();
+  });
+
+  it('drops the batch of a failed export, warns once with the reason but not the error\'s words, and counts until an export works', async function () {
+    const h = harness({ maxExportBatchSize: 2 });
+    h.end('a', 'b');
+    h.exports[0]?.done(refused());
+    h.end('c', 'd');
+    h.exports[1]?.done(refused());
+    expect(h.lines).to.have.length(1);
+    expect(h.lines[0]?.fields).to.deep.equal({ reason: 'Error ECONNREFUSED', droppedSpans: 2 });
+    expect(JSON.stringify(h.lines)).not.to.include('secret-looking');
+    h.end('e', 'f');
+    h.exports[2]?.done(OK);
+    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { reason: 'Error ECONNREFUSED', droppedSpans: 2 }], ['info', { droppedSpans: 4 }]]);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b'], ['c', 'd'], ['e', 'f']]);
+    await h.processor.forceFlush();
+  });
+
+  it('gives up an export that never answers after the export timeout, and sends the next batch', async function () {
+    const h = harness({ maxExportBatchSize: 1, exportTimeoutMs: 30 });
+    h.end('a', 'b');
+    expect(h.exports).to.have.length(1);
+    const started = Date.now();
+    while (h.exports.length < 2 && Date.now() - started < 2_000) await sleep(1);
+    expect(Date.now() - started).to.be.at.least(25);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b']]);
+    expect(h.lines[0]?.fields).to.deep.equal({ reason: 'Error', droppedSpans: 1 });
+    // A late answer to the given-up export changes nothing.
+    h.exports[0]?.done(OK);
+    expect(h.lines).to.have.length(1);
+    h.exports[1]?.done(OK);
+    expect(h.lines.map((l) => l.level)).to.deep.equal(['warn', 'info']);
+  });
+
+  it('takes an exporter that throws as a failed export', function () {
+    const lines: string[] = [];
+    const processor = new EncodingSpanProcessor({
+      exporter: { export: () => { throw new TypeError('boom'); }, shutdown: async () => undefined },
+      log: { warn: (_f, m) => lines.push(m), info: (_f, m) => lines.push(m) },
+      scheduleDelayMs: 60_000, maxExportBatchSize: 1, maxQueueSize: 10, exportTimeoutMs: 60_000,
+    });
+    new TracerProvider({ spanProcessors: [processor] }).getTracer('svc').startSpan('a').end();
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.match(/export to the OTLP endpoint failed/);
+  });
+
+  it('sends only sampled spans (a span recorded but not sampled stays home)', async function () {
+    const recordOnly: Sampler = { shouldSample: () => ({ decision: SamplingDecision.RECORD }), toString: () => 'record only' };
+    const h = harness({}, recordOnly);
+    h.end('a', 'b', 'c', 'd');
+    await h.processor.forceFlush();
+    expect(h.exports).to.have.length(0);
+  });
+
+  it('sends what waits on a flush and on shutdown, then stops taking spans', async function () {
+    const h = harness();
+    h.end('a');
+    const flushed = h.processor.forceFlush();
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a']]);
+    let done = false;
+    void flushed.then(() => (done = true));
+    await sleep(5);
+    expect(done).to.equal(false);
+    h.exports[0]?.done(OK);
+    await flushed;
+    h.end('b');
+    const shut = h.processor.shutdown();
+    h.exports[1]?.done(OK);
+    await shut;
+    expect(h.shutdowns()).to.equal(1);
+    h.end('c', 'd', 'e');
+    await h.processor.forceFlush();
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b']]);
+  });
+});
