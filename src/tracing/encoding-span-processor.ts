@@ -69,7 +69,13 @@ class Batch {
       spans = { scope: span.instrumentationScope, writer: new ProtobufWriter(this.initialBytes) };
       scopes.set(span.instrumentationScope, spans);
     }
-    writeSpan(spans.writer, span);
+    const before = spans.writer.length;
+    try {
+      writeSpan(spans.writer, span);
+    } catch (err: unknown) {
+      spans.writer.truncate(before);
+      throw err;
+    }
     this.spanCount++;
   }
 
@@ -134,6 +140,7 @@ export class EncodingSpanProcessor implements SpanProcessor {
   private dropped = 0;
   private failing = false;
   private full = false;
+  private unencodable = false;
 
   constructor(private readonly options: EncodingProcessorOptions) {}
 
@@ -150,7 +157,17 @@ export class EncodingSpanProcessor implements SpanProcessor {
       return;
     }
     const batch = (this.open ??= new Batch(this.batchBytes));
-    batch.add(span);
+    try {
+      batch.add(span);
+    } catch (err: unknown) {
+      // Span.end() calls this on the request's path: a span that cannot be encoded is dropped, never thrown there.
+      this.dropped++;
+      if (!this.unencodable) {
+        this.unencodable = true;
+        this.options.log.warn({ reason: reasonOf(err instanceof Error ? err : undefined), span: span.name.slice(0, 80) }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word');
+      }
+      return;
+    }
     this.waiting++;
     if (batch.spanCount >= this.options.maxExportBatchSize) {
       this.seal();

@@ -39,6 +39,11 @@ export class ProtobufWriter {
     return this.pos;
   }
 
+  /** Forgets what was written after `pos` (a span that could not be encoded whole). */
+  truncate(pos: number): void {
+    this.pos = pos;
+  }
+
   /** The bytes written, as a view of this writer's buffer. */
   bytes(): Buffer {
     return this.buffer.subarray(0, this.pos);

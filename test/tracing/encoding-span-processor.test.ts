@@ -126,6 +126,22 @@ describe('tracing: the processor that encodes spans as they end', function () {
     expect(lines[0]).to.match(/export to the OTLP endpoint failed/);
   });
 
+  it('drops a span it cannot encode, whole, without throwing into Span.end(), and says so once', async function () {
+    const h = harness({ maxExportBatchSize: 2 });
+    const tracer = new TracerProvider({ spanProcessors: [{ onStart: () => undefined, forceFlush: async () => undefined, shutdown: async () => undefined, onEnd: (span) => {
+      // The status is written last but one: by then the span's ids, name, times and attributes are in the batch's bytes.
+      const broken = Object.create(span, { status: { get: () => { throw new RangeError('cannot'); } } }) as typeof span;
+      expect(() => h.processor.onEnd(broken)).not.to.throw();
+      expect(() => h.processor.onEnd(broken)).not.to.throw();
+    } }] }).getTracer('svc');
+    tracer.startSpan('broken').end();
+    h.end('a', 'b');
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a', 'b']]);
+    expect(h.lines.map((l) => [l.fields, l.message])).to.deep.equal([[{ reason: 'RangeError', span: 'broken' }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word']]);
+    h.exports[0]?.done(OK);
+    expect(h.lines.map((l) => l.fields)).to.deep.include({ droppedSpans: 2 });
+  });
+
   it('sends only sampled spans (a span recorded but not sampled stays home)', async function () {
     const recordOnly: Sampler = { shouldSample: () => ({ decision: SamplingDecision.RECORD }), toString: () => 'record only' };
     const h = harness({}, recordOnly);
