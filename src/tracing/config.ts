@@ -32,9 +32,8 @@ export const DEFAULT_SERVICE_NAME = 'svc';
 /** The specification's default delay between two batches. */
 export const DEFAULT_SCHEDULE_DELAY_MS = 5_000;
 /**
- * Larger than the specification's 512: the serializer's cost per batch (the resource, the scope,
- * the buffer sized before it is written) and an export request are paid a quarter as often under
- * load (issue 55, docs/benchmarks.md).
+ * Larger than the specification's 512: an export request, and the copy of the batch's encoded
+ * spans into it, are paid a quarter as often under load (issue 55, docs/benchmarks.md).
  */
 export const DEFAULT_MAX_EXPORT_BATCH_SIZE = 2_048;
 /**

@@ -1,21 +1,28 @@
 /**
  * The span processor of the http/protobuf export: each sampled span is encoded as it ends
- * (./otlp-protobuf.ts) into the open batch's bytes, and the span object is dropped; a batch leaves
- * when it holds OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans or OTEL_BSP_SCHEDULE_DELAY after its first
- * span, one export at a time, as the SDK's BatchSpanProcessor sends them. It replaces that
- * processor for http/protobuf only (issue 55, docs/benchmarks.md "Tracing on and off"): the
- * SDK's keeps every ended span object until its batch is serialized, cold, seconds later.
+ * (./otlp-protobuf.ts) into the open batch's bytes (./encoded-batch.ts), and the span object is
+ * let go. It replaces the SDK's BatchSpanProcessor for http/protobuf only (issue 55,
+ * docs/benchmarks.md "Tracing on and off"): that one keeps every ended span object until its
+ * batch is serialized, cold, seconds later.
  *
- * Bounds, as the SDK's: at most OTEL_BSP_MAX_QUEUE_SIZE spans wait (a span ended while they are
- * that many is dropped and counted), plus the one batch being sent. A failed export drops its
- * batch (the SDK retries within the exporter first). Both say so in one log line when it starts,
- * and one when spans leave again, with the count dropped meanwhile.
+ * When a batch leaves, as the SDK's: when it holds OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans, or
+ * OTEL_BSP_SCHEDULE_DELAY after its first span; one export at a time. While an export is out the
+ * open batch keeps filling (a slow endpoint makes full batches, not many small ones).
+ *
+ * Bounds: at most OTEL_BSP_MAX_QUEUE_SIZE spans wait (a span ended while they are that many is
+ * dropped and counted), plus the batch being sent; an export with no answer within its timeout is
+ * given up; a flush, and so a shutdown, waits at most `flushTimeoutMs`. A failed export drops its
+ * batch (the exporter retries first). Each kind of loss is said in one log line, and one line says
+ * how many spans were dropped once spans are sent again.
+ *
+ * Timers and exports run outside any request's context (suppressTracing(ROOT_CONTEXT)): the span
+ * that happened to fill a batch must not lend its trace ids to the export's log lines, nor keep
+ * its request's context alive.
  */
-import { TraceFlags } from '@opentelemetry/api';
-import { ExportResultCode, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
+import { context, ROOT_CONTEXT, TraceFlags } from '@opentelemetry/api';
+import { ExportResultCode, suppressTracing, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
-import { encodeExportRequest, encodeResource, encodeScope, ProtobufWriter, writeSpan, type EncodedResource } from './otlp-protobuf.js';
+import { Batch, EncodedParts } from './encoded-batch.js';
 
 /** A batch ready to send: an ExportTraceServiceRequest's bytes. */
 export interface EncodedBatch {
@@ -38,105 +45,43 @@ export interface EncodingProcessorOptions {
   readonly scheduleDelayMs: number;
   readonly maxExportBatchSize: number;
   readonly maxQueueSize: number;
-  /** How long one export may take before its batch is given up (the SDK's exportTimeoutMillis). */
+  /** How long one export may take before its batch is given up: longer than the exporter's own timeout. */
   readonly exportTimeoutMs: number;
+  /** The longest a flush or a shutdown waits for batches to leave. */
+  readonly flushTimeoutMs: number;
   readonly log: ExportLog;
 }
 
-/** The SDK's default exportTimeoutMillis. */
-export const DEFAULT_EXPORT_TIMEOUT_MS = 30_000;
+const NO_TRACE = suppressTracing(ROOT_CONTEXT);
+const FIRST_BATCH_BYTES = 16_384;
+/** A batch's first buffer is the size the last one ended at (a full batch then never grows), but not under this. */
+const MIN_BATCH_BYTES = 1_024;
 
-interface ScopeSpans {
-  readonly scope: InstrumentationScope;
-  readonly writer: ProtobufWriter;
+interface Flush {
+  /** Resolved once this many batches have been sent (or failed to). */
+  readonly upTo: number;
+  readonly resolve: () => void;
 }
-
-/** The spans of one batch, encoded, grouped by resource and scope as the OTLP request nests them. */
-class Batch {
-  spanCount = 0;
-  private readonly resources = new Map<Resource, Map<InstrumentationScope, ScopeSpans>>();
-
-  constructor(private readonly initialBytes: number) {}
-
-  add(span: ReadableSpan): void {
-    let scopes = this.resources.get(span.resource);
-    if (scopes === undefined) {
-      scopes = new Map();
-      this.resources.set(span.resource, scopes);
-    }
-    let spans = scopes.get(span.instrumentationScope);
-    if (spans === undefined) {
-      spans = { scope: span.instrumentationScope, writer: new ProtobufWriter(this.initialBytes) };
-      scopes.set(span.instrumentationScope, spans);
-    }
-    const before = spans.writer.length;
-    try {
-      writeSpan(spans.writer, span);
-    } catch (err: unknown) {
-      spans.writer.truncate(before);
-      throw err;
-    }
-    this.spanCount++;
-  }
-
-  /** The spans' bytes alone: the next batch starts with a buffer this large. */
-  get spanBytes(): number {
-    let bytes = 0;
-    for (const scopes of this.resources.values()) for (const s of scopes.values()) bytes += s.writer.length;
-    return bytes;
-  }
-
-  encode(encoded: EncodedParts): Uint8Array {
-    const resources: EncodedResource[] = [];
-    for (const [resource, scopes] of this.resources) {
-      resources.push({
-        resource: encoded.resource(resource),
-        schemaUrl: resource.schemaUrl,
-        scopes: [...scopes.values()].map((s) => ({ scope: encoded.scope(s.scope), schemaUrl: s.scope.schemaUrl, spans: s.writer.bytes() })),
-      });
-    }
-    return encodeExportRequest(resources);
-  }
-}
-
-/** The resource's and scopes' messages, encoded once each: they are the same objects for the process's life. */
-class EncodedParts {
-  private readonly resources = new WeakMap<Resource, Buffer>();
-  private readonly scopes = new WeakMap<InstrumentationScope, Buffer>();
-
-  resource(resource: Resource): Buffer {
-    let bytes = this.resources.get(resource);
-    if (bytes === undefined) {
-      bytes = encodeResource(resource);
-      this.resources.set(resource, bytes);
-    }
-    return bytes;
-  }
-
-  scope(scope: InstrumentationScope): Buffer {
-    let bytes = this.scopes.get(scope);
-    if (bytes === undefined) {
-      bytes = encodeScope(scope);
-      this.scopes.set(scope, bytes);
-    }
-    return bytes;
-  }
-}
-
-const FIRST_BATCH_BYTES = 65_536;
 
 export class EncodingSpanProcessor implements SpanProcessor {
   private open: Batch | undefined;
+  /** The open batch's delay has passed: it leaves as soon as no export is out. */
+  private openDue = false;
   private readonly ready: Batch[] = [];
   /** Spans in `open` and `ready`: the queue OTEL_BSP_MAX_QUEUE_SIZE bounds. */
   private waiting = 0;
   private sending = false;
+  /** pump() is running: an export answered at once makes its loop go on, not recurse. */
+  private pumping = false;
   private timer: NodeJS.Timeout | undefined;
-  private closed = false;
+  private closing = false;
   private batchBytes = FIRST_BATCH_BYTES;
   private readonly parts = new EncodedParts();
-  private readonly idle: (() => void)[] = [];
-  /** Spans dropped (full queue, failed export) since they were last said to be sent again; `failing` and `full` say a warning was logged. */
+  /** Batches sealed, and batches whose export ended, since the start. */
+  private sealed = 0;
+  private ended = 0;
+  private readonly flushes: Flush[] = [];
+  /** Spans dropped since spans were last said to be sent again; each flag: that kind of loss was said. */
   private dropped = 0;
   private failing = false;
   private full = false;
@@ -147,7 +92,7 @@ export class EncodingSpanProcessor implements SpanProcessor {
   onStart(): void {}
 
   onEnd(span: ReadableSpan): void {
-    if (this.closed || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.closing || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.waiting >= this.options.maxQueueSize) {
       this.dropped++;
       if (!this.full) {
@@ -164,36 +109,54 @@ export class EncodingSpanProcessor implements SpanProcessor {
       this.dropped++;
       if (!this.unencodable) {
         this.unencodable = true;
-        this.options.log.warn({ reason: reasonOf(err instanceof Error ? err : undefined), span: span.name.slice(0, 80) }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word');
+        this.options.log.warn({ reason: reasonOf(err), span: span.name.slice(0, 80) }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word');
       }
       return;
     }
     this.waiting++;
     if (batch.spanCount >= this.options.maxExportBatchSize) {
       this.seal();
-      this.sendNext();
-    } else if (this.timer === undefined) {
-      this.timer = setTimeout(() => {
+      this.pump();
+    } else if (this.timer === undefined && !this.openDue) {
+      this.timer = context.with(NO_TRACE, () => setTimeout(() => {
         this.timer = undefined;
-        this.seal();
-        this.sendNext();
-      }, this.options.scheduleDelayMs).unref();
+        this.openDue = true;
+        this.pump();
+      }, this.options.scheduleDelayMs).unref());
     }
   }
 
-  /** Sends every span ended so far; resolves once they have left (or failed to). */
+  /** Sends the spans ended so far; resolves once they have been sent (or failed to), or after flushTimeoutMs. */
   forceFlush(): Promise<void> {
     this.seal();
-    this.sendNext();
-    if (!this.sending) return Promise.resolve();
-    return new Promise((resolve) => this.idle.push(resolve));
+    const upTo = this.sealed;
+    this.pump();
+    if (this.ended >= upTo) return Promise.resolve();
+    return new Promise((resolve) => {
+      const flush: Flush = { upTo, resolve: () => { clearTimeout(deadline); resolve(); } };
+      const deadline = context.with(NO_TRACE, () => setTimeout(() => {
+        this.flushes.splice(this.flushes.indexOf(flush), 1);
+        resolve();
+      }, this.options.flushTimeoutMs).unref());
+      this.flushes.push(flush);
+    });
   }
 
+  /** Takes no span from now on, sends what waits within flushTimeoutMs, and drops (and says) what is left. */
   async shutdown(): Promise<void> {
-    if (this.closed) return;
+    if (this.closing) return;
+    this.closing = true;
+    const started = Date.now();
     await this.forceFlush();
-    this.closed = true;
-    await this.options.exporter.shutdown();
+    const left = this.waiting;
+    if (left > 0) this.options.log.warn({ droppedSpans: left, flushTimeoutMs: this.options.flushTimeoutMs }, 'tracing: shut down with spans not sent in time; they are dropped');
+    this.ready.length = 0;
+    this.open = undefined;
+    this.waiting = 0;
+    const rest = Math.max(0, this.options.flushTimeoutMs - (Date.now() - started));
+    let stop: NodeJS.Timeout | undefined;
+    await Promise.race([this.options.exporter.shutdown(), new Promise((resolve) => (stop = setTimeout(resolve, rest).unref()))]);
+    clearTimeout(stop);
   }
 
   private seal(): void {
@@ -201,33 +164,52 @@ export class EncodingSpanProcessor implements SpanProcessor {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.open === undefined) return;
-    this.batchBytes = Math.max(FIRST_BATCH_BYTES, this.open.spanBytes);
-    this.ready.push(this.open);
+    this.openDue = false;
+    const batch = this.open;
     this.open = undefined;
+    if (batch === undefined || batch.spanCount === 0) return;
+    this.batchBytes = Math.max(MIN_BATCH_BYTES, batch.spanBytes);
+    this.ready.push(batch);
+    this.sealed++;
   }
 
-  private sendNext(): void {
-    if (this.sending) return;
-    const batch = this.ready.shift();
-    if (batch === undefined) {
-      for (const resolve of this.idle.splice(0)) resolve();
-      return;
+  /** Sends the batches ready, one at a time, while no export is out. */
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (!this.sending) {
+        if (this.ready.length === 0 && this.openDue) this.seal();
+        const batch = this.ready.shift();
+        if (batch === undefined) break;
+        this.send(batch);
+      }
+    } finally {
+      this.pumping = false;
     }
+  }
+
+  private send(batch: Batch): void {
     this.waiting -= batch.spanCount;
-    this.sending = true;
     let settled = false;
     const finish = (result: ExportResult): void => {
       if (settled) return;
       settled = true;
       clearTimeout(guard);
       this.sending = false;
+      this.ended++;
       this.report(result, batch.spanCount);
-      this.sendNext();
+      for (const flush of this.flushes.filter((f) => f.upTo <= this.ended)) {
+        this.flushes.splice(this.flushes.indexOf(flush), 1);
+        flush.resolve();
+      }
+      this.pump();
     };
-    const guard = setTimeout(() => finish({ code: ExportResultCode.FAILED, error: new Error(`no answer within ${this.options.exportTimeoutMs} ms`) }), this.options.exportTimeoutMs).unref();
+    const guard = context.with(NO_TRACE, () => setTimeout(() => finish({ code: ExportResultCode.FAILED, error: new Error('no answer in time') }), this.options.exportTimeoutMs).unref());
+    this.sending = true;
     try {
-      this.options.exporter.export({ bytes: batch.encode(this.parts), spanCount: batch.spanCount }, finish);
+      const bytes = batch.encode(this.parts);
+      context.with(NO_TRACE, () => this.options.exporter.export({ bytes, spanCount: batch.spanCount }, finish));
     } catch (err: unknown) {
       finish({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
     }
@@ -254,8 +236,8 @@ export class EncodingSpanProcessor implements SpanProcessor {
  * What failed, without the error's message: an exporter's message may quote the collector's
  * answer. A network error's code (ECONNREFUSED) or an HTTP status, else the error's class.
  */
-function reasonOf(error: Error | undefined): string {
-  if (error === undefined) return 'unknown';
+function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return 'unknown';
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' || typeof code === 'number') return `${error.name} ${String(code)}`;
   return error.name;

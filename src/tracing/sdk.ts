@@ -22,7 +22,7 @@ import {
   type ReadableSpan, type Sampler, type SpanExporter, type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from './config.js';
-import { DEFAULT_EXPORT_TIMEOUT_MS, EncodingSpanProcessor, type EncodedBatch, type ExportLog } from './encoding-span-processor.js';
+import { EncodingSpanProcessor, type EncodedBatch, type ExportLog } from './encoding-span-processor.js';
 import { markTracingOn } from './spans.js';
 
 export interface RunningTracing {
@@ -45,22 +45,33 @@ class OtlpJsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> implements 
 
 /** The transport of the protobuf exporter, sending bytes already encoded; the collector's answer is read as the SDK reads it. */
 class OtlpEncodedBatchExporter extends OTLPExporterBase<EncodedBatch> {
+  /** OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT as the exporter read it: its retries end within it. */
+  readonly timeoutMs: number;
+
   constructor() {
     const options = convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' });
     const serializer = { serializeRequest: (batch: EncodedBatch) => batch.bytes, deserializeResponse: ProtobufTraceSerializer.deserializeResponse };
     super(createOtlpHttpExportDelegate(options, serializer, 'otlp_http_span_exporter', { name: 'span', countItems: (batch: EncodedBatch) => batch.spanCount }, undefined));
+    this.timeoutMs = options.timeoutMillis;
   }
 }
+
+/** A shutdown sends what waits within this; the workers' own grace (serve.ts) is 10 s, closing included. */
+const FLUSH_TIMEOUT_MS = 5_000;
+/** An export is given up this long after the exporter's own timeout (which it should never pass). */
+const EXPORT_TIMEOUT_MARGIN_MS = 5_000;
 
 function processorOf(config: TracingConfig, log: ExportLog): SpanProcessor {
   const batching = { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.maxExportBatchSize, maxQueueSize: config.maxQueueSize };
   if (config.protocol === 'http/json') return new BatchSpanProcessor({ exporter: new OtlpJsonTraceExporter(), ...batching });
+  const exporter = new OtlpEncodedBatchExporter();
   return new EncodingSpanProcessor({
-    exporter: new OtlpEncodedBatchExporter(),
+    exporter,
     scheduleDelayMs: config.scheduleDelayMs,
     maxExportBatchSize: config.maxExportBatchSize,
     maxQueueSize: config.maxQueueSize,
-    exportTimeoutMs: DEFAULT_EXPORT_TIMEOUT_MS,
+    exportTimeoutMs: exporter.timeoutMs + EXPORT_TIMEOUT_MARGIN_MS,
+    flushTimeoutMs: FLUSH_TIMEOUT_MS,
     log,
   });
 }

@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { SamplingDecision, TracerProvider, type Sampler } from '@opentelemetry/sdk-trace';
+import { SamplingDecision, TracerProvider, type ReadableSpan, type Sampler, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { EncodingSpanProcessor, type EncodedBatch, type EncodingProcessorOptions } from '../../src/tracing/encoding-span-processor.js';
 import { fromProtobuf } from '../helpers/otlp-receiver.js';
 
@@ -23,7 +25,7 @@ function harness(options: Partial<Omit<EncodingProcessorOptions, 'exporter' | 'l
       shutdown: async () => void shutdowns++,
     },
     log: { warn: (fields, message) => lines.push({ level: 'warn', fields, message }), info: (fields, message) => lines.push({ level: 'info', fields, message }) },
-    scheduleDelayMs: 60_000, maxExportBatchSize: 3, maxQueueSize: 100, exportTimeoutMs: 60_000,
+    scheduleDelayMs: 60_000, maxExportBatchSize: 3, maxQueueSize: 100, exportTimeoutMs: 60_000, flushTimeoutMs: 60_000,
     ...options,
   });
   const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'svc' }), spanProcessors: [processor], ...(sampler === undefined ? {} : { sampler }) });
@@ -31,7 +33,7 @@ function harness(options: Partial<Omit<EncodingProcessorOptions, 'exporter' | 'l
   const end = (...names: string[]): void => {
     for (const name of names) tracer.startSpan(name).end();
   };
-  return { processor, exports, lines, end, shutdowns: () => shutdowns };
+  return { processor, exports, lines, end, tracer, shutdowns: () => shutdowns };
 }
 
 const OK: ExportResult = { code: ExportResultCode.SUCCESS };
@@ -119,7 +121,7 @@ describe('tracing: the processor that encodes spans as they end', function () {
     const processor = new EncodingSpanProcessor({
       exporter: { export: () => { throw new TypeError('boom'); }, shutdown: async () => undefined },
       log: { warn: (_f, m) => lines.push(m), info: (_f, m) => lines.push(m) },
-      scheduleDelayMs: 60_000, maxExportBatchSize: 1, maxQueueSize: 10, exportTimeoutMs: 60_000,
+      scheduleDelayMs: 60_000, maxExportBatchSize: 1, maxQueueSize: 10, exportTimeoutMs: 60_000, flushTimeoutMs: 60_000,
     });
     new TracerProvider({ spanProcessors: [processor] }).getTracer('svc').startSpan('a').end();
     expect(lines).to.have.length(1);
@@ -140,6 +142,93 @@ describe('tracing: the processor that encodes spans as they end', function () {
     expect(h.lines.map((l) => [l.fields, l.message])).to.deep.equal([[{ reason: 'RangeError', span: 'broken' }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word']]);
     h.exports[0]?.done(OK);
     expect(h.lines.map((l) => l.fields)).to.deep.include({ droppedSpans: 2 });
+  });
+
+  it('keeps filling the open batch while an export is out, instead of sending many small ones after it', async function () {
+    const h = harness({ scheduleDelayMs: 20, maxExportBatchSize: 100 });
+    h.end('a');
+    await sleep(50);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a']]);
+    h.end('b');
+    await sleep(50);
+    h.end('c');
+    await sleep(50);
+    expect(h.exports).to.have.length(1);
+    h.exports[0]?.done(OK);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b', 'c']]);
+  });
+
+  it('sends batch after batch to an exporter that answers at once, without growing the stack', async function () {
+    const h = harness({ maxExportBatchSize: 1, maxQueueSize: 30_000 });
+    h.end('first');
+    const names = Array.from({ length: 20_000 }, (_, i) => `s${i}`);
+    h.end(...names);
+    expect(h.exports).to.have.length(1);
+    const answered: Export[] = [];
+    // From now on every export is answered while it is being handed over.
+    h.exports.push = (...items: Export[]) => { for (const item of items) { answered.push(item); item.done(refused()); } return answered.length; };
+    h.exports[0]?.done(OK);
+    expect(answered).to.have.length(20_000);
+    expect(answered.at(-1)?.names).to.deep.equal(['s19999']);
+    await h.processor.forceFlush();
+  });
+
+  it('resolves a flush once the spans ended before it have left, while later spans keep coming', async function () {
+    const h = harness({ maxExportBatchSize: 1 });
+    h.end('a', 'b');
+    let flushed = false;
+    const flush = h.processor.forceFlush().then(() => (flushed = true));
+    h.end('c');
+    h.exports[0]?.done(OK);
+    await sleep(1);
+    expect(flushed).to.equal(false);
+    h.exports[1]?.done(OK);
+    await flush;
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b'], ['c']]);
+  });
+
+  it('shuts down within the flush timeout while the endpoint never answers, and says how many spans it dropped', async function () {
+    const h = harness({ maxExportBatchSize: 1, flushTimeoutMs: 50 });
+    h.end('a', 'b', 'c');
+    const started = Date.now();
+    const shut = h.processor.shutdown();
+    h.end('after');
+    await shut;
+    expect(Date.now() - started).to.be.within(40, 1_000);
+    expect(h.shutdowns()).to.equal(1);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a']]);
+    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { droppedSpans: 2, flushTimeoutMs: 50 }]]);
+  });
+
+  it('sends no empty request when the only span of a batch could not be encoded', async function () {
+    const h = harness();
+    let kept: ReadableSpan | undefined;
+    const keep: SpanProcessor = { onStart: () => undefined, onEnd: (span) => void (kept = span), forceFlush: async () => undefined, shutdown: async () => undefined };
+    new TracerProvider({ spanProcessors: [keep] }).getTracer('svc').startSpan('broken').end();
+    h.processor.onEnd(Object.create(kept!, { status: { get: () => { throw new RangeError('cannot'); } } }) as ReadableSpan);
+    await h.processor.forceFlush();
+    expect(h.exports).to.have.length(0);
+    expect(h.lines).to.have.length(1);
+  });
+
+  it('exports, and logs, outside the context of the request whose span filled or started a batch', async function () {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const seen: (string | undefined)[] = [];
+      const h = harness({ scheduleDelayMs: 10, maxExportBatchSize: 2 });
+      const request = h.tracer.startSpan('request');
+      context.with(trace.setSpan(context.active(), request), () => {
+        h.end('a');
+        h.exports.push = (...items: Export[]) => { seen.push(trace.getActiveSpan()?.spanContext().spanId ?? 'none'); items[0]?.done(refused()); return 0; };
+      });
+      await sleep(40);
+      context.with(trace.setSpan(context.active(), request), () => h.end('b', 'c'));
+      expect(seen).to.deep.equal(['none', 'none']);
+      request.end();
+    } finally {
+      context.disable();
+    }
   });
 
   it('sends only sampled spans (a span recorded but not sampled stays home)', async function () {

@@ -21,7 +21,7 @@ async function encoded(spans: readonly ReadableSpan[]): Promise<Uint8Array> {
   const log = { warn: () => undefined, info: () => undefined };
   const processor = new EncodingSpanProcessor({
     exporter: { export: (batch, done) => { sent.push(batch); done({ code: 0 }); }, shutdown: async () => undefined },
-    scheduleDelayMs: 60_000, maxExportBatchSize: 100_000, maxQueueSize: 100_000, exportTimeoutMs: 60_000, log,
+    scheduleDelayMs: 60_000, maxExportBatchSize: 100_000, maxQueueSize: 100_000, exportTimeoutMs: 60_000, flushTimeoutMs: 60_000, log,
   });
   for (const span of spans) processor.onEnd(span);
   await processor.forceFlush();
