@@ -128,11 +128,15 @@ function backendSpan(method: string, request: ForwardRequest): Span | undefined 
  * sent: the backend joins svc's trace, whose parent is the client's only when a trusted proxy
  * sent it (tracing/server-span.ts).
  */
+const TRACE_HEADERS = new Set(['traceparent', 'tracestate']);
+
 function withTraceHeaders(headers: readonly string[], span: Span): string[] {
   const list: string[] = [];
   for (let i = 0; i + 1 < headers.length; i += 2) {
-    const name = (headers[i] as string).toLowerCase();
-    if (name !== 'traceparent' && name !== 'tracestate') list.push(headers[i] as string, headers[i + 1] as string);
+    const name = headers[i] as string;
+    // Only a name of their lengths is lowercased to compare (a copy of each name was measurable).
+    const trace = (name.length === 11 || name.length === 10) && TRACE_HEADERS.has(name.toLowerCase());
+    if (!trace) list.push(name, headers[i + 1] as string);
   }
   for (const [name, value] of Object.entries(traceHeaders(span))) list.push(name, value);
   return list;

@@ -8,7 +8,7 @@
  * lines carry the ids; http/json is exported too. Every span received goes through the suite's secret check (audit-capture.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -170,6 +170,16 @@ describe('e2e: OpenTelemetry traces to an OTLP receiver', function () {
     await receiver.waitFor((spans) => spans.some((s) => s.kind === SPAN_KIND.server && s.name === 'GET /api/v1/extensions/:name' && s.parentSpanId === '' && s.attributes['network.peer.address'] === '127.0.0.1'), 'a root server span');
     expect(receiver.spans.filter((s) => s.traceId === chosen)).to.deep.equal([]);
     expect(echo.headers['traceparent']).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/).and.not.contain(chosen);
+    // Spelt in any case, the client's trace headers are replaced, not sent beside svc's.
+    const raw = await new Promise<{ headers: Record<string, string> }>((resolve, reject) => {
+      const req = httpRequest(`${url}/api/v1/extensions/tools/x`, { headers: { TraceParent: `00-${chosen}-${hex(8)}-01`, TRACESTATE: 'chosen=1', Cookie: `svc.token=${token}` } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => resolve(JSON.parse(body) as { headers: Record<string, string> }));
+      });
+      req.on('error', reject).end();
+    });
+    expect(raw.headers['traceparent']).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/).and.not.contain(chosen);
+    expect(raw.headers).to.not.have.property('tracestate');
   });
 
   it('has each worker export its own spans', async function () {
