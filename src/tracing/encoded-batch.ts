@@ -6,7 +6,8 @@
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import { encodeExportRequest, encodeResource, encodeScope, ProtobufWriter, writeSpan, type EncodedResource } from './otlp-protobuf.js';
+import { encodeExportRequest, encodeResource, encodeScope, writeSpan, type EncodedResource } from './otlp-protobuf.js';
+import { ProtobufWriter } from './protobuf-writer.js';
 
 interface ScopeSpans {
   readonly scope: InstrumentationScope;
@@ -29,7 +30,8 @@ export class Batch {
     }
     let spans = scopes.get(span.instrumentationScope);
     if (spans === undefined) {
-      spans = { scope: span.instrumentationScope, writer: new ProtobufWriter(this.initialBytes) };
+      // The last batch's size is a guess for its main scope (svc has one); any other starts small.
+      spans = { scope: span.instrumentationScope, writer: new ProtobufWriter(this.spanCount === 0 ? this.initialBytes : 1_024) };
       scopes.set(span.instrumentationScope, spans);
     }
     const before = spans.writer.length;

@@ -10,19 +10,19 @@
  * open batch keeps filling (a slow endpoint makes full batches, not many small ones).
  *
  * Bounds: at most OTEL_BSP_MAX_QUEUE_SIZE spans wait (a span ended while they are that many is
- * dropped and counted), plus the batch being sent; an export with no answer within its timeout is
- * given up; a flush, and so a shutdown, waits at most `flushTimeoutMs`. A failed export drops its
- * batch (the exporter retries first). Each kind of loss is said in one log line, and one line says
- * how many spans were dropped once spans are sent again.
- *
- * Timers and exports run outside any request's context (suppressTracing(ROOT_CONTEXT)): the span
- * that happened to fill a batch must not lend its trace ids to the export's log lines, nor keep
- * its request's context alive.
+ * dropped and counted), plus the batch being sent. An export with no answer within its timeout is
+ * counted failed, but keeps its place until it ends: another export beside it would let a
+ * collector that answers slowly hold a batch per timeout. A flush, and so a shutdown, waits at most
+ * `flushTimeoutMs`. A failed export drops its batch (the exporter retries first). What is lost is
+ * said by ./span-loss-log.ts; timers and exports run outside any request's context (NO_TRACE).
  */
-import { context, ROOT_CONTEXT, TraceFlags } from '@opentelemetry/api';
-import { ExportResultCode, suppressTracing, type ExportResult } from '@opentelemetry/core';
+import { context, TraceFlags } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { Batch, EncodedParts } from './encoded-batch.js';
+import { NO_TRACE, SpanLossLog, type ExportLog } from './span-loss-log.js';
+
+export type { ExportLog };
 
 /** A batch ready to send: an ExportTraceServiceRequest's bytes. */
 export interface EncodedBatch {
@@ -35,24 +35,20 @@ export interface EncodedBatchExporter {
   shutdown(): Promise<void>;
 }
 
-export interface ExportLog {
-  warn(fields: object, message: string): void;
-  info(fields: object, message: string): void;
-}
-
 export interface EncodingProcessorOptions {
   readonly exporter: EncodedBatchExporter;
   readonly scheduleDelayMs: number;
   readonly maxExportBatchSize: number;
   readonly maxQueueSize: number;
-  /** How long one export may take before its batch is given up: longer than the exporter's own timeout. */
+  /** How long one export may take before it is counted failed (it keeps its place until it ends). */
   readonly exportTimeoutMs: number;
   /** The longest a flush or a shutdown waits for batches to leave. */
   readonly flushTimeoutMs: number;
   readonly log: ExportLog;
 }
 
-const NO_TRACE = suppressTracing(ROOT_CONTEXT);
+/** Node's timers hold 32 bits: a longer delay fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const FIRST_BATCH_BYTES = 16_384;
 /** A batch's first buffer is the size the last one ended at (a full batch then never grows), but not under this. */
 const MIN_BATCH_BYTES = 1_024;
@@ -81,24 +77,25 @@ export class EncodingSpanProcessor implements SpanProcessor {
   private sealed = 0;
   private ended = 0;
   private readonly flushes: Flush[] = [];
-  /** Spans dropped since spans were last said to be sent again; each flag: that kind of loss was said. */
-  private dropped = 0;
-  private failing = false;
-  private full = false;
-  private unencodable = false;
+  /** Spans of the export out, and spans ended while closing: counted in the shutdown's line. */
+  private outSpans = 0;
+  private endedWhileClosing = 0;
+  private readonly loss: SpanLossLog;
 
-  constructor(private readonly options: EncodingProcessorOptions) {}
+  constructor(private readonly options: EncodingProcessorOptions) {
+    this.loss = new SpanLossLog(options.log);
+  }
 
   onStart(): void {}
 
   onEnd(span: ReadableSpan): void {
-    if (this.closing || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.closing) {
+      this.endedWhileClosing++;
+      return;
+    }
     if (this.waiting >= this.options.maxQueueSize) {
-      this.dropped++;
-      if (!this.full) {
-        this.full = true;
-        this.options.log.warn({ maxQueueSize: this.options.maxQueueSize }, 'tracing: spans end faster than they can be sent; spans are dropped until an export works (OTEL_BSP_MAX_QUEUE_SIZE)');
-      }
+      this.loss.queueFull(this.options.maxQueueSize);
       return;
     }
     const batch = (this.open ??= new Batch(this.batchBytes));
@@ -106,11 +103,7 @@ export class EncodingSpanProcessor implements SpanProcessor {
       batch.add(span);
     } catch (err: unknown) {
       // Span.end() calls this on the request's path: a span that cannot be encoded is dropped, never thrown there.
-      this.dropped++;
-      if (!this.unencodable) {
-        this.unencodable = true;
-        this.options.log.warn({ reason: reasonOf(err), span: span.name.slice(0, 80) }, 'tracing: a span could not be encoded and is dropped; later ones that cannot are dropped without a word');
-      }
+      this.loss.cannotEncode(err, span.name);
       return;
     }
     this.waiting++;
@@ -148,11 +141,12 @@ export class EncodingSpanProcessor implements SpanProcessor {
     this.closing = true;
     const started = Date.now();
     await this.forceFlush();
-    const left = this.waiting;
-    if (left > 0) this.options.log.warn({ droppedSpans: left, flushTimeoutMs: this.options.flushTimeoutMs }, 'tracing: shut down with spans not sent in time; they are dropped');
+    this.loss.shutDown(this.waiting + this.outSpans + this.endedWhileClosing, this.options.flushTimeoutMs);
     this.ready.length = 0;
     this.open = undefined;
     this.waiting = 0;
+    // The batches let go count as ended: a later flush has nothing to wait for.
+    this.ended = this.sealed;
     const rest = Math.max(0, this.options.flushTimeoutMs - (Date.now() - started));
     let stop: NodeJS.Timeout | undefined;
     await Promise.race([this.options.exporter.shutdown(), new Promise((resolve) => (stop = setTimeout(resolve, rest).unref()))]);
@@ -190,55 +184,48 @@ export class EncodingSpanProcessor implements SpanProcessor {
   }
 
   private send(batch: Batch): void {
-    this.waiting -= batch.spanCount;
-    let settled = false;
-    const finish = (result: ExportResult): void => {
-      if (settled) return;
-      settled = true;
+    // Only the count and the bytes outlive this call: the closures below hold no batch.
+    const spanCount = batch.spanCount;
+    this.waiting -= spanCount;
+    this.sending = true;
+    this.outSpans = spanCount;
+    let counted = false;
+    /** Counts the export's outcome once: when it ends, or when its time is up. */
+    const count = (result: ExportResult): void => {
+      if (counted) return;
+      counted = true;
       clearTimeout(guard);
-      this.sending = false;
       this.ended++;
-      this.report(result, batch.spanCount);
+      this.outSpans = 0;
+      if (result.code === ExportResultCode.SUCCESS) this.loss.exportWorked(this.waiting > this.options.maxQueueSize / 2);
+      else this.loss.exportFailed(result.error, spanCount);
       for (const flush of this.flushes.filter((f) => f.upTo <= this.ended)) {
         this.flushes.splice(this.flushes.indexOf(flush), 1);
         flush.resolve();
       }
+    };
+    let over = false;
+    const end = (result: ExportResult): void => {
+      if (over) return;
+      over = true;
+      count(result);
+      this.sending = false;
       this.pump();
     };
-    const guard = context.with(NO_TRACE, () => setTimeout(() => finish({ code: ExportResultCode.FAILED, error: new Error('no answer in time') }), this.options.exportTimeoutMs).unref());
-    this.sending = true;
+    const guard = context.with(NO_TRACE, () => setTimeout(() => count({ code: ExportResultCode.FAILED, error: new Error('no answer in time') }), Math.min(this.options.exportTimeoutMs, MAX_TIMER_MS)).unref());
+    let bytes: Uint8Array;
     try {
-      const bytes = batch.encode(this.parts);
-      context.with(NO_TRACE, () => this.options.exporter.export({ bytes, spanCount: batch.spanCount }, finish));
+      bytes = batch.encode(this.parts);
     } catch (err: unknown) {
-      finish({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
-    }
-  }
-
-  private report(result: ExportResult, spanCount: number): void {
-    if (result.code === ExportResultCode.SUCCESS) {
-      this.failing = false;
-      // Under a lasting overload the queue stays over half full: one line for the whole of it.
-      if (this.full && this.waiting > this.options.maxQueueSize / 2) return;
-      this.full = false;
-      if (this.dropped > 0) this.options.log.info({ droppedSpans: this.dropped }, 'tracing: spans are sent again');
-      this.dropped = 0;
+      end({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
       return;
     }
-    this.dropped += spanCount;
-    if (this.failing) return;
-    this.failing = true;
-    this.options.log.warn({ reason: reasonOf(result.error), droppedSpans: spanCount }, 'tracing: an export to the OTLP endpoint failed; its spans are dropped, and so are those of every export that fails until one works');
+    context.with(NO_TRACE, () => {
+      try {
+        this.options.exporter.export({ bytes, spanCount }, end);
+      } catch (err: unknown) {
+        end({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
+      }
+    });
   }
-}
-
-/**
- * What failed, without the error's message: an exporter's message may quote the collector's
- * answer. A network error's code (ECONNREFUSED) or an HTTP status, else the error's class.
- */
-function reasonOf(error: unknown): string {
-  if (!(error instanceof Error)) return 'unknown';
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' || typeof code === 'number') return `${error.name} ${String(code)}`;
-  return error.name;
 }

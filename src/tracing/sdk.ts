@@ -45,7 +45,7 @@ class OtlpJsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> implements 
 
 /** The transport of the protobuf exporter, sending bytes already encoded; the collector's answer is read as the SDK reads it. */
 class OtlpEncodedBatchExporter extends OTLPExporterBase<EncodedBatch> {
-  /** OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT as the exporter read it: its retries end within it. */
+  /** OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT as the exporter read it: it ends a silent request, not one answered slowly. */
   readonly timeoutMs: number;
 
   constructor() {
@@ -58,7 +58,7 @@ class OtlpEncodedBatchExporter extends OTLPExporterBase<EncodedBatch> {
 
 /** A shutdown sends what waits within this; the workers' own grace (serve.ts) is 10 s, closing included. */
 const FLUSH_TIMEOUT_MS = 5_000;
-/** An export is given up this long after the exporter's own timeout (which it should never pass). */
+/** An export is counted failed this long after the exporter's own timeout (a collector that answers slowly passes it). */
 const EXPORT_TIMEOUT_MARGIN_MS = 5_000;
 
 function processorOf(config: TracingConfig, log: ExportLog): SpanProcessor {

@@ -100,20 +100,39 @@ describe('tracing: the processor that encodes spans as they end', function () {
     await h.processor.forceFlush();
   });
 
-  it('gives up an export that never answers after the export timeout, and sends the next batch', async function () {
+  it('counts an export with no answer within the export timeout as failed, but sends the next batch only once it ends (one request out at a time)', async function () {
     const h = harness({ maxExportBatchSize: 1, exportTimeoutMs: 30 });
     h.end('a', 'b');
     expect(h.exports).to.have.length(1);
     const started = Date.now();
-    while (h.exports.length < 2 && Date.now() - started < 2_000) await sleep(1);
+    while (h.lines.length === 0 && Date.now() - started < 2_000) await sleep(1);
     expect(Date.now() - started).to.be.at.least(25);
-    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b']]);
     expect(h.lines[0]?.fields).to.deep.equal({ reason: 'Error', droppedSpans: 1 });
-    // A late answer to the given-up export changes nothing.
+    await sleep(60);
+    expect(h.exports.map((e) => e.names), 'b waits while a is out').to.deep.equal([['a']]);
+    // The late answer frees the place, and is not counted again.
     h.exports[0]?.done(OK);
+    expect(h.exports.map((e) => e.names)).to.deep.equal([['a'], ['b']]);
     expect(h.lines).to.have.length(1);
     h.exports[1]?.done(OK);
-    expect(h.lines.map((l) => l.level)).to.deep.equal(['warn', 'info']);
+    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { reason: 'Error', droppedSpans: 1 }], ['info', { droppedSpans: 1 }]]);
+  });
+
+  it('keeps the export timeout within what a Node timer holds', async function () {
+    const h = harness({ maxExportBatchSize: 1, exportTimeoutMs: 2 ** 40 });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      h.end('a', 'b');
+      await sleep(30);
+      expect(h.lines, 'no export counted failed at once').to.deep.equal([]);
+      expect(warnings).to.not.include('TimeoutOverflowWarning');
+      h.exports[0]?.done(OK);
+      h.exports[1]?.done(OK);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 
   it('takes an exporter that throws as a failed export', function () {
@@ -197,7 +216,11 @@ describe('tracing: the processor that encodes spans as they end', function () {
     expect(Date.now() - started).to.be.within(40, 1_000);
     expect(h.shutdowns()).to.equal(1);
     expect(h.exports.map((e) => e.names)).to.deep.equal([['a']]);
-    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { droppedSpans: 2, flushTimeoutMs: 50 }]]);
+    // b and c waited, a was out, `after` ended while closing.
+    expect(h.lines.map((l) => [l.level, l.fields])).to.deep.equal([['warn', { droppedSpans: 4, flushTimeoutMs: 50 }]]);
+    const flushed = Date.now();
+    await h.processor.forceFlush();
+    expect(Date.now() - flushed, 'a flush after shutdown has nothing to wait for').to.be.below(40);
   });
 
   it('sends no empty request when the only span of a batch could not be encoded', async function () {
