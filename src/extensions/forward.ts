@@ -22,6 +22,7 @@ import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { BackendIdle, BackendTimeout, BackendTls, BackendUnreachable, type SvcError } from '../errors.js';
+import { MAX_TIMER_MS } from '../lib/duration.js';
 import { heldSetCookies } from '../http/entry.js';
 import { onConnectionClose } from './connection-close.js';
 import { responseHeaderList } from './headers.js';
@@ -142,8 +143,6 @@ function withTraceHeaders(headers: readonly string[], span: Span): string[] {
   return list;
 }
 
-/** Node timers hold 32 bits; a longer idleConnTimeout (720h is valid config) means "no limit". */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 class ClientLeft extends Error {
   constructor() {
@@ -270,7 +269,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
       if (this.settled) return;
       this.request.log().info({ backend: this.request.origin, extension: this.request.extension, idleMs: this.request.idleMs }, 'the client took nothing for idleConnTimeout (not reading, or pipelined behind a slow answer); connection closed');
       (this.res.socket ?? this.res.req.socket).destroy();
-    }, Math.min(this.request.idleMs, MAX_TIMER_MS));
+    }, Math.min(this.request.idleMs, MAX_TIMER_MS)); // a longer idleConnTimeout (720h is valid config) means no limit
     this.stallTimer.unref();
   }
 

@@ -1,4 +1,8 @@
 /** Go-style duration strings as Argo CD operators write them: `24h`, `1h30m`, `60s`, `500ms`. */
+
+/** The longest delay a Node timer holds (32 bits): a longer one fires at once, with a warning. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
 const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;

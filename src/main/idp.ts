@@ -39,6 +39,7 @@ import { createProviderSessionEnd, type ProviderSessionEnd } from '../idp/sessio
 import { createUpstreamLinks } from '../idp/storage/upstream-sessions.js';
 import { upstreamLogoutFor, type UpstreamLogout } from '../idp/upstream-logout.js';
 import type { SessionRegistry } from '../session/registry.js';
+import { MAX_TIMER_MS } from '../lib/duration.js';
 
 export interface IdpOptions {
   /** Replaces the connectors built from idp.config (tests). */
@@ -64,8 +65,6 @@ export interface IdpFeature extends Feature {
   upstreamLogout(sessions: Pick<SessionRegistry, 'endBySid'>): (issuer: string, audiences: readonly string[]) => UpstreamLogout | undefined;
 }
 
-/** setTimeout's longest delay; a later signer change is rescheduled from there. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export async function buildIdp(services: Services, options: IdpOptions = {}): Promise<IdpFeature> {
   const { settings, store, state, log } = services;
@@ -117,7 +116,7 @@ export async function buildIdp(services: Services, options: IdpOptions = {}): Pr
       const current = services.now();
       if (current >= at) publish(inForce(current));
       scheduleSignerChange(current);
-    }, Math.min(Math.max(at - now, 0), MAX_TIMER_MS));
+    }, Math.min(Math.max(at - now, 0), MAX_TIMER_MS)); // a later change is rescheduled from there
     signerTimer.unref();
   }
   scheduleSignerChange();

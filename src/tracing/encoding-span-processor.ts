@@ -19,6 +19,7 @@
 import { context, TraceFlags } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
+import { MAX_TIMER_MS } from '../lib/duration.js';
 import { Batch, EncodedParts } from './encoded-batch.js';
 import { NO_TRACE, SpanLossLog, type ExportLog } from './span-loss-log.js';
 
@@ -47,8 +48,6 @@ export interface EncodingProcessorOptions {
   readonly log: ExportLog;
 }
 
-/** Node's timers hold 32 bits: a longer delay fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const FIRST_BATCH_BYTES = 16_384;
 /** A batch's first buffer is the size the last one ended at (a full batch then never grows), but not under this. */
 const MIN_BATCH_BYTES = 1_024;
