@@ -68,24 +68,19 @@ export class Batch {
  * attributes and the environment only (./sdk.ts), so none of its attributes is still pending.
  */
 export class EncodedParts {
-  private readonly resources = new WeakMap<Resource, Buffer>();
-  private readonly scopes = new WeakMap<InstrumentationScope, Buffer>();
+  readonly resource = encodedOnce(encodeResource);
+  readonly scope = encodedOnce(encodeScope);
+}
 
-  resource(resource: Resource): Buffer {
-    let bytes = this.resources.get(resource);
+/** `encode`, remembered per object (the objects live as long as the provider). */
+function encodedOnce<K extends object>(encode: (key: K) => Buffer): (key: K) => Buffer {
+  const encoded = new WeakMap<K, Buffer>();
+  return (key) => {
+    let bytes = encoded.get(key);
     if (bytes === undefined) {
-      bytes = encodeResource(resource);
-      this.resources.set(resource, bytes);
+      bytes = encode(key);
+      encoded.set(key, bytes);
     }
     return bytes;
-  }
-
-  scope(scope: InstrumentationScope): Buffer {
-    let bytes = this.scopes.get(scope);
-    if (bytes === undefined) {
-      bytes = encodeScope(scope);
-      this.scopes.set(scope, bytes);
-    }
-    return bytes;
-  }
+  };
 }

@@ -10,7 +10,7 @@
  * are the SDK serializer's (ProtobufTraceSerializer of @opentelemetry/otlp-transformer), field
  * for field, which test/tracing/otlp-protobuf.test.ts checks on generated spans.
  */
-import type { Attributes, HrTime } from '@opentelemetry/api';
+import type { Attributes, HrTime, Link, SpanContext, SpanStatus } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
@@ -100,11 +100,8 @@ function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | HAS_IS_REMOTE | (isRemote === true ? IS_REMOTE : 0);
 }
 
-/** One Span message, its tag and length first, as field 2 of a ScopeSpans. */
-export function writeSpan(w: ProtobufWriter, span: ReadableSpan): void {
-  w.tag(2, LENGTH_DELIMITED);
-  const start = w.startLengthDelimited();
-  const ids = span.spanContext();
+/** A span's or a link's trace id, span id and trace state: fields 1 to 3 of both messages. */
+function writeIds(w: ProtobufWriter, ids: SpanContext): void {
   w.tag(1, LENGTH_DELIMITED);
   w.hexBytes(ids.traceId);
   w.tag(2, LENGTH_DELIMITED);
@@ -114,6 +111,54 @@ export function writeSpan(w: ProtobufWriter, span: ReadableSpan): void {
     w.tag(3, LENGTH_DELIMITED);
     w.string(traceState);
   }
+}
+
+/** A Span.Event message, tag and length first, as field 11 of a Span. */
+function writeEvent(w: ProtobufWriter, event: ReadableSpan['events'][number]): void {
+  w.tag(11, LENGTH_DELIMITED);
+  const start = w.startLengthDelimited();
+  w.tag(1, FIXED64);
+  hrTimeFixed64(w, event.time);
+  w.tag(2, LENGTH_DELIMITED);
+  w.string(event.name);
+  if (event.attributes) attributes(w, event.attributes, 3);
+  w.tag(4, VARINT);
+  w.varint(event.droppedAttributesCount ?? 0);
+  w.finishLengthDelimited(start);
+}
+
+/** A Span.Link message, tag and length first, as field 13 of a Span. */
+function writeLink(w: ProtobufWriter, link: Link): void {
+  w.tag(13, LENGTH_DELIMITED);
+  const start = w.startLengthDelimited();
+  writeIds(w, link.context);
+  if (link.attributes) attributes(w, link.attributes, 4);
+  w.tag(5, VARINT);
+  w.varint(link.droppedAttributesCount ?? 0);
+  w.tag(6, FIXED32);
+  w.fixed32(spanFlags(link.context.traceFlags, link.context.isRemote));
+  w.finishLengthDelimited(start);
+}
+
+/** A Status message, tag and length first, as field 15 of a Span. */
+function writeStatus(w: ProtobufWriter, status: SpanStatus): void {
+  w.tag(15, LENGTH_DELIMITED);
+  const start = w.startLengthDelimited();
+  if (status.message) {
+    w.tag(2, LENGTH_DELIMITED);
+    w.string(status.message);
+  }
+  w.tag(3, VARINT);
+  w.varint(status.code);
+  w.finishLengthDelimited(start);
+}
+
+/** One Span message, its tag and length first, as field 2 of a ScopeSpans. */
+export function writeSpan(w: ProtobufWriter, span: ReadableSpan): void {
+  w.tag(2, LENGTH_DELIMITED);
+  const start = w.startLengthDelimited();
+  const ids = span.spanContext();
+  writeIds(w, ids);
   const parent = span.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, LENGTH_DELIMITED);
@@ -131,50 +176,13 @@ export function writeSpan(w: ProtobufWriter, span: ReadableSpan): void {
   attributes(w, span.attributes, 9);
   w.tag(10, VARINT);
   w.varint(span.droppedAttributesCount);
-  for (const event of span.events) {
-    w.tag(11, LENGTH_DELIMITED);
-    const e = w.startLengthDelimited();
-    w.tag(1, FIXED64);
-    hrTimeFixed64(w, event.time);
-    w.tag(2, LENGTH_DELIMITED);
-    w.string(event.name);
-    if (event.attributes) attributes(w, event.attributes, 3);
-    w.tag(4, VARINT);
-    w.varint(event.droppedAttributesCount ?? 0);
-    w.finishLengthDelimited(e);
-  }
+  for (const event of span.events) writeEvent(w, event);
   w.tag(12, VARINT);
   w.varint(span.droppedEventsCount);
-  for (const link of span.links) {
-    w.tag(13, LENGTH_DELIMITED);
-    const l = w.startLengthDelimited();
-    w.tag(1, LENGTH_DELIMITED);
-    w.hexBytes(link.context.traceId);
-    w.tag(2, LENGTH_DELIMITED);
-    w.hexBytes(link.context.spanId);
-    const linkState = link.context.traceState?.serialize();
-    if (linkState) {
-      w.tag(3, LENGTH_DELIMITED);
-      w.string(linkState);
-    }
-    if (link.attributes) attributes(w, link.attributes, 4);
-    w.tag(5, VARINT);
-    w.varint(link.droppedAttributesCount ?? 0);
-    w.tag(6, FIXED32);
-    w.fixed32(spanFlags(link.context.traceFlags, link.context.isRemote));
-    w.finishLengthDelimited(l);
-  }
+  for (const link of span.links) writeLink(w, link);
   w.tag(14, VARINT);
   w.varint(span.droppedLinksCount);
-  w.tag(15, LENGTH_DELIMITED);
-  const status = w.startLengthDelimited();
-  if (span.status.message) {
-    w.tag(2, LENGTH_DELIMITED);
-    w.string(span.status.message);
-  }
-  w.tag(3, VARINT);
-  w.varint(span.status.code);
-  w.finishLengthDelimited(status);
+  writeStatus(w, span.status);
   w.tag(16, FIXED32);
   w.fixed32(spanFlags(ids.traceFlags, parent?.isRemote));
   w.finishLengthDelimited(start);
