@@ -1,4 +1,5 @@
-# Sourced by the proxy benchmarks (bench/proxy.sh, bench/proxy-cpu.sh, bench/proxy-alloc.sh):
+# Sourced by the proxy benchmarks (bench/proxy.sh, bench/proxy-cpu.sh, bench/proxy-alloc.sh,
+# bench/tracing-cpu.sh):
 # what they share. Needs ROOT (the repository) set by the caller.
 
 # The runtime every `node` below runs on: BENCH_NODE=/path/to/node when set (to compare runtimes),
@@ -23,7 +24,36 @@ bench_workdir() {
   trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 }
 
-wait_for() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+# wait_for URL [seconds=10]: until URL answers 2xx; exits the bench when it does not in time.
+wait_for() { for _ in $(seq 1 $((${2:-10} * 20))); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "not answering: $1" >&2; exit 1; }
+
+# cpu_ticks PID: the process's user + system CPU so far, in clock ticks (/proc/PID/stat).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# measure LABEL PID URL [wrk args]: a second's warm-up, then wrk -t1 -c$CONNS -d$DURATION; prints
+# "<label> <req/s> <p99 ms> <µs of PID's CPU per request>" (the CPU benches).
+measure() {
+  local label=$1 pid=$2 url=$3 out before after requests tick_us
+  shift 3
+  tick_us=$((1000000 / $(getconf CLK_TCK)))
+  wrk -t1 -c8 -d1s "$@" "$url" >/dev/null # warm
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
+  after=$(cpu_ticks "$pid")
+  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  awk -v l="$label" -v t="$(( (after - before) * tick_us ))" -v n="$requests" '
+    /Requests\/sec/ {rps=$2}
+    $1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p99=v}
+    END {printf "%s %.0f %.2f %.1f\n", l, rps, p99, t/n}' <<<"$out"
+}
+
+# cpu_medians: measure's lines on stdin; prints "<label> <median µs CPU per request>" per label.
+cpu_medians() {
+  awk '{cpu[$1] = cpu[$1] " " $4}
+    function median(list,   a, n, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { for (l in cpu) print l, median(cpu[l]) }'
+}
 
 # check_proxies URL TOKEN: the bench extension answers "ok" through svc with the token.
 check_proxies() { [ "$(curl -fsS -H "Authorization: Bearer $2" "$1")" = ok ] || { echo "svc does not proxy" >&2; exit 1; }; }

@@ -16,7 +16,6 @@ CONNS=${3:-32}
 source "$ROOT/bench/bench-svc.sh"
 require_wrk
 bench_workdir cpu
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 (cd "$ROOT" && node scripts/ensure-built.mjs)
 BACKEND_PORT=$(free_port)
@@ -34,23 +33,6 @@ TOKEN=$(bench_token "http://127.0.0.1:$SVC_PORT")
 SVC_URL="http://127.0.0.1:$SVC_PORT/api/v1/extensions/bench/"
 check_proxies "$SVC_URL" "$TOKEN"
 
-TICK_US=$((1000000 / $(getconf CLK_TCK)))
-# measure <label> <pid> <url> [wrk args]: prints "<label> <req/s> <p99 ms> <µs CPU per request>"
-measure() {
-  local label=$1 pid=$2 url=$3 out before after requests
-  shift 3
-  wrk -t1 -c8 -d1s "$@" "$url" >/dev/null # warm
-  before=$(cpu_ticks "$pid")
-  out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
-  after=$(cpu_ticks "$pid")
-  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then echo "$out" >&2; fi
-  requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  awk -v l="$label" -v t="$(( (after - before) * TICK_US ))" -v n="$requests" '
-    /Requests\/sec/ {rps=$2}
-    $1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p99=v}
-    END {printf "%s %.0f %.2f %.1f\n", l, rps, p99, t/n}' <<<"$out"
-}
-
 echo "# $(date -u +%FT%TZ) $(nproc) cores, node $(node -v), wrk -t1 -c$CONNS -d$DURATION, $ROUNDS rounds"
 printf '%-9s %9s %8s %12s\n' target 'req/s' 'p99 ms' 'µs CPU/req'
 RESULTS=$(for _ in $(seq 1 "$ROUNDS"); do
@@ -59,9 +41,9 @@ RESULTS=$(for _ in $(seq 1 "$ROUNDS"); do
   measure dispatch "$DISPATCH_PID" "http://127.0.0.1:$DISPATCH_PORT/"
 done)
 awk '{printf "%-9s %9s %8s %12s\n", $1, $2, $3, $4}' <<<"$RESULTS"
-awk '{cpu[$1] = cpu[$1] " " $4}
-  function median(list,   a, n, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-  END { s = median(cpu["svc"]); f = median(cpu["floor"]); d = median(cpu["dispatch"]);
-        printf "median µs CPU per request: svc %.1f, floor %.1f, dispatch %.1f; svc/dispatch %.2f, svc/floor %.2f\n", s, f, d, s / d, s / f }' <<<"$RESULTS"
+declare -A MEDIAN
+while read -r label median; do MEDIAN[$label]=$median; done < <(cpu_medians <<<"$RESULTS")
+awk -v s="${MEDIAN[svc]}" -v f="${MEDIAN[floor]}" -v d="${MEDIAN[dispatch]}" 'BEGIN {
+  printf "median µs CPU per request: svc %.1f, floor %.1f, dispatch %.1f; svc/dispatch %.2f, svc/floor %.2f\n", s, f, d, s / d, s / f }'
 grep 'gc=s ' "$WORK/svc.log" | tail -n 20 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^promoted=/) {split($i, kv, "="); sum += kv[2]; n++}}
   END { if (n) printf "svc promoted per scavenge (last %d): %.2f MB (a bare Node proxy: ~0.1 MB)\n", n, sum / n / 1e6 }'
