@@ -14,6 +14,8 @@ const pool = new Pool(backend, { connections: 128 });
 createServer((req, res) => {
   let pending: Buffer | undefined;
   const handler: Dispatcher.DispatchHandler = {
+    // undici 8 refuses a handler without it.
+    onRequestStart() {},
     onResponseStart(controller, statusCode) {
       res.writeHead(statusCode, (controller.rawHeaders as Buffer[]).map((b) => b.toString('latin1')));
     },
